@@ -198,10 +198,7 @@ func (f *Framer) absorb(b []byte) {
 	// The frame is over the limit whatever follows: stop storing it.
 	f.over = true
 	f.overSize = 0
-	f.head = append(f.head[:0], f.frame[:min(len(f.frame), HeadSize)]...)
-	if len(f.head) < HeadSize {
-		f.head = append(f.head, b[:min(len(b), HeadSize-len(f.head))]...)
-	}
+	f.head = f.head[:0]
 	stored := f.frame
 	f.frame = f.frame[:0]
 	f.discard(stored)
@@ -212,6 +209,9 @@ func (f *Framer) absorb(b []byte) {
 func (f *Framer) discard(b []byte) {
 	if len(b) == 0 {
 		return
+	}
+	if len(f.head) < HeadSize {
+		f.head = append(f.head, b[:min(len(b), HeadSize-len(f.head))]...)
 	}
 	f.overSize += int64(len(b))
 	f.overCR = b[len(b)-1] == '\r'
@@ -238,7 +238,8 @@ func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 		f.stats.Pending -= 1
 		f.mu.Unlock()
 		f.over = false
-		return nil, &FrameTooLargeError{Size: size, Limit: f.limit, Head: bytes.Clone(f.head)}, true
+		head := f.head[:min(int64(len(f.head)), size)] // not the '\r' of "\r\n"
+		return nil, &FrameTooLargeError{Size: size, Limit: f.limit, Head: bytes.Clone(head)}, true
 	}
 	if len(f.frame) == 0 {
 		frame = b // the whole line is in the read buffer: no copy

@@ -68,7 +68,9 @@ func (p *Pipe) Buffered() (int, error) {
 // writer can be refused while Buffered is still below Capacity (seen on
 // Linux: 61,582 of 65,536 bytes buffered and the writer blocked). With writes
 // fragmented worse than that, Full can report false while a writer is blocked;
-// it never reports true for a pipe that has more than a page of room. Where
+// it never reports true for a pipe that has a page of room or more. A pipe of
+// one page has a single slot, so any buffered byte makes it Full: a page-sized
+// write would indeed be refused. Where
 // the capacity or fill level is unknown, the error wraps errors.ErrUnsupported.
 func (p *Pipe) Full() (bool, error) {
 	c, err := capacity(p.R)

@@ -1,6 +1,7 @@
 package pipes
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -30,6 +31,7 @@ type Valve struct {
 	mu          sync.Mutex
 	cond        *sync.Cond
 	stalled     bool
+	stallCh     chan struct{} // closed while stalled
 	since       time.Time // when the current stall began
 	allowance   int64     // bytes still allowed before stalling; <0 means unlimited
 	inRead      bool      // a Read is inside r.Read
@@ -46,7 +48,7 @@ type Valve struct {
 // interrupt it: that one read may still complete and deliver its bytes after
 // Stall returns.
 func NewValve(r io.Reader) *Valve {
-	v := &Valve{r: r, allowance: -1}
+	v := &Valve{r: r, allowance: -1, stallCh: make(chan struct{})}
 	v.cond = sync.NewCond(&v.mu)
 	if d, ok := r.(deadliner); ok {
 		v.dl = d
@@ -114,6 +116,32 @@ func (v *Valve) stall() {
 	if !v.stalled {
 		v.stalled = true
 		v.since = time.Now()
+		close(v.stallCh)
+	}
+}
+
+// open marks the valve not stalled; v.mu must be held.
+func (v *Valve) open() {
+	if v.stalled {
+		v.stalled = false
+		v.since = time.Time{}
+		v.stallCh = make(chan struct{})
+	}
+	v.cond.Broadcast()
+}
+
+// WaitStalled returns nil once the valve is stalled, at once if it already
+// is; after StallAfter(n) that is when the n bytes have been read. It returns
+// ctx.Err() if ctx ends first.
+func (v *Valve) WaitStalled(ctx context.Context) error {
+	v.mu.Lock()
+	ch := v.stallCh
+	v.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -159,9 +187,7 @@ func (v *Valve) StallAfter(n int64) {
 		return
 	}
 	v.allowance = n
-	v.stalled = false
-	v.since = time.Time{}
-	v.cond.Broadcast()
+	v.open()
 }
 
 // Resume lets reading continue without limit.
@@ -169,9 +195,7 @@ func (v *Valve) Resume() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.allowance = -1
-	v.stalled = false
-	v.since = time.Time{}
-	v.cond.Broadcast()
+	v.open()
 }
 
 // Stalled reports whether the valve is stalled now.

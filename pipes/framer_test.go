@@ -1,0 +1,225 @@
+package pipes_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpstdio/mcpstdio/pipes"
+)
+
+// item is one result of Framer.Next in a table: a frame, or an error kind.
+type item struct {
+	Frame    string
+	TooLarge int64 // Size of a *FrameTooLargeError
+	Head     string
+	Lost     int64 // Lost of a *TruncatedFrameError
+}
+
+// collect runs Next until io.EOF or a terminal error and records each result.
+func collect(t *testing.T, f *pipes.Framer) []item {
+	t.Helper()
+	var got []item
+	for range 100000 {
+		frame, err := f.Next()
+		var big *pipes.FrameTooLargeError
+		var trunc *pipes.TruncatedFrameError
+		switch {
+		case err == nil:
+			got = append(got, item{Frame: string(frame)})
+		case errors.As(err, &big):
+			got = append(got, item{TooLarge: big.Size, Head: string(big.Head)})
+		case errors.As(err, &trunc):
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("TruncatedFrameError does not wrap io.ErrUnexpectedEOF: %v", err)
+			}
+			return append(got, item{Lost: trunc.Lost, Head: string(trunc.Head)})
+		case err == io.EOF:
+			return got
+		default:
+			t.Fatalf("Next: unexpected error %v", err)
+		}
+	}
+	t.Fatal("Next never reached the end of input")
+	return nil
+}
+
+func TestFramer(t *testing.T) {
+	const limit = 10
+	big8 := strings.Repeat("x", 8<<20)
+	tests := []struct {
+		name  string
+		limit int
+		in    string
+		want  []item
+	}{
+		{"one frame", limit, "{\"a\":1}\n", []item{{Frame: `{"a":1}`}}},
+		{"many frames in one read", limit, "a\nbb\nccc\n", []item{{Frame: "a"}, {Frame: "bb"}, {Frame: "ccc"}}},
+		{"crlf", limit, "a\r\nbb\r\n", []item{{Frame: "a"}, {Frame: "bb"}}},
+		{"only the last cr is stripped", limit, "a\r\r\n", []item{{Frame: "a\r"}}},
+		{"cr inside a frame is kept", limit, "a\rb\n", []item{{Frame: "a\rb"}}},
+		{"empty lines skipped", limit, "\n\r\na\n\n", []item{{Frame: "a"}}},
+		{"multibyte utf-8", limit, "héllo→\n", []item{{Frame: "héllo→"}}},
+		{"quotes and escapes", 64, `{"t":"a\"b\\c\nd"}` + "\n", []item{{Frame: `{"t":"a\"b\\c\nd"}`}}},
+		{"nul bytes", limit, "a\x00b\n", []item{{Frame: "a\x00b"}}},
+		{"invalid utf-8 passes as bytes", limit, "\xff\xfe\xc3\n", []item{{Frame: "\xff\xfe\xc3"}}},
+		{"just under the limit", limit, strings.Repeat("u", limit-1) + "\n", []item{{Frame: strings.Repeat("u", limit-1)}}},
+		{"at the limit", limit, strings.Repeat("a", limit) + "\n", []item{{Frame: strings.Repeat("a", limit)}}},
+		{"at the limit with crlf", limit, strings.Repeat("a", limit) + "\r\n", []item{{Frame: strings.Repeat("a", limit)}}},
+		{"just over the limit", limit, strings.Repeat("o", limit+1) + "\n", []item{{TooLarge: limit + 1, Head: strings.Repeat("o", limit+1)}}},
+		{"just over the limit with crlf", limit, strings.Repeat("o", limit+1) + "\r\n", []item{{TooLarge: limit + 1, Head: strings.Repeat("o", limit+1)}}},
+		{"oversized then normal (resync)", limit, strings.Repeat("z", 100) + "\nok\n", []item{{TooLarge: 100, Head: strings.Repeat("z", 100)}, {Frame: "ok"}}},
+		{"multibyte counted in bytes", 5, "ééé\n", []item{{TooLarge: 6, Head: "ééé"}}},
+		{"eof mid-frame", limit, "a\nbcd", []item{{Frame: "a"}, {Lost: 3, Head: "bcd"}}},
+		{"eof mid oversized frame", limit, "a\n" + strings.Repeat("q", 50), []item{{Frame: "a"}, {Lost: 50, Head: strings.Repeat("q", 50)}}},
+		{"8 MiB line with no newline", 1 << 20, big8, []item{{Lost: 8 << 20, Head: big8[:pipes.HeadSize]}}},
+		{"8 MiB line then a frame", 1 << 20, big8 + "\nnext\n", []item{{TooLarge: 8 << 20, Head: big8[:pipes.HeadSize]}, {Frame: "next"}}},
+		{"empty input", limit, "", nil},
+	}
+	readers := map[string]func(string) io.Reader{
+		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+		"one byte": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"half":     func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		"data+eof": func(s string) io.Reader { return iotest.DataErrReader(strings.NewReader(s)) },
+	}
+	for _, tt := range tests {
+		for rname, mk := range readers {
+			if rname == "one byte" && len(tt.in) > 1<<16 {
+				continue // 8 MiB one byte at a time proves nothing more and is slow under -race
+			}
+			t.Run(tt.name+"/"+rname, func(t *testing.T) {
+				f := pipes.NewFramer(mk(tt.in), tt.limit)
+				got := collect(t, f)
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("frames mismatch (-want +got):\n%s", diff)
+				}
+				checkAccounting(t, f.Stats(), int64(len(tt.in)))
+			})
+		}
+	}
+}
+
+// checkAccounting asserts that every input byte is in exactly one counter.
+func checkAccounting(t *testing.T, s pipes.FramerStats, input int64) {
+	t.Helper()
+	if s.Bytes != input {
+		t.Errorf("Stats().Bytes = %d, want %d (all input)", s.Bytes, input)
+	}
+	if sum := s.FrameBytes + s.Terminators + s.Discarded + s.Pending; sum != s.Bytes {
+		t.Errorf("FrameBytes %d + Terminators %d + Discarded %d + Pending %d = %d, want Bytes %d",
+			s.FrameBytes, s.Terminators, s.Discarded, s.Pending, sum, s.Bytes)
+	}
+}
+
+func TestFramerStats(t *testing.T) {
+	in := "a\n\nbbb\r\n" + strings.Repeat("x", 20) + "\r\n\r\ncc"
+	f := pipes.NewFramer(strings.NewReader(in), 5)
+	collect(t, f)
+	want := pipes.FramerStats{
+		Bytes:       int64(len(in)),
+		Frames:      2,
+		FrameBytes:  4,
+		Largest:     3,
+		Terminators: 1 + 1 + 2 + 2 + 2,
+		EmptyLines:  2,
+		Oversized:   1,
+		Discarded:   20 + 2,
+		Truncated:   1,
+	}
+	if diff := cmp.Diff(want, f.Stats()); diff != "" {
+		t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestFramerReadError(t *testing.T) {
+	boom := errors.New("boom")
+	f := pipes.NewFramer(io.MultiReader(strings.NewReader("a\nbc"), iotest.ErrReader(boom)), 10)
+	if frame, err := f.Next(); err != nil || string(frame) != "a" {
+		t.Fatalf("Next() = %q, %v; want \"a\", nil", frame, err)
+	}
+	_, err := f.Next()
+	var trunc *pipes.TruncatedFrameError
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "2 bytes") {
+		t.Errorf("Next() error = %v; want it to wrap the read error and say 2 bytes were lost", err)
+	}
+	if errors.As(err, &trunc) {
+		t.Errorf("a read failure is not a clean end of input: got %T in the chain", trunc)
+	}
+	if _, err2 := f.Next(); err2 != err {
+		t.Errorf("second Next() error = %v, want the same sticky error", err2)
+	}
+}
+
+func TestFramerNoProgress(t *testing.T) {
+	f := pipes.NewFramer(zeroReader{}, 10)
+	if _, err := f.Next(); !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("Next() over a reader that returns 0, nil forever: err = %v, want io.ErrNoProgress", err)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
+// FuzzFramer checks the invariants for any input and any limit: no panic, no
+// frame over the limit or containing a newline, and every byte accounted for.
+func FuzzFramer(f *testing.F) {
+	f.Add([]byte("a\nbb\r\n\n"), 2, uint8(0))
+	f.Add([]byte(strings.Repeat("x", 300)+"\nok\n"), 10, uint8(3))
+	f.Add([]byte("\r\r\n\r\n"), 1, uint8(1))
+	f.Fuzz(func(t *testing.T, in []byte, limit int, split uint8) {
+		limit = 1 + (limit&0x7fffffff)%512
+		var r io.Reader = bytes.NewReader(in)
+		switch split % 3 {
+		case 1:
+			r = iotest.OneByteReader(r)
+		case 2:
+			r = iotest.HalfReader(r)
+		}
+		fr := pipes.NewFramer(r, limit)
+		var frames, frameBytes int64
+		for {
+			frame, err := fr.Next()
+			if err == nil {
+				if len(frame) == 0 || len(frame) > limit {
+					t.Fatalf("frame of %d bytes with limit %d", len(frame), limit)
+				}
+				if bytes.IndexByte(frame, '\n') >= 0 {
+					t.Fatalf("frame contains a newline: %q", frame)
+				}
+				frames++
+				frameBytes += int64(len(frame))
+				continue
+			}
+			var big *pipes.FrameTooLargeError
+			if errors.As(err, &big) {
+				if big.Size <= int64(limit) || len(big.Head) > pipes.HeadSize {
+					t.Fatalf("bad FrameTooLargeError %+v with limit %d", big, limit)
+				}
+				continue
+			}
+			if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			break
+		}
+		s := fr.Stats()
+		if s.Frames != frames || s.FrameBytes != frameBytes {
+			t.Errorf("Stats frames %d/%d bytes, returned %d/%d", s.Frames, s.FrameBytes, frames, frameBytes)
+		}
+		if s.Pending != 0 {
+			t.Errorf("Stats().Pending = %d at end of input, want 0", s.Pending)
+		}
+		if s.FrameBytes+s.Terminators+s.Discarded != int64(len(in)) || s.Bytes != int64(len(in)) {
+			t.Errorf("accounting: frames %d + terminators %d + discarded %d != input %d (Bytes %d)",
+				s.FrameBytes, s.Terminators, s.Discarded, len(in), s.Bytes)
+		}
+		if nl := int64(bytes.Count(in, []byte("\n"))); s.Frames+s.EmptyLines+s.Oversized != nl {
+			t.Errorf("frames %d + empty %d + oversized %d != newlines %d", s.Frames, s.EmptyLines, s.Oversized, nl)
+		}
+	})
+}
