@@ -32,10 +32,10 @@ type Valve struct {
 	cond        *sync.Cond
 	stalled     bool
 	stallCh     chan struct{} // closed while stalled
-	since       time.Time // when the current stall began
-	allowance   int64     // bytes still allowed before stalling; <0 means unlimited
-	inRead      bool      // a Read is inside r.Read
-	deadlineSet bool      // Stall set a past read deadline that must be cleared
+	since       time.Time     // when the current stall began
+	allowance   int64         // bytes still allowed before stalling; <0 means unlimited
+	inRead      bool          // a Read is inside r.Read
+	deadlineSet bool          // Stall set a past read deadline that must be cleared
 	closed      bool
 	bytes       int64
 	reads       int64
