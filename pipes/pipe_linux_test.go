@@ -31,16 +31,6 @@ func tryWrite(t *testing.T, f *os.File, b []byte) (int, error) {
 	return n, werr
 }
 
-func newPipe(t *testing.T) *pipes.Pipe {
-	t.Helper()
-	p, err := pipes.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
 func TestPipeCapacity(t *testing.T) {
 	page := os.Getpagesize()
 	for _, tt := range []struct{ ask, want int }{

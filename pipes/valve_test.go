@@ -49,6 +49,16 @@ func startReader(v *pipes.Valve) *reader {
 	return r
 }
 
+func newPipe(t *testing.T) *pipes.Pipe {
+	t.Helper()
+	p, err := pipes.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 func startWriter(t *testing.T, p *pipes.Pipe, data []byte) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
