@@ -121,21 +121,48 @@ type helperTarget struct {
 func (t *helperTarget) String() string { return fmt.Sprintf("helper %s%q", t.name, t.args) }
 
 func (t *helperTarget) start(s *Session) (process, error) {
+	cmd, err := helperCommand(t.name, s.deadline, t.args)
+	if err != nil {
+		return nil, err
+	}
+	return startChild(s, cmd)
+}
+
+// HelperCommand returns the command line that Helper(name, args...) runs: the
+// running test binary, re-executed to serve the registered helper. It is for
+// code that starts the server itself, such as a host under test (see
+// assertions.HostCriteria); the child's context ends at deadline if it is
+// not zero. HelperCommand panics if name is not registered.
+func HelperCommand(name string, deadline time.Time, args ...string) *exec.Cmd {
+	helpersMu.Lock()
+	_, ok := helpers[name]
+	helpersMu.Unlock()
+	if !ok {
+		panic("mcptest: HelperCommand(" + name + "): no such helper; register it with RegisterHelper in init")
+	}
+	cmd, err := helperCommand(name, deadline, args)
+	if err != nil {
+		panic("mcptest: HelperCommand(" + name + "): " + err.Error())
+	}
+	return cmd
+}
+
+func helperCommand(name string, deadline time.Time, args []string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("mcptest: Helper(%s): %w", t.name, err)
+		return nil, fmt.Errorf("mcptest: Helper(%s): %w", name, err)
 	}
-	args, _ := json.Marshal(t.args)
+	enc, _ := json.Marshal(args)
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+t.name, helperArgsEnv+"="+string(args))
+	cmd.Env = append(os.Environ(), helperEnv+"="+name, helperArgsEnv+"="+string(enc))
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		// A race-enabled child otherwise sleeps 1s before exiting.
 		cmd.Env = append(cmd.Env, strings.TrimSpace("GORACE="+g+" atexit_sleep_ms=0"))
 	}
-	if !s.deadline.IsZero() {
-		cmd.Env = append(cmd.Env, helperDLEnv+"="+s.deadline.Format(time.RFC3339Nano))
+	if !deadline.IsZero() {
+		cmd.Env = append(cmd.Env, helperDLEnv+"="+deadline.Format(time.RFC3339Nano))
 	}
-	return startChild(s, cmd)
+	return cmd, nil
 }
 
 var helperArgs []string

@@ -1,0 +1,280 @@
+package assertions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// CheckNoDeadlock runs scenario under a watchdog. If scenario has not
+// returned within the bound, it records the session's diagnosis, closes the
+// session (which kills the server and closes every pipe, so whatever the
+// scenario is blocked on fails), waits for scenario to return and reports the
+// diagnosis. It returns scenario's error otherwise. The context scenario gets
+// ends at the bound too; well-behaved scenarios use it for every wait.
+func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- scenario(sctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-sctx.Done():
+	}
+	// The scenario may have returned just as the bound fired.
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	diag := s.Diagnose()
+	closeErr := s.Close()
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(within + 10*time.Second):
+		serr = errors.New("the scenario did not return even after the session was closed: it blocks on something outside the session")
+	}
+	return fmt.Errorf("CheckNoDeadlock: scenario did not finish within %v; the server was killed (Close: %v); the scenario then returned: %v\ndiagnosis at the deadline:\n%s",
+		within, closeErr, serr, diag)
+}
+
+// AssertNoDeadlock is CheckNoDeadlock for tests: it fails t with the
+// diagnosis instead of letting the test binary time out.
+func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) {
+	t.Helper()
+	if err := CheckNoDeadlock(testContext(t), s, within, scenario); err != nil {
+		t.Error(err)
+	}
+}
+
+// CheckSecondRequestCompletes sends one small independent request with a
+// fresh id, Session.Ping (ping or server/discover, by era), and checks that
+// it is answered within the bound.
+func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) error {
+	return checkCheap(ctx, s, within, nil)
+}
+
+// checkCheap makes the cheap round trip: call, if given, else Session.Ping.
+func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, call *ToolCall) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	start := time.Now()
+	var err error
+	what := "Ping"
+	if call != nil {
+		what = "tools/call " + call.Name
+		_, err = s.Call(ctx, mcptest.MethodToolsCall, call.params(nil))
+	} else {
+		err = s.Ping(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("second request (%s) got no answer within %v (after %v): %w", what, within, time.Since(start).Round(time.Millisecond), err)
+	}
+	return nil
+}
+
+// AssertSecondRequestCompletes is CheckSecondRequestCompletes for tests.
+func AssertSecondRequestCompletes(t testing.TB, s *mcptest.Session, within time.Duration) {
+	t.Helper()
+	if err := CheckSecondRequestCompletes(testContext(t), s, within); err != nil {
+		t.Errorf("AssertSecondRequestCompletes: %v", err)
+	}
+}
+
+// CheckWriterBlocked checks that, with the host's reads stalled, the server
+// ends up blocked writing its stdout within the bound: the reproduction step
+// of every back-pressure bug. It stalls reads if they are not stalled yet;
+// the caller has started something that writes a lot.
+func CheckWriterBlocked(ctx context.Context, s *mcptest.Session, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	s.StallReads()
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return fmt.Errorf("the server did not block writing stdout within %v with reads stalled: %w", within, err)
+	}
+	return nil
+}
+
+// AssertWriterBlocked is CheckWriterBlocked for tests.
+func AssertWriterBlocked(t testing.TB, s *mcptest.Session, within time.Duration) {
+	t.Helper()
+	if err := CheckWriterBlocked(testContext(t), s, within); err != nil {
+		t.Errorf("AssertWriterBlocked: %v", err)
+	}
+}
+
+// CheckCancelStopsWork cancels p and checks that the work stopped: after a
+// grace period of within, no further message for the request arrives —
+// neither progress notifications carrying its progress token nor a response —
+// during a second window of within. A response or progress that arrives
+// during the grace period was in flight and is tolerated (a response is then
+// reported as late by the session). It needs host reads to flow.
+//
+// The check cannot see work that produces no messages; it sees its effects
+// on the wire only.
+func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, within time.Duration) error {
+	token := progressToken(p.ID())
+	if err := p.Cancel("mcpstdio: CheckCancelStopsWork"); err != nil {
+		return fmt.Errorf("sending notifications/cancelled for id=%d: %w", p.ID(), err)
+	}
+	if err := waitFor(ctx, within); err != nil {
+		return err
+	}
+	progress1 := countProgress(s, token)
+	responded1 := isDone(p)
+	if err := waitFor(ctx, within); err != nil {
+		return err
+	}
+	progress2 := countProgress(s, token)
+	responded2 := isDone(p)
+	var problems []string
+	if progress2 > progress1 {
+		problems = append(problems, fmt.Sprintf("%d progress notifications for token %s arrived more than %v after the cancel", progress2-progress1, token, within))
+	}
+	if responded2 && !responded1 {
+		problems = append(problems, fmt.Sprintf("the response to id=%d arrived more than %v after the cancel", p.ID(), within))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("work on id=%d did not stop after notifications/cancelled: %s\n%s", p.ID(), strings.Join(problems, "; "), s.Diagnose())
+	}
+	return nil
+}
+
+// AssertCancelStopsWork is CheckCancelStopsWork for tests.
+func AssertCancelStopsWork(t testing.TB, s *mcptest.Session, p *mcptest.Pending, within time.Duration) {
+	t.Helper()
+	if err := CheckCancelStopsWork(testContext(t), s, p, within); err != nil {
+		t.Errorf("AssertCancelStopsWork: %v", err)
+	}
+}
+
+// CheckStdoutClean checks that everything the server wrote to stdout so far
+// was JSON-RPC within the transport limit: no junk lines (banners, logs), no
+// parse errors, no oversized frames, no requests in the 2026-07-28 era.
+func CheckStdoutClean(s *mcptest.Session) error {
+	st := s.Stats()
+	var problems []string
+	if st.JunkLines > 0 {
+		problems = append(problems, fmt.Sprintf("%d non-JSON lines", st.JunkLines))
+	}
+	if st.ParseErrors > 0 {
+		problems = append(problems, fmt.Sprintf("%d lines that are not JSON-RPC", st.ParseErrors))
+	}
+	if st.OversizedFrames > 0 {
+		problems = append(problems, fmt.Sprintf("%d frames over the transport limit", st.OversizedFrames))
+	}
+	if st.ProtocolViolations > 0 {
+		problems = append(problems, fmt.Sprintf("%d server-to-client requests, which the %s stdio transport forbids", st.ProtocolViolations, s.ProtocolVersion()))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	var junk []string
+	for _, j := range s.Junk() {
+		junk = append(junk, fmt.Sprintf("%q", j))
+	}
+	return fmt.Errorf("stdout is not clean: %s; junk seen: %s", strings.Join(problems, ", "), strings.Join(junk, ", "))
+}
+
+// AssertStdoutClean is CheckStdoutClean for tests.
+func AssertStdoutClean(t testing.TB, s *mcptest.Session) {
+	t.Helper()
+	if err := CheckStdoutClean(s); err != nil {
+		t.Errorf("AssertStdoutClean: %v", err)
+	}
+}
+
+// ToolCall names a tools/call request: the tool and its arguments.
+type ToolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+}
+
+func (c *ToolCall) String() string {
+	args, _ := json.Marshal(c.Arguments)
+	return fmt.Sprintf("%s %s", c.Name, args)
+}
+
+// params returns tools/call params, with a progress token if token is set.
+func (c *ToolCall) params(token any) map[string]any {
+	p := map[string]any{"name": c.Name}
+	if c.Arguments != nil {
+		p["arguments"] = c.Arguments
+	}
+	if token != nil {
+		p["_meta"] = map[string]any{"progressToken": token}
+	}
+	return p
+}
+
+// progressToken is the token the batteries give request id: distinct per
+// request, so progress can be attributed.
+func progressToken(id int64) string { return fmt.Sprintf("mcpstdio-%d", id) }
+
+// countProgress counts the progress notifications received for token.
+func countProgress(s *mcptest.Session, token string) int {
+	n := 0
+	for _, e := range s.Transcript() {
+		if e.Dir != "←" || int64(len(e.Head)) != e.Size || !strings.Contains(string(e.Head), `"notifications/progress"`) {
+			continue
+		}
+		m, err := mcptest.ParseMessage(e.Head)
+		if err != nil || m.Method != mcptest.MethodProgress {
+			continue
+		}
+		var params struct {
+			Token any `json:"progressToken"`
+		}
+		if json.Unmarshal(m.Params, &params) == nil && fmt.Sprint(params.Token) == token {
+			n++
+		}
+	}
+	return n
+}
+
+func isDone(p *mcptest.Pending) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// waitFor lets d pass: the observation window of a check that must prove
+// something does not happen. It is a measurement, not synchronization.
+func waitFor(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// testContext returns a context that ends shortly before t's deadline, so
+// that a check's own bound fails the test by name rather than the binary.
+func testContext(t testing.TB) context.Context {
+	ctx := context.Background()
+	if tc, ok := t.(interface{ Context() context.Context }); ok {
+		ctx = tc.Context()
+	}
+	if dt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := dt.Deadline(); ok {
+			c, cancel := context.WithDeadline(ctx, dl.Add(-5*time.Second))
+			t.Cleanup(cancel)
+			ctx = c
+		}
+	}
+	return ctx
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package assertions
+
+import (
+	"errors"
+	"fmt"
+)
+
+func peakMemoryKB(int) (int64, error) {
+	return 0, fmt.Errorf("peak memory: %w", errors.ErrUnsupported)
+}

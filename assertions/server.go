@@ -1,0 +1,639 @@
+package assertions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// ServerConfig configures ServerCriteria and CheckServer: the tool calls the
+// criteria need and the bounds. A criterion whose call is not configured is
+// skipped, with the reason.
+type ServerConfig struct {
+	// Large is a tools/call whose response is much larger than the pipe
+	// capacity (a few hundred KiB is plenty with the default 4 KiB pipes).
+	Large *ToolCall
+	// Slow is a tools/call that works for a while (at least a few seconds
+	// unless cancelled) and honours cancellation; if it sends progress
+	// notifications when the request carries a progressToken, the criteria
+	// use them as evidence that the work stopped.
+	Slow *ToolCall
+	// Cheap is the small independent request of "a second request
+	// completes". Nil means Session.Ping (ping or server/discover, by era).
+	Cheap *ToolCall
+
+	// OversizedRequest is the size in bytes of the oversized request line
+	// sent to stdin. Default 32 MiB.
+	OversizedRequest int
+	// Flood is how many small requests are written to stdin while the
+	// server's stdout is blocked. Default 500.
+	Flood int
+	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
+	// 4096, so that modest responses block the writer.
+	PipeCapacity int
+	// Within bounds each step of a criterion (a response, a blocked writer,
+	// a second request). Default 5s.
+	Within time.Duration
+	// CancelGrace is how long work may go on after a cancel before it
+	// counts as not stopped; it is also the observation window after it.
+	// Default 300ms.
+	CancelGrace time.Duration
+	// ShutdownGrace is how long the server has to exit after stdin is closed
+	// or after SIGTERM. Default 2s.
+	ShutdownGrace time.Duration
+	// Options are passed to every mcptest.Start, after the battery's own
+	// (WithPipeCapacity, WithTimeout), so they can override them.
+	Options []mcptest.Option
+	// Run, if set, selects the criteria whose names it matches.
+	Run *regexp.Regexp
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	if c.OversizedRequest <= 0 {
+		c.OversizedRequest = 32 << 20
+	}
+	if c.Flood <= 0 {
+		c.Flood = 500
+	}
+	if c.PipeCapacity <= 0 {
+		c.PipeCapacity = 4096
+	}
+	if c.Within <= 0 {
+		c.Within = 5 * time.Second
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 300 * time.Millisecond
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 2 * time.Second
+	}
+	return c
+}
+
+// criterion is one named check of a battery. It returns the verdict and its
+// evidence; the runner adds the name, duration and era.
+type criterion struct {
+	name string
+	run  func(ctx context.Context, r *serverRun) Result
+}
+
+// serverRun is one criterion's fixture: the target, the configuration and
+// the session the criterion starts.
+type serverRun struct {
+	target mcptest.Target
+	cfg    ServerConfig
+	s      *mcptest.Session
+}
+
+// start starts a fresh session for the criterion.
+func (r *serverRun) start(ctx context.Context, extra ...mcptest.Option) (*mcptest.Session, error) {
+	opts := []mcptest.Option{
+		mcptest.WithPipeCapacity(r.cfg.PipeCapacity),
+		mcptest.WithTimeout(r.cfg.Within),
+	}
+	opts = append(opts, r.cfg.Options...)
+	opts = append(opts, extra...)
+	s, err := mcptest.Start(ctx, r.target, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.s = s
+	return s, nil
+}
+
+// ServerCriterionNames lists the criteria of ServerCriteria in the order they
+// run.
+func ServerCriterionNames() []string {
+	var names []string
+	for _, c := range serverCriteria {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+var serverCriteria = []criterion{
+	{"stdout-clean", checkStdoutClean},
+	{"invalid-json-input", checkInvalidJSONInput},
+	{"oversized-input", checkOversizedInput},
+	{"reads-while-blocked", checkReadsWhileBlocked},
+	{"stall-cancel-recover", checkStallCancelRecover},
+	{"cancel-before-work", checkCancelBeforeWork},
+	{"cancel-during-work", checkCancelDuringWork},
+	{"cancel-after-output-began", checkCancelAfterOutput},
+	{"shutdown-stdin-eof", checkShutdownEOF},
+	{"shutdown-sigterm", checkShutdownSIGTERM},
+	{"era", checkEra},
+}
+
+// CheckServer runs the server release criteria against target, each with a
+// fresh server started from it, and returns the report. It never fails
+// itself: every problem, including a server that does not start, is a
+// criterion's verdict. ctx bounds the whole run.
+func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *Report {
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	rep := &Report{Subject: target.String()}
+	for _, c := range serverCriteria {
+		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
+			continue
+		}
+		rep.Results = append(rep.Results, runServerCriterion(ctx, target, cfg, c))
+	}
+	rep.Duration = time.Since(start)
+	return rep
+}
+
+// CheckServerStream is CheckServer that also calls progress with each result
+// as soon as it is known, for a command that shows progress.
+func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerConfig, progress func(Result)) *Report {
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	rep := &Report{Subject: target.String()}
+	for _, c := range serverCriteria {
+		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
+			continue
+		}
+		res := runServerCriterion(ctx, target, cfg, c)
+		rep.Results = append(rep.Results, res)
+		if progress != nil {
+			progress(res)
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep
+}
+
+// ServerCriteria runs the server release criteria against target as named
+// subtests of t, each with a fresh server and a watchdog: a criterion that
+// fails reports its evidence with t.Error, a skipped one t.Skip with the
+// reason, a warning is logged. The target must be startable many times
+// (Command, InProcess, Helper).
+func ServerCriteria(t *testing.T, target mcptest.Target, cfg ServerConfig) {
+	t.Helper()
+	cfg = cfg.withDefaults()
+	for _, c := range serverCriteria {
+		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			res := runServerCriterion(testContext(t), target, cfg, c)
+			reportResult(t, res)
+		})
+	}
+}
+
+// reportResult turns a criterion's result into the test's outcome.
+func reportResult(t *testing.T, res Result) {
+	t.Helper()
+	msg := res.Evidence
+	if res.Rule != "" {
+		msg += "\nrule: " + res.Rule
+	}
+	if res.Details != "" {
+		msg += "\n" + res.Details
+	}
+	switch res.Verdict {
+	case Fail:
+		t.Errorf("%s: %s", res.Name, msg)
+	case Skip:
+		t.Skipf("%s: %s", res.Name, msg)
+	case Warn:
+		t.Logf("%s: WARNING: %s", res.Name, msg)
+	default:
+		t.Logf("%s: %s", res.Name, res.Evidence)
+	}
+}
+
+// runServerCriterion runs one criterion under a watchdog and always closes
+// the session it started.
+func runServerCriterion(ctx context.Context, target mcptest.Target, cfg ServerConfig, c criterion) Result {
+	start := time.Now()
+	r := &serverRun{target: target, cfg: cfg}
+	// The watchdog: every step inside is bounded by cfg.Within, so a
+	// criterion that runs past a generous multiple of it is stuck.
+	limit := 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() { done <- c.run(cctx, r) }()
+	var res Result
+	select {
+	case res = <-done:
+	case <-cctx.Done():
+		diag := "no session was started"
+		if r.s != nil {
+			diag = r.s.Diagnose()
+			r.s.Close()
+		}
+		<-done // every step is bounded by cctx, which has ended
+		res = Result{Verdict: Fail, Evidence: fmt.Sprintf("criterion did not finish within %v: the watchdog killed the server", limit), Details: diag}
+	}
+	if r.s != nil {
+		res.Era = r.s.ProtocolVersion()
+		if err := r.s.Close(); err != nil && res.Verdict != Fail {
+			res.Details = strings.TrimSpace(res.Details + "\nclosing the session: " + err.Error())
+		}
+	}
+	res.Name = c.name
+	res.Duration = time.Since(start)
+	return res
+}
+
+func pass(format string, args ...any) Result {
+	return Result{Verdict: Pass, Evidence: fmt.Sprintf(format, args...)}
+}
+
+func skip(format string, args ...any) Result {
+	return Result{Verdict: Skip, Evidence: fmt.Sprintf(format, args...)}
+}
+
+// failErr makes a failing result from err, keeping the first line as
+// evidence and the rest (a diagnosis) as details.
+func failErr(what string, err error) Result {
+	msg := err.Error()
+	first, rest, _ := strings.Cut(msg, "\n")
+	return Result{Verdict: Fail, Evidence: what + ": " + first, Details: rest}
+}
+
+func startFailed(err error) Result { return failErr("the server did not start", err) }
+
+// cheap makes the criteria's "second request".
+func (r *serverRun) cheap(ctx context.Context) error {
+	return checkCheap(ctx, r.s, r.cfg.Within, r.cfg.Cheap)
+}
+
+func checkStdoutClean(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	steps := []string{"handshake (" + s.ProtocolVersion() + ")"}
+	if _, err := s.Call(ctx, mcptest.MethodToolsList, map[string]any{}); err != nil {
+		return failErr("tools/list", err)
+	}
+	steps = append(steps, "tools/list")
+	call := r.cfg.Cheap
+	if call == nil {
+		call = r.cfg.Large
+	}
+	if call != nil {
+		if _, err := s.Call(ctx, mcptest.MethodToolsCall, call.params(nil)); err != nil {
+			var rpc *mcptest.RPCError
+			if !errors.As(err, &rpc) { // an error result is still JSON-RPC on stdout
+				return failErr("tools/call "+call.Name, err)
+			}
+		}
+		steps = append(steps, "tools/call "+call.Name)
+	}
+	if err := CheckStdoutClean(s); err != nil {
+		res := failErr("after "+strings.Join(steps, ", "), err)
+		res.Rule = "stdio: the server MUST NOT write anything to its stdout that is not a valid MCP message"
+		return res
+	}
+	st := s.Stats()
+	return pass("%d frames, %d bytes, all JSON-RPC, through %s", st.Frames, st.StdoutBytes, strings.Join(steps, ", "))
+}
+
+// invalidJSONLine is a line that is not JSON: an unterminated object.
+const invalidJSONLine = `{"jsonrpc":"2.0","id":` + "\"mcpstdio-bad\",\"method\":tools/list}\n"
+
+func checkInvalidJSONInput(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	before := s.Stats()
+	if err := s.WriteStdin(ctx, []byte(invalidJSONLine)); err != nil {
+		return failErr("writing an invalid JSON line to stdin", err)
+	}
+	if err := r.cheap(ctx); err != nil {
+		return failErr("after an invalid JSON line", err)
+	}
+	after := s.Stats()
+	answer := "silence"
+	if n := after.UnknownIDs - before.UnknownIDs; n > 0 {
+		answer = fmt.Sprintf("%d error response(s)", n)
+	}
+	return pass("invalid JSON line answered with %s; the next request completed", answer)
+}
+
+func checkOversizedInput(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	line := oversizedRequest(r.cfg.OversizedRequest)
+	begin := time.Now()
+	if err := s.WriteStdin(ctx, line); err != nil {
+		return failErr(fmt.Sprintf("writing a %d-byte request line to stdin", len(line)), err)
+	}
+	wrote := time.Since(begin)
+	if err := r.cheap(ctx); err != nil {
+		res := failErr(fmt.Sprintf("after a %d-byte request line", len(line)), err)
+		res.Rule = "a frame over the server's limit is a transport error for that frame, not the end of the session"
+		return res
+	}
+	mem := "peak memory unknown"
+	if kb, err := peakMemoryKB(s.PID()); err == nil {
+		mem = fmt.Sprintf("peak memory (VmHWM) %d KiB", kb)
+	}
+	return pass("%d-byte request line accepted in %v and survived; the next request completed; %s", len(line), wrote.Round(time.Millisecond), mem)
+}
+
+// oversizedRequest returns a well-formed tools/call request line of size
+// bytes, newline included: big, not broken, so only its size is at issue.
+func oversizedRequest(size int) []byte {
+	head := []byte(`{"jsonrpc":"2.0","id":"mcpstdio-oversized","method":"tools/call","params":{"name":"mcpstdio-oversized","arguments":{"pad":"`)
+	tail := []byte(`"}}}` + "\n")
+	n := max(size-len(head)-len(tail), 0)
+	b := make([]byte, 0, len(head)+n+len(tail))
+	b = append(b, head...)
+	for range n {
+		b = append(b, 'x')
+	}
+	return append(b, tail...)
+}
+
+func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	s.StallReads()
+	big := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr("the large call did not block the server's stdout", err)
+	}
+	before := s.Stats().StdinBytes
+	begin := time.Now()
+	flood := make([]*mcptest.Pending, 0, r.cfg.Flood)
+	for i := range r.cfg.Flood {
+		p := s.Send(pingMethod(s), nil)
+		flood = append(flood, p)
+		select {
+		case <-p.Done():
+			if _, err := p.Wait(ctx); err != nil {
+				res := failErr(fmt.Sprintf("stdin write %d of %d failed while the server's stdout was blocked", i+1, r.cfg.Flood), err)
+				res.Rule = "the server's stdin reader must not wait on its stdout writes"
+				return res
+			}
+		default:
+		}
+	}
+	sent := s.Stats().StdinBytes - before
+	took := time.Since(begin)
+	s.ResumeReads()
+	if _, err := big.Wait(ctx); err != nil {
+		return failErr("the large response after resuming reads", err)
+	}
+	for _, p := range flood {
+		if _, err := p.Wait(ctx); err != nil {
+			return failErr("a flood request after resuming reads", err)
+		}
+	}
+	return pass("%d requests (%d bytes) accepted on stdin in %v while stdout was blocked (%s); all answered after resuming", r.cfg.Flood, sent, took.Round(time.Millisecond), s.Stats().WriterEvidence)
+}
+
+// pingMethod is the cheapest request of the session's era.
+func pingMethod(s *mcptest.Session) string {
+	if isModern(s.ProtocolVersion()) {
+		return mcptest.MethodDiscover
+	}
+	return mcptest.MethodPing
+}
+
+func isModern(v string) bool { return v >= mcptest.Version20260728 }
+
+func checkStallCancelRecover(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	s.StallReads()
+	big := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr("the large call did not block the server's stdout", err)
+	}
+	evidence := s.Stats().WriterEvidence.String()
+	if err := big.Cancel("mcpstdio: result exceeded the client budget"); err != nil {
+		res := failErr("sending notifications/cancelled while the server's stdout was blocked", err)
+		res.Rule = "the server's stdin reader must not wait on its stdout writes"
+		return res
+	}
+	s.ResumeReads()
+	if err := r.cheap(ctx); err != nil {
+		return failErr("stall → large call → writer blocked → cancel → resume", err)
+	}
+	late := "no response to the cancelled call yet"
+	select {
+	case <-big.Done():
+		if resp, err := big.Wait(ctx); err == nil && resp.Late {
+			late = "the cancelled call's response arrived late (tolerated)"
+		} else if err != nil {
+			late = "the cancelled call ended with: " + firstLine(err.Error())
+		}
+	default:
+	}
+	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", evidence, late)
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// responseAfterCancel turns "a response arrived after an early cancel" into
+// the verdict of the negotiated era.
+func responseAfterCancel(era, what string) Result {
+	if isModern(era) {
+		return Result{Verdict: Fail, Evidence: what,
+			Rule: "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"}
+	}
+	return Result{Verdict: Warn, Evidence: what,
+		Rule: era + " cancellation: receivers of notifications/cancelled SHOULD NOT send a response for the cancelled request"}
+}
+
+func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Slow == nil {
+		return skip("no Slow tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	// Request and cancel back to back, before the server can have done
+	// any work worth speaking of.
+	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(progressToken(s.Stats().Requests+1)))
+	if err := p.Cancel("mcpstdio: cancelled before work"); err != nil {
+		return failErr("sending notifications/cancelled", err)
+	}
+	if err := r.cheap(ctx); err != nil {
+		return failErr("second request after an early cancel", err)
+	}
+	if err := waitFor(ctx, 2*r.cfg.CancelGrace); err != nil {
+		return failErr("waiting", err)
+	}
+	if isDone(p) {
+		resp, err := p.Wait(ctx)
+		what := "a response to the cancelled request arrived"
+		if err == nil && resp.Error != nil {
+			what += fmt.Sprintf(" (error %d %q)", resp.Error.Code, resp.Error.Message)
+		}
+		return responseAfterCancel(s.ProtocolVersion(), what)
+	}
+	return pass("no response after the cancel; the second request completed")
+}
+
+func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Slow == nil {
+		return skip("no Slow tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	id := s.Stats().Requests + 1
+	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(progressToken(id)))
+	evidence := "no progress notifications: judged by the response alone"
+	if _, err := s.WaitNotification(ctx, mcptest.MethodProgress); err == nil {
+		evidence = "progress seen before the cancel"
+	} else if isDone(p) {
+		return Result{Verdict: Fail, Evidence: "the Slow call finished before it could be cancelled; configure a slower call"}
+	}
+	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
+		res := failErr("after notifications/cancelled during the work", err)
+		if isModern(s.ProtocolVersion()) {
+			res.Rule = "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"
+		} else {
+			res.Verdict = Warn
+			res.Rule = s.ProtocolVersion() + " cancellation: the server SHOULD stop processing the cancelled request"
+		}
+		return res
+	}
+	if err := r.cheap(ctx); err != nil {
+		return failErr("second request after the cancel", err)
+	}
+	if isDone(p) {
+		if resp, err := p.Wait(ctx); err == nil {
+			res := responseAfterCancel(s.ProtocolVersion(), fmt.Sprintf("the work stopped (%s), but a response to the cancelled request arrived within the grace period", evidence))
+			if resp.Error != nil {
+				res.Evidence += fmt.Sprintf(": error %d %q", resp.Error.Code, resp.Error.Message)
+			}
+			return res
+		}
+	}
+	return pass("the work stopped within %v of the cancel (%s); no response; the second request completed", r.cfg.CancelGrace, evidence)
+}
+
+func checkCancelAfterOutput(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	before := s.Stats().StdoutBytes
+	// Let a little of the response through, then cancel while the rest is
+	// still being written.
+	s.StallReadsAfter(1024)
+	p := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	if err := s.WaitStdoutBytes(ctx, before+1024); err != nil {
+		return failErr("the large response did not begin", err)
+	}
+	if err := p.Cancel("mcpstdio: cancelled after the response began"); err != nil {
+		return failErr("sending notifications/cancelled while the response was being written", err)
+	}
+	s.ResumeReads()
+	if err := r.cheap(ctx); err != nil {
+		return failErr("second request after cancelling a response in flight", err)
+	}
+	outcome := "no response to the cancelled request"
+	select {
+	case <-p.Done():
+		resp, err := p.Wait(ctx)
+		switch {
+		case err != nil:
+			outcome = "the cancelled request ended with: " + firstLine(err.Error())
+		case resp.Late:
+			outcome = "its response arrived complete, counted as late"
+		}
+	default:
+	}
+	return pass("cancelled after %d bytes of the response; %s; the second request completed", s.Stats().StdoutBytes-before, outcome)
+}
+
+func checkShutdownEOF(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	begin := time.Now()
+	if err := s.CloseStdin(); err != nil {
+		return failErr("closing stdin", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownGrace)
+	defer cancel()
+	exit, err := s.WaitExit(wctx)
+	if err != nil {
+		return Result{Verdict: Warn, Evidence: fmt.Sprintf("still running %v after stdin was closed", r.cfg.ShutdownGrace),
+			Rule: "stdio: servers SHOULD exit promptly when their standard input is closed"}
+	}
+	return pass("exited %v after stdin was closed (%s)", time.Since(begin).Round(time.Millisecond), exit)
+}
+
+func checkShutdownSIGTERM(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	begin := time.Now()
+	if err := s.Signal(syscall.SIGTERM); err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return skip("signals do not apply to this target (%v)", err)
+		}
+		return failErr("sending SIGTERM", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownGrace)
+	defer cancel()
+	exit, err := s.WaitExit(wctx)
+	if err != nil {
+		return Result{Verdict: Warn, Evidence: fmt.Sprintf("still running %v after SIGTERM", r.cfg.ShutdownGrace),
+			Rule: "stdio: a client force-terminates with SIGTERM before SIGKILL; a server SHOULD exit on it"}
+	}
+	return pass("exited %v after SIGTERM (%s)", time.Since(begin).Round(time.Millisecond), exit)
+}
+
+func checkEra(ctx context.Context, r *serverRun) Result {
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	v := s.ProtocolVersion()
+	// A round trip, so anything the server sends unprompted has arrived.
+	if err := r.cheap(ctx); err != nil {
+		return failErr("round trip after negotiation", err)
+	}
+	if n := s.Stats().ProtocolViolations; n > 0 && isModern(v) {
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("negotiated %s, and the server wrote %d request(s) on stdout", v, n),
+			Rule: "2026-07-28 stdio: the server MUST NOT write JSON-RPC requests to stdout"}
+	}
+	era := "legacy (initialize handshake)"
+	if isModern(v) {
+		era = "modern (server/discover)"
+	}
+	return pass("negotiated %s, %s, following the 2026-07-28 stdio backward-compatibility rule", v, era)
+}
