@@ -187,7 +187,8 @@ func WithExitAfterBytes(n int64) Option { return func(c *config) { c.exitAfterBy
 func WithIgnoreEOF() Option { return func(c *config) { c.ignoreEOF = true } }
 
 // WithRespondAfterCancel stops cancelled work but still writes a response
-// for it (an error "request cancelled"), as the Go SDKs do today.
+// for it, as the Go SDKs do today: the result if the tool had finished, else
+// an error -32800 "request cancelled".
 func WithRespondAfterCancel() Option { return func(c *config) { c.respondAfterCxl = true } }
 
 // WithServerRequest writes a server-to-client ping request (id

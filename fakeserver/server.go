@@ -126,6 +126,9 @@ type requestParams struct {
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.
 func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	if stdin == nil || stdout == nil {
+		return errors.New("fakeserver: Serve needs a stdin and a stdout")
+	}
 	s.mu.Lock()
 	if s.served {
 		s.mu.Unlock()
