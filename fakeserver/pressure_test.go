@@ -229,6 +229,7 @@ func TestSubprocessOutput(t *testing.T) {
 }
 
 func TestSubprocessTestBinaryChild(t *testing.T) {
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race child otherwise sleeps 1s in exit
 	r := startRig(t, rigOpt{}, WithSubprocessCommand(testBinary(t), "-test.run=^TestHelperSubprocessChild$"))
 	m := r.callTool(ToolSubprocess, map[string]any{"stdoutBytes": 5000, "stderrBytes": 3, "limit": 10})
 	if txt := text(t, m); !strings.Contains(txt, "stdout: 5000 bytes, 4990 dropped; stderr: 3 bytes, 0 dropped") {
