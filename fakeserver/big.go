@@ -1,0 +1,234 @@
+package fakeserver
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// PayloadKind is what the big tool's text is made of. Each kind repeats one
+// unit; sizes that are not a multiple of the unit are padded with ASCII 'x'.
+type PayloadKind string
+
+const (
+	// ASCII repeats "x": 1 byte of text, 1 byte on the wire.
+	ASCII PayloadKind = "ascii"
+	// Multibyte repeats "é€😀": 9 bytes of UTF-8 (2+3+4), 9 on the wire,
+	// 3 runes.
+	Multibyte PayloadKind = "multibyte"
+	// Quotes repeats `"\`: 2 bytes of text, 4 on the wire (`\"\\`).
+	Quotes PayloadKind = "quotes"
+	// Newlines repeats "a\n": 2 bytes of text, 3 on the wire (`a\n`
+	// escaped), so a framer that splits on raw newlines is not fooled.
+	Newlines PayloadKind = "newlines"
+)
+
+// PayloadKinds lists every PayloadKind.
+var PayloadKinds = []PayloadKind{ASCII, Multibyte, Quotes, Newlines}
+
+// Layout is where the big tool puts its payload.
+type Layout string
+
+const (
+	// LayoutText puts the payload in one text content block.
+	LayoutText Layout = "text"
+	// LayoutBlocks splits the payload over Blocks text content blocks.
+	LayoutBlocks Layout = "blocks"
+	// LayoutStructured puts the payload in structuredContent.data, with a
+	// short fixed text block beside it.
+	LayoutStructured Layout = "structured"
+)
+
+// BigArgs are the arguments of the big tool.
+//
+// With FrameSize set, the whole response line (the JSON-RPC message, without
+// its newline) is exactly FrameSize bytes, whatever the request id, era,
+// kind or layout: the server measures its envelope and fills the rest. A
+// FrameSize below the envelope (about 100 bytes) gets -32602 naming the
+// minimum. With Bytes set instead, the payload text is Bytes bytes of UTF-8
+// before JSON escaping, spread over the blocks.
+type BigArgs struct {
+	FrameSize int         // exact size of the response line in bytes; or
+	Bytes     int         // bytes of payload text (before escaping)
+	Kind      PayloadKind // default ASCII
+	Layout    Layout      // default LayoutText
+	Blocks    int         // number of text blocks for LayoutBlocks (default 1)
+	ChunkSize int         // bytes per stdout Write (default 16 KiB)
+}
+
+// Map returns a as the arguments map of a tools/call request.
+func (a BigArgs) Map() map[string]any {
+	m := map[string]any{}
+	if a.FrameSize > 0 {
+		m["frameSize"] = a.FrameSize
+	}
+	if a.Bytes > 0 {
+		m["bytes"] = a.Bytes
+	}
+	if a.Kind != "" {
+		m["kind"] = string(a.Kind)
+	}
+	if a.Layout != "" {
+		m["layout"] = string(a.Layout)
+	}
+	if a.Blocks > 0 {
+		m["blocks"] = a.Blocks
+	}
+	if a.ChunkSize > 0 {
+		m["chunkSize"] = a.ChunkSize
+	}
+	return m
+}
+
+// DefaultChunkSize is how many bytes the big tool hands to one stdout Write
+// unless told otherwise: 16 KiB, as in the seed article's server.
+const DefaultChunkSize = 16 << 10
+
+// maxBig bounds the big tool's frame: 1 GiB.
+const maxBig = 1 << 30
+
+// unit returns a kind's repeated unit: raw text and its JSON encoding.
+func unit(k PayloadKind) (raw, enc string, ok bool) {
+	switch k {
+	case ASCII, "":
+		return "x", "x", true
+	case Multibyte:
+		return "é€😀", "é€😀", true
+	case Quotes:
+		return `"\`, `\"\\`, true
+	case Newlines:
+		return "a\n", `a\n`, true
+	}
+	return "", "", false
+}
+
+// bigMarker stands for a block's text while the envelope is measured.
+const bigMarker = "\x60FAKESERVER-BIG-BODY\x60"
+
+func (s *Server) toolBig(w *work) (*frame, error) {
+	var a struct {
+		FrameSize int    `json:"frameSize"`
+		Bytes     int    `json:"bytes"`
+		Kind      string `json:"kind"`
+		Layout    string `json:"layout"`
+		Blocks    int    `json:"blocks"`
+		ChunkSize int    `json:"chunkSize"`
+	}
+	if err := args(w, &a); err != nil {
+		return nil, err
+	}
+	raw, enc, ok := unit(PayloadKind(a.Kind))
+	if !ok {
+		return nil, argError(fmt.Sprintf("big: unknown kind %q (want ascii, multibyte, quotes or newlines)", a.Kind))
+	}
+	if (a.FrameSize > 0) == (a.Bytes > 0) {
+		return nil, argError("big: give exactly one of frameSize and bytes, positive")
+	}
+	if a.FrameSize > maxBig || a.Bytes > maxBig {
+		return nil, argError(fmt.Sprintf("big: at most %d bytes", maxBig))
+	}
+	blocks := 1
+	layout := Layout(a.Layout)
+	switch layout {
+	case "", LayoutText:
+		layout = LayoutText
+	case LayoutBlocks:
+		blocks = max(a.Blocks, 1)
+	case LayoutStructured:
+	default:
+		return nil, argError(fmt.Sprintf("big: unknown layout %q (want text, blocks or structured)", a.Layout))
+	}
+
+	// Measure the envelope with a marker for each block's text.
+	var result map[string]any
+	if layout == LayoutStructured {
+		result = map[string]any{
+			"content":           []any{map[string]any{"type": "text", "text": "big: the payload is in structuredContent.data"}},
+			"structuredContent": map[string]any{"data": bigMarker},
+		}
+	} else {
+		content := make([]any, blocks)
+		for i := range content {
+			content[i] = map[string]any{"type": "text", "text": bigMarker}
+		}
+		result = map[string]any{"content": content}
+	}
+	tmpl := resultFrame(w, result).buf
+	pieces := bytes.Split(tmpl, []byte(bigMarker))
+	envelope := len(tmpl) - blocks*len(bigMarker)
+
+	// sizes[i] is block i's text on the wire: k units and the rest 'x'.
+	type text struct{ units, filler int }
+	texts := make([]text, blocks)
+	if a.FrameSize > 0 {
+		body := a.FrameSize - envelope
+		if body < 0 {
+			return nil, argError(fmt.Sprintf("big: frameSize %d is below the %d-byte envelope of this response (id %s, %d blocks)", a.FrameSize, envelope, w.id, blocks))
+		}
+		for i := range texts {
+			b := body / blocks
+			if i < body%blocks {
+				b++
+			}
+			texts[i] = text{b / len(enc), b % len(enc)}
+		}
+	} else {
+		for i := range texts {
+			b := a.Bytes / blocks
+			if i < a.Bytes%blocks {
+				b++
+			}
+			texts[i] = text{b / len(raw), b % len(raw)}
+		}
+	}
+	total := envelope
+	for _, t := range texts {
+		total += t.units*len(enc) + t.filler
+	}
+	if total > maxBig {
+		return nil, argError(fmt.Sprintf("big: response of %d bytes is over the %d-byte maximum", total, maxBig))
+	}
+
+	buf := make([]byte, 0, total)
+	starts := make([]int, blocks) // offset of each block's text in buf
+	ends := make([]int, blocks)
+	for i, t := range texts {
+		if err := w.ctx.Err(); err != nil {
+			return nil, err
+		}
+		buf = append(buf, pieces[i]...)
+		starts[i] = len(buf)
+		buf = append(buf, bytes.Repeat([]byte(enc), t.units)...)
+		buf = append(buf, bytes.Repeat([]byte("x"), t.filler)...)
+		ends[i] = len(buf)
+	}
+	buf = append(buf, pieces[blocks]...)
+	bs, be := starts[0], ends[blocks-1]
+	u := len(enc)
+	cut := func(rel int) int {
+		pos := bs + rel
+		for i := range starts { // blocks are few compared to bytes; a scan is fine
+			if pos < starts[i] { // between blocks: end the body at the next text's start
+				return starts[i] - bs
+			}
+			if pos <= ends[i] {
+				r := pos - starts[i]
+				if r <= texts[i].units*u {
+					r = (r + u - 1) / u * u
+				}
+				return starts[i] + r - bs
+			}
+		}
+		return be - bs
+	}
+	// A cut inside block i's text keeps blocks before it whole and ends the
+	// frame with buf[be:], which closes a text block and the result, so the
+	// cut frame is still valid JSON with fewer blocks.
+	return &frame{buf: buf, bodyStart: bs, bodyEnd: be, cut: cut, chunk: cmpOr(a.ChunkSize, DefaultChunkSize)}, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,40 @@
+// Package fakeserver is a small MCP server over stdio that misbehaves on
+// demand, for testing hosts (clients) against back-pressure, oversized
+// frames, junk and cancellation, and that reports what the host did.
+//
+// By default it is correct: its stdin read loop never waits on a stdout
+// write, each request runs with its own context, a map from request id to
+// running work lets notifications/cancelled reach the producer, and a write
+// lock keeps frames whole. It speaks both protocol eras: 2026-07-28
+// (server/discover, _meta on every request, resultType, no ping) and the
+// legacy initialize handshake (2025-11-25, 2025-06-18); WithEra restricts it
+// to one.
+//
+// Tools (all offered unless WithTools says otherwise):
+//
+//   - echo: returns its text at once (the "second request").
+//   - big: a payload of an exact size, as one text field, many blocks or
+//     structuredContent, made of ASCII, multibyte UTF-8, quotes and
+//     backslashes, or escaped newlines, written in chunks; FrameSize makes
+//     the whole response line exactly that many bytes (see BigArgs).
+//   - slow: progress notifications at a caller-given interval.
+//   - subprocess: a real child writing a given number of bytes to stdout
+//     and stderr, drained through pipes.Capture; killed with its process
+//     group on cancel.
+//   - remote: chunks streamed from a loopback httptest.Server at a given
+//     interval; the HTTP request is aborted on cancel.
+//   - search: the good result contract (bounded page, nextCursor,
+//     truncated, totalEstimate only when known).
+//
+// Faults are Options that fire on counts (the nth message read, n bytes
+// written), never on chance: WithBanner, WithStdoutLog, WithStderrNoise,
+// WithIgnoreCancel, WithUnboundedResults, WithNaiveLoop, WithInvalidJSON,
+// WithRawNewline, WithOversizedFrame, WithNoFinalNewline, WithCloseStdout,
+// WithExitAfterBytes, WithIgnoreSIGTERM, WithIgnoreEOF,
+// WithRespondAfterCancel, WithServerRequest. ParseArgs builds the same
+// Options from command-line flags.
+//
+// Run it in-process with Serve (its signature is mcptest.ServeFunc), or as
+// a child process through Register; read what it saw with Server.Report,
+// or, from a child, from the file named by WithReportFile.
+package fakeserver

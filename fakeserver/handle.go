@@ -1,0 +1,242 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// Versions the server knows, newest first.
+var (
+	modernVersions = []string{mcptest.Version20260728}
+	legacyVersions = []string{mcptest.Version20251125, mcptest.Version20250618}
+)
+
+// ServerName and ServerVersion identify the fake in initialize and
+// server/discover results.
+const (
+	ServerName    = "mcpstdio-fakeserver"
+	ServerVersion = "0.1.0"
+)
+
+func (s *Server) supported() []string {
+	switch s.cfg.era {
+	case EraModern:
+		return modernVersions
+	case EraLegacy:
+		return legacyVersions
+	}
+	return append(slices.Clone(modernVersions), legacyVersions...)
+}
+
+type unsupportedData struct {
+	Supported []string `json:"supported"`
+	Requested string   `json:"requested"`
+}
+
+// handle runs a request's work and returns its response frame.
+func (s *Server) handle(w *work) *frame {
+	if w.perr != nil {
+		return errorFrame(w.rawID, mcptest.CodeInvalidParams, "params: "+w.perr.Error(), nil)
+	}
+	if w.modern {
+		if !slices.Contains(modernVersions, w.version) {
+			return errorFrame(w.rawID, mcptest.CodeUnsupportedProtocolVersion, "Unsupported protocol version",
+				unsupportedData{Supported: s.supported(), Requested: w.version})
+		}
+		switch w.method {
+		case mcptest.MethodDiscover:
+			return s.discover(w)
+		case mcptest.MethodToolsList:
+			return s.toolsList(w)
+		case mcptest.MethodToolsCall:
+			return s.toolsCall(w)
+		case mcptest.MethodInitialize, mcptest.MethodPing:
+			return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q is not part of protocol version %s", w.method, w.version), nil)
+		}
+		return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
+	}
+	if s.cfg.era == EraModern {
+		requested := w.params.ProtocolVersion
+		return errorFrame(w.rawID, mcptest.CodeUnsupportedProtocolVersion,
+			fmt.Sprintf("Unsupported protocol version: this server speaks only %s and needs params._meta[%q] on every request", mcptest.Version20260728, mcptest.MetaProtocolVersion),
+			unsupportedData{Supported: s.supported(), Requested: requested})
+	}
+	switch w.method {
+	case mcptest.MethodInitialize:
+		v := w.params.ProtocolVersion
+		if !slices.Contains(legacyVersions, v) {
+			v = legacyVersions[0]
+		}
+		return resultFrame(w, map[string]any{
+			"protocolVersion": v,
+			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"serverInfo":      map[string]any{"name": ServerName, "version": ServerVersion},
+		})
+	case mcptest.MethodPing:
+		return resultFrame(w, map[string]any{})
+	case mcptest.MethodToolsList:
+		return s.toolsList(w)
+	case mcptest.MethodToolsCall:
+		return s.toolsCall(w)
+	case mcptest.MethodDiscover:
+		return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q needs params._meta[%q] (protocol version %s)", w.method, mcptest.MetaProtocolVersion, mcptest.Version20260728), nil)
+	}
+	return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
+}
+
+func (s *Server) discover(w *work) *frame {
+	return resultFrame(w, map[string]any{
+		"supportedVersions": s.supported(),
+		"capabilities":      map[string]any{"tools": map[string]any{}},
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": ServerName, "version": ServerVersion},
+		},
+	})
+}
+
+func (s *Server) toolsList(w *work) *frame {
+	var tools []any
+	for _, name := range AllTools {
+		if s.cfg.tools[name] {
+			tools = append(tools, toolSpecs[name])
+		}
+	}
+	r := map[string]any{"tools": tools}
+	if w.modern {
+		r["ttlMs"] = 0
+		r["cacheScope"] = "private"
+	}
+	return resultFrame(w, r)
+}
+
+// toolSpec describes one tool for tools/list.
+type toolSpec struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"inputSchema"`
+}
+
+func schema(props map[string]string) map[string]any {
+	p := map[string]any{}
+	for k, t := range props {
+		p[k] = map[string]any{"type": t}
+	}
+	return map[string]any{"type": "object", "properties": p}
+}
+
+var toolSpecs = map[string]toolSpec{
+	ToolEcho: {ToolEcho, "Returns its text argument at once.", schema(map[string]string{"text": "string"})},
+	ToolBig: {ToolBig, "Returns a payload of an exact size: bytes of text, or frameSize bytes for the whole response line; see fakeserver.BigArgs.",
+		schema(map[string]string{"bytes": "integer", "frameSize": "integer", "kind": "string", "layout": "string", "blocks": "integer", "chunkSize": "integer"})},
+	ToolSlow: {ToolSlow, "Makes steps progress notifications, intervalMs apart; honours cancel.",
+		schema(map[string]string{"steps": "integer", "intervalMs": "integer"})},
+	ToolSubprocess: {ToolSubprocess, "Runs a child writing stdoutBytes and stderrBytes, drained through a bounded capture; hold keeps it running until cancelled.",
+		schema(map[string]string{"stdoutBytes": "integer", "stderrBytes": "integer", "hold": "boolean", "limit": "integer"})},
+	ToolRemote: {ToolRemote, "Streams chunks of chunkBytes from a loopback HTTP source, intervalMs apart; cancel aborts the request.",
+		schema(map[string]string{"chunks": "integer", "chunkBytes": "integer", "intervalMs": "integer"})},
+	ToolSearch: {ToolSearch, "Searches total records and returns a bounded page with nextCursor and truncated.",
+		schema(map[string]string{"query": "string", "cursor": "string", "pageSize": "integer", "total": "integer", "countKnown": "boolean"})},
+}
+
+// toolFunc produces a tool's response frame. It returns an error of its
+// context when cancelled.
+type toolFunc func(s *Server, w *work) (*frame, error)
+
+var tools = map[string]toolFunc{
+	ToolEcho:       (*Server).toolEcho,
+	ToolBig:        (*Server).toolBig,
+	ToolSlow:       (*Server).toolSlow,
+	ToolSubprocess: (*Server).toolSubprocess,
+	ToolRemote:     (*Server).toolRemote,
+	ToolSearch:     (*Server).toolSearch,
+}
+
+func (s *Server) toolsCall(w *work) *frame {
+	name := w.params.Name
+	fn, ok := tools[name]
+	if !ok || !s.cfg.tools[name] {
+		return errorFrame(w.rawID, mcptest.CodeInvalidParams, fmt.Sprintf("unknown tool %q", name), nil)
+	}
+	f, err := fn(s, w)
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return s.cancelledFrame(w)
+		}
+		if ae, ok := err.(argError); ok {
+			return errorFrame(w.rawID, mcptest.CodeInvalidParams, string(ae), nil)
+		}
+		return toolError(w, err)
+	}
+	return f
+}
+
+// argError is a bad tool argument: a JSON-RPC -32602 error.
+type argError string
+
+func (e argError) Error() string { return string(e) }
+
+// args decodes a tool's arguments into v.
+func args(w *work, v any) error {
+	if len(w.params.Arguments) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(w.params.Arguments, v); err != nil {
+		return argError(fmt.Sprintf("tool %q: arguments: %v", w.params.Name, err))
+	}
+	return nil
+}
+
+func textResult(w *work, text string, structured any) *frame {
+	r := map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+	if structured != nil {
+		r["structuredContent"] = structured
+	}
+	return resultFrame(w, r)
+}
+
+// toolError is a tool execution error: a result with isError.
+func toolError(w *work, err error) *frame {
+	return resultFrame(w, map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": err.Error()}},
+		"isError": true,
+	})
+}
+
+// progress writes a notifications/progress for w if its request asked for
+// progress and it has not been cancelled: after a cancel the server sends
+// nothing more for the request.
+func (s *Server) progress(w *work, progress, total float64, msg string) {
+	tok, ok := w.params.Meta["progressToken"]
+	if !ok {
+		return
+	}
+	p := map[string]any{"progressToken": tok, "progress": progress}
+	if total > 0 {
+		p["total"] = total
+	}
+	if msg != "" {
+		p["message"] = msg
+	}
+	b := marshal(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodProgress, "params": p})
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if w.ctx.Err() != nil {
+		return
+	}
+	s.out.write(append(b, '\n'))
+}
+
+func (s *Server) toolEcho(w *work) (*frame, error) {
+	var a struct {
+		Text string `json:"text"`
+	}
+	if err := args(w, &a); err != nil {
+		return nil, err
+	}
+	return textResult(w, a.Text, nil), nil
+}

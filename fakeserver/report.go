@@ -1,0 +1,166 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// WorkState is where a request's work was when something happened to it.
+type WorkState string
+
+const (
+	// StateUnknown: no request with that id was ever seen.
+	StateUnknown WorkState = "unknown"
+	// StateNotStarted: the request was read but its work has not begun
+	// (it waits for a slot, see WithConcurrency).
+	StateNotStarted WorkState = "not started"
+	// StateRunning: the tool is producing its result (computing, waiting on
+	// a subprocess or on the remote source, waiting for the write lock).
+	StateRunning WorkState = "running"
+	// StateWriting: the first byte of the response has been handed to
+	// stdout; those bytes cannot be recalled.
+	StateWriting WorkState = "writing"
+	// StateDone: the work has ended and its response, if any, is written.
+	StateDone WorkState = "done"
+)
+
+// Report is what a Server saw and did. Times are wall-clock; durations are
+// measured with the monotonic clock.
+type Report struct {
+	Requests []RequestRecord // every request read from stdin, in arrival order
+	Cancels  []CancelRecord  // every notifications/cancelled, in arrival order
+
+	StdinBytes       int64 // bytes read from stdin
+	StdinMessages    int64 // frames read from stdin, valid or not
+	StdinParseErrors int64 // frames that were not JSON-RPC (answered with -32700)
+	StdinOversized   int64 // lines over the WithMaxFrame limit, discarded unparsed
+	ResponsesRead    int64 // responses read from stdin (to server-to-client requests)
+
+	StdoutBytes        int64         // bytes written to stdout, newlines included
+	StdoutWrites       int64         // Write calls on stdout
+	StdoutWriteErrors  int64         // Write calls on stdout that failed
+	StdoutBlocked      time.Duration // total time spent inside stdout Write calls
+	StdoutLongestBlock time.Duration // longest single stdout Write call
+
+	StderrBytes int64 // bytes written to stderr (noise and diagnostics)
+
+	ChildrenKilled int // subprocess-tool children killed because their work was cancelled
+	RemoteAborts   int // remote-source HTTP handlers that saw the client abort mid-stream
+
+	EOF  bool   // stdin reached EOF
+	Exit string // why Serve returned; empty while it runs
+}
+
+// RequestRecord is one request read from stdin.
+type RequestRecord struct {
+	ID      string    // the id as it appeared on the wire (JSON text, e.g. 7 or "a")
+	Method  string    // e.g. tools/call
+	Tool    string    // the tool's name, for tools/call
+	Arrived time.Time // when it was read from stdin
+	Ended   time.Time // when its work ended; zero while it runs
+	State   WorkState // its state now
+
+	ResponseBytes int64 // bytes of its response written to stdout, newline included
+	Cut           bool  // its response was cut short (validly closed) by a cancel during writing
+	Suppressed    bool  // no response was written because it was cancelled before writing began
+}
+
+// CancelRecord is one notifications/cancelled read from stdin.
+type CancelRecord struct {
+	ID      string    // requestId as JSON text
+	Reason  string    // the reason given, if any
+	Arrived time.Time // when it was read from stdin
+	State   WorkState // the state of the request's work when it arrived
+
+	// Stopped reports whether the producer has stopped, and StoppedAfter how
+	// long after the cancel arrived it did (0 when nothing was running).
+	// The producer is the tool's work including its subprocess or HTTP
+	// request, and the writing of its response.
+	Stopped      bool
+	StoppedAfter time.Duration
+
+	Suppressed    bool // the response was not written
+	ChildKilled   bool // the request's subprocess was killed
+	RemoteAborted bool // the remote source's handler saw the request aborted
+}
+
+// Report returns a snapshot of what the server has seen so far. It is safe
+// to call at any time from any goroutine, also while Serve runs.
+func (s *Server) Report() Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rep
+	r.Requests = slices.Clone(r.Requests)
+	r.Cancels = slices.Clone(r.Cancels)
+	return r
+}
+
+// changed marks the report dirty for the report-file writer; s.mu need not be
+// held.
+func (s *Server) changed() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// reportFileLoop rewrites the report file after each change until stop is
+// closed, then writes it a last time.
+func (s *Server) reportFileLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-s.dirty:
+			s.writeReportFile()
+		case <-stop:
+			s.writeReportFile()
+			return
+		}
+	}
+}
+
+func (s *Server) writeReportFile() {
+	r := s.Report()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		s.logf("report: %v", err)
+		return
+	}
+	if err := writeFileAtomic(s.cfg.reportFile, append(b, '\n')); err != nil {
+		s.logf("report: %v", err)
+	}
+}
+
+// writeFileAtomic writes a temporary file beside path and renames it over
+// path, so a reader sees the old or the new content, never a mix.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}
+
+// ReadReportFile reads a report written by WithReportFile.
+func ReadReportFile(path string) (Report, error) {
+	var r Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	err = json.Unmarshal(b, &r)
+	return r, err
+}

@@ -1,0 +1,711 @@
+package fakeserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/pipes"
+)
+
+// ErrExited is returned by Serve when a fault (WithExitAfterBytes,
+// WithNoFinalNewline) made the server stop on purpose.
+var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
+
+// codeRequestCancelled is the error code of the response WithRespondAfterCancel
+// writes for a cancelled request (the LSP convention some SDKs follow).
+const codeRequestCancelled = -32800
+
+// Server is a small MCP server over stdio whose tools and faults are chosen
+// by its Options. Create it with New, run it with Serve (once), and read what
+// it saw with Report.
+type Server struct {
+	cfg config
+
+	mu       sync.Mutex // guards what follows
+	rep      Report
+	works    map[string]*work // running requests by id (JSON text)
+	finished map[string]bool  // ids whose work has ended
+	served   bool
+	logOff   bool
+
+	dirty chan struct{} // report changed (capacity 1)
+
+	wmu sync.Mutex // the write lock: one frame at a time on stdout
+	out *outWriter
+
+	base   context.Context // Serve's context: work contexts derive from it
+	wg     sync.WaitGroup  // work goroutines and fault writers
+	sem    chan struct{}   // concurrency slots, nil for no limit
+	msgs   int             // messages read; only the read loop touches it
+	remote remoteSource
+
+	exitOnce sync.Once
+	exitCh   chan struct{}
+	exitErr  error
+
+	logCh  chan string
+	stderr io.Writer
+}
+
+// New returns a Server configured by opts. It does nothing until Serve.
+func New(opts ...Option) *Server {
+	s := &Server{
+		cfg:      defaultConfig(),
+		works:    map[string]*work{},
+		finished: map[string]bool{},
+		dirty:    make(chan struct{}, 1),
+		exitCh:   make(chan struct{}),
+		logCh:    make(chan string, 64),
+	}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	if s.cfg.concurrency > 0 {
+		s.sem = make(chan struct{}, s.cfg.concurrency)
+	}
+	return s
+}
+
+// work is one request's work.
+type work struct {
+	id      string          // JSON text of the id
+	rawID   json.RawMessage // the id as received
+	method  string
+	params  requestParams
+	perr    error // params did not decode
+	modern  bool  // the request carried the 2026-07-28 _meta
+	version string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	plan    faultPlan
+	reqIdx  int // index in s.rep.Requests
+
+	// guarded by s.mu
+	state         WorkState
+	cancelled     bool  // a notifications/cancelled stopped it
+	cancels       []int // indexes in s.rep.Cancels
+	suppressed    bool
+	cut           bool
+	respBytes     int64
+	childKilled   bool
+	remoteAborted bool
+}
+
+type requestParams struct {
+	Meta            map[string]json.RawMessage `json:"_meta"`
+	Name            string                     `json:"name"`
+	Arguments       json.RawMessage            `json:"arguments"`
+	ProtocolVersion string                     `json:"protocolVersion"`
+}
+
+// Serve runs the server on stdin and stdout until stdin reaches EOF (see
+// WithIgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
+// stderr, which may be nil.
+//
+// The read loop never waits on a stdout write: each request runs in its own
+// goroutine with its own context, and frames are written under one write
+// lock. A notifications/cancelled that arrives before the response write
+// began cancels the work and suppresses the response; one that arrives after
+// stops further work (a big response is closed early at the next chunk, still
+// valid JSON) but cannot recall bytes already written.
+//
+// When stdin reaches EOF, all running work is cancelled as if by a cancel.
+// Before Serve returns it closes stdin and stdout and has ended every
+// goroutine, child process and HTTP server it started. A write blocked on a
+// stdout nobody reads ends only when ctx is cancelled (Serve then closes
+// stdout); that works when stdout supports concurrent Close, as *os.File
+// from os.Pipe does.
+//
+// Serve returns nil on EOF or cancellation, ErrExited when a fault made it
+// exit. A Server serves once; a second call returns an error.
+func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	if stdin == nil || stdout == nil {
+		return errors.New("fakeserver: Serve needs a stdin and a stdout")
+	}
+	s.mu.Lock()
+	if s.served {
+		s.mu.Unlock()
+		return errors.New("fakeserver: Serve called twice on one Server")
+	}
+	s.served = true
+	s.mu.Unlock()
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	outer := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.base = ctx
+	s.stderr = stderr
+	s.out = &outWriter{s: s, w: stdout}
+
+	var bg sync.WaitGroup
+	reportStop := make(chan struct{})
+	if s.cfg.reportFile != "" {
+		bg.Add(1)
+		go func() { defer bg.Done(); s.reportFileLoop(reportStop) }()
+	}
+	s.writeNoise()
+	logStop := make(chan struct{})
+	bg.Add(1)
+	go func() { defer bg.Done(); s.logLoop(logStop) }()
+
+	if s.cfg.banner != "" {
+		s.wmu.Lock()
+		s.out.write([]byte(s.cfg.banner + "\n"))
+		s.wmu.Unlock()
+	}
+
+	readDone := make(chan error, 1)
+	go func() { readDone <- s.readLoop(stdin) }()
+
+	var readErr error
+	readEnded := false
+	exit := ""
+	select {
+	case readErr = <-readDone:
+		readEnded = true
+	case <-ctx.Done():
+		exit = "context cancelled"
+	case <-s.exitCh:
+	}
+	if readEnded {
+		eof := readErr == nil || errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF)
+		if eof {
+			s.mu.Lock()
+			s.rep.EOF = true
+			s.mu.Unlock()
+			exit = "stdin EOF"
+			if readErr != nil && !errors.Is(readErr, io.EOF) {
+				s.logf("stdin: %v", readErr)
+			}
+		} else {
+			exit = "stdin: " + readErr.Error()
+		}
+		if s.cfg.ignoreEOF {
+			select {
+			case <-ctx.Done():
+				exit = "context cancelled (stdin EOF ignored)"
+			case <-s.exitCh:
+			}
+		}
+	}
+	select {
+	case <-s.exitCh:
+		exit = s.exitErr.Error()
+	default:
+	}
+
+	// Shut down: cancel all work, stop reading, wait for every goroutine.
+	cancel()
+	stdin.Close()
+	if !readEnded {
+		<-readDone
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-outer.Done():
+		// A write is blocked on a stdout nobody reads: closing it is the
+		// only way to end it.
+		s.out.close()
+		<-done
+	}
+	s.remote.close()
+	s.out.close()
+
+	s.mu.Lock()
+	s.rep.Exit = exit
+	s.logOff = true
+	s.mu.Unlock()
+	close(reportStop)
+	close(logStop)
+	bg.Wait()
+
+	select {
+	case <-s.exitCh:
+		return s.exitErr
+	default:
+		return nil
+	}
+}
+
+// exit ends Serve on purpose with err.
+func (s *Server) exit(err error) {
+	s.exitOnce.Do(func() {
+		s.exitErr = err
+		close(s.exitCh)
+	})
+}
+
+// readLoop reads stdin until it ends. It never writes stdout itself.
+func (s *Server) readLoop(stdin io.Reader) error {
+	fr := pipes.NewFramer(stdin, max(s.cfg.maxFrame, 1))
+	for {
+		frame, err := fr.Next()
+		st := fr.Stats()
+		s.mu.Lock()
+		s.rep.StdinBytes = st.Bytes
+		s.mu.Unlock()
+		if err != nil {
+			var tl *pipes.FrameTooLargeError
+			if errors.As(err, &tl) {
+				s.mu.Lock()
+				s.rep.StdinOversized++
+				s.mu.Unlock()
+				s.changed()
+				s.logf("stdin: %v", err)
+				continue
+			}
+			s.changed()
+			return err
+		}
+		s.msgs++
+		plan := s.planFor(s.msgs)
+		s.mu.Lock()
+		s.rep.StdinMessages++
+		s.mu.Unlock()
+		s.changed()
+		m, perr := mcptest.ParseMessage(frame)
+		if perr != nil {
+			code, msg := int64(mcptest.CodeParseError), "Parse error"
+			if json.Valid(frame) {
+				code, msg = mcptest.CodeInvalidRequest, "Invalid Request"
+			}
+			s.mu.Lock()
+			s.rep.StdinParseErrors++
+			s.mu.Unlock()
+			s.logf("stdin: message %d: %v", s.msgs, perr)
+			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
+			continue
+		}
+		switch {
+		case m.IsRequest():
+			s.startRequest(m, plan)
+		case m.IsNotification():
+			if m.Method == mcptest.MethodCancelled {
+				s.cancelRequest(m.Params)
+			}
+			s.loose(nil, plan)
+		default:
+			s.mu.Lock()
+			s.rep.ResponsesRead++
+			s.mu.Unlock()
+			s.loose(nil, plan)
+		}
+	}
+}
+
+func canonicalID(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(bytes.TrimSpace(raw))
+	}
+	return b.String()
+}
+
+// startRequest registers a request's work and runs it: in a goroutine, or
+// inline for the naive loop.
+func (s *Server) startRequest(m *mcptest.Message, plan faultPlan) {
+	now := time.Now()
+	w := &work{id: canonicalID(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
+	if len(m.Params) > 0 {
+		w.perr = json.Unmarshal(m.Params, &w.params)
+	}
+	if v, ok := w.params.Meta[mcptest.MetaProtocolVersion]; ok && s.cfg.era != EraLegacy {
+		w.modern = true
+		if err := json.Unmarshal(v, &w.version); err != nil {
+			w.version = string(v)
+		}
+	}
+	rec := RequestRecord{ID: w.id, Method: m.Method, Arrived: now, State: StateNotStarted}
+	if m.Method == mcptest.MethodToolsCall {
+		rec.Tool = w.params.Name
+	}
+	s.mu.Lock()
+	if _, dup := s.works[w.id]; dup {
+		rec.State, rec.Ended = StateDone, now
+		s.rep.Requests = append(s.rep.Requests, rec)
+		s.mu.Unlock()
+		s.changed()
+		s.loose(errorFrame(w.rawID, mcptest.CodeInvalidRequest, "duplicate id "+w.id+": a request with this id is still running", nil), plan)
+		return
+	}
+	w.ctx, w.cancel = context.WithCancel(s.base)
+	w.reqIdx = len(s.rep.Requests)
+	s.rep.Requests = append(s.rep.Requests, rec)
+	s.works[w.id] = w
+	s.mu.Unlock()
+	s.changed()
+	if s.cfg.naive {
+		s.run(w)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.run(w)
+	}()
+}
+
+func (s *Server) run(w *work) {
+	defer s.finish(w)
+	if s.sem != nil {
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		case <-w.ctx.Done():
+			s.respond(w, s.cancelledFrame(w))
+			return
+		}
+	}
+	s.setState(w, StateRunning)
+	s.respond(w, s.handle(w))
+}
+
+func (s *Server) setState(w *work, st WorkState) {
+	s.mu.Lock()
+	w.state = st
+	s.rep.Requests[w.reqIdx].State = st
+	s.mu.Unlock()
+	s.changed()
+}
+
+// finish records the end of w's work and settles the cancels that wait for
+// it.
+func (s *Server) finish(w *work) {
+	now := time.Now()
+	s.mu.Lock()
+	delete(s.works, w.id)
+	s.finished[w.id] = true
+	w.state = StateDone
+	r := &s.rep.Requests[w.reqIdx]
+	r.Ended, r.State = now, StateDone
+	r.ResponseBytes, r.Cut, r.Suppressed = w.respBytes, w.cut, w.suppressed
+	for _, i := range w.cancels {
+		c := &s.rep.Cancels[i]
+		c.Stopped, c.StoppedAfter = true, now.Sub(c.Arrived)
+		c.Suppressed = w.suppressed
+		c.ChildKilled, c.RemoteAborted = w.childKilled, w.remoteAborted
+	}
+	s.mu.Unlock()
+	w.cancel()
+	s.changed()
+}
+
+type cancelParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Reason    string          `json:"reason"`
+}
+
+// cancelRequest handles notifications/cancelled on the read loop: it never
+// waits on stdout.
+func (s *Server) cancelRequest(raw json.RawMessage) {
+	var p cancelParams
+	if err := json.Unmarshal(raw, &p); err != nil || len(p.RequestID) == 0 {
+		s.logf("notifications/cancelled without a requestId ignored: %s", raw)
+		return
+	}
+	id := canonicalID(p.RequestID)
+	rec := CancelRecord{ID: id, Reason: p.Reason, Arrived: time.Now()}
+	s.mu.Lock()
+	w := s.works[id]
+	switch {
+	case w != nil:
+		rec.State = w.state
+		w.cancels = append(w.cancels, len(s.rep.Cancels))
+		if !s.cfg.ignoreCancel {
+			w.cancelled = true
+			w.cancel()
+		}
+	case s.finished[id]:
+		rec.State, rec.Stopped = StateDone, true
+	default:
+		rec.State, rec.Stopped = StateUnknown, true
+	}
+	s.rep.Cancels = append(s.rep.Cancels, rec)
+	s.mu.Unlock()
+	s.changed()
+}
+
+// respond writes w's response frame unless w was cancelled before writing
+// began.
+func (s *Server) respond(w *work, f *frame) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.writePrelude(w.plan)
+	s.mu.Lock()
+	suppress := f == nil || (w.ctx.Err() != nil && !(s.cfg.respondAfterCxl && w.cancelled))
+	if suppress {
+		w.suppressed = true
+		s.mu.Unlock()
+		s.afterFrame(w.plan)
+		return
+	}
+	w.state = StateWriting
+	s.rep.Requests[w.reqIdx].State = StateWriting
+	s.mu.Unlock()
+	s.changed()
+	n, cut := s.writeFrame(w.ctx, f, w.plan)
+	s.mu.Lock()
+	w.respBytes, w.cut = n, cut
+	s.mu.Unlock()
+	s.afterFrame(w.plan)
+}
+
+// loose writes a frame that belongs to no running work (an error for a bad
+// message), or just the faults planned for a message that gets no response.
+func (s *Server) loose(f *frame, plan faultPlan) {
+	if f == nil && plan.empty() {
+		return
+	}
+	do := func() {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.writePrelude(plan)
+		if f != nil {
+			s.writeFrame(context.Background(), f, plan)
+		}
+		s.afterFrame(plan)
+	}
+	if s.cfg.naive {
+		do()
+		return
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); do() }()
+}
+
+// frame is one serialized message ready to write. Bytes buf[bodyStart:bodyEnd]
+// may be cut short by a cancel: cut returns the first position at or after
+// rel (relative to bodyStart) where the body can end so that buf[bodyEnd:]
+// still closes it validly.
+type frame struct {
+	buf                []byte // without the newline
+	bodyStart, bodyEnd int
+	cut                func(rel int) int
+	chunk              int // bytes per stdout Write; 0 writes the frame at once
+}
+
+// rawNewlineAt is where WithRawNewline breaks a frame: after `{"jsonrpc":"2.0",`.
+var rawNewlinePrefix = []byte(`{"jsonrpc":"2.0",`)
+
+// writeFrame writes f and its newline in chunks, with the faults of plan.
+// s.wmu must be held. If ctx is cancelled while the body is being written,
+// the body is cut at the next valid point and the frame closed. It returns
+// the bytes written and whether the frame was cut.
+func (s *Server) writeFrame(ctx context.Context, f *frame, plan faultPlan) (int64, bool) {
+	buf, bs, be := f.buf, f.bodyStart, f.bodyEnd
+	if plan.rawNewline && bytes.HasPrefix(buf, rawNewlinePrefix) {
+		at := len(rawNewlinePrefix)
+		nb := make([]byte, 0, len(buf)+2)
+		nb = append(append(append(nb, buf[:at]...), '\n'), buf[at:]...)
+		buf = nb
+		if bs >= at {
+			bs, be = bs+1, be+1
+		}
+	}
+	if !plan.noNewline {
+		buf = append(buf[:len(buf):len(buf)], '\n')
+	}
+	chunk := f.chunk
+	if chunk <= 0 {
+		chunk = len(buf)
+	}
+	var n int64
+	pos, cut := 0, false
+	for pos < len(buf) {
+		if !cut && f.cut != nil && pos < be && ctx.Err() != nil {
+			end := bs
+			if pos > bs {
+				end = bs + f.cut(pos-bs)
+			}
+			rest := append(append([]byte(nil), buf[pos:end]...), buf[be:]...)
+			buf, pos, cut = rest, 0, true
+			continue
+		}
+		end := min(pos+chunk, len(buf))
+		k, err := s.out.write(buf[pos:end])
+		n += int64(k)
+		if err != nil {
+			return n, cut
+		}
+		pos = end
+	}
+	return n, cut
+}
+
+// outWriter counts and times stdout writes. write is called with s.wmu held;
+// close may be called at any time to unblock it.
+type outWriter struct {
+	s  *Server
+	w  io.WriteCloser
+	mu sync.Mutex // guards closed, written
+	// closed is set once stdout is closed on purpose.
+	closed  bool
+	written int64
+}
+
+var errStdoutClosed = errors.New("fakeserver: stdout closed")
+
+func (o *outWriter) write(p []byte) (int, error) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		o.s.countWrite(0, 0, errStdoutClosed)
+		return 0, errStdoutClosed
+	}
+	limit := o.s.cfg.exitAfterBytes
+	exitNow := false
+	if limit > 0 && o.written+int64(len(p)) >= limit {
+		p = p[:limit-o.written]
+		exitNow = true
+	}
+	o.mu.Unlock()
+	start := time.Now()
+	n, err := o.w.Write(p)
+	d := time.Since(start)
+	o.mu.Lock()
+	o.written += int64(n)
+	o.mu.Unlock()
+	o.s.countWrite(int64(n), d, err)
+	if exitNow {
+		o.close()
+		o.s.exit(fmt.Errorf("%w: WithExitAfterBytes(%d) reached", ErrExited, limit))
+		if err == nil {
+			err = ErrExited
+		}
+	}
+	return n, err
+}
+
+func (o *outWriter) close() {
+	o.mu.Lock()
+	already := o.closed
+	o.closed = true
+	o.mu.Unlock()
+	if !already {
+		o.w.Close()
+	}
+}
+
+func (s *Server) countWrite(n int64, d time.Duration, err error) {
+	s.mu.Lock()
+	s.rep.StdoutWrites++
+	s.rep.StdoutBytes += n
+	s.rep.StdoutBlocked += d
+	s.rep.StdoutLongestBlock = max(s.rep.StdoutLongestBlock, d)
+	if err != nil {
+		s.rep.StdoutWriteErrors++
+	}
+	s.mu.Unlock()
+	s.changed()
+}
+
+// logf sends a diagnostic line to stderr through a bounded queue, so that a
+// host that does not drain stderr never blocks the read loop; lines that do
+// not fit are dropped.
+func (s *Server) logf(format string, args ...any) {
+	line := "fakeserver: " + fmt.Sprintf(format, args...) + "\n"
+	s.mu.Lock()
+	off := s.logOff
+	s.mu.Unlock()
+	if off {
+		return
+	}
+	select {
+	case s.logCh <- line:
+	default:
+	}
+}
+
+func (s *Server) logLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case line := <-s.logCh:
+			s.writeStderr([]byte(line))
+		case <-stop:
+			for {
+				select {
+				case line := <-s.logCh:
+					s.writeStderr([]byte(line))
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) writeStderr(b []byte) {
+	n, _ := s.stderr.Write(b)
+	s.mu.Lock()
+	s.rep.StderrBytes += int64(n)
+	s.mu.Unlock()
+}
+
+// writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.
+func (s *Server) writeNoise() {
+	left := s.cfg.stderrNoise
+	var buf []byte
+	for i := 1; left > 0; i++ {
+		buf = fmt.Appendf(buf[:0], "fakeserver: stderr noise line %08d %s\n", i, "................................................")
+		if int64(len(buf)) > left {
+			buf = buf[:left]
+		}
+		left -= int64(len(buf))
+		s.writeStderr(buf)
+	}
+}
+
+// envelope is a JSON-RPC response; jsonrpc comes first on the wire.
+type envelope struct {
+	JSONRPC string            `json:"jsonrpc"`
+	ID      json.RawMessage   `json:"id"`
+	Result  any               `json:"result,omitempty"`
+	Error   *mcptest.RPCError `json:"error,omitempty"`
+}
+
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("fakeserver: marshal %T: %v", v, err))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func errorFrame(id json.RawMessage, code int64, msg string, data any) *frame {
+	e := &mcptest.RPCError{Code: code, Message: msg}
+	if data != nil {
+		e.Data = marshal(data)
+	}
+	b := marshal(envelope{JSONRPC: "2.0", ID: id, Error: e})
+	return &frame{buf: b, bodyStart: len(b), bodyEnd: len(b)}
+}
+
+func resultFrame(w *work, result map[string]any) *frame {
+	if w.modern {
+		result["resultType"] = "complete"
+	}
+	b := marshal(envelope{JSONRPC: "2.0", ID: w.rawID, Result: result})
+	return &frame{buf: b, bodyStart: len(b), bodyEnd: len(b)}
+}
+
+// cancelledFrame is the response for work cancelled before it produced one:
+// nil (no response), unless WithRespondAfterCancel.
+func (s *Server) cancelledFrame(w *work) *frame {
+	if !s.cfg.respondAfterCxl {
+		return nil
+	}
+	return errorFrame(w.rawID, codeRequestCancelled, "request cancelled", nil)
+}
