@@ -25,6 +25,13 @@ type ServerConfig struct {
 	// notifications when the request carries a progressToken, the criteria
 	// use them as evidence that the work stopped.
 	Slow *ToolCall
+	// Bounded is a tools/call that could return a lot (a search over many
+	// records); the result contract says it returns a bounded page and
+	// says how to continue. See CheckResultBounded.
+	Bounded *ToolCall
+	// ContentBudget is the content budget in bytes the Bounded call's
+	// result must fit. Default 64 KiB.
+	ContentBudget int
 	// Cheap is the small independent request of "a second request
 	// completes". Nil means Session.Ping (ping or server/discover, by era).
 	Cheap *ToolCall
@@ -43,7 +50,7 @@ type ServerConfig struct {
 	Within time.Duration
 	// CancelGrace is how long work may go on after a cancel before it
 	// counts as not stopped; it is also the observation window after it.
-	// Default 300ms.
+	// Default 200ms.
 	CancelGrace time.Duration
 	// ShutdownGrace is how long the server has to exit after stdin is closed
 	// or after SIGTERM. Default 2s.
@@ -59,6 +66,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.OversizedRequest <= 0 {
 		c.OversizedRequest = 32 << 20
 	}
+	if c.ContentBudget <= 0 {
+		c.ContentBudget = 64 << 10
+	}
 	if c.Flood <= 0 {
 		c.Flood = 500
 	}
@@ -69,7 +79,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.Within = 5 * time.Second
 	}
 	if c.CancelGrace <= 0 {
-		c.CancelGrace = 300 * time.Millisecond
+		c.CancelGrace = 200 * time.Millisecond
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 2 * time.Second
@@ -97,6 +107,9 @@ func (r *serverRun) start(ctx context.Context, extra ...mcptest.Option) (*mcptes
 	opts := []mcptest.Option{
 		mcptest.WithPipeCapacity(r.cfg.PipeCapacity),
 		mcptest.WithTimeout(r.cfg.Within),
+		// Closing is not what most criteria judge (the shutdown ones
+		// wait for the exit themselves): do not wait long for it.
+		mcptest.WithGrace(closeGrace),
 	}
 	opts = append(opts, r.cfg.Options...)
 	opts = append(opts, extra...)
@@ -107,6 +120,10 @@ func (r *serverRun) start(ctx context.Context, extra ...mcptest.Option) (*mcptes
 	r.s = s
 	return s, nil
 }
+
+// closeGrace is how long closing a criterion's session waits for the server
+// to exit after closing its stdin, before escalating to signals.
+const closeGrace = 200 * time.Millisecond
 
 // ServerCriterionNames lists the criteria of ServerCriteria in the order they
 // run.
@@ -129,6 +146,7 @@ var serverCriteria = []criterion{
 	{"cancel-after-output-began", checkCancelAfterOutput},
 	{"shutdown-stdin-eof", checkShutdownEOF},
 	{"shutdown-sigterm", checkShutdownSIGTERM},
+	{"result-bounded", checkResultBounded},
 	{"era", checkEra},
 }
 
@@ -365,7 +383,8 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 	if r.cfg.Large == nil {
 		return skip("no Large tool call configured")
 	}
-	s, err := r.start(ctx)
+	// Room for every flood response: they arrive in one burst on resume.
+	s, err := r.start(ctx, mcptest.WithQueue(2*r.cfg.Flood+64))
 	if err != nil {
 		return startFailed(err)
 	}
@@ -466,6 +485,19 @@ func responseAfterCancel(era, what string) Result {
 		Rule: era + " cancellation: receivers of notifications/cancelled SHOULD NOT send a response for the cancelled request"}
 }
 
+// stopFailure is the verdict for work that went on after a cancel: a MUST
+// NOT in the 2026-07-28 stdio transport, a SHOULD before it.
+func stopFailure(era, what string, err error) Result {
+	res := failErr(what, err)
+	if isModern(era) {
+		res.Rule = "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"
+	} else {
+		res.Verdict = Warn
+		res.Rule = era + " cancellation: the server SHOULD stop processing the cancelled request"
+	}
+	return res
+}
+
 func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
 	if r.cfg.Slow == nil {
 		return skip("no Slow tool call configured")
@@ -477,14 +509,11 @@ func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
 	// Request and cancel back to back, before the server can have done
 	// any work worth speaking of.
 	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(progressToken(s.Stats().Requests+1)))
-	if err := p.Cancel("mcpstdio: cancelled before work"); err != nil {
-		return failErr("sending notifications/cancelled", err)
+	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
+		return stopFailure(s.ProtocolVersion(), "after notifications/cancelled sent right behind the request", err)
 	}
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after an early cancel", err)
-	}
-	if err := waitFor(ctx, 2*r.cfg.CancelGrace); err != nil {
-		return failErr("waiting", err)
 	}
 	if isDone(p) {
 		resp, err := p.Wait(ctx)
@@ -514,14 +543,7 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 		return Result{Verdict: Fail, Evidence: "the Slow call finished before it could be cancelled; configure a slower call"}
 	}
 	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
-		res := failErr("after notifications/cancelled during the work", err)
-		if isModern(s.ProtocolVersion()) {
-			res.Rule = "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"
-		} else {
-			res.Verdict = Warn
-			res.Rule = s.ProtocolVersion() + " cancellation: the server SHOULD stop processing the cancelled request"
-		}
-		return res
+		return stopFailure(s.ProtocolVersion(), "after notifications/cancelled during the work", err)
 	}
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after the cancel", err)
@@ -636,4 +658,24 @@ func checkEra(ctx context.Context, r *serverRun) Result {
 		era = "modern (server/discover)"
 	}
 	return pass("negotiated %s, %s, following the 2026-07-28 stdio backward-compatibility rule", v, era)
+}
+
+func checkResultBounded(ctx context.Context, r *serverRun) Result {
+	if r.cfg.Bounded == nil {
+		return skip("no Bounded tool call configured")
+	}
+	s, err := r.start(ctx)
+	if err != nil {
+		return startFailed(err)
+	}
+	resp, err := s.Call(ctx, mcptest.MethodToolsCall, r.cfg.Bounded.params(nil))
+	if err != nil {
+		return failErr("tools/call "+r.cfg.Bounded.Name, err)
+	}
+	if err := CheckResultBounded(resp.Result, r.cfg.ContentBudget); err != nil {
+		res := failErr("tools/call "+r.cfg.Bounded.String(), err)
+		res.Rule = "result contract: a tool bounds its content before serialization and says what was omitted and how to continue"
+		return res
+	}
+	return pass("result of %d bytes keeps to the %d-byte content budget and the contract", len(resp.Result), r.cfg.ContentBudget)
 }

@@ -1,0 +1,120 @@
+package assertions_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// fakeConfig names the fake's tools for the server criteria, sized so the
+// battery is quick: 4 KiB pipes make a 256 KiB response block the writer.
+func fakeConfig() assertions.ServerConfig {
+	return assertions.ServerConfig{
+		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
+		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
+		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
+		OversizedRequest: 4 << 20,
+	}
+}
+
+// targets returns the fake configured by args, in-process and as a child.
+func targets(args ...string) map[string]mcptest.Target {
+	return map[string]mcptest.Target{
+		"in-process": mcptest.InProcess(serveFake(args)),
+		"child":      mcptest.Helper("fake", args...),
+	}
+}
+
+// allPass is every criterion passing, SIGTERM skipped for in-process.
+func allPass(path string) map[string]assertions.Verdict {
+	want := map[string]assertions.Verdict{}
+	for _, n := range assertions.ServerCriterionNames() {
+		want[n] = assertions.Pass
+	}
+	if path == "in-process" {
+		want["shutdown-sigterm"] = assertions.Skip
+	}
+	return want
+}
+
+func with(m map[string]assertions.Verdict, changes ...any) map[string]assertions.Verdict {
+	for i := 0; i < len(changes); i += 2 {
+		m[changes[i].(string)] = changes[i+1].(assertions.Verdict)
+	}
+	return m
+}
+
+// TestCheckServerVerdicts runs the battery against the good fake and the
+// naive configurations and checks each criterion's verdict: the good fake
+// passes everything, each fault fails exactly the criteria that catch it.
+func TestCheckServerVerdicts(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		within time.Duration
+		want   func(path string) map[string]assertions.Verdict
+	}{
+		{"good", nil, 0, allPass},
+		{"naive loop", []string{"-naive"}, 0, func(p string) map[string]assertions.Verdict {
+			// Reads stdin only between writes: a blocked stdout stops its
+			// reader, and a long tool call keeps cancels unread.
+			return with(allPass(p), "reads-while-blocked", assertions.Fail, "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
+		}},
+		{"ignore cancel", []string{"-ignore-cancel"}, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
+		}},
+		{"unbounded results", []string{"-unbounded"}, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "result-bounded", assertions.Fail)
+		}},
+		{"banner on stdout", []string{"-banner", "fakeserver starting"}, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "stdout-clean", assertions.Fail)
+		}},
+		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, func(p string) map[string]assertions.Verdict {
+			// A MUST NOT on the 2026-07-28 stdio transport.
+			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
+		}},
+		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, func(p string) map[string]assertions.Verdict {
+			// Only a SHOULD NOT in 2025-11-25.
+			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
+		}},
+		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, func(p string) map[string]assertions.Verdict {
+			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
+			if p == "child" {
+				m["shutdown-sigterm"] = assertions.Warn
+			}
+			return m
+		}},
+	}
+	for _, tt := range tests {
+		for path, target := range targets(tt.args...) {
+			t.Run(tt.name+"/"+path, func(t *testing.T) {
+				t.Parallel()
+				cfg := fakeConfig()
+				cfg.Within = tt.within
+				cfg.ShutdownGrace = time.Second
+				rep := assertions.CheckServer(t.Context(), target, cfg)
+				if diff := cmp.Diff(tt.want(path), rep.Verdicts()); diff != "" {
+					t.Errorf("CheckServer(%s %q) verdicts mismatch (-want +got):\n%s\nreport:\n%s", path, tt.args, diff, rep)
+				}
+				for _, res := range rep.Results {
+					if res.Verdict == assertions.Fail && (res.Evidence == "" || res.Rule == "" && res.Details == "") {
+						t.Errorf("%s failed without evidence and rule or details: %+v", res.Name, res)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestServerCriteria runs the battery as subtests against the good fake.
+func TestServerCriteria(t *testing.T) {
+	for path, target := range targets() {
+		t.Run(path, func(t *testing.T) {
+			assertions.ServerCriteria(t, target, fakeConfig())
+		})
+	}
+}
