@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +168,15 @@ func helperCommand(name string, deadline time.Time, args []string) (*exec.Cmd, e
 
 var helperArgs []string
 
+// helpersEnabled records that this binary's TestMain serves helpers.
+var helpersEnabled atomic.Bool
+
+// HelpersEnabled reports whether ServeHelper (or Main) has run in this
+// process, so that a child started with Helper or HelperCommand would serve
+// its helper rather than run the tests. Code that starts helpers on behalf of
+// its caller checks it to fail with a clear message.
+func HelpersEnabled() bool { return helpersEnabled.Load() }
+
 // HelperArgs returns, in a helper child, the args given to Helper; in any
 // other process, nil.
 func HelperArgs() []string { return append([]string(nil), helperArgs...) }
@@ -183,6 +193,7 @@ func IsHelper() bool { return os.Getenv(helperEnv) != "" }
 // The helper's context ends at the parent test's deadline; the child does
 // not catch signals, so SIGTERM ends it as it would any Go program.
 func ServeHelper() {
+	helpersEnabled.Store(true)
 	name := os.Getenv(helperEnv)
 	if name == "" {
 		return
