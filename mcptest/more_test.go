@@ -1,0 +1,144 @@
+package mcptest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// TestWaitTimeoutDiagnosis: a wait that hits its bound returns a
+// *WaitError that names the pending request and the pipes.
+func TestWaitTimeoutDiagnosis(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child))
+		p := s.Send(mcptest.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err := p.Wait(ctx)
+		var we *mcptest.WaitError
+		if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait = %v, want a *WaitError wrapping context.DeadlineExceeded", err)
+		}
+		for _, want := range []string{"verdict:", "pending: tools/call id=", "stdout pipe: ", "host reads: running", "transcript tail:"} {
+			if !strings.Contains(we.Diagnosis, want) {
+				t.Errorf("diagnosis lacks %q:\n%s", want, we.Diagnosis)
+			}
+		}
+		if !child && !strings.Contains(we.Diagnosis, "server goroutines:") {
+			t.Errorf("in-process diagnosis lacks goroutines:\n%s", we.Diagnosis)
+		}
+	})
+}
+
+func TestWaitWriterBlockedNeedsStall(t *testing.T) {
+	s := mcptest.StartServer(t, target(false))
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := s.WaitWriterBlocked(ctx)
+	if err == nil || !strings.Contains(err.Error(), "not stalled") {
+		t.Fatalf("WaitWriterBlocked without a stall = %v, want an error saying reads are not stalled", err)
+	}
+}
+
+// TestCloseWhileBlocked: Close ends a server blocked writing stdout with
+// host reads stalled (it resumes reading so stdout drains).
+func TestCloseWhileBlocked(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s, err := mcptest.Start(t.Context(), target(child), mcptest.WithGrace(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StallReads()
+		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big}))
+		if err := s.WaitWriterBlocked(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		if st := s.Stats(); len(st.Exit.Signals) != 0 {
+			t.Errorf("Close needed signals (%v) for a server that only needed its stdout read", st.Exit)
+		}
+	})
+}
+
+// TestWaitStdoutBytes: cancel once the response has started.
+func TestWaitStdoutBytes(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		s := mcptest.StartServer(t, target(child))
+		start := s.Stats().StdoutBytes
+		s.StallReadsAfter(1000)
+		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
+		if err := s.WaitStdoutBytes(ctx, start+1000); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Stats().StdoutBytes; got != start+1000 {
+			t.Errorf("StdoutBytes = %d with reads stalled after 1000 more, want %d", got, start+1000)
+		}
+		if err := p.Cancel("response started"); err != nil {
+			t.Fatal(err)
+		}
+		s.ResumeReads()
+		r, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Late {
+			t.Errorf("response after Cancel not marked Late")
+		}
+	})
+}
+
+// TestModernServerRequest: in the modern era a request from the server is
+// a protocol violation, counted and refused.
+func TestModernServerRequest(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child, "modern"))
+		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("ping-host", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(t, r); !strings.Contains(got, `"code":-32601`) {
+			t.Errorf("host's answer to the server's ping = %s, want -32601", got)
+		}
+		if st := s.Stats(); st.ProtocolViolations != 1 {
+			t.Errorf("Stats.ProtocolViolations = %d, want 1", st.ProtocolViolations)
+		}
+	})
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func TestStderrTee(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		var buf syncBuffer
+		s := mcptest.StartServer(t, target(child, "stderr=1000"), mcptest.WithStderr(&buf))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		buf.mu.Lock()
+		got := int64(buf.b.Len())
+		buf.mu.Unlock()
+		if got+st.StderrTeeDropped != st.StderrBytes || st.StderrBytes < 1000 {
+			t.Errorf("tee got %d bytes + %d dropped, stderr %d bytes; want them to add up, >= 1000", got, st.StderrTeeDropped, st.StderrBytes)
+		}
+	})
+}

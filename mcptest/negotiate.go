@@ -1,0 +1,136 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ProtocolVersion returns the negotiated protocol version, or "" if none was
+// (WithoutHandshake and no Handshake yet).
+func (s *Session) ProtocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Handshake negotiates the protocol era, as Start does unless
+// WithoutHandshake is given; bounded by ctx and the session timeout.
+//
+// With WithProtocolVersion(v): a modern v (2026-07-28 or later) is used
+// without any exchange; an older v is offered in initialize. Otherwise it
+// follows the 2026-07-28 stdio backward-compatibility rule: it probes
+// server/discover with the modern _meta; a result, or an
+// UnsupportedProtocolVersionError that lists a modern version it knows, means
+// the modern era; any other error, or no answer within the probe timeout
+// (WithProbeTimeout), means legacy: initialize offering 2025-11-25,
+// accepting the version the server answers, then
+// notifications/initialized. The probe and its outcome are noted in the
+// transcript.
+func (s *Session) Handshake(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if v := s.cfg.version; v != "" {
+		if isModernVersion(v) {
+			s.setEra(v, true)
+			s.note("protocol %s pinned: no handshake", v)
+			return nil
+		}
+		return s.initialize(ctx, v)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, s.cfg.probeTimeout)
+	defer pcancel()
+	p := s.send(pctx, MethodDiscover, nil, true)
+	var resp *Response
+	var err error
+	select {
+	case <-p.done:
+		resp, err = p.resp, p.err
+	case <-pctx.Done():
+		if ctx.Err() != nil {
+			return s.waitError("waiting for the answer to the server/discover probe", ctx.Err())
+		}
+		// A late answer will be counted as late, not as an unknown id.
+		p.cancelled.Store(true)
+		s.note("probe: no answer to server/discover within %v: legacy server", s.cfg.probeTimeout)
+		return s.initialize(ctx, Version20251125)
+	}
+	if err != nil {
+		return fmt.Errorf("mcptest: probing server/discover: %w", err)
+	}
+	if resp.Error == nil {
+		var r struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		_ = json.Unmarshal(resp.Result, &r)
+		v := LatestVersion
+		if len(r.SupportedVersions) > 0 && !slices.Contains(r.SupportedVersions, LatestVersion) {
+			return fmt.Errorf("mcptest: server/discover: server supports %q, none of which this host speaks (%s)", r.SupportedVersions, LatestVersion)
+		}
+		s.setEra(v, true)
+		s.note("probe: server/discover answered: modern era, protocol %s", v)
+		return nil
+	}
+	if resp.Error.Code == CodeUnsupportedProtocolVersion || resp.Error.Code == -32004 {
+		var d struct {
+			Supported []string `json:"supported"`
+		}
+		if json.Unmarshal(resp.Error.Data, &d) == nil && len(d.Supported) > 0 {
+			if slices.Contains(d.Supported, LatestVersion) {
+				s.setEra(LatestVersion, true)
+				s.note("probe: %v: modern era, protocol %s", resp.Error, LatestVersion)
+				return nil
+			}
+			for _, v := range d.Supported {
+				if isModernVersion(v) {
+					return fmt.Errorf("mcptest: server/discover: %v: the server speaks modern versions %q, none of which this host knows", resp.Error, d.Supported)
+				}
+			}
+			// Only legacy versions: the handshake is the way in.
+			s.note("probe: %v: only legacy versions", resp.Error)
+			v := Version20251125
+			if !slices.Contains(d.Supported, v) {
+				v = slices.Max(d.Supported)
+			}
+			return s.initialize(ctx, v)
+		}
+	}
+	s.note("probe: %v: legacy server", resp.Error)
+	return s.initialize(ctx, Version20251125)
+}
+
+func (s *Session) setEra(v string, modern bool) {
+	s.mu.Lock()
+	s.version, s.modern, s.negotiated = v, modern, true
+	s.mu.Unlock()
+}
+
+func (s *Session) initialize(ctx context.Context, offer string) error {
+	params := map[string]any{
+		"protocolVersion": offer,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion},
+	}
+	resp, err := s.call(ctx, MethodInitialize, params, false)
+	if err != nil {
+		var re *RPCError
+		if errors.As(err, &re) {
+			return fmt.Errorf("mcptest: the server rejected initialize (offered %s): %w", offer, err)
+		}
+		return fmt.Errorf("mcptest: initialize: %w", err)
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil || r.ProtocolVersion == "" {
+		return fmt.Errorf("mcptest: initialize: result has no protocolVersion: %.200s", resp.Result)
+	}
+	s.setEra(r.ProtocolVersion, false)
+	s.note("initialize: offered %s, server chose %s", offer, r.ProtocolVersion)
+	if err := s.Notify(MethodInitialized, nil); err != nil {
+		return fmt.Errorf("mcptest: sending %s: %w", MethodInitialized, err)
+	}
+	return nil
+}

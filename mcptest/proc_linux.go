@@ -1,0 +1,101 @@
+//go:build linux
+
+package mcptest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadStates reads /proc/<pid>/task/*/{syscall,wchan}. Reading syscall
+// needs ptrace access to the process, which a parent has unless Yama's
+// ptrace_scope is 2 or more; without it Syscall is -1 and only wchan is
+// known.
+func threadStates(pid int) ([]ThreadState, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []ThreadState
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		t := ThreadState{TID: tid, Syscall: -1, Fd: -1}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall")); err == nil {
+			f := strings.Fields(string(b))
+			if len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil && n >= 0 {
+					t.Syscall = n
+					if fd, err := strconv.ParseInt(strings.TrimPrefix(f[1], "0x"), 16, 64); err == nil {
+						t.Fd = fd
+					}
+				}
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "wchan")); err == nil {
+			t.Wchan = strings.TrimSpace(string(b))
+		}
+		isWrite := t.Syscall == unix.SYS_WRITE || t.Syscall == unix.SYS_WRITEV
+		t.Write = (isWrite && t.Fd == 1) || t.Wchan == "pipe_write" || t.Wchan == "anon_pipe_write"
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func syscallName(n int64) string {
+	switch n {
+	case unix.SYS_WRITE:
+		return "write"
+	case unix.SYS_WRITEV:
+		return "writev"
+	case unix.SYS_READ:
+		return "read"
+	case unix.SYS_FUTEX:
+		return "futex"
+	case unix.SYS_EPOLL_PWAIT:
+		return "epoll_pwait"
+	}
+	return "#" + strconv.FormatInt(n, 10)
+}
+
+// pipeFill returns the bytes buffered in the pipe of which f is either end,
+// and its capacity. pipes.Pipe.Buffered asks the read end, which the session
+// no longer holds for a child's stdin; FIONREAD and F_GETPIPE_SZ work on
+// either end.
+func pipeFill(f *os.File) (buffered, capacity int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		buffered, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		if ierr == nil {
+			capacity, ierr = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
+		}
+	})
+	if err == nil {
+		err = ierr
+	}
+	return buffered, capacity, err
+}
+
+// isZombie reports whether process pid has exited and awaits reaping.
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain ") ".
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}

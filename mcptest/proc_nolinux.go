@@ -1,0 +1,17 @@
+//go:build !linux
+
+package mcptest
+
+import (
+	"errors"
+	"os"
+	"strconv"
+)
+
+func threadStates(int) ([]ThreadState, error) { return nil, errors.ErrUnsupported }
+
+func syscallName(n int64) string { return "#" + strconv.FormatInt(n, 10) }
+
+func pipeFill(*os.File) (int, int, error) { return 0, 0, errors.ErrUnsupported }
+
+func isZombie(int) bool { return false }

@@ -1,0 +1,68 @@
+//go:build unix
+
+package mcptest
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+type signalStep struct {
+	name string
+	sig  syscall.Signal
+}
+
+// escalation is what Close sends after closing stdin: SIGTERM asks, SIGQUIT
+// makes a Go server print its goroutines to stderr (kept in the capture),
+// SIGKILL ends it.
+var escalation = []signalStep{{"SIGTERM", syscall.SIGTERM}, {"SIGQUIT", syscall.SIGQUIT}, {"SIGKILL", syscall.SIGKILL}}
+
+// setProcessGroup puts the child in a process group of its own, so that
+// signals reach the processes it starts too.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+func ownGroup(cmd *exec.Cmd) bool {
+	return cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid && cmd.SysProcAttr.Pgid == 0
+}
+
+func signalGroup(cmd *exec.Cmd, s signalStep) {
+	if ownGroup(cmd) {
+		_ = syscall.Kill(-cmd.Process.Pid, s.sig)
+		return
+	}
+	_ = cmd.Process.Signal(s.sig)
+}
+
+// killGroup kills what is left of the child's process group after the child
+// itself has ended.
+func killGroup(cmd *exec.Cmd) {
+	if ownGroup(cmd) {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func exitSignal(st *os.ProcessState) string {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return sigName(ws.Signal())
+	}
+	return ""
+}
+
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	}
+	return s.String()
+}

@@ -1,0 +1,306 @@
+package mcptest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Exit says how a server ended.
+type Exit struct {
+	// How is one of "" (still running), "exited" (on its own, before
+	// Close), "stdin closed" (after Close closed its stdin), "SIGTERM",
+	// "SIGQUIT", "SIGKILL" (the last signal Close had to send), "returned"
+	// (an in-process server after stdin closed and its context ended),
+	// "pipes closed" (an in-process server once its pipes were closed) or
+	// "stuck" (it did not end at all).
+	How string
+	// Code is the exit code, or -1 for a process killed by a signal or an
+	// in-process server.
+	Code int
+	// Signal is the signal that killed the process, if one did.
+	Signal string
+	// Err is the in-process ServeFunc's error, or the error of cmd.Wait.
+	Err error
+	// Signals lists the signals Close sent, in order.
+	Signals []string
+}
+
+func (e Exit) String() string {
+	if e.How == "" {
+		return "running"
+	}
+	s := e.How
+	switch {
+	case e.Signal != "":
+		s += ", killed by " + e.Signal
+	case e.Code >= 0:
+		s += fmt.Sprintf(", exit code %d", e.Code)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	if len(e.Signals) > 0 {
+		s += " (signals sent: " + strings.Join(e.Signals, ", ") + ")"
+	}
+	return s
+}
+
+// process is a running server.
+type process interface {
+	pid() int                                          // 0 for in-process servers
+	done() <-chan struct{}                             // closed when the server has ended
+	stop(grace time.Duration, closeStdin func()) error // close stdin, escalate until it ends
+	exit() Exit
+	exitedNow() bool // ended, or (Linux) a zombie not yet reaped
+	stacks() string  // goroutine stacks of an in-process server
+}
+
+type childProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+
+	mu      sync.Mutex
+	waitErr error
+	ex      Exit
+	closing bool
+	sig     string
+}
+
+func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.stdin.R, s.stdout.W, s.stderr.W
+	if cmd.SysProcAttr == nil {
+		setProcessGroup(cmd)
+	}
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = s.cfg.grace
+	}
+	err := cmd.Start()
+	// The child has its own copies now; holding ours would hide its exit
+	// (no EOF on stdout, no EPIPE on stdin).
+	s.stdin.R.Close()
+	s.stdout.W.Close()
+	s.stderr.W.Close()
+	if err != nil {
+		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
+	}
+	c := &childProc{cmd: cmd, exited: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := cmd.Wait()
+		c.mu.Lock()
+		c.waitErr = err
+		c.ex.Code = -1
+		if st := cmd.ProcessState; st != nil {
+			c.ex.Code = st.ExitCode()
+			c.ex.Signal = exitSignal(st)
+		}
+		if !c.closing {
+			c.ex.How = "exited"
+		} else if c.sig != "" {
+			c.ex.How = c.sig
+		} else {
+			c.ex.How = "stdin closed"
+		}
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			c.ex.Err = err
+		}
+		c.mu.Unlock()
+		// Grandchildren in the process group must not outlive the server
+		// (they would hold its stdout open).
+		killGroup(cmd)
+		close(c.exited)
+		s.bump()
+	}()
+	return c, nil
+}
+
+func (c *childProc) pid() int              { return c.cmd.Process.Pid }
+func (c *childProc) done() <-chan struct{} { return c.exited }
+func (c *childProc) stacks() string        { return "" }
+func (c *childProc) exitedNow() bool       { return isClosed(c.exited) || isZombie(c.pid()) }
+
+func (c *childProc) exit() Exit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ex := c.ex
+	ex.Signals = append([]string(nil), ex.Signals...)
+	return ex
+}
+
+func (c *childProc) stop(grace time.Duration, closeStdin func()) error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	closeStdin()
+	if c.wait(grace) {
+		return nil
+	}
+	for _, sig := range escalation {
+		c.mu.Lock()
+		c.sig = sig.name
+		c.ex.Signals = append(c.ex.Signals, sig.name)
+		c.mu.Unlock()
+		signalGroup(c.cmd, sig)
+		if c.wait(grace) {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	c.ex.How = "stuck"
+	c.mu.Unlock()
+	return fmt.Errorf("mcptest: server process %d did not end %v after SIGKILL", c.pid(), grace)
+}
+
+func (c *childProc) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+type inProc struct {
+	s      *Session
+	serve  ServeFunc
+	cancel context.CancelFunc
+	ended  chan struct{}
+
+	mu      sync.Mutex
+	closing bool
+	stage   string // what Close has done so far
+	ex      Exit
+}
+
+func startInProcess(s *Session, serve ServeFunc) *inProc {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &inProc{s: s, serve: serve, cancel: cancel, ended: make(chan struct{})}
+	s.wg.Add(1)
+	go p.run(ctx)
+	return p
+}
+
+func (p *inProc) run(ctx context.Context) {
+	defer p.s.wg.Done()
+	err := p.serve(ctx, p.s.stdin.R, p.s.stdout.W, p.s.stderr.W)
+	p.mu.Lock()
+	p.ex.How = "exited"
+	if p.closing {
+		p.ex.How = p.stage
+	}
+	p.ex.Code = -1
+	p.ex.Err = err
+	p.mu.Unlock()
+	// The server's ends close when it returns, as a process's would when
+	// it exits: the host sees EOF on stdout and stderr.
+	p.s.stdout.W.Close()
+	p.s.stderr.W.Close()
+	p.s.stdin.R.Close()
+	p.cancel()
+	close(p.ended)
+	p.s.bump()
+}
+
+func (p *inProc) pid() int              { return 0 }
+func (p *inProc) done() <-chan struct{} { return p.ended }
+func (p *inProc) exitedNow() bool       { return isClosed(p.ended) }
+
+func (p *inProc) exit() Exit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ex
+}
+
+func (p *inProc) setStage(stage string) {
+	p.mu.Lock()
+	p.closing = true
+	p.stage = stage
+	p.mu.Unlock()
+}
+
+func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
+	p.setStage("returned")
+	closeStdin()
+	p.cancel()
+	if waitChan(p.ended, grace) {
+		return nil
+	}
+	// Closing the files wakes any Read or Write blocked on them.
+	p.setStage("pipes closed")
+	p.s.stdin.R.Close()
+	p.s.stdout.W.Close()
+	p.s.stderr.W.Close()
+	if waitChan(p.ended, grace) {
+		return nil
+	}
+	p.mu.Lock()
+	p.stage, p.ex.How = "stuck", "stuck" // also if it returns later
+	p.mu.Unlock()
+	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed; its goroutines:\n%s", 2*grace, p.stacks())
+}
+
+// stacks returns the goroutines that run the ServeFunc or were started by
+// the session, or all goroutines if none can be told apart.
+func (p *inProc) stacks() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	name := funcName(p.serve)
+	var keep []string
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		if (name != "" && bytes.Contains(g, []byte(name))) || bytes.Contains(g, []byte("mcptest.(*inProc).run")) {
+			keep = append(keep, string(g))
+		}
+	}
+	out := strings.Join(keep, "\n\n")
+	if out == "" {
+		out = string(buf)
+	}
+	const maxStacks = 64 << 10
+	if len(out) > maxStacks {
+		out = out[:maxStacks] + "\n[… truncated …]"
+	}
+	return out
+}
+
+func funcName(f any) string {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	if fn := runtime.FuncForPC(v.Pointer()); fn != nil {
+		return fn.Name()
+	}
+	return ""
+}
+
+func waitChan(c <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

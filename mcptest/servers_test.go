@@ -1,0 +1,317 @@
+package mcptest_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+func TestMain(m *testing.M) { mcptest.Main(m) }
+
+func init() {
+	mcptest.RegisterHelper("test", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		return newServer(mcptest.HelperArgs(), true)(ctx, in, out, errw)
+	})
+}
+
+// target returns the test server with opts as an in-process or a child
+// target.
+func target(child bool, opts ...string) mcptest.Target {
+	if child {
+		return mcptest.Helper("test", opts...)
+	}
+	return mcptest.InProcess(newServer(opts, false))
+}
+
+// both runs f once with an in-process server and once with a child.
+func both(t *testing.T, f func(t *testing.T, child bool)) {
+	t.Run("inprocess", func(t *testing.T) { f(t, false) })
+	t.Run("child", func(t *testing.T) { f(t, true) })
+}
+
+// testServer is a naive MCP server, one goroutine: it reads a line, handles
+// it, writes the answer in one Write and only then reads the next line,
+// the seed article's victim. Options:
+//
+//	legacy (default)  initialize handshake; server/discover → -32601
+//	modern            server/discover; initialize → -32601; no ping
+//	silent-probe      legacy, and never answers server/discover
+//	ignore-eof        on stdin EOF, wait for ctx instead of returning
+//	ignore-sigterm    (child) ignore SIGTERM
+//	no-read           never read stdin
+//	stderr=N          write N bytes to stderr before serving
+//
+// Tools (tools/call name): echo {text}, big {size, idLast}, junk, notify,
+// flood {n}, ping-host, wait-cancel, unknown-id, close-stdout,
+// exit-mid-frame, request-flood {n}.
+type testServer struct {
+	opts   map[string]string
+	child  bool
+	ctx    context.Context
+	in     *bufio.Reader
+	out    io.WriteCloser
+	errw   io.Writer
+	closed bool
+}
+
+func newServer(args []string, child bool) mcptest.ServeFunc {
+	opts := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		opts[k] = v
+	}
+	return func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		s := &testServer{opts: opts, child: child, ctx: ctx, in: bufio.NewReaderSize(in, 64<<10), out: out, errw: errw}
+		return s.serve()
+	}
+}
+
+func (s *testServer) has(k string) bool { _, ok := s.opts[k]; return ok }
+
+func (s *testServer) serve() error {
+	if s.has("ignore-sigterm") && s.child {
+		ignoreSIGTERM()
+	}
+	if n, err := strconv.Atoi(s.opts["stderr"]); err == nil {
+		chunk := []byte(strings.Repeat("e", 64<<10-1) + "\n")
+		for i := 0; i < n; i += len(chunk) {
+			if _, err := s.errw.Write(chunk); err != nil {
+				return err
+			}
+		}
+	}
+	if s.has("no-read") {
+		<-s.ctx.Done()
+		return nil
+	}
+	for {
+		line, err := s.in.ReadBytes('\n')
+		if err != nil {
+			return s.eof()
+		}
+		var m mcptest.Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			fmt.Fprintf(s.errw, "bad line: %v\n", err)
+			continue
+		}
+		if err := s.handle(&m); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *testServer) eof() error {
+	if !s.has("ignore-eof") {
+		return nil
+	}
+	if s.child {
+		blockUntilSignal() // only a signal ends it
+		return nil
+	}
+	<-s.ctx.Done()
+	return nil
+}
+
+func (s *testServer) send(v any) error {
+	if s.closed {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.out.Write(append(b, '\n'))
+	return err
+}
+
+func (s *testServer) result(id json.RawMessage, result any) error {
+	return s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *testServer) fail(id json.RawMessage, code int, msg string) error {
+	return s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func text(t string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}
+}
+
+func (s *testServer) handle(m *mcptest.Message) error {
+	if m.ID == nil { // notification
+		return nil
+	}
+	modern := s.has("modern")
+	switch m.Method {
+	case mcptest.MethodInitialize:
+		if modern {
+			return s.fail(m.ID, mcptest.CodeMethodNotFound, "initialize is not supported in "+mcptest.Version20260728)
+		}
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		v := p.ProtocolVersion
+		if v != mcptest.Version20251125 && v != mcptest.Version20250618 {
+			v = mcptest.Version20251125
+		}
+		return s.result(m.ID, map[string]any{"protocolVersion": v, "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "test", "version": "1"}})
+	case mcptest.MethodDiscover:
+		if s.has("silent-probe") {
+			return nil
+		}
+		if !modern {
+			return s.fail(m.ID, mcptest.CodeMethodNotFound, "method not found")
+		}
+		var p struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if p.Meta[mcptest.MetaProtocolVersion] != mcptest.Version20260728 {
+			return s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": mcptest.CodeUnsupportedProtocolVersion, "message": "Unsupported protocol version", "data": map[string]any{"supported": []string{mcptest.Version20260728}, "requested": p.Meta[mcptest.MetaProtocolVersion]}}})
+		}
+		return s.result(m.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{mcptest.Version20260728}, "capabilities": map[string]any{"tools": map[string]any{}}, "ttlMs": 0, "cacheScope": "private"})
+	case mcptest.MethodPing:
+		if modern {
+			return s.fail(m.ID, mcptest.CodeMethodNotFound, "ping was removed in "+mcptest.Version20260728)
+		}
+		return s.result(m.ID, map[string]any{})
+	case mcptest.MethodToolsCall:
+		return s.tool(m)
+	}
+	return s.fail(m.ID, mcptest.CodeMethodNotFound, "method not found: "+m.Method)
+}
+
+func (s *testServer) tool(m *mcptest.Message) error {
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text   string `json:"text"`
+			Size   int    `json:"size"`
+			N      int    `json:"n"`
+			IDLast bool   `json:"idLast"`
+		} `json:"arguments"`
+		Meta map[string]any `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return s.fail(m.ID, mcptest.CodeInvalidParams, err.Error())
+	}
+	if s.has("modern") && p.Meta[mcptest.MetaProtocolVersion] == nil {
+		return s.fail(m.ID, mcptest.CodeInvalidRequest, "_meta missing protocolVersion")
+	}
+	a := p.Arguments
+	switch p.Name {
+	case "echo":
+		return s.result(m.ID, text(a.Text))
+	case "big":
+		// One Write of the whole response: the writer blocks until the
+		// host has read all of it.
+		// Built by hand: encoding/json is slow on 8 MiB under -race.
+		payload := bytes.Repeat([]byte("x"), a.Size)
+		var b []byte
+		if a.IDLast {
+			b = fmt.Appendf(nil, `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"%s"}]},"id":%s}`+"\n", payload, m.ID)
+		} else {
+			b = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`+"\n", m.ID, payload)
+		}
+		_, err := s.out.Write(b)
+		return err
+	case "junk":
+		if _, err := s.out.Write([]byte("server starting... this is a log line on stdout\n")); err != nil {
+			return err
+		}
+		return s.result(m.ID, text("after junk"))
+	case "notify":
+		if err := s.send(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodMessage, "params": map[string]any{"level": "info", "data": a.Text}}); err != nil {
+			return err
+		}
+		return s.result(m.ID, text("notified"))
+	case "flood", "request-flood":
+		if p.Name == "request-flood" {
+			if err := s.send(map[string]any{"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}); err != nil {
+				return err
+			}
+		}
+		for i := range a.N {
+			if err := s.send(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodProgress, "params": map[string]any{"progressToken": 1, "progress": i}}); err != nil {
+				return err
+			}
+		}
+		return s.result(m.ID, text("flooded"))
+	case "ping-host":
+		if err := s.send(map[string]any{"jsonrpc": "2.0", "id": "s1", "method": "ping"}); err != nil {
+			return err
+		}
+		reply, err := s.readUntil(func(r *mcptest.Message) bool { return string(r.ID) == `"s1"` && r.Method == "" })
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(reply)
+		return s.result(m.ID, text(string(b)))
+	case "wait-cancel":
+		_, err := s.readUntil(func(r *mcptest.Message) bool {
+			if r.Method != mcptest.MethodCancelled {
+				return false
+			}
+			var c struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			_ = json.Unmarshal(r.Params, &c)
+			return string(c.RequestID) == string(m.ID)
+		})
+		if err != nil {
+			return err
+		}
+		return s.result(m.ID, text("finished anyway")) // late
+	case "unknown-id":
+		if err := s.result(json.RawMessage("987654"), text("nobody asked")); err != nil {
+			return err
+		}
+		return s.result(m.ID, text("real"))
+	case "close-stdout":
+		s.closed = true
+		return s.out.Close()
+	case "exit-mid-frame":
+		if _, err := fmt.Fprintf(s.out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"te`, m.ID); err != nil {
+			return err
+		}
+		if s.child {
+			os.Exit(3)
+		}
+		return fmt.Errorf("exited mid-frame")
+	}
+	return s.fail(m.ID, mcptest.CodeInvalidParams, "unknown tool "+p.Name)
+}
+
+func (s *testServer) sendRaw(line string) error {
+	_, err := s.out.Write([]byte(line + "\n"))
+	return err
+}
+
+// readUntil reads stdin until a message matches.
+func (s *testServer) readUntil(match func(*mcptest.Message) bool) (*mcptest.Message, error) {
+	for {
+		line, err := s.in.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		var r mcptest.Message
+		if json.Unmarshal(line, &r) == nil && match(&r) {
+			return &r, nil
+		}
+	}
+}
+
+type (
+	io_ReadCloser  = io.ReadCloser
+	io_WriteCloser = io.WriteCloser
+	io_Writer      = io.Writer
+)

@@ -1,0 +1,522 @@
+package mcptest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/pipes"
+)
+
+const big = 8 << 20 // the seed's 8 MiB response
+
+func call(name string, args map[string]any) map[string]any {
+	return map[string]any{"name": name, "arguments": args}
+}
+
+func resultText(t *testing.T, r *mcptest.Response) string {
+	t.Helper()
+	var v struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(r.Result, &v); err != nil || len(v.Content) == 0 {
+		t.Fatalf("result %.200s: not a text result: %v", r.Result, err)
+	}
+	return v.Content[0].Text
+}
+
+// TestBlockedWriter reproduces the seed article's blocked server: host
+// reads stop while a naive server writes an 8 MiB response in one Write.
+func TestBlockedWriter(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		s := mcptest.StartServer(t, target(child))
+		s.StallReads()
+		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big}))
+		if err := s.WaitWriterBlocked(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ev := s.Stats().WriterEvidence
+		if !ev.PipeFull && len(ev.Threads) == 0 {
+			t.Fatalf("WaitWriterBlocked returned without evidence: %+v", ev)
+		}
+		t.Logf("evidence: %s", ev)
+		if !s.Alive() {
+			t.Fatalf("server ended while blocked:\n%s", s.Diagnose())
+		}
+		select {
+		case <-p.Done():
+			t.Fatalf("response complete while reads were stalled")
+		default:
+		}
+		if d := s.Diagnose(); !strings.Contains(d, "blocked writing stdout") {
+			t.Errorf("Diagnose does not say the server is blocked writing:\n%s", d)
+		}
+		s.ResumeReads()
+		r, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resultText(t, r)); got != big {
+			t.Errorf("response text is %d bytes, want %d", got, big)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if st.LargestFrame <= big {
+			t.Errorf("Stats.LargestFrame = %d, want > %d", st.LargestFrame, big)
+		}
+		if st.StdoutFullTime <= 0 {
+			t.Errorf("Stats.StdoutFullTime = %v, want > 0", st.StdoutFullTime)
+		}
+	})
+}
+
+// TestBlockedWriterOverLimit: the same 8 MiB response with a 1 MiB limit
+// fails its own request with *pipes.FrameTooLargeError, and the session
+// goes on.
+func TestBlockedWriterOverLimit(t *testing.T) {
+	for _, idLast := range []bool{false, true} {
+		t.Run(map[bool]string{false: "id-first", true: "id-last"}[idLast], func(t *testing.T) {
+			both(t, func(t *testing.T, child bool) {
+				ctx := t.Context()
+				s := mcptest.StartServer(t, target(child), mcptest.WithMaxFrame(1<<20))
+				s.StallReads()
+				p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big, "idLast": idLast}))
+				if err := s.WaitWriterBlocked(ctx); err != nil {
+					t.Fatal(err)
+				}
+				s.ResumeReads()
+				_, err := p.Wait(ctx)
+				var tl *pipes.FrameTooLargeError
+				if !errors.As(err, &tl) {
+					t.Fatalf("Wait error = %v, want *pipes.FrameTooLargeError", err)
+				}
+				if tl.Size <= big || tl.Limit != 1<<20 {
+					t.Errorf("FrameTooLargeError{Size: %d, Limit: %d}, want Size > %d, Limit %d", tl.Size, tl.Limit, big, 1<<20)
+				}
+				if err := s.Ping(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if st := s.Stats(); st.OversizedFrames != 1 || st.DiscardedBytes != tl.Size {
+					t.Errorf("Stats: OversizedFrames %d, DiscardedBytes %d; want 1, %d", st.OversizedFrames, st.DiscardedBytes, tl.Size)
+				}
+			})
+		})
+	}
+}
+
+func TestNegotiation(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		t.Run("legacy", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "legacy"))
+			if v := s.ProtocolVersion(); v != mcptest.Version20251125 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20251125)
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Run("modern", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "modern"))
+			if v := s.ProtocolVersion(); v != mcptest.Version20260728 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20260728)
+			}
+			if err := s.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The server refuses tools/call without _meta: Call adds it.
+			r, err := s.Call(ctx, mcptest.MethodToolsCall, call("echo", map[string]any{"text": "hi"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(t, r); got != "hi" {
+				t.Errorf("echo = %q, want hi", got)
+			}
+		})
+		t.Run("silent-probe", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "silent-probe"), mcptest.WithProbeTimeout(300*time.Millisecond))
+			if v := s.ProtocolVersion(); v != mcptest.Version20251125 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20251125)
+			}
+			if !transcriptHas(s, "no answer to server/discover") {
+				t.Errorf("transcript does not show the probe timing out:\n%s", s.Diagnose())
+			}
+		})
+		t.Run("pinned-legacy", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "legacy"), mcptest.WithProtocolVersion(mcptest.Version20250618))
+			if v := s.ProtocolVersion(); v != mcptest.Version20250618 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20250618)
+			}
+			if transcriptHas(s, mcptest.MethodDiscover) {
+				t.Errorf("pinned session probed server/discover")
+			}
+		})
+		t.Run("pinned-modern", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithProtocolVersion(mcptest.Version20260728))
+			if err := s.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Stats(); st.Requests != 1 {
+				t.Errorf("Stats.Requests = %d, want 1 (the Ping; no handshake)", st.Requests)
+			}
+		})
+		t.Run("without-handshake", func(t *testing.T) {
+			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithoutHandshake())
+			if v := s.ProtocolVersion(); v != "" {
+				t.Errorf("ProtocolVersion() = %q before Handshake, want \"\"", v)
+			}
+			if st := s.Stats(); st.StdinBytes != 0 {
+				t.Errorf("Stats.StdinBytes = %d before Handshake, want 0", st.StdinBytes)
+			}
+			if err := s.Handshake(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v := s.ProtocolVersion(); v != mcptest.Version20260728 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20260728)
+			}
+		})
+	})
+}
+
+func transcriptHas(s *mcptest.Session, sub string) bool {
+	for _, e := range s.Transcript() {
+		if bytes.Contains(e.Head, []byte(sub)) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestJunkOnStdout(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child))
+		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("junk", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(t, r); got != "after junk" {
+			t.Errorf("result %q, want %q", got, "after junk")
+		}
+		if st := s.Stats(); st.JunkLines != 1 {
+			t.Errorf("Stats.JunkLines = %d, want 1", st.JunkLines)
+		}
+		if j := s.Junk(); len(j) != 1 || !bytes.Contains(j[0], []byte("log line")) {
+			t.Errorf("Junk() = %q, want the log line", j)
+		}
+	})
+}
+
+func TestStderrFlood(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		const n = 64 << 20
+		s := mcptest.StartServer(t, target(child, "stderr="+itoa(n)))
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if st.StderrBytes != n {
+			t.Errorf("Stats.StderrBytes = %d, want %d", st.StderrBytes, n)
+		}
+		if got := len(s.Stderr()); got > 70<<10 {
+			t.Errorf("Stderr() kept %d bytes, want it bounded", got)
+		}
+	})
+}
+
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(n); return string(b) }())
+}
+
+func TestLateResponse(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		s := mcptest.StartServer(t, target(child))
+		p := s.Send(mcptest.MethodToolsCall, call("wait-cancel", nil))
+		if err := p.Cancel("test"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Late {
+			t.Errorf("Response.Late = false after Cancel")
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Stats(); st.LateResponses != 1 || st.CancelsSent != 1 {
+			t.Errorf("Stats: LateResponses %d, CancelsSent %d; want 1, 1", st.LateResponses, st.CancelsSent)
+		}
+	})
+}
+
+func TestUnknownID(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child))
+		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("unknown-id", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(t, r); got != "real" {
+			t.Errorf("result %q, want real", got)
+		}
+		if st := s.Stats(); st.UnknownIDs != 1 {
+			t.Errorf("Stats.UnknownIDs = %d, want 1", st.UnknownIDs)
+		}
+	})
+}
+
+func TestServerPing(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child))
+		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("ping-host", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply mcptest.Message
+		if err := json.Unmarshal([]byte(resultText(t, r)), &reply); err != nil {
+			t.Fatal(err)
+		}
+		if reply.Error != nil || string(reply.Result) != "{}" {
+			t.Errorf("host answered the server's ping with %+v, want result {}", reply)
+		}
+		if st := s.Stats(); st.ServerRequests != 1 || st.ProtocolViolations != 0 {
+			t.Errorf("Stats: ServerRequests %d, ProtocolViolations %d; want 1, 0", st.ServerRequests, st.ProtocolViolations)
+		}
+	})
+}
+
+func TestNotifications(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		s := mcptest.StartServer(t, target(child))
+		if _, err := s.Call(ctx, mcptest.MethodToolsCall, call("notify", map[string]any{"text": "hello"})); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.WaitNotification(ctx, mcptest.MethodMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(m.Params, []byte("hello")) {
+			t.Errorf("notification params %s, want hello", m.Params)
+		}
+	})
+}
+
+// TestDispatcherOverflow: a server request handler blocks the dispatcher,
+// the server floods notifications, the queue overflows: the session ends
+// with an *OverflowError while stdout is still read to the end.
+func TestDispatcherOverflow(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		entered := make(chan struct{})
+		release := make(chan struct{})
+		h := func(ctx context.Context, req *mcptest.Message) (any, error) {
+			close(entered)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return map[string]any{"roots": []any{}}, nil
+		}
+		s := mcptest.StartServer(t, target(child), mcptest.WithQueue(4), mcptest.WithServerRequests(h))
+		const n = 100
+		p := s.Send(mcptest.MethodToolsCall, call("request-flood", map[string]any{"n": n}))
+		<-entered
+		_, err := p.Wait(ctx)
+		var oe *mcptest.OverflowError
+		if !errors.As(err, &oe) {
+			t.Fatalf("Wait error = %v, want *mcptest.OverflowError", err)
+		}
+		if oe.Capacity != 4 {
+			t.Errorf("OverflowError.Capacity = %d, want 4", oe.Capacity)
+		}
+		// The reader keeps reading: every frame the server wrote arrives.
+		close(release)
+		st := s.Stats()
+		if st.Dropped == 0 {
+			t.Errorf("Stats.Dropped = 0 after overflow")
+		}
+		if err := s.Ping(ctx); !errors.As(err, &oe) {
+			t.Errorf("Ping after overflow = %v, want *mcptest.OverflowError", err)
+		}
+	})
+}
+
+func TestCloseEscalation(t *testing.T) {
+	cases := []struct {
+		name  string
+		child bool
+		opts  []string
+		how   string
+		grace time.Duration // long where the server ends by itself: it costs nothing then
+	}{
+		{"exits-on-eof/inprocess", false, nil, "returned", 10 * time.Second},
+		{"exits-on-eof/child", true, nil, "stdin closed", 10 * time.Second},
+		{"ignores-eof/inprocess", false, []string{"ignore-eof"}, "returned", 10 * time.Second},
+		{"ignores-eof/child", true, []string{"ignore-eof"}, "SIGTERM", 300 * time.Millisecond},
+		{"ignores-sigterm/child", true, []string{"ignore-eof", "ignore-sigterm"}, "SIGQUIT", time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := mcptest.Start(t.Context(), target(c.child, c.opts...), mcptest.WithGrace(c.grace))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			st := s.Stats()
+			if st.Exit.How != c.how || st.Terminations != 1 || s.Alive() {
+				t.Errorf("after Close: Exit %v, Terminations %d, Alive %v; want How %q", st.Exit, st.Terminations, s.Alive(), c.how)
+			}
+			if c.how == "SIGQUIT" && !bytes.Contains(s.Stderr(), []byte("goroutine ")) {
+				t.Errorf("no goroutine dump in stderr after SIGQUIT:\n%s", s.Stderr())
+			}
+		})
+	}
+}
+
+// TestCloseStuckInProcess: an in-process server that ignores its context
+// and its pipes is reported with its stack, not waited for forever.
+func TestCloseStuckInProcess(t *testing.T) {
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	stuck := func(ctx context.Context, in io_ReadCloser, out io_WriteCloser, _ io_Writer) error {
+		defer close(returned)
+		<-release
+		return nil
+	}
+	s, err := mcptest.Start(t.Context(), mcptest.InProcess(stuck), mcptest.WithoutHandshake(), mcptest.WithGrace(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Close()
+	close(release)
+	<-returned
+	if err == nil || !strings.Contains(err.Error(), "did not return") || !strings.Contains(err.Error(), "TestCloseStuckInProcess") {
+		t.Fatalf("Close() = %v, want a report naming the stuck server and its stack", err)
+	}
+	if st := s.Stats(); st.Exit.How != "stuck" {
+		t.Errorf("Exit.How = %q, want stuck", st.Exit.How)
+	}
+}
+
+func TestStdoutClosedEarly(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child), mcptest.WithGrace(200*time.Millisecond))
+		_, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("close-stdout", nil))
+		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
+			t.Fatalf("Call = %v, want an error saying the server closed its stdout", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestExitMidFrame(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child))
+		_, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("exit-mid-frame", nil))
+		if err == nil || !strings.Contains(err.Error(), "closed its stdout") && !errors.Is(err, pipes.ErrValveClosed) {
+			t.Logf("Call error: %v", err)
+		}
+		if err == nil {
+			t.Fatal("Call succeeded against a server that exited mid-frame")
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if st.DiscardedBytes == 0 || st.Exit.How != "exited" {
+			t.Errorf("Stats: DiscardedBytes %d, Exit %v; want the lost bytes counted and exited", st.DiscardedBytes, st.Exit)
+		}
+		if !transcriptHas(s, "input ended inside a frame") {
+			t.Errorf("transcript does not note the truncated frame:\n%s", s.Diagnose())
+		}
+	})
+}
+
+// TestStdinNotRead: writes to a server that never reads stdin fail in
+// bounded time, saying so.
+func TestStdinNotRead(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
+	}
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child, "no-read"), mcptest.WithoutHandshake(),
+			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), mcptest.WithGrace(200*time.Millisecond))
+		p := s.Send(mcptest.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
+		_, err := p.Wait(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "stopped reading stdin") || !strings.Contains(err.Error(), "(full)") {
+			t.Fatalf("Wait = %v, want an error saying the server stopped reading stdin, with the pipe full", err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("error does not wrap context.DeadlineExceeded: %v", err)
+		}
+	})
+}
+
+// TestStartCloseCycles: 100 sessions leak no descriptor and no process
+// (goroutines are checked by goleak in TestMain).
+func TestStartCloseCycles(t *testing.T) {
+	countFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("counting descriptors needs /proc (Linux): %v", err)
+		}
+		return len(ents)
+	}
+	ctx := t.Context()
+	// One warm-up cycle of each kind, so lazily opened descriptors
+	// (the executable, epoll) are there before counting.
+	for _, child := range []bool{false, true} {
+		s := mcptest.StartServer(t, target(child))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := countFDs()
+	for i := range 100 {
+		child := i%2 == 1
+		s, err := mcptest.Start(ctx, target(child))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pid := s.PID()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if child {
+			if err := processGone(pid); err != nil {
+				t.Fatalf("cycle %d: %v", i, err)
+			}
+		}
+	}
+	if after := countFDs(); after != before {
+		t.Errorf("open descriptors: %d before 100 cycles, %d after", before, after)
+	}
+}

@@ -1,0 +1,206 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// ServeFunc serves MCP on the given streams until they end or ctx is done.
+// For an in-process target the streams are the *os.File ends of real kernel
+// pipes, so writes block when the host stops reading. Its shape matches the
+// official Go SDK (mcp.IOTransport{Reader: stdin, Writer: stdout}) and mcp-go
+// (server.NewStdioServer(s).Listen(ctx, stdin, stdout)).
+type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
+
+// Target is a server to start: a child process (Command, Exec, Helper) or a
+// goroutine (InProcess).
+type Target interface {
+	// String describes the target in diagnoses.
+	String() string
+	start(s *Session) (process, error)
+}
+
+// Command returns a Target that runs the named program with args as a child
+// process, like exec.Command.
+func Command(name string, args ...string) Target {
+	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
+}
+
+// Exec returns a Target that runs cmd. Start sets cmd's Stdin, Stdout and
+// Stderr to its pipes (they must be nil), sets WaitDelay if it is zero and,
+// on Unix, puts the child in its own process group if SysProcAttr is nil. A
+// Cmd can be started once only.
+func Exec(cmd *exec.Cmd) Target {
+	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
+}
+
+type cmdTarget struct {
+	build func() *exec.Cmd
+	desc  string
+}
+
+func (t *cmdTarget) String() string { return "command " + t.desc }
+
+func (t *cmdTarget) start(s *Session) (process, error) {
+	cmd := t.build()
+	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
+		return nil, fmt.Errorf("mcptest: Exec: cmd.Stdin, Stdout and Stderr must be nil; the session connects them")
+	}
+	return startChild(s, cmd)
+}
+
+// InProcess returns a Target that runs serve in a goroutine of this
+// process, on real kernel pipes. Its goroutine stacks appear in Diagnose.
+func InProcess(serve ServeFunc) Target { return &inProcessTarget{serve: serve} }
+
+type inProcessTarget struct{ serve ServeFunc }
+
+func (t *inProcessTarget) String() string { return "in-process server " + funcName(t.serve) }
+
+func (t *inProcessTarget) start(s *Session) (process, error) { return startInProcess(s, t.serve), nil }
+
+// Environment variables that make the test binary a helper child.
+const (
+	helperEnv     = "MCPTEST_HELPER"
+	helperArgsEnv = "MCPTEST_HELPER_ARGS"
+	helperDLEnv   = "MCPTEST_HELPER_DEADLINE"
+)
+
+var (
+	helpersMu sync.Mutex
+	helpers   = map[string]ServeFunc{}
+)
+
+// RegisterHelper registers serve under name, to be run in a child process
+// started with Helper(name). Call it from init or a package-level variable
+// initializer, so that the child, which runs the same binary, has registered
+// it before TestMain calls Main. A duplicate or empty name panics.
+func RegisterHelper(name string, serve ServeFunc) {
+	helpersMu.Lock()
+	defer helpersMu.Unlock()
+	if name == "" {
+		panic("mcptest: RegisterHelper with an empty name")
+	}
+	if _, dup := helpers[name]; dup {
+		panic("mcptest: RegisterHelper called twice for " + name)
+	}
+	helpers[name] = serve
+}
+
+// Helper returns a Target that re-executes the running test binary as a
+// child process serving the helper registered under name on its own stdin,
+// stdout and stderr; args are available to it through HelperArgs. The
+// package's TestMain must call Main (or ServeHelper). Helper panics if name
+// is not registered in this process.
+func Helper(name string, args ...string) Target {
+	helpersMu.Lock()
+	_, ok := helpers[name]
+	helpersMu.Unlock()
+	if !ok {
+		panic("mcptest: Helper(" + name + "): no such helper; register it with RegisterHelper in init")
+	}
+	return &helperTarget{name: name, args: args}
+}
+
+type helperTarget struct {
+	name string
+	args []string
+}
+
+func (t *helperTarget) String() string { return fmt.Sprintf("helper %s%q", t.name, t.args) }
+
+func (t *helperTarget) start(s *Session) (process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("mcptest: Helper(%s): %w", t.name, err)
+	}
+	args, _ := json.Marshal(t.args)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+t.name, helperArgsEnv+"="+string(args))
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		// A race-enabled child otherwise sleeps 1s before exiting.
+		cmd.Env = append(cmd.Env, strings.TrimSpace("GORACE="+g+" atexit_sleep_ms=0"))
+	}
+	if !s.deadline.IsZero() {
+		cmd.Env = append(cmd.Env, helperDLEnv+"="+s.deadline.Format(time.RFC3339Nano))
+	}
+	return startChild(s, cmd)
+}
+
+var helperArgs []string
+
+// HelperArgs returns, in a helper child, the args given to Helper; in any
+// other process, nil.
+func HelperArgs() []string { return append([]string(nil), helperArgs...) }
+
+// IsHelper reports whether this process is a helper child started by Helper.
+func IsHelper() bool { return os.Getenv(helperEnv) != "" }
+
+// ServeHelper, in a helper child, runs the registered helper on os.Stdin,
+// os.Stdout and os.Stderr and exits: 0 when it returns nil, 1 when it
+// returns an error (printed to stderr), 2 when the name is unknown. In any
+// other process it returns at once. Call it first in a TestMain that cannot
+// use Main.
+//
+// The helper's context ends at the parent test's deadline; the child does
+// not catch signals, so SIGTERM ends it as it would any Go program.
+func ServeHelper() {
+	name := os.Getenv(helperEnv)
+	if name == "" {
+		return
+	}
+	helpersMu.Lock()
+	serve, ok := helpers[name]
+	names := make([]string, 0, len(helpers))
+	for n := range helpers {
+		names = append(names, n)
+	}
+	helpersMu.Unlock()
+	if !ok {
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "mcptest: helper %q is not registered (registered: %q)\n", name, names)
+		os.Exit(2)
+	}
+	if a := os.Getenv(helperArgsEnv); a != "" {
+		if err := json.Unmarshal([]byte(a), &helperArgs); err != nil {
+			fmt.Fprintf(os.Stderr, "mcptest: helper %q: bad %s: %v\n", name, helperArgsEnv, err)
+			os.Exit(2)
+		}
+	}
+	ctx := context.Background()
+	if d, err := time.Parse(time.RFC3339Nano, os.Getenv(helperDLEnv)); err == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	if err := serve(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "mcptest: helper %q: %v\n", name, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Main is a TestMain for packages that use Helper: in a helper child it
+// serves and exits (ServeHelper); otherwise it runs the tests under
+// goleak.VerifyTestMain, so the package both has helpers and
+// checks for leaked goroutines:
+//
+//	func TestMain(m *testing.M) { mcptest.Main(m) }
+//
+// A package that needs more in its TestMain calls ServeHelper first and then
+// goleak.VerifyTestMain itself.
+func Main(m *testing.M) {
+	ServeHelper()
+	goleak.VerifyTestMain(m)
+}
