@@ -309,3 +309,31 @@ func TestSessionHostFaults(t *testing.T) {
 		waitFor(t, "the stderr noise", func() bool { return f.s.Stats().StderrBytes >= 200000 })
 	})
 }
+
+// TestSessionShutdown: as a child, the fake exits when its stdin closes;
+// with -ignore-eof only a signal ends it, and with -ignore-sigterm too only
+// the host's further escalation does.
+func TestSessionShutdown(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals need Unix")
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "stdin closed"},
+		{[]string{"-ignore-eof"}, "SIGTERM"},
+		{[]string{"-ignore-eof", "-ignore-sigterm"}, "SIGQUIT"},
+	} {
+		t.Run(strings.Join(append([]string{"flags"}, c.flags...), " "), func(t *testing.T) {
+			s := mcptest.StartServer(t, mcptest.Helper(helperName, c.flags...), mcptest.WithGrace(300*time.Millisecond))
+			if err := s.Ping(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if got := s.Stats().Exit.How; got != c.want {
+				t.Errorf("the fake ended by %q, want %q\n%s", got, c.want, s.Diagnose())
+			}
+		})
+	}
+}
