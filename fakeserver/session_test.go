@@ -151,6 +151,7 @@ func TestSessionCancelStates(t *testing.T) {
 		})
 	})
 	t.Run("during the subprocess", func(t *testing.T) {
+		needShell(t)
 		eachTarget(t, nil, nil, func(t *testing.T, f *fixture) {
 			p := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolSubprocess, map[string]any{"stdoutBytes": 1 << 20, "stderrBytes": 1 << 20, "hold": true}, true))
 			if _, err := f.s.WaitNotification(f.ctx(), mcptest.MethodProgress); err != nil {
@@ -164,6 +165,7 @@ func TestSessionCancelStates(t *testing.T) {
 		})
 	})
 	t.Run("after the response write began", func(t *testing.T) {
+		needLinux(t)
 		eachTarget(t, nil, []mcptest.Option{mcptest.WithPipeCapacity(4096)}, func(t *testing.T, f *fixture) {
 			p := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize, Kind: Multibyte}.Map(), false))
 			f.s.StallReads()
@@ -210,6 +212,7 @@ func (f *fixture) cancelAndWaitStoppedNoSend(p *mcptest.Pending) CancelRecord {
 // cannot read the next request until reads resume; the correct core reads
 // it and the cancel while its write is blocked.
 func TestSessionBackPressure(t *testing.T) {
+	needLinux(t)
 	opts := []mcptest.Option{mcptest.WithPipeCapacity(4096)}
 	t.Run("naive loop", func(t *testing.T) {
 		eachTarget(t, []string{"-naive"}, opts, func(t *testing.T, f *fixture) {
