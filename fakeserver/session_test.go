@@ -340,3 +340,21 @@ func TestSessionShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionServerRequest: the host counts a server-to-client request as a
+// protocol violation in the modern era, and answers it in the legacy one.
+func TestSessionServerRequest(t *testing.T) {
+	eachTarget(t, []string{"-server-request-after", "2"}, nil, func(t *testing.T, f *fixture) {
+		f.secondRequest()
+		waitFor(t, "the violation to be counted", func() bool { return f.s.Stats().ProtocolViolations == 1 })
+	})
+	t.Run("legacy", func(t *testing.T) {
+		eachTarget(t, []string{"-era", "legacy", "-server-request-after", "3"}, nil, func(t *testing.T, f *fixture) {
+			f.secondRequest() // messages 1 and 2 were initialize and notifications/initialized
+			f.waitReport("the host's answer", func(rep Report) bool { return rep.ResponsesRead == 1 })
+			if st := f.s.Stats(); st.ServerRequests != 1 || st.ProtocolViolations != 0 {
+				t.Errorf("host stats: %d server requests, %d violations; want 1 and 0", st.ServerRequests, st.ProtocolViolations)
+			}
+		})
+	})
+}
