@@ -130,3 +130,11 @@ func BenchmarkBig1MiB(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkEchoRoundTrip(b *testing.B) {
+	r := startRig(b, rigOpt{})
+	args := map[string]any{"text": "hello"}
+	for b.Loop() {
+		r.response(r.tool(ToolEcho, args, nil))
+	}
+}

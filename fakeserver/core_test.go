@@ -9,12 +9,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func init() { Register(helperName) }
+
+const helperName = "fakeserver"
+
+// TestMain serves the registered helper when this binary is a helper child,
+// and otherwise runs the tests under goleak.VerifyTestMain.
+func TestMain(m *testing.M) { mcptest.Main(m) }
 
 func TestModernEra(t *testing.T) {
 	r := startRig(t, rigOpt{})

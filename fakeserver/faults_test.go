@@ -102,7 +102,8 @@ func TestFaultRespondAfterCancel(t *testing.T) {
 	if m := r2.call(mcptest.MethodDiscover, nil); m.Error != nil {
 		t.Fatal(m.Error) // r2.call fails on any response other than its own
 	}
-	if c, _ := cancelByID(r2.srv.Report(), echo); !c.Suppressed {
+	rep := r2.waitReport("the echo to stop", func(rep Report) bool { c, _ := cancelByID(rep, echo); return c.Stopped })
+	if c, _ := cancelByID(rep, echo); !c.Suppressed {
 		t.Errorf("correct core: cancel %+v not suppressed", c)
 	}
 }

@@ -42,7 +42,8 @@ var AllTools = []string{ToolEcho, ToolBig, ToolSlow, ToolSubprocess, ToolRemote,
 // bytes: 16 MiB, like the official Go SDK.
 const DefaultMaxFrame = 16 << 20
 
-// Option configures a Server. Options are applied in order by New.
+// Option configures a Server. New applies Options in order; a later Option
+// of the same kind replaces an earlier one (one fault of each kind).
 type Option func(*config)
 
 type config struct {

@@ -152,6 +152,7 @@ func TestCancelStates(t *testing.T) {
 		}
 	})
 	t.Run("subprocess", func(t *testing.T) {
+		needShell(t)
 		r := startRig(t, rigOpt{})
 		id := r.tool(ToolSubprocess, map[string]any{"stdoutBytes": 200_000, "stderrBytes": 100_000, "hold": true}, progressMeta)
 		if m := r.nextMsg(); m.Method != mcptest.MethodProgress || !strings.Contains(string(m.Params), "started pid") {
@@ -206,6 +207,7 @@ func TestCancelStates(t *testing.T) {
 }
 
 func TestSubprocessOutput(t *testing.T) {
+	needShell(t)
 	r := startRig(t, rigOpt{})
 	m := r.callTool(ToolSubprocess, map[string]any{"stdoutBytes": 1_000_000, "stderrBytes": 70_000, "limit": 100})
 	var res struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -313,3 +314,17 @@ func cancelByID(rep Report, id int64) (CancelRecord, bool) {
 }
 
 var progressMeta = map[string]any{"progressToken": "p"}
+
+// needLinux skips a test that sets pipe capacities (F_SETPIPE_SZ).
+func needLinux(t testing.TB) {
+	if runtime.GOOS != "linux" {
+		t.Skipf("setting pipe capacity needs Linux, not %s", runtime.GOOS)
+	}
+}
+
+// needShell skips a test whose subprocess is the default sh script.
+func needShell(t testing.TB) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the default subprocess script needs sh, head and tr, not on windows")
+	}
+}
