@@ -9,18 +9,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-func init() {
-	mcptest.RegisterHelper("fake", serveFake(nil))
-}
+func init() { fakeserver.Register("fake") }
 
-// serveFake serves the fake configured by args, or in a helper child by
-// the args given to mcptest.Helper.
+// serveFake serves the fake configured by args, in-process.
 func serveFake(args []string) mcptest.ServeFunc {
 	return func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		if mcptest.IsHelper() {
-			// As a real server process: with signal handling.
-			return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
-		}
 		opts, err := fakeserver.ParseArgs(args)
 		if err != nil {
 			return err

@@ -58,6 +58,7 @@ type config struct {
 	// faults
 	banner          string
 	stdoutLogAfter  int
+	idleNotify      int64
 	stdoutLogLine   string
 	stderrNoise     int64
 	ignoreCancel    bool
@@ -197,6 +198,13 @@ func WithRespondAfterCancel() Option { return func(c *config) { c.respondAfterCx
 // in either era; in 2026-07-28 that is a protocol violation.
 func WithServerRequest(n int) Option { return func(c *config) { c.serverRequest = n } }
 
+// WithIdleNotifications makes the server, right after writing the response
+// to the first tools/call, write at least n bytes of notifications/message
+// frames (16 KiB each; the last shorter, but at least 104 bytes) that no
+// request asked for, while the host
+// has its answer and is idle; Report.IdleNotifyDone says when all are out.
+func WithIdleNotifications(n int64) Option { return func(c *config) { c.idleNotify = n } }
+
 // ParseArgs builds Options from command-line flags, for `mcpstdio fake` and
 // for a server started as a child process by Register. Each flag sets the
 // Option of the same meaning; -h lists them. The error wraps flag.ErrHelp
@@ -209,7 +217,7 @@ func ParseArgs(args []string) ([]Option, error) {
 		maxFrame, concurrency, logAfter, invalidJSON    int
 		rawNewline, overAfter, overSize, noNewline      int
 		closeStdout, serverRequest                      int
-		noise, exitAfter                                int64
+		noise, exitAfter, idleNotify                    int64
 		ignoreTerm, ignoreCancel, unbounded, naive      bool
 		ignoreEOF, respondAfter                         bool
 	)
@@ -223,6 +231,7 @@ func ParseArgs(args []string) ([]Option, error) {
 	fs.StringVar(&banner, "banner", "", "line written on stdout before the first message (WithBanner)")
 	fs.IntVar(&logAfter, "stdout-log-after", 0, "write -stdout-log-line on stdout after the nth message (WithStdoutLog)")
 	fs.StringVar(&logLine, "stdout-log-line", "fakeserver: a log line on stdout", "line for -stdout-log-after")
+	fs.Int64Var(&idleNotify, "idle-notify-bytes", 0, "bytes of notifications written after the first tools/call response (WithIdleNotifications)")
 	fs.Int64Var(&noise, "stderr-noise", 0, "bytes of noise on stderr before the first message (WithStderrNoise)")
 	fs.BoolVar(&ignoreCancel, "ignore-cancel", false, "ignore notifications/cancelled (WithIgnoreCancel)")
 	fs.BoolVar(&unbounded, "unbounded", false, "search returns everything at once (WithUnboundedResults)")
@@ -284,6 +293,7 @@ func ParseArgs(args []string) ([]Option, error) {
 	add(banner != "", WithBanner(banner))
 	add(logAfter > 0, WithStdoutLog(logAfter, logLine))
 	add(noise > 0, WithStderrNoise(noise))
+	add(idleNotify > 0, WithIdleNotifications(idleNotify))
 	add(ignoreCancel, WithIgnoreCancel())
 	add(unbounded, WithUnboundedResults())
 	add(naive, WithNaiveLoop())

@@ -28,12 +28,13 @@ const codeRequestCancelled = -32800
 type Server struct {
 	cfg config
 
-	mu       sync.Mutex // guards what follows
-	rep      Report
-	works    map[string]*work // running requests by id (JSON text)
-	finished map[string]bool  // ids whose work has ended
-	served   bool
-	logOff   bool
+	mu          sync.Mutex // guards what follows
+	rep         Report
+	works       map[string]*work // running requests by id (JSON text)
+	finished    map[string]bool  // ids whose work has ended
+	idleStarted bool             // WithIdleNotifications has begun
+	served      bool
+	logOff      bool
 
 	dirty chan struct{} // report changed (capacity 1)
 
@@ -459,6 +460,7 @@ func (s *Server) respond(w *work, f *frame) {
 	w.respBytes, w.cut = n, cut
 	s.mu.Unlock()
 	s.afterFrame(w.plan)
+	s.idleNotifications(w)
 }
 
 // loose writes a frame that belongs to no running work (an error for a bad
@@ -654,10 +656,16 @@ func (s *Server) writeStderr(b []byte) {
 
 // writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.
 func (s *Server) writeNoise() {
+	// Whole lines, batched into writes of up to 64 KiB: noisy servers
+	// write lines, but a write per line would make this the slow part.
 	left := s.cfg.stderrNoise
 	var buf []byte
-	for i := 1; left > 0; i++ {
-		buf = fmt.Appendf(buf[:0], "fakeserver: stderr noise line %08d %s\n", i, "................................................")
+	for i := 1; left > 0; {
+		buf = buf[:0]
+		for len(buf) < 64<<10 && int64(len(buf)) < left {
+			buf = fmt.Appendf(buf, "fakeserver: stderr noise line %08d %s\n", i, "................................................")
+			i++
+		}
 		if int64(len(buf)) > left {
 			buf = buf[:left]
 		}

@@ -129,23 +129,28 @@ func (t *helperTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// HelperCommand returns the command line that Helper(name, args...) runs: the
+// HelperCommand returns the command that Helper(name, args...) runs: the
 // running test binary, re-executed to serve the registered helper. It is for
 // code that starts the server itself, such as a host under test (see
-// assertions.HostCriteria); the child's context ends at deadline if it is
-// not zero. HelperCommand panics if name is not registered.
-func HelperCommand(name string, deadline time.Time, args ...string) *exec.Cmd {
+// assertions.HostCriteria). Like exec.CommandContext, the process is killed
+// when ctx ends; the helper's own context ends at ctx's deadline.
+// HelperCommand panics if name is not registered.
+func HelperCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	helpersMu.Lock()
 	_, ok := helpers[name]
 	helpersMu.Unlock()
 	if !ok {
 		panic("mcptest: HelperCommand(" + name + "): no such helper; register it with RegisterHelper in init")
 	}
+	deadline, _ := ctx.Deadline()
 	cmd, err := helperCommand(name, deadline, args)
 	if err != nil {
 		panic("mcptest: HelperCommand(" + name + "): " + err.Error())
 	}
-	return cmd
+	// Rebuild it bound to ctx; exec has no other way to attach one.
+	bound := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	bound.Env = cmd.Env
+	return bound
 }
 
 func helperCommand(name string, deadline time.Time, args []string) (*exec.Cmd, error) {

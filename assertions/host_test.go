@@ -1,0 +1,127 @@
+package assertions_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+func TestCheckHostSession(t *testing.T) {
+	const limit = 1 << 20
+	rep := assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit})
+	want := map[string]assertions.Verdict{}
+	for _, n := range assertions.HostCriterionNames() {
+		want[n] = assertions.Pass
+	}
+	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
+		t.Errorf("CheckHost(mcptest.Session) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
+	}
+	t.Logf("\n%s", rep)
+}
+
+// naiveHost is the host the seed article warns about: it reads the server's
+// stdout only while it waits for a response, with no limit on a line, never
+// reads stderr, ignores its context and never cancels.
+type naiveHost struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func newNaiveHost(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cmd.StderrPipe(); err != nil { // piped, never read
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	h := &naiveHost{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if _, err := h.request("initialize", map[string]any{
+		"protocolVersion": mcptest.Version20251125, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "naive", "version": "0"},
+	}); err != nil {
+		return h, err
+	}
+	_, err = fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h, err
+}
+
+func (h *naiveHost) request(method string, params any) (json.RawMessage, error) {
+	h.id++
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": h.id, "method": method, "params": params})
+	if _, err := h.in.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := h.out.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		var m struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *mcptest.RPCError
+		}
+		if json.Unmarshal(line, &m) != nil || m.ID == nil || *m.ID != h.id {
+			continue
+		}
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	}
+}
+
+func (h *naiveHost) CallTool(_ context.Context, name string, args map[string]any) (json.RawMessage, error) {
+	return h.request("tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+func (h *naiveHost) Close() error {
+	h.in.Close()
+	h.cmd.Process.Kill()
+	return h.cmd.Wait()
+}
+
+func TestCheckHostNaive(t *testing.T) {
+	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20}
+	rep := assertions.CheckHost(t.Context(), newNaiveHost, cfg)
+	want := map[string]assertions.Verdict{}
+	for _, n := range assertions.HostCriterionNames() {
+		want[n] = assertions.Pass
+	}
+	// What the naive host gets wrong, and nothing else.
+	want["over-limit"] = assertions.Fail           // no transport limit: it parses anything
+	want["stderr-noise"] = assertions.Fail         // stderr piped and never read: the fake blocks on it
+	want["cancel-during-output"] = assertions.Fail // ignores its context, never cancels
+	want["idle-notifications"] = assertions.Fail   // reads stdout only while waiting for a response
+	want["era-modern"] = assertions.Fail           // speaks only the initialize handshake
+	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
+		t.Errorf("CheckHost(naive host) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
+	}
+}
+
+// TestHostCriteria runs the host battery as subtests against this library's
+// own host.
+func TestHostCriteria(t *testing.T) {
+	const limit = 1 << 20
+	assertions.HostCriteria(t, assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit})
+}

@@ -1,0 +1,41 @@
+package fakeserver
+
+import "github.com/mcpstdio/mcpstdio/mcptest"
+
+// idleNotifyFrame is the size of one WithIdleNotifications frame.
+const idleNotifyFrame = 16 << 10
+
+// idleNotifications carries out WithIdleNotifications after w's response,
+// once, for the first tools/call; s.wmu must be held.
+func (s *Server) idleNotifications(w *work) {
+	if s.cfg.idleNotify <= 0 || w.method != mcptest.MethodToolsCall {
+		return
+	}
+	s.mu.Lock()
+	first := !s.idleStarted
+	s.idleStarted = true
+	s.mu.Unlock()
+	if !first {
+		return
+	}
+	for left := s.cfg.idleNotify; left > 0; {
+		// Each line is a whole notifications/message; the last is at
+		// least the envelope's size.
+		line := append(OversizedFrame(int(min(left, idleNotifyFrame))-1), '\n')
+		n, err := s.out.write(line)
+		s.mu.Lock()
+		s.rep.IdleNotifyBytes += int64(n)
+		s.mu.Unlock()
+		s.changed()
+		if err != nil {
+			s.logf("idle notifications: %v", err)
+			return
+		}
+		left -= int64(len(line))
+	}
+	s.mu.Lock()
+	s.rep.IdleNotifyDone = true
+	s.mu.Unlock()
+	s.changed()
+	s.logf("idle notifications: %d bytes written", s.cfg.idleNotify)
+}
