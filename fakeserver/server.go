@@ -153,9 +153,8 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 		go func() { defer bg.Done(); s.reportFileLoop(reportStop) }()
 	}
 	s.writeNoise()
-	logStop := make(chan struct{})
-	bg.Add(1)
-	go func() { defer bg.Done(); s.logLoop(logStop) }()
+	logStop, logDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(logDone); s.logLoop(logStop) }()
 
 	if s.cfg.banner != "" {
 		s.wmu.Lock()
@@ -226,8 +225,9 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	s.rep.Exit = exit
 	s.logOff = true
 	s.mu.Unlock()
-	close(reportStop)
 	close(logStop)
+	<-logDone // its last stderr bytes are in the final report
+	close(reportStop)
 	bg.Wait()
 
 	select {
@@ -283,6 +283,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			s.mu.Lock()
 			s.rep.StdinParseErrors++
 			s.mu.Unlock()
+			s.changed()
 			s.logf("stdin: message %d: %v", s.msgs, perr)
 			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
 			continue
@@ -299,6 +300,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			s.mu.Lock()
 			s.rep.ResponsesRead++
 			s.mu.Unlock()
+			s.changed()
 			s.loose(nil, plan)
 		}
 	}
@@ -650,6 +652,7 @@ func (s *Server) writeStderr(b []byte) {
 	s.mu.Lock()
 	s.rep.StderrBytes += int64(n)
 	s.mu.Unlock()
+	s.changed()
 }
 
 // writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.
