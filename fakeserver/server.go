@@ -19,8 +19,9 @@ import (
 var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
 
 // codeRequestCancelled is the error code of the response WithRespondAfterCancel
-// writes for a cancelled request (the LSP convention some SDKs follow).
-const codeRequestCancelled = -32800
+// writes for cancelled work: mcp-go v1.2.1 writes -32603 "context canceled"
+// (the official Go SDK v1.8.0 writes code 0 with the same message).
+const codeRequestCancelled = -32603
 
 // Server is a small MCP server over stdio whose tools and faults are chosen
 // by its Options. Create it with New, run it with Serve (once), and read what
@@ -121,7 +122,10 @@ type requestParams struct {
 // goroutine, child process and HTTP server it started. A write blocked on a
 // stdout nobody reads ends only when ctx is cancelled (Serve then closes
 // stdout); that works when stdout supports concurrent Close, as *os.File
-// from os.Pipe does.
+// from os.Pipe does. Likewise Serve ends its stdin read by closing stdin: a
+// stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
+// mode) keeps Serve waiting until that Read returns; ServeStdio and
+// Register make the process's stdio interruptible.
 //
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.
@@ -710,5 +714,5 @@ func (s *Server) cancelledFrame(w *work) *frame {
 	if !s.cfg.respondAfterCxl {
 		return nil
 	}
-	return errorFrame(w.rawID, codeRequestCancelled, "request cancelled", nil)
+	return errorFrame(w.rawID, codeRequestCancelled, "context canceled", nil)
 }
