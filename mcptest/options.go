@@ -39,7 +39,7 @@ const (
 	defaultQueue        = 256
 	defaultTimeout      = 10 * time.Second
 	defaultGrace        = 2 * time.Second
-	defaultProbeTimeout = 2 * time.Second
+	defaultProbeTimeout = 5 * time.Second
 	stderrKeep          = 64 << 10
 	transcriptKeep      = 64
 	junkKeep            = 64
@@ -110,7 +110,8 @@ func WithGrace(d time.Duration) Option { return optionFunc(func(c *config) { c.g
 
 // WithProbeTimeout sets how long negotiation waits for the answer to the
 // server/discover probe before it takes the server for a legacy one and
-// sends initialize (default 2s).
+// sends initialize (default 5s, as mcp-go's client). The bound includes
+// the server's start-up time.
 func WithProbeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.probeTimeout = d })
 }

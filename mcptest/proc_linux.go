@@ -87,15 +87,3 @@ func pipeFill(f *os.File) (buffered, capacity int, err error) {
 	}
 	return buffered, capacity, err
 }
-
-// isZombie reports whether process pid has exited and awaits reaping.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain ") ".
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
-}

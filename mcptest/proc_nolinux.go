@@ -13,5 +13,3 @@ func threadStates(int) ([]ThreadState, error) { return nil, errors.ErrUnsupporte
 func syscallName(n int64) string { return "#" + strconv.FormatInt(n, 10) }
 
 func pipeFill(*os.File) (int, int, error) { return 0, 0, errors.ErrUnsupported }
-
-func isZombie(int) bool { return false }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,8 +60,7 @@ type process interface {
 	done() <-chan struct{}                             // closed when the server has ended
 	stop(grace time.Duration, closeStdin func()) error // close stdin, escalate until it ends
 	exit() Exit
-	exitedNow() bool // ended, or (Linux) a zombie not yet reaped
-	stacks() string  // goroutine stacks of an in-process server
+	stacks() string // goroutine stacks of an in-process server
 }
 
 type childProc struct {
@@ -103,11 +103,14 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 			c.ex.Code = st.ExitCode()
 			c.ex.Signal = exitSignal(st)
 		}
-		if !c.closing {
+		switch {
+		case !c.closing:
 			c.ex.How = "exited"
-		} else if c.sig != "" {
+		case c.ex.Signal != "" && slices.Contains(c.ex.Signals, c.ex.Signal):
+			c.ex.How = c.ex.Signal // the signal that actually ended it
+		case c.sig != "":
 			c.ex.How = c.sig
-		} else {
+		default:
 			c.ex.How = "stdin closed"
 		}
 		var ee *exec.ExitError
@@ -127,7 +130,6 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 func (c *childProc) pid() int              { return c.cmd.Process.Pid }
 func (c *childProc) done() <-chan struct{} { return c.exited }
 func (c *childProc) stacks() string        { return "" }
-func (c *childProc) exitedNow() bool       { return isClosed(c.exited) || isZombie(c.pid()) }
 
 func (c *childProc) exit() Exit {
 	c.mu.Lock()
@@ -215,7 +217,6 @@ func (p *inProc) run(ctx context.Context) {
 
 func (p *inProc) pid() int              { return 0 }
 func (p *inProc) done() <-chan struct{} { return p.ended }
-func (p *inProc) exitedNow() bool       { return isClosed(p.ended) }
 
 func (p *inProc) exit() Exit {
 	p.mu.Lock()

@@ -434,7 +434,7 @@ func (s *Session) handle(in inbound) {
 		if len(s.junk) >= junkKeep {
 			s.junk = s.junk[1:]
 		}
-		s.junk = append(s.junk, in.frame[:min(len(in.frame), headKeep)])
+		s.junk = append(s.junk, bytes.Clone(in.frame[:min(len(in.frame), headKeep)]))
 		s.bumpLocked()
 		s.mu.Unlock()
 		return

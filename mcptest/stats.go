@@ -272,10 +272,12 @@ func (s *Session) close() error {
 	s.stallWanted = false
 	s.mu.Unlock()
 	s.valve.Resume()
-	if isClosed(s.readerDone) && s.proc.exitedNow() {
-		// The server has already exited and is being reaped: let that
-		// finish, so that Stats.Exit says it ended on its own.
-		waitChan(s.proc.done(), s.cfg.grace)
+	if isClosed(s.readerDone) {
+		// The server closed its stdout before Close, most likely by
+		// exiting: a process's descriptors close before it can be reaped.
+		// Give the exit a moment, so that Stats.Exit says it ended on its
+		// own rather than because its stdin closed.
+		waitChan(s.proc.done(), min(s.cfg.grace, 500*time.Millisecond))
 	}
 	var errs []error
 	if err := s.proc.stop(s.cfg.grace, func() { s.stdin.W.Close() }); err != nil {
