@@ -190,7 +190,7 @@ func WithIgnoreEOF() Option { return func(c *config) { c.ignoreEOF = true } }
 
 // WithRespondAfterCancel stops cancelled work but still writes a response
 // for it, as the Go SDKs do today: the result if the tool had finished, else
-// an error -32800 "request cancelled".
+// an error -32603 "context canceled" (as mcp-go writes it).
 func WithRespondAfterCancel() Option { return func(c *config) { c.respondAfterCxl = true } }
 
 // WithServerRequest writes a server-to-client ping request (id

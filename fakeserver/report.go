@@ -101,8 +101,9 @@ func (s *Server) Report() Report {
 	return r
 }
 
-// changed marks the report dirty for the report-file writer; s.mu need not be
-// held.
+// changed marks the report dirty for the report-file writer. Every change
+// to s.rep must be followed by a call, after s.mu is released, or the file
+// can miss it.
 func (s *Server) changed() {
 	select {
 	case s.dirty <- struct{}{}:

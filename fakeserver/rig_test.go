@@ -228,12 +228,18 @@ func (r *rig) callTool(name string, args map[string]any) *mcptest.Message {
 // or the server exposes only as state.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	waitForDiag(t, what, cond, func() string { return "" })
+}
+
+// waitForDiag is waitFor with a diagnosis for the failure message.
+func waitForDiag(t testing.TB, what string, cond func() bool, diag func() string) {
+	t.Helper()
 	deadline := time.Now().Add(bound(t))
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", bound(t), what)
+			t.Fatalf("timed out after %v waiting for %s\n%s", bound(t), what, diag())
 		}
 		<-tick.C
 	}

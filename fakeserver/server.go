@@ -19,8 +19,9 @@ import (
 var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
 
 // codeRequestCancelled is the error code of the response WithRespondAfterCancel
-// writes for a cancelled request (the LSP convention some SDKs follow).
-const codeRequestCancelled = -32800
+// writes for cancelled work: mcp-go v1.2.1 writes -32603 "context canceled"
+// (the official Go SDK v1.8.0 writes code 0 with the same message).
+const codeRequestCancelled = -32603
 
 // Server is a small MCP server over stdio whose tools and faults are chosen
 // by its Options. Create it with New, run it with Serve (once), and read what
@@ -122,7 +123,10 @@ type requestParams struct {
 // goroutine, child process and HTTP server it started. A write blocked on a
 // stdout nobody reads ends only when ctx is cancelled (Serve then closes
 // stdout); that works when stdout supports concurrent Close, as *os.File
-// from os.Pipe does.
+// from os.Pipe does. Likewise Serve ends its stdin read by closing stdin: a
+// stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
+// mode) keeps Serve waiting until that Read returns; ServeStdio and
+// Register make the process's stdio interruptible.
 //
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.
@@ -154,9 +158,8 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 		go func() { defer bg.Done(); s.reportFileLoop(reportStop) }()
 	}
 	s.writeNoise()
-	logStop := make(chan struct{})
-	bg.Add(1)
-	go func() { defer bg.Done(); s.logLoop(logStop) }()
+	logStop, logDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(logDone); s.logLoop(logStop) }()
 
 	if s.cfg.banner != "" {
 		s.wmu.Lock()
@@ -227,8 +230,9 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	s.rep.Exit = exit
 	s.logOff = true
 	s.mu.Unlock()
-	close(reportStop)
 	close(logStop)
+	<-logDone // its last stderr bytes are in the final report
+	close(reportStop)
 	bg.Wait()
 
 	select {
@@ -284,6 +288,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			s.mu.Lock()
 			s.rep.StdinParseErrors++
 			s.mu.Unlock()
+			s.changed()
 			s.logf("stdin: message %d: %v", s.msgs, perr)
 			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
 			continue
@@ -300,6 +305,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			s.mu.Lock()
 			s.rep.ResponsesRead++
 			s.mu.Unlock()
+			s.changed()
 			s.loose(nil, plan)
 		}
 	}
@@ -652,6 +658,7 @@ func (s *Server) writeStderr(b []byte) {
 	s.mu.Lock()
 	s.rep.StderrBytes += int64(n)
 	s.mu.Unlock()
+	s.changed()
 }
 
 // writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.
@@ -715,5 +722,5 @@ func (s *Server) cancelledFrame(w *work) *frame {
 	if !s.cfg.respondAfterCxl {
 		return nil
 	}
-	return errorFrame(w.rawID, codeRequestCancelled, "request cancelled", nil)
+	return errorFrame(w.rawID, codeRequestCancelled, "context canceled", nil)
 }

@@ -53,10 +53,10 @@ func (f *fixture) waitReport(what string, cond func(Report) bool) Report {
 	f.t.Helper()
 	var rep Report
 	var err error
-	waitFor(f.t, what, func() bool {
+	waitForDiag(f.t, what, func() bool {
 		rep, err = f.report()
 		return err == nil && cond(rep)
-	})
+	}, func() string { return fmt.Sprintf("report: %+v (%v)\n%s", rep, err, f.s.Diagnose()) })
 	return rep
 }
 

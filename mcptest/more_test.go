@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -141,4 +143,31 @@ func TestStderrTee(t *testing.T) {
 			t.Errorf("tee got %d bytes + %d dropped, stderr %d bytes; want them to add up, >= 1000", got, st.StderrTeeDropped, st.StderrBytes)
 		}
 	})
+}
+
+// TestHelperUnknownName: a child asked for a helper it does not have exits
+// 2 with a message naming it.
+func TestHelperUnknownName(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MCPTEST_HELPER=no-such-helper")
+	s := mcptest.StartServer(t, mcptest.Exec(cmd), mcptest.WithoutHandshake())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Exit.Code != 2 || !bytes.Contains(s.Stderr(), []byte(`"no-such-helper" is not registered`)) {
+		t.Errorf("Exit %v, stderr %q; want exit code 2 and a message naming the helper", st.Exit, s.Stderr())
+	}
+}
+
+func TestRegisterHelperTwicePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("RegisterHelper with a duplicate name did not panic")
+		}
+	}()
+	mcptest.RegisterHelper("test", nil)
 }
