@@ -44,7 +44,12 @@ const DefaultMaxFrame = 16 << 20
 
 // Option configures a Server. New applies Options in order; a later Option
 // of the same kind replaces an earlier one (one fault of each kind).
-type Option func(*config)
+type Option interface{ apply(*config) }
+
+// optionFunc makes a function an Option.
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	era          Era
@@ -86,124 +91,124 @@ func defaultConfig() config {
 
 // WithEra restricts the server to one protocol era, so that a host's
 // negotiation can be tested; the default is EraBoth.
-func WithEra(e Era) Option { return func(c *config) { c.era = e } }
+func WithEra(e Era) Option { return optionFunc(func(c *config) { c.era = e }) }
 
 // WithTools offers exactly the named tools (see AllTools) instead of all of
 // them; calling any other tool gets -32602.
 func WithTools(names ...string) Option {
-	return func(c *config) {
+	return optionFunc(func(c *config) {
 		c.tools = map[string]bool{}
 		for _, n := range names {
 			c.tools[n] = true
 		}
-	}
+	})
 }
 
 // WithMaxFrame sets the limit in bytes on one message read from stdin; a
 // longer line is discarded unparsed and counted in Report.StdinOversized.
-func WithMaxFrame(n int) Option { return func(c *config) { c.maxFrame = n } }
+func WithMaxFrame(n int) Option { return optionFunc(func(c *config) { c.maxFrame = n }) }
 
 // WithConcurrency lets at most n requests run at once; the others wait in
 // state "not started" (a cancel then finds them there). 0 means no limit.
-func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
+func WithConcurrency(n int) Option { return optionFunc(func(c *config) { c.concurrency = n }) }
 
 // WithReportFile makes Serve write its Report as JSON to path each time it
 // changes, by writing a temporary file beside it and renaming it, so a
 // reader never sees a partial report.
-func WithReportFile(path string) Option { return func(c *config) { c.reportFile = path } }
+func WithReportFile(path string) Option { return optionFunc(func(c *config) { c.reportFile = path }) }
 
 // WithSubprocessCommand sets the command the subprocess tool runs instead of
 // the default sh script; the command gets the byte counts in the environment
 // variables named by EnvSubprocessStdout, EnvSubprocessStderr and
 // EnvSubprocessHold and should honour them (see the subprocess tool).
 func WithSubprocessCommand(name string, args ...string) Option {
-	return func(c *config) { c.subprocess = append([]string{name}, args...) }
+	return optionFunc(func(c *config) { c.subprocess = append([]string{name}, args...) })
 }
 
 // WithIgnoreSIGTERM makes a server started by Register ignore SIGTERM, so
 // that a host must escalate to SIGKILL; it has no effect in-process.
-func WithIgnoreSIGTERM() Option { return func(c *config) { c.ignoreSIGTRM = true } }
+func WithIgnoreSIGTERM() Option { return optionFunc(func(c *config) { c.ignoreSIGTRM = true }) }
 
 // WithBanner writes line and a newline on stdout before the first message is
 // read: junk a strict host must survive.
-func WithBanner(line string) Option { return func(c *config) { c.banner = line } }
+func WithBanner(line string) Option { return optionFunc(func(c *config) { c.banner = line }) }
 
 // WithStdoutLog writes line and a newline on stdout right after the nth
 // message is read from stdin (before the response to it, if it is a request).
 func WithStdoutLog(n int, line string) Option {
-	return func(c *config) { c.stdoutLogAfter, c.stdoutLogLine = n, line }
+	return optionFunc(func(c *config) { c.stdoutLogAfter, c.stdoutLogLine = n, line })
 }
 
 // WithStderrNoise writes exactly n bytes of text lines to stderr before the
 // first message is read, so a host that does not drain stderr stalls the
 // server there.
-func WithStderrNoise(n int64) Option { return func(c *config) { c.stderrNoise = n } }
+func WithStderrNoise(n int64) Option { return optionFunc(func(c *config) { c.stderrNoise = n }) }
 
 // WithIgnoreCancel records notifications/cancelled in the report but neither
 // stops the work nor suppresses its response.
-func WithIgnoreCancel() Option { return func(c *config) { c.ignoreCancel = true } }
+func WithIgnoreCancel() Option { return optionFunc(func(c *config) { c.ignoreCancel = true }) }
 
 // WithUnboundedResults makes the search tool return every matching item in
 // one result, without page size, cursor or truncation (the naive tool).
-func WithUnboundedResults() Option { return func(c *config) { c.unbounded = true } }
+func WithUnboundedResults() Option { return optionFunc(func(c *config) { c.unbounded = true }) }
 
 // WithNaiveLoop replaces the core with one goroutine that reads a message,
 // handles it and writes its response before reading the next: it reads stdin
 // only between writes, so it cannot see a cancel or a second request while a
 // stdout write is blocked (the seed article's victim).
-func WithNaiveLoop() Option { return func(c *config) { c.naive = true } }
+func WithNaiveLoop() Option { return optionFunc(func(c *config) { c.naive = true }) }
 
 // WithInvalidJSON writes a line that is not valid JSON on stdout right after
 // the nth message is read from stdin (before the response to it).
-func WithInvalidJSON(n int) Option { return func(c *config) { c.invalidJSON = n } }
+func WithInvalidJSON(n int) Option { return optionFunc(func(c *config) { c.invalidJSON = n }) }
 
 // WithRawNewline puts a raw newline inside the response to the nth message,
 // right after its leading `{"jsonrpc":"2.0",`, splitting the frame in two
 // lines that are each invalid JSON.
-func WithRawNewline(n int) Option { return func(c *config) { c.rawNewline = n } }
+func WithRawNewline(n int) Option { return optionFunc(func(c *config) { c.rawNewline = n }) }
 
 // WithOversizedFrame writes a notifications/message notification of exactly
 // size bytes (without its newline) on stdout right after the nth message is
 // read from stdin (before the response to it).
 func WithOversizedFrame(n, size int) Option {
-	return func(c *config) { c.oversizedAfter, c.oversizedSize = n, size }
+	return optionFunc(func(c *config) { c.oversizedAfter, c.oversizedSize = n, size })
 }
 
 // WithNoFinalNewline writes the response to the nth message without its
 // newline, then closes stdout and makes Serve return ErrExited.
-func WithNoFinalNewline(n int) Option { return func(c *config) { c.noFinalNewline = n } }
+func WithNoFinalNewline(n int) Option { return optionFunc(func(c *config) { c.noFinalNewline = n }) }
 
 // WithCloseStdout closes stdout after the response to the nth message has
 // been written (or right after the nth message is read, if it gets no
 // response); the server goes on reading stdin until EOF, and later writes
 // fail and are counted in Report.StdoutWriteErrors.
-func WithCloseStdout(n int) Option { return func(c *config) { c.closeStdout = n } }
+func WithCloseStdout(n int) Option { return optionFunc(func(c *config) { c.closeStdout = n }) }
 
 // WithExitAfterBytes writes exactly n bytes to stdout in all, cutting the
 // write that crosses the nth byte (usually in the middle of a response), then
 // closes stdout and makes Serve return ErrExited.
-func WithExitAfterBytes(n int64) Option { return func(c *config) { c.exitAfterBytes = n } }
+func WithExitAfterBytes(n int64) Option { return optionFunc(func(c *config) { c.exitAfterBytes = n }) }
 
 // WithIgnoreEOF keeps the server running after stdin reaches EOF, until
 // Serve's context is cancelled.
-func WithIgnoreEOF() Option { return func(c *config) { c.ignoreEOF = true } }
+func WithIgnoreEOF() Option { return optionFunc(func(c *config) { c.ignoreEOF = true }) }
 
 // WithRespondAfterCancel stops cancelled work but still writes a response
 // for it, as the Go SDKs do today: the result if the tool had finished, else
 // an error -32603 "context canceled" (as mcp-go writes it).
-func WithRespondAfterCancel() Option { return func(c *config) { c.respondAfterCxl = true } }
+func WithRespondAfterCancel() Option { return optionFunc(func(c *config) { c.respondAfterCxl = true }) }
 
 // WithServerRequest writes a server-to-client ping request (id
 // "fakeserver-1") on stdout right after the nth message is read from stdin,
 // in either era; in 2026-07-28 that is a protocol violation.
-func WithServerRequest(n int) Option { return func(c *config) { c.serverRequest = n } }
+func WithServerRequest(n int) Option { return optionFunc(func(c *config) { c.serverRequest = n }) }
 
 // WithIdleNotifications makes the server, right after writing the response
 // to the first tools/call, write at least n bytes of notifications/message
 // frames (16 KiB each; the last shorter, but at least 104 bytes) that no
 // request asked for, while the host
 // has its answer and is idle; Report.IdleNotifyDone says when all are out.
-func WithIdleNotifications(n int64) Option { return func(c *config) { c.idleNotify = n } }
+func WithIdleNotifications(n int64) Option { return optionFunc(func(c *config) { c.idleNotify = n }) }
 
 // ParseArgs builds Options from command-line flags, for `mcpstdio fake` and
 // for a server started as a child process by Register. Each flag sets the

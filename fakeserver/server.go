@@ -67,7 +67,7 @@ func New(opts ...Option) *Server {
 		logCh:    make(chan string, 64),
 	}
 	for _, o := range opts {
-		o(&s.cfg)
+		o.apply(&s.cfg)
 	}
 	if s.cfg.concurrency > 0 {
 		s.sem = make(chan struct{}, s.cfg.concurrency)

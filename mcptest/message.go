@@ -69,10 +69,14 @@ func (m *Message) IsRequest() bool { return m.Method != "" && hasID(m.ID) }
 // IsNotification reports whether m is a notification: a method and no id.
 func (m *Message) IsNotification() bool { return m.Method != "" && !hasID(m.ID) }
 
-// IsResponse reports whether m is a response: an id, no method, and a result
-// or an error.
+// IsResponse reports whether m is a response: no method, a result or an
+// error, and an id — which may be null only on an error, as JSON-RPC 2.0
+// answers a request whose id could not be read (a parse error).
 func (m *Message) IsResponse() bool {
-	return m.Method == "" && hasID(m.ID) && (m.Result != nil || m.Error != nil)
+	if m.Method != "" || (m.Result == nil && m.Error == nil) {
+		return false
+	}
+	return hasID(m.ID) || (m.Error != nil && bytes.Equal(bytes.TrimSpace(m.ID), []byte("null")))
 }
 
 func hasID(id json.RawMessage) bool {
