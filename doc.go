@@ -1,0 +1,22 @@
+// Package mcpstdio is the root of a test-helper library that makes MCP
+// stdio back-pressure bugs reproducible, and impossible to ship again.
+//
+// An MCP stdio session is two bounded kernel pipes. If a host stops reading
+// the server's stdout, the server blocks in write() in the middle of a large
+// response and, if its stdin reader shares that goroutine or lock, can no
+// longer read notifications/cancelled or the next request. The packages
+// below prove, with real pipes and real processes, that a server or a host
+// does not fall into that trap:
+//
+//   - [github.com/mcpstdio/mcpstdio/pipes]: kernel pipes, a read valve that
+//     stalls at the read(2) level, a bounded framer, a draining capture.
+//   - [github.com/mcpstdio/mcpstdio/mcptest]: the test host: start a server,
+//     stall its stdout, cancel, count, diagnose.
+//   - [github.com/mcpstdio/mcpstdio/fakeserver]: an MCP server that
+//     misbehaves on demand, for testing hosts.
+//   - [github.com/mcpstdio/mcpstdio/assertions]: the release criteria as
+//     checks and batteries (ServerCriteria, HostCriteria).
+//
+// The command github.com/mcpstdio/mcpstdio/cmd/mcpstdio runs the server
+// criteria against any stdio MCP server from a shell.
+package mcpstdio
