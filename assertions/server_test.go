@@ -1,6 +1,7 @@
 package assertions_test
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -110,11 +111,14 @@ func TestCheckServerVerdicts(t *testing.T) {
 	}
 }
 
-// TestServerCriteria runs the battery as subtests against the good fake.
+// TestServerCriteria runs part of the battery as subtests against the good
+// fake (TestCheckServerVerdicts runs all of it).
 func TestServerCriteria(t *testing.T) {
+	cfg := fakeConfig()
+	cfg.Run = regexp.MustCompile(`^(stdout-clean|stall-cancel-recover|shutdown-sigterm)$`)
 	for path, target := range targets() {
 		t.Run(path, func(t *testing.T) {
-			assertions.ServerCriteria(t, target, fakeConfig())
+			assertions.ServerCriteria(t, target, cfg)
 		})
 	}
 }
