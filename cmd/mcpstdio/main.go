@@ -1,0 +1,91 @@
+// Command mcpstdio checks stdio MCP servers for back-pressure and
+// cancellation bugs from the shell, and serves a fake MCP server that
+// misbehaves on demand, for testing hosts written in any language.
+//
+// Usage:
+//
+//	mcpstdio probe [flags] -- <server command...>
+//	mcpstdio probe [flags]
+//	mcpstdio fake [fake flags]
+//	mcpstdio help [probe|fake]
+//
+// probe runs the server release criteria (assertions.CheckServer) against a
+// server started from the command after "--", each criterion with a fresh
+// server process. It prints one line per criterion as it finishes (verdict,
+// name, duration, evidence) and a summary; -v adds each criterion's rule and
+// diagnosis; -json prints the report as JSON on stdout instead (progress
+// goes to stderr). The criteria that need a tool call are skipped unless a
+// flag names it: -large (a response much larger than the pipe), -slow (a
+// call that runs for a while and honours cancellation), -bounded (a call
+// that could return a lot) and -cheap (the "second request"; default ping
+// or server/discover). Each takes a tool name, optionally followed by a
+// space and its arguments as a JSON object:
+//
+//	mcpstdio probe -large 'read_file {"path":"/var/log/big.log"}' -slow sleep -- ./myserver --stdio
+//
+// Before the criteria, probe starts the server once and negotiates; a
+// server that does not start or does not speak MCP ends the probe there
+// with one error line.
+//
+// With no server command, probe runs the criteria against the built-in fake
+// server twice, as child processes of this command: once correct, once with
+// its naive single-goroutine loop (-naive), and says whether each behaved as
+// expected. It takes a few seconds and shows what the criteria catch:
+//
+//	go run ./cmd/mcpstdio probe
+//
+// fake serves the fakeserver package's server on this process's stdin and
+// stdout; its flags (see "mcpstdio fake -h") pick the tools and the faults
+// and name a file for its JSON report of what the host did.
+//
+// Exit status: 0 when no criterion failed (warnings and skips allowed) or,
+// without a server command, when both fakes behaved as expected; 1 when a
+// criterion failed, the server could not be probed, or the fake server
+// ended on an error; 2 for a usage error.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usageText = `usage:
+  mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
+  mcpstdio probe [flags]                          run them against the built-in fake, good and naive
+  mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
+  mcpstdio help [probe|fake]                      show this help or a command's flags
+`
+
+// run runs the command line args (without the program name) and returns the
+// exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return 2
+	}
+	switch args[0] {
+	case "probe":
+		return runProbe(ctx, args[1:], stdout, stderr)
+	case "fake":
+		return runFake(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake") {
+			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "mcpstdio help: unknown command %q\n%s", args[1], usageText)
+			return 2
+		}
+		fmt.Fprint(stdout, usageText)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpstdio: unknown command %q\n%s", args[0], usageText)
+		return 2
+	}
+}

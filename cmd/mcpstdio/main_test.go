@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+)
+
+// binary is the command under test, built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "mcpstdio")
+	if runtime.GOOS == "windows" {
+		binary += ".exe"
+	}
+	// go test puts its own go command first in PATH.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, ".").CombinedOutput()
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the command: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// result is how a run of the command ended.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// mcpstdio runs the built command with args, bounded by limit and by the
+// test's deadline, and fails the test if it does not finish.
+func mcpstdio(t *testing.T, limit time.Duration, args ...string) result {
+	t.Helper()
+	if dl, ok := t.Deadline(); ok {
+		limit = min(limit, time.Until(dl)-10*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ctx.Err() != nil {
+		t.Fatalf("mcpstdio %q did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, limit, res.stdout, res.stderr)
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("mcpstdio %q: %v", args, err)
+	}
+	return res
+}
+
+// fakeCalls are the tool-call flags that make every criterion apply to the
+// fake, as probe presets them without a server command.
+var fakeCalls = []string{
+	"-large", `big {"bytes":262144}`,
+	"-slow", `slow {"steps":100000,"intervalMs":10}`,
+	"-bounded", `search {"query":"q","total":5000}`,
+	"-oversized-request", "4194304",
+}
+
+// verdictLine matches a criterion's progress line.
+var verdictLine = regexp.MustCompile(`(?m)^  (PASS|FAIL|WARN|SKIP)\s+(\S+)\s`)
+
+// verdicts collects the criterion lines of text.
+func verdicts(text string) map[string]assertions.Verdict {
+	m := map[string]assertions.Verdict{}
+	for _, sub := range verdictLine.FindAllStringSubmatch(text, -1) {
+		m[sub[2]] = assertions.Verdict(strings.ToLower(sub[1]))
+	}
+	return m
+}
+
+// want is every criterion passing except the named failures.
+func want(fails ...string) map[string]assertions.Verdict {
+	m := map[string]assertions.Verdict{}
+	for _, n := range assertions.ServerCriterionNames() {
+		m[n] = assertions.Pass
+	}
+	for _, n := range fails {
+		m[n] = assertions.Fail
+	}
+	return m
+}
+
+var naiveFails = []string{"reads-while-blocked", "cancel-before-work", "cancel-during-work"}
+
+// TestProbeWithoutServer runs the README's command: the fake, good and
+// naive, each judged against what it is expected to do.
+func TestProbeWithoutServer(t *testing.T) {
+	t.Parallel()
+	res := mcpstdio(t, 2*time.Minute, "probe")
+	if res.code != 0 {
+		t.Fatalf("mcpstdio probe: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	good, naive, ok := strings.Cut(res.stdout, "== naive fake")
+	if !ok || !strings.Contains(good, "== good fake") {
+		t.Fatalf("mcpstdio probe: output lacks the good and naive sections:\n%s", res.stdout)
+	}
+	if diff := cmp.Diff(want(), verdicts(good)); diff != "" {
+		t.Errorf("good fake verdicts mismatch (-want +got):\n%s\noutput:\n%s", diff, res.stdout)
+	}
+	if diff := cmp.Diff(want(naiveFails...), verdicts(naive)); diff != "" {
+		t.Errorf("naive fake verdicts mismatch (-want +got):\n%s\noutput:\n%s", diff, res.stdout)
+	}
+	if !strings.Contains(naive, "As expected") || !strings.Contains(naive, strings.Join(naiveFails, ", ")) {
+		t.Errorf("mcpstdio probe does not say the naive fake failed %v as expected:\n%s", naiveFails, naive)
+	}
+}
+
+// TestProbeJSON checks the report of the good fake in JSON: stdout is the
+// report alone, and every criterion passes.
+func TestProbeJSON(t *testing.T) {
+	t.Parallel()
+	args := append(append([]string{"probe", "-json"}, fakeCalls...), "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, args...)
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
+	}
+	var rep assertions.Report
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
+	}
+	if diff := cmp.Diff(want(), rep.Verdicts()); diff != "" {
+		t.Errorf("good fake verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, &rep)
+	}
+	for _, r := range rep.Results {
+		if r.Evidence == "" || r.Duration <= 0 || r.Era == "" {
+			t.Errorf("result without evidence, duration or protocol: %+v", r)
+		}
+	}
+	if !strings.Contains(rep.Subject, binary) || rep.Duration <= 0 {
+		t.Errorf("report subject %q, duration %v: want the command and a duration", rep.Subject, rep.Duration)
+	}
+	// Progress went to stderr, one line per criterion.
+	if diff := cmp.Diff(want(), verdicts(res.stderr)); diff != "" {
+		t.Errorf("progress on stderr mismatch (-want +got):\n%s\nstderr:\n%s", diff, res.stderr)
+	}
+}
+
+// TestProbeNaive checks the verdicts and exit status for a server that
+// fails criteria.
+func TestProbeNaive(t *testing.T) {
+	t.Parallel()
+	args := append(append([]string{"probe", "-within", "2s"}, fakeCalls...), "--", binary, "fake", "-naive")
+	res := mcpstdio(t, time.Minute, args...)
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1", res.code)
+	}
+	if diff := cmp.Diff(want(naiveFails...), verdicts(res.stdout)); diff != "" {
+		t.Errorf("naive fake verdicts mismatch (-want +got):\n%s\nstdout:\n%s", diff, res.stdout)
+	}
+	if !strings.Contains(res.stdout, "9 passed, 3 failed, 0 warned, 0 skipped in ") {
+		t.Errorf("no summary line in the output:\n%s", res.stdout)
+	}
+}
+
+// TestProbeRun checks -run: only the selected criteria run, and one whose
+// tool call is not given is skipped without failing the probe.
+func TestProbeRun(t *testing.T) {
+	t.Parallel()
+	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(reads-while-blocked|era)$", "--", binary, "fake")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
+	}
+	var rep assertions.Report
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
+	}
+	wantV := map[string]assertions.Verdict{"reads-while-blocked": assertions.Skip, "era": assertions.Pass}
+	if diff := cmp.Diff(wantV, rep.Verdicts()); diff != "" {
+		t.Errorf("verdicts with -run mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestProbeNotAServer checks that a command that does not start, or does
+// not speak MCP, ends the probe quickly with one error line.
+func TestProbeNotAServer(t *testing.T) {
+	for _, argv := range [][]string{{filepath.Join(t.TempDir(), "no-such-server")}, {"true"}, {"cat"}} {
+		t.Run(filepath.Base(argv[0]), func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(argv[0]); err != nil && filepath.Base(argv[0]) != "no-such-server" {
+				t.Skipf("%s is not available on %s: %v", argv[0], runtime.GOOS, err)
+			}
+			res := mcpstdio(t, 30*time.Second, append([]string{"probe", "--"}, argv...)...)
+			if res.code != 1 {
+				t.Errorf("exit %d, want 1", res.code)
+			}
+			if res.stdout != "" {
+				t.Errorf("stdout %q, want nothing: no criterion ran", res.stdout)
+			}
+			lines := strings.Split(strings.TrimSuffix(res.stderr, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "mcpstdio probe: command [") ||
+				!strings.Contains(lines[0], "could not start it and negotiate MCP") {
+				t.Errorf("stderr:\n%s\nwant one line saying the command could not be started as an MCP server", res.stderr)
+			}
+		})
+	}
+}
+
+// TestUsageErrors checks bad command lines: one line on stderr, exit 2,
+// nothing started.
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // in the error line
+	}{
+		{[]string{"probe", "-nope"}, "-nope"},
+		{[]string{"probe", "-run", "("}, "-run"},
+		{[]string{"probe", "-run", "no-such-criterion"}, "matches no criterion"},
+		{[]string{"probe", "-large", `{"bytes":1}`}, "want a tool name"},
+		{[]string{"probe", "-slow", `slow {"steps":`}, "want a JSON object"},
+		{[]string{"probe", "-slow", `slow [1]`}, "want a JSON object"},
+		{[]string{"probe", "-cheap", `echo {} {}`}, "unexpected text"},
+		{[]string{"probe", "-within", "-1s"}, "-within"},
+		{[]string{"probe", "-flood", "-3"}, "-flood"},
+		{[]string{"probe", "-within", "soon"}, "-within"},
+		{[]string{"fake", "-nope"}, "-nope"},
+		{[]string{"fake", "-tools", "echo,teleport"}, "teleport"},
+		{[]string{"fake", "stray"}, "stray"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), tt.args, &stdout, &stderr)
+		line := strings.TrimSuffix(stderr.String(), "\n")
+		if code != 2 || stdout.Len() != 0 || strings.Contains(line, "\n") || !strings.Contains(line, tt.want) {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want 2, no stdout, one line naming %q", tt.args, code, stdout.String(), stderr.String(), tt.want)
+		}
+	}
+	// The same through the real binary, for the real exit status.
+	res := mcpstdio(t, 30*time.Second, "probe", "-nope")
+	if res.code != 2 || strings.Count(res.stderr, "\n") != 1 {
+		t.Errorf("mcpstdio probe -nope: exit %d, stderr %q; want 2 and one line", res.code, res.stderr)
+	}
+}
+
+// TestHelp checks the help and unknown-command paths.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args     []string
+		code     int
+		inStdout string
+		inStderr string
+	}{
+		{nil, 2, "", "usage:"},
+		{[]string{"teleport"}, 2, "", `unknown command "teleport"`},
+		{[]string{"help"}, 0, "mcpstdio probe", ""},
+		{[]string{"-h"}, 0, "mcpstdio fake", ""},
+		{[]string{"help", "probe"}, 0, "-large tool call", ""},
+		{[]string{"probe", "-h"}, 0, "-within duration", ""},
+		{[]string{"help", "teleport"}, 2, "", "unknown command"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), tt.args, &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stdout.String(), tt.inStdout) || !strings.Contains(stderr.String(), tt.inStderr) ||
+			(tt.inStdout == "") != (stdout.Len() == 0) {
+			t.Errorf("run(%q) = %d\nstdout:\n%s\nstderr:\n%s\nwant %d, %q in stdout, %q in stderr", tt.args, code, stdout.String(), stderr.String(), tt.code, tt.inStdout, tt.inStderr)
+		}
+	}
+}
+
+// TestFakeHelp checks that "mcpstdio fake -h" lists the fake's flags.
+func TestFakeHelp(t *testing.T) {
+	res := mcpstdio(t, 30*time.Second, "fake", "-h")
+	if res.code != 0 {
+		t.Errorf("mcpstdio fake -h: exit %d, want 0", res.code)
+	}
+	for _, flag := range []string{"-naive", "-tools", "-report", "-ignore-cancel"} {
+		if !strings.Contains(res.stdout, flag) {
+			t.Errorf("mcpstdio fake -h does not list %s:\n%s", flag, res.stdout)
+		}
+	}
+}
+
+func TestParseToolCall(t *testing.T) {
+	tests := []struct {
+		in   string
+		want *assertions.ToolCall
+	}{
+		{"echo", &assertions.ToolCall{Name: "echo"}},
+		{"  echo  ", &assertions.ToolCall{Name: "echo"}},
+		{`big {"bytes":262144}`, &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": json.Number("262144")}}},
+		{"search\t{\"query\":\"a b\",\"n\":9007199254740993}", &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "a b", "n": json.Number("9007199254740993")}}},
+		{`echo {}`, &assertions.ToolCall{Name: "echo", Arguments: map[string]any{}}},
+		{"", nil},
+		{`{"a":1}`, nil},
+		{`echo null`, nil},
+		{`echo "text"`, nil},
+		{`echo {"a":1}}`, nil},
+	}
+	for _, tt := range tests {
+		got, err := parseToolCall(tt.in)
+		if tt.want == nil {
+			if err == nil {
+				t.Errorf("parseToolCall(%q) = %v, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("parseToolCall(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("parseToolCall(%q) mismatch (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	// Large numbers keep their exact text on the wire.
+	call, _ := parseToolCall(`search {"n":9007199254740993}`)
+	if s := call.String(); s != `search {"n":9007199254740993}` {
+		t.Errorf("String() = %s, want the number unchanged", s)
+	}
+}
