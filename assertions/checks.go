@@ -198,7 +198,12 @@ type ToolCall struct {
 	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
+// String formats the call as the command line takes it: name, then the
+// arguments as JSON if there are any.
 func (c *ToolCall) String() string {
+	if len(c.Arguments) == 0 {
+		return c.Name
+	}
 	args, _ := json.Marshal(c.Arguments)
 	return fmt.Sprintf("%s %s", c.Name, args)
 }

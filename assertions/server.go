@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +44,8 @@ type ServerConfig struct {
 	// server's stdout is blocked. Default 500.
 	Flood int
 	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
-	// 4096, so that modest responses block the writer.
+	// 4096 on Linux, so that modest responses block the writer; elsewhere
+	// the capacity cannot be set and the system's default is used.
 	PipeCapacity int
 	// Within bounds each step of a criterion (a response, a blocked writer,
 	// a second request). Default 5s.
@@ -72,7 +74,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.Flood <= 0 {
 		c.Flood = 500
 	}
-	if c.PipeCapacity <= 0 {
+	if c.PipeCapacity == 0 && pipeCapacitySettable {
 		c.PipeCapacity = 4096
 	}
 	if c.Within <= 0 {
@@ -99,7 +101,7 @@ type criterion struct {
 type serverRun struct {
 	target mcptest.Target
 	cfg    ServerConfig
-	s      *mcptest.Session
+	sess   atomic.Pointer[mcptest.Session] // the watchdog reads it from another goroutine
 }
 
 // start starts a fresh session for the criterion.
@@ -117,7 +119,7 @@ func (r *serverRun) start(ctx context.Context, extra ...mcptest.Option) (*mcptes
 	if err != nil {
 		return nil, err
 	}
-	r.s = s
+	r.sess.Store(s)
 	return s, nil
 }
 
@@ -162,6 +164,9 @@ func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *
 		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
 			continue
 		}
+		if ctx.Err() != nil {
+			break // interrupted: the criteria not run are not in the report
+		}
 		rep.Results = append(rep.Results, runServerCriterion(ctx, target, cfg, c))
 	}
 	rep.Duration = time.Since(start)
@@ -177,6 +182,9 @@ func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerCon
 	for _, c := range serverCriteria {
 		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
 			continue
+		}
+		if ctx.Err() != nil {
+			break
 		}
 		res := runServerCriterion(ctx, target, cfg, c)
 		rep.Results = append(rep.Results, res)
@@ -246,16 +254,20 @@ func runServerCriterion(ctx context.Context, target mcptest.Target, cfg ServerCo
 	case res = <-done:
 	case <-cctx.Done():
 		diag := "no session was started"
-		if r.s != nil {
-			diag = r.s.Diagnose()
-			r.s.Close()
+		if s := r.sess.Load(); s != nil {
+			diag = s.Diagnose()
+			s.Close()
 		}
 		<-done // every step is bounded by cctx, which has ended
-		res = Result{Verdict: Fail, Evidence: fmt.Sprintf("criterion did not finish within %v: the watchdog killed the server", limit), Details: diag}
+		if err := ctx.Err(); err != nil {
+			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("interrupted by the caller (%v)", err), Details: diag}
+		} else {
+			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("criterion did not finish within %v: the watchdog killed the server", limit), Details: diag}
+		}
 	}
-	if r.s != nil {
-		res.Era = r.s.ProtocolVersion()
-		if err := r.s.Close(); err != nil && res.Verdict != Fail {
+	if s := r.sess.Load(); s != nil {
+		res.Era = s.ProtocolVersion()
+		if err := s.Close(); err != nil && res.Verdict != Fail {
 			res.Details = strings.TrimSpace(res.Details + "\nclosing the session: " + err.Error())
 		}
 	}
@@ -284,7 +296,7 @@ func startFailed(err error) Result { return failErr("the server did not start", 
 
 // cheap makes the criteria's "second request".
 func (r *serverRun) cheap(ctx context.Context) error {
-	return checkCheap(ctx, r.s, r.cfg.Within, r.cfg.Cheap)
+	return checkCheap(ctx, r.sess.Load(), r.cfg.Within, r.cfg.Cheap)
 }
 
 func checkStdoutClean(ctx context.Context, r *serverRun) Result {
@@ -412,8 +424,12 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 	sent := s.Stats().StdinBytes - before
 	took := time.Since(begin)
 	s.ResumeReads()
-	if _, err := big.Wait(ctx); err != nil {
+	resp, err := big.Wait(ctx)
+	if err != nil {
 		return failErr("the large response after resuming reads", err)
+	}
+	if res, bad := notLarge(resp, r.cfg); bad {
+		return res
 	}
 	for _, p := range flood {
 		if _, err := p.Wait(ctx); err != nil {
@@ -421,6 +437,19 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 		}
 	}
 	return pass("%d requests (%d bytes) accepted on stdin in %v while stdout was blocked (%s); all answered after resuming", r.cfg.Flood, sent, took.Round(time.Millisecond), s.Stats().WriterEvidence)
+}
+
+// notLarge fails a criterion whose Large call did not produce a response
+// larger than the pipe: then a "blocked writer" may have been a short
+// response sitting in a small pipe, and the criterion proved nothing.
+func notLarge(resp *mcptest.Response, cfg ServerConfig) (Result, bool) {
+	switch {
+	case resp.Error != nil:
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("the Large call (%s) failed: %v: configure a call that returns a large result", cfg.Large, resp.Error)}, true
+	case len(resp.Result) <= cfg.PipeCapacity:
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("the Large call (%s) returned only %d bytes, not more than the %d-byte pipe: configure a larger result", cfg.Large, len(resp.Result), cfg.PipeCapacity)}, true
+	}
+	return Result{}, false
 }
 
 // pingMethod is the cheapest request of the session's era.

@@ -29,3 +29,6 @@ func peakMemoryKB(pid int) (int64, error) {
 	}
 	return 0, errors.New("no VmHWM in /proc status")
 }
+
+// pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
+const pipeCapacitySettable = true

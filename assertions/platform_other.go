@@ -10,3 +10,6 @@ import (
 func peakMemoryKB(int) (int64, error) {
 	return 0, fmt.Errorf("peak memory: %w", errors.ErrUnsupported)
 }
+
+// pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
+const pipeCapacitySettable = false
