@@ -99,6 +99,7 @@ type TranscriptEntry struct {
 	Head []byte // the first bytes of the frame, or the note
 }
 
+// String formats the entry as one line: time, direction, head and size.
 func (e TranscriptEntry) String() string {
 	if e.Dir == "!" {
 		return fmt.Sprintf("%s ! %s", e.At.Format("15:04:05.000"), e.Head)
@@ -357,6 +358,7 @@ type OverflowError struct {
 	Frame       []byte // the first bytes of the message that did not fit
 }
 
+// Error says the queue was full and what was dropped.
 func (e *OverflowError) Error() string {
 	return fmt.Sprintf("mcptest: dispatcher queue full (%d/%d messages, %d bytes): message dropped and session ended (starts %q); stdout is still being read", e.Queued, e.Capacity, e.QueuedBytes, e.Frame)
 }

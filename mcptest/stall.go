@@ -109,6 +109,7 @@ type WriterEvidence struct {
 	Threads []ThreadState
 }
 
+// String lists the evidence, or says "none".
 func (e WriterEvidence) String() string {
 	if e.At.IsZero() {
 		return "none"
@@ -132,6 +133,7 @@ type ThreadState struct {
 	Write   bool   // blocked writing: write/writev, or a pipe_write wchan
 }
 
+// String formats the thread as "tid: syscall N (name fd F), wchan W".
 func (t ThreadState) String() string {
 	call := "running"
 	if t.Syscall >= 0 {

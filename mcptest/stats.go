@@ -107,6 +107,7 @@ type WaitError struct {
 	Diagnosis string // Session.Diagnose at the time of the failure
 }
 
+// Error returns the operation, the cause and the diagnosis.
 func (e *WaitError) Error() string {
 	return fmt.Sprintf("mcptest: %s: %v\n%s", e.Op, e.Err, e.Diagnosis)
 }
