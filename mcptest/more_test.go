@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,31 @@ func TestDispatcherOverflowDrop(t *testing.T) {
 		st := s.Stats()
 		if st.Dropped+st.Notifications != n || st.Dropped < n-4 || st.Dropped > n-3 {
 			t.Errorf("Stats: Dropped %d, Notifications %d; want them to add up to %d, with %d or %d dropped", st.Dropped, st.Notifications, n, n-4, n-3)
+		}
+	})
+}
+
+// TestWaitWriterBlockedNoFalsePositive: a small response sitting in a small
+// stalled pipe, with the server waiting on stdin, is not a blocked writer.
+func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
+	}
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child), mcptest.WithPipeCapacity(4096))
+		s.StallReads()
+		p := s.Send(mcptest.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
+		// The response is in the pipe once the server has written it: the
+		// pipe then holds bytes while the host does not read.
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		err := s.WaitWriterBlocked(ctx)
+		if err == nil {
+			t.Fatalf("WaitWriterBlocked succeeded for a server that is not blocked: %s", s.Stats().WriterEvidence)
+		}
+		s.ResumeReads()
+		if _, err := p.Wait(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
