@@ -280,8 +280,10 @@ func (s *Session) recordLocked(dir string, size int64, frame []byte) {
 // the dispatcher.
 func (s *Session) readLoop() {
 	defer s.wg.Done()
-	defer close(s.readerDone)
+	// readerDone first: whoever sees the dispatcher's end of stdout (a
+	// failed request) must also see readerDone closed.
 	defer close(s.queue)
+	defer close(s.readerDone)
 	for {
 		frame, err := s.framer.Next()
 		if err == nil {
