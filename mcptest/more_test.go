@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +171,69 @@ func TestRegisterHelperTwicePanics(t *testing.T) {
 		}
 	}()
 	mcptest.RegisterHelper("test", nil)
+}
+
+// TestDispatcherOverflowDrop: with OverflowDrop the reader drops what does
+// not fit, counts it, and keeps reading to the end of stdout.
+func TestDispatcherOverflowDrop(t *testing.T) {
+	both(t, func(t *testing.T, child bool) {
+		ctx := t.Context()
+		entered := make(chan struct{})
+		release := make(chan struct{})
+		h := func(ctx context.Context, req *mcptest.Message) (any, error) {
+			close(entered)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, &mcptest.RPCError{Code: mcptest.CodeMethodNotFound, Message: "no roots"}
+		}
+		s := mcptest.StartServer(t, target(child), mcptest.WithQueue(4), mcptest.WithOverflow(mcptest.OverflowDrop), mcptest.WithServerRequests(h))
+		const n = 100
+		p := s.Send(mcptest.MethodToolsCall, call("request-flood", map[string]any{"n": n, "exit": true}))
+		<-entered
+		// The server floods and exits; the reader reads to the end while
+		// the dispatcher is held by the handler.
+		err := s.WaitStdoutBytes(ctx, 1<<40)
+		if err == nil || !strings.Contains(err.Error(), "stdout ended") {
+			t.Fatalf("WaitStdoutBytes past the end = %v, want an error saying stdout ended", err)
+		}
+		close(release)
+		// The request fails once the dispatcher has handled everything
+		// queued before the end of stdout.
+		if _, err := p.Wait(ctx); err == nil || !strings.Contains(err.Error(), "closed its stdout") {
+			t.Fatalf("Wait = %v, want an error saying the server closed its stdout", err)
+		}
+		// The queue holds 4; the server request may still have been in it
+		// when the flood arrived.
+		st := s.Stats()
+		if st.Dropped+st.Notifications != n || st.Dropped < n-4 || st.Dropped > n-3 {
+			t.Errorf("Stats: Dropped %d, Notifications %d; want them to add up to %d, with %d or %d dropped", st.Dropped, st.Notifications, n, n-4, n-3)
+		}
+	})
+}
+
+// TestWaitWriterBlockedNoFalsePositive: a small response sitting in a small
+// stalled pipe, with the server waiting on stdin, is not a blocked writer.
+func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
+	}
+	both(t, func(t *testing.T, child bool) {
+		s := mcptest.StartServer(t, target(child), mcptest.WithPipeCapacity(4096))
+		s.StallReads()
+		p := s.Send(mcptest.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
+		// The response is in the pipe once the server has written it: the
+		// pipe then holds bytes while the host does not read.
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		err := s.WaitWriterBlocked(ctx)
+		if err == nil {
+			t.Fatalf("WaitWriterBlocked succeeded for a server that is not blocked: %s", s.Stats().WriterEvidence)
+		}
+		s.ResumeReads()
+		if _, err := p.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

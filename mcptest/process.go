@@ -34,6 +34,7 @@ type Exit struct {
 	Signals []string
 }
 
+// String describes the ending, e.g. "SIGTERM, killed by SIGTERM (signals sent: SIGTERM)".
 func (e Exit) String() string {
 	if e.How == "" {
 		return "running"

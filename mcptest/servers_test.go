@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,9 @@ func newServer(args []string, child bool) mcptest.ServeFunc {
 	}
 }
 
+// errStop makes the server return (a child exits) at once.
+var errStop = errors.New("stop")
+
 func (s *testServer) has(k string) bool { _, ok := s.opts[k]; return ok }
 
 func (s *testServer) serve() error {
@@ -103,7 +107,9 @@ func (s *testServer) serve() error {
 			fmt.Fprintf(s.errw, "bad line: %v\n", err)
 			continue
 		}
-		if err := s.handle(&m); err != nil {
+		if err := s.handle(&m); err == errStop {
+			return nil
+		} else if err != nil {
 			return err
 		}
 	}
@@ -198,6 +204,7 @@ func (s *testServer) tool(m *mcptest.Message) error {
 			Size   int    `json:"size"`
 			N      int    `json:"n"`
 			IDLast bool   `json:"idLast"`
+			Exit   bool   `json:"exit"`
 		} `json:"arguments"`
 		Meta map[string]any `json:"_meta"`
 	}
@@ -244,6 +251,9 @@ func (s *testServer) tool(m *mcptest.Message) error {
 			if err := s.send(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodProgress, "params": map[string]any{"progressToken": 1, "progress": i}}); err != nil {
 				return err
 			}
+		}
+		if a.Exit {
+			return errStop
 		}
 		return s.result(m.ID, text("flooded"))
 	case "ping-host":

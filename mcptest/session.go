@@ -99,6 +99,7 @@ type TranscriptEntry struct {
 	Head []byte // the first bytes of the frame, or the note
 }
 
+// String formats the entry as one line: time, direction, head and size.
 func (e TranscriptEntry) String() string {
 	if e.Dir == "!" {
 		return fmt.Sprintf("%s ! %s", e.At.Format("15:04:05.000"), e.Head)
@@ -279,8 +280,10 @@ func (s *Session) recordLocked(dir string, size int64, frame []byte) {
 // the dispatcher.
 func (s *Session) readLoop() {
 	defer s.wg.Done()
-	defer close(s.readerDone)
+	// readerDone first: whoever sees the dispatcher's end of stdout (a
+	// failed request) must also see readerDone closed.
 	defer close(s.queue)
+	defer close(s.readerDone)
 	for {
 		frame, err := s.framer.Next()
 		if err == nil {
@@ -357,6 +360,7 @@ type OverflowError struct {
 	Frame       []byte // the first bytes of the message that did not fit
 }
 
+// Error says the queue was full and what was dropped.
 func (e *OverflowError) Error() string {
 	return fmt.Sprintf("mcptest: dispatcher queue full (%d/%d messages, %d bytes): message dropped and session ended (starts %q); stdout is still being read", e.Queued, e.Capacity, e.QueuedBytes, e.Frame)
 }

@@ -3,8 +3,11 @@ package mcptest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
 // pollInterval is how often waits on kernel state (pipe fill levels, /proc)
@@ -54,7 +57,7 @@ func (s *Session) startMonitor() {
 
 // sampleFull looks at the stdout pipe once for Stats.StdoutFullTime.
 func (s *Session) sampleFull() {
-	full, _ := s.stdout.Full()
+	full, _, _ := s.stdoutFull()
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,6 +112,7 @@ type WriterEvidence struct {
 	Threads []ThreadState
 }
 
+// String lists the evidence, or says "none".
 func (e WriterEvidence) String() string {
 	if e.At.IsZero() {
 		return "none"
@@ -129,9 +133,10 @@ type ThreadState struct {
 	Syscall int64  // the system call it is in; -1 if running in user space
 	Fd      int64  // its first argument (for write: the file descriptor), if in a call
 	Wchan   string // the kernel function it waits in, "0" or "" if none
-	Write   bool   // blocked writing: write/writev, or a pipe_write wchan
+	Write   bool   // blocked writing: write/writev on fd 1, or a pipe_write/anon_pipe_write wchan
 }
 
+// String formats the thread as "tid: syscall N (name fd F), wchan W".
 func (t ThreadState) String() string {
 	call := "running"
 	if t.Syscall >= 0 {
@@ -144,14 +149,17 @@ func (t ThreadState) String() string {
 // blocked writing its stdout, bounded by ctx and the session timeout. The
 // evidence is either of: (Linux, child processes) a thread blocked in write
 // (see ThreadState), or the stdout pipe effectively full on two consecutive
-// looks while reads are stalled. What was seen is in Stats.WriterEvidence
+// looks while reads are stalled (within a page of capacity, as
+// pipes.EffectivelyFull; a one-page pipe must be entirely full). What was seen is in Stats.WriterEvidence
 // and Diagnose. The kernel state is polled every 2ms; on failure the error is
 // a *WaitError with a diagnosis.
 //
 // Limits: only the direct child's threads are inspected (a server started
 // through a shell shows only the pipe evidence); a writer blocked on a pipe
 // that very small writes filled in fragments may not look full (see
-// pipes.Pipe.Full) and is then only seen through /proc.
+// pipes.Pipe.Full) and is then only seen through /proc; conversely, by the
+// pipe evidence alone, a server that wrote within a page of the pipe's
+// capacity and then stopped looks like a blocked writer.
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -162,9 +170,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 		if s.valve.Stalled() {
 			ev := WriterEvidence{At: time.Now()}
 			s.sampleFull()
-			full, _ := s.stdout.Full()
-			ev.Buffered, _ = s.stdout.Buffered()
-			ev.Capacity = s.stdout.Capacity()
+			var full bool
+			full, ev.Buffered, ev.Capacity = s.stdoutFull()
 			if full && prevFull == ev.Buffered {
 				ev.PipeFull = true
 			}
@@ -208,9 +215,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	// The framer reads through the valve in chunks; the reader bumps on
-	// every frame, and stdout bytes also arrive mid-frame, so poll the
-	// counter as well.
+	// Bytes arrive mid-frame with no event to wait on (the dispatcher
+	// signals whole messages only), so the counter is polled as well.
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
@@ -261,4 +267,26 @@ func (s *Session) WaitNotification(ctx context.Context, method string) (*Message
 			return nil, s.waitError("waiting for notification "+method, ctx.Err())
 		}
 	}
+}
+
+// stdoutFull reports whether the stdout pipe is full, with its fill level
+// and capacity (zero where unknown).
+func (s *Session) stdoutFull() (full bool, buffered, capacity int) {
+	b, err := s.stdout.Buffered()
+	if err != nil {
+		return false, 0, 0
+	}
+	c := s.stdout.Capacity()
+	return isFull(b, c), b, c
+}
+
+// isFull is pipes.EffectivelyFull, except that a pipe of one page must be
+// entirely full: the one-page tolerance would call it full as soon as it
+// holds one byte, and the kernel merges small writes into that one page, so
+// a writer blocked on it leaves no room.
+func isFull(buffered, capacity int) bool {
+	if capacity <= os.Getpagesize() {
+		return capacity > 0 && buffered >= capacity
+	}
+	return pipes.EffectivelyFull(buffered, capacity)
 }

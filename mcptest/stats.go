@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
 // Stats are a session's counters, the metrics the seed article asks a host
@@ -29,7 +27,7 @@ type Stats struct {
 	ServerRequests       int64         // requests from the server
 	ProtocolViolations   int64         // server requests in the modern era
 	Dropped              int64         // messages dropped because the dispatcher queue was full
-	QueueFullTime        time.Duration // time the dispatcher queue spent full, as the reader found it
+	QueueFullTime        time.Duration // the article's "time waiting for dispatcher space": the reader never waits, so this is the time from a message not fitting until one fits again
 	Requests             int64         // requests sent
 	CancelsSent          int64         // notifications/cancelled sent
 	StdinBytes           int64         // bytes written to the server's stdin
@@ -107,6 +105,7 @@ type WaitError struct {
 	Diagnosis string // Session.Diagnose at the time of the failure
 }
 
+// Error returns the operation, the cause and the diagnosis.
 func (e *WaitError) Error() string {
 	return fmt.Sprintf("mcptest: %s: %v\n%s", e.Op, e.Err, e.Diagnosis)
 }
@@ -127,7 +126,7 @@ func (s *Session) stdinFill() string {
 }
 
 func fullWord(b, c int) string {
-	if pipes.EffectivelyFull(b, c) {
+	if isFull(b, c) {
 		return " (full)"
 	}
 	return ""
@@ -159,8 +158,8 @@ func (s *Session) Diagnose() string {
 	s.mu.Unlock()
 	slices.Sort(ids)
 
-	outFull := oerr == nil && pipes.EffectivelyFull(ob, oc)
-	inFull := ierr == nil && pipes.EffectivelyFull(ib, ic)
+	outFull := oerr == nil && isFull(ob, oc)
+	inFull := ierr == nil && isFull(ib, ic)
 	var threads []ThreadState
 	if pid := s.proc.pid(); pid > 0 && alive {
 		threads, _ = threadStates(pid)
