@@ -3,7 +3,6 @@ package mcptest
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -150,7 +149,7 @@ func (t ThreadState) String() string {
 // evidence is either of: (Linux, child processes) a thread blocked in write
 // (see ThreadState), or the stdout pipe effectively full on two consecutive
 // looks while reads are stalled (within a page of capacity, as
-// pipes.EffectivelyFull; a one-page pipe must be entirely full). What was seen is in Stats.WriterEvidence
+// pipes.EffectivelyFull, which asks a one-page pipe to be entirely full). What was seen is in Stats.WriterEvidence
 // and Diagnose. The kernel state is polled every 2ms; on failure the error is
 // a *WaitError with a diagnosis.
 //
@@ -277,16 +276,5 @@ func (s *Session) stdoutFull() (full bool, buffered, capacity int) {
 		return false, 0, 0
 	}
 	c := s.stdout.Capacity()
-	return isFull(b, c), b, c
-}
-
-// isFull is pipes.EffectivelyFull, except that a pipe of one page must be
-// entirely full: the one-page tolerance would call it full as soon as it
-// holds one byte, and the kernel merges small writes into that one page, so
-// a writer blocked on it leaves no room.
-func isFull(buffered, capacity int) bool {
-	if capacity <= os.Getpagesize() {
-		return capacity > 0 && buffered >= capacity
-	}
-	return pipes.EffectivelyFull(buffered, capacity)
+	return pipes.EffectivelyFull(b, c), b, c
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
 // Stats are a session's counters, the metrics the seed article asks a host
@@ -126,7 +128,7 @@ func (s *Session) stdinFill() string {
 }
 
 func fullWord(b, c int) string {
-	if isFull(b, c) {
+	if pipes.EffectivelyFull(b, c) {
 		return " (full)"
 	}
 	return ""
@@ -158,8 +160,8 @@ func (s *Session) Diagnose() string {
 	s.mu.Unlock()
 	slices.Sort(ids)
 
-	outFull := oerr == nil && isFull(ob, oc)
-	inFull := ierr == nil && isFull(ib, ic)
+	outFull := oerr == nil && pipes.EffectivelyFull(ob, oc)
+	inFull := ierr == nil && pipes.EffectivelyFull(ib, ic)
 	var threads []ThreadState
 	if pid := s.proc.pid(); pid > 0 && alive {
 		threads, _ = threadStates(pid)

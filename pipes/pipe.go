@@ -61,17 +61,19 @@ func (p *Pipe) Buffered() (int, error) {
 }
 
 // Full reports whether the pipe is effectively full: Buffered is within one
-// page of Capacity.
+// page of Capacity, or, for a pipe of a single page, equal to it.
 //
 // It is a tolerance, not an exact test. The kernel stores pipe data in
 // page-sized slots, and many small writes leave slots partly empty, so a
 // writer can be refused while Buffered is still below Capacity (seen on
-// Linux: 61,582 of 65,536 bytes buffered and the writer blocked). With writes
-// fragmented worse than that, Full can report false while a writer is blocked;
-// it never reports true for a pipe that has a page of room or more. A pipe of
-// one page has a single slot, so any buffered byte makes it Full: a page-sized
-// write would indeed be refused. Where
-// the capacity or fill level is unknown, the error wraps errors.ErrUnsupported.
+// Linux: 62,336 of 65,536 bytes buffered and the writer blocked). With writes
+// fragmented worse than that, Full can report false while a writer is
+// blocked; it never reports true for a pipe that has a page of room or more.
+// A pipe of one page has a single slot: there a page of tolerance would call
+// any buffered byte full although small writes still merge into the slot, so
+// Full asks for it to be entirely full, and can miss a writer blocked behind
+// a partly filled slot. Where the capacity or fill level is unknown, the
+// error wraps errors.ErrUnsupported.
 func (p *Pipe) Full() (bool, error) {
 	c, err := capacity(p.R)
 	if err != nil {
@@ -85,10 +87,13 @@ func (p *Pipe) Full() (bool, error) {
 }
 
 // EffectivelyFull reports whether a pipe of capacity bytes holding buffered
-// bytes is full within the tolerance [Pipe.Full] documents: less than one page
-// of room left.
+// bytes is full within the tolerance [Pipe.Full] documents.
 func EffectivelyFull(buffered, capacity int) bool {
-	return capacity > 0 && capacity-buffered < os.Getpagesize()
+	page := os.Getpagesize()
+	if capacity <= page {
+		return capacity > 0 && buffered >= capacity
+	}
+	return capacity-buffered < page
 }
 
 // Close closes both ends. It is safe to call more than once; later calls
