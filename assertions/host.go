@@ -143,8 +143,8 @@ func (r *hostRun) call(ctx context.Context, name string, args map[string]any) (j
 }
 
 // errHostHung is the error of a call that did not return within its bound
-// although its context ended.
-var errHostHung = errors.New("the host's CallTool did not return although its context ended: the host hangs")
+// and a grace period after its context ended.
+var errHostHung = errors.New("the host's CallTool did not return after its context ended: it ignores cancellation (hung, or still busy)")
 
 func callBounded(ctx context.Context, h Host, within time.Duration, name string, args map[string]any) (json.RawMessage, error) {
 	cctx, cancel := context.WithTimeout(ctx, within)
@@ -163,7 +163,9 @@ func callBounded(ctx context.Context, h Host, within time.Duration, name string,
 		return o.res, o.err
 	case <-cctx.Done():
 	}
-	grace := time.NewTimer(2 * time.Second)
+	// A host may need a moment to notice its context: grant half the bound
+	// again, at least 2s, before calling it unresponsive.
+	grace := time.NewTimer(max(2*time.Second, within/2))
 	defer grace.Stop()
 	select {
 	case o := <-done:

@@ -38,7 +38,8 @@ type ServerConfig struct {
 	Cheap *ToolCall
 
 	// OversizedRequest is the size in bytes of the oversized request line
-	// sent to stdin. Default 32 MiB.
+	// sent to stdin. Default 32 MiB. Its criterion allows Within plus 250ms
+	// per MiB for the server to read it and answer the next request.
 	OversizedRequest int
 	// Flood is how many small requests are written to stdin while the
 	// server's stdout is blocked. Default 500.
@@ -355,7 +356,11 @@ func checkInvalidJSONInput(ctx context.Context, r *serverRun) Result {
 }
 
 func checkOversizedInput(ctx context.Context, r *serverRun) Result {
-	s, err := r.start(ctx)
+	// Reading and rejecting a huge line takes time in proportion to its
+	// size: allow 250ms per MiB on top of the usual bound, so that a slow
+	// but sound server is not taken for a stuck one.
+	bound := r.cfg.Within + time.Duration(r.cfg.OversizedRequest>>20)*250*time.Millisecond
+	s, err := r.start(ctx, mcptest.WithTimeout(bound))
 	if err != nil {
 		return startFailed(err)
 	}
@@ -365,7 +370,7 @@ func checkOversizedInput(ctx context.Context, r *serverRun) Result {
 		return failErr(fmt.Sprintf("writing a %d-byte request line to stdin", len(line)), err)
 	}
 	wrote := time.Since(begin)
-	if err := r.cheap(ctx); err != nil {
+	if err := checkCheap(ctx, s, bound, r.cfg.Cheap); err != nil {
 		res := failErr(fmt.Sprintf("after a %d-byte request line", len(line)), err)
 		res.Rule = "a frame over the server's limit is a transport error for that frame, not the end of the session"
 		return res
