@@ -1,0 +1,105 @@
+package integration_test
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/integration"
+)
+
+// hostConfig sizes the host criteria to be quick under -race: a 1 MiB huge
+// field, 2000 blocks, 8 MiB of stderr (128 times the 64 KiB stderr pipe).
+func hostConfig(maxFrame int) assertions.HostConfig {
+	return assertions.HostConfig{
+		MaxFrame:    maxFrame,
+		Within:      5 * time.Second,
+		HugeField:   1 << 20,
+		Blocks:      2000,
+		StderrNoise: 8 << 20,
+	}
+}
+
+// probeFrame is the transport limit the limit criteria are run with: small,
+// because a frame at the official Go SDK's real limit of 16 MiB takes more
+// than 30s to go through a client under -race.
+const probeFrame = 1 << 20
+
+func allHostPass() map[string]assertions.Verdict {
+	m := map[string]assertions.Verdict{}
+	for _, n := range assertions.HostCriterionNames() {
+		m[n] = assertions.Pass
+	}
+	return m
+}
+
+// TestHostVerdicts runs the host criteria against clients built with each
+// SDK and compares every verdict with the one observed for this SDK version.
+// See servers_test.go for the GOSDK and MCPGO source references.
+func TestHostVerdicts(t *testing.T) {
+	t.Run("go-sdk", func(t *testing.T) {
+		t.Parallel()
+		// mcp.CommandTransport, as applications use it. Its limit is fixed
+		// at 16 MiB (GOSDK mcp/cmd.go:46, transport.go:493-495): the limit
+		// criteria run below with the same framer set to probeFrame.
+		cfg := hostConfig(0)
+		cfg.Run = allBut(assertions.HostCriterionNames(), "under-limit", "over-limit")
+		want := allHostPass()
+		delete(want, "under-limit")
+		delete(want, "over-limit")
+		// The SDK reads stdout with a json.Decoder over the whole stream
+		// (GOSDK mcp/transport.go:524-549), not line by line. The fake's
+		// invalid line is a truncated object ending in `"data":` and a
+		// newline; the decoder takes the newline for whitespace and the
+		// next line, the response to server/discover, for the value of
+		// "data", then waits for the rest of the object forever. Connect
+		// has no bound of its own (GOSDK mcp/client.go:320-330) and hangs
+		// until the battery gives up: the host never gets ready.
+		want["invalid-json-response"] = assertions.Fail
+		// A banner line on stdout is a decode error, which ends the read
+		// loop (GOSDK internal/jsonrpc2/conn.go:517-519): the session is
+		// closed and Connect fails with "invalid character 'k' in literal
+		// false".
+		want["junk-on-stdout"] = assertions.Fail
+		checkHost(t, integration.GoSDKHost, cfg, want)
+	})
+	t.Run("go-sdk/limit", func(t *testing.T) {
+		t.Parallel()
+		cfg := hostConfig(probeFrame)
+		cfg.Run = regexp.MustCompile(`^(?:under|over)-limit$`)
+		// A frame over the limit is errFrameTooLarge (GOSDK
+		// mcp/transport.go:562-579), a bounded error for the call; it also
+		// ends the session, which the criterion accepts ("the host then
+		// reported the session ended").
+		want := map[string]assertions.Verdict{"under-limit": assertions.Pass, "over-limit": assertions.Pass}
+		checkHost(t, integration.GoSDKIOHost(probeFrame), cfg, want)
+	})
+	t.Run("mcp-go", func(t *testing.T) {
+		t.Parallel()
+		cfg := hostConfig(probeFrame)
+		want := allHostPass()
+		// mcp-go's client has no transport limit: it reads stdout with
+		// bufio.Reader.ReadString('\n') and json.Unmarshal on the whole
+		// line (MCPGO client/transport/stdio.go:535-553), so a frame of
+		// any size is buffered and parsed. probeFrame is only the size
+		// the criterion tries; it would pass any size that fits memory.
+		want["over-limit"] = assertions.Fail
+		checkHost(t, integration.MCPGoHost, cfg, want)
+	})
+}
+
+func checkHost(t *testing.T, h assertions.HostFactory, cfg assertions.HostConfig, want map[string]assertions.Verdict) {
+	t.Helper()
+	rep := assertions.CheckHost(t.Context(), h, cfg)
+	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
+		t.Errorf("CheckHost verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
+	}
+	for _, res := range rep.Results {
+		if res.Verdict != assertions.Pass {
+			t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
+		}
+	}
+}

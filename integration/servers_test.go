@@ -1,0 +1,208 @@
+package integration_test
+
+import (
+	"context"
+	"io"
+	"maps"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/integration"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// serverConfig names the SDK servers' tools for the server criteria, sized
+// so the battery is quick under -race: with the battery's 4 KiB pipes a
+// 256 KiB response blocks the writer.
+func serverConfig() assertions.ServerConfig {
+	return assertions.ServerConfig{
+		Large:   &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
+		Slow:    &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
+		Bounded: &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
+		// Not needed by the criteria it bounds, and a server that ignores
+		// EOF would cost this much per run.
+		ShutdownGrace: time.Second,
+		Run:           allBut(assertions.ServerCriterionNames(), "oversized-input"), // run on its own, below
+	}
+}
+
+// allBut matches every name in names but those in except.
+func allBut(names []string, except ...string) *regexp.Regexp {
+	var keep []string
+	for _, n := range names {
+		if !slices.Contains(except, n) {
+			keep = append(keep, regexp.QuoteMeta(n))
+		}
+	}
+	return regexp.MustCompile("^(?:" + strings.Join(keep, "|") + ")$")
+}
+
+// oversizedConfig runs oversized-input alone with a request line just over
+// the official Go SDK's 16 MiB limit: the smallest size that tells the two
+// SDKs apart. Decoding 17 MiB of JSON under -race takes seconds, hence the
+// longer bound.
+func oversizedConfig() assertions.ServerConfig {
+	return assertions.ServerConfig{
+		OversizedRequest: integration.GoSDKMaxFrame + 1<<20,
+		Within:           30 * time.Second,
+		Run:              regexp.MustCompile(`^oversized-input$`),
+	}
+}
+
+// checkServer runs the whole battery against target in two parts.
+func checkServer(t *testing.T, target mcptest.Target) (map[string]assertions.Verdict, []*assertions.Report) {
+	rep := assertions.CheckServer(t.Context(), target, serverConfig())
+	over := assertions.CheckServer(t.Context(), target, oversizedConfig())
+	got := rep.Verdicts()
+	maps.Copy(got, over.Verdicts())
+	return got, []*assertions.Report{rep, over}
+}
+
+// want returns every criterion passing but those in changes (name, verdict
+// pairs), and SIGTERM skipped for an in-process server, which has no
+// process to signal.
+func want(path string, changes ...any) map[string]assertions.Verdict {
+	m := map[string]assertions.Verdict{}
+	for _, n := range assertions.ServerCriterionNames() {
+		m[n] = assertions.Pass
+	}
+	if path == "in-process" {
+		m["shutdown-sigterm"] = assertions.Skip
+	}
+	for i := 0; i < len(changes); i += 2 {
+		m[changes[i].(string)] = changes[i+1].(assertions.Verdict)
+	}
+	return m
+}
+
+// Source references below are to the SDKs in $(go env GOMODCACHE):
+// GOSDK = github.com/modelcontextprotocol/go-sdk@v1.8.0,
+// MCPGO = github.com/mark3labs/mcp-go@v1.2.1.
+
+// goSDKServerVerdicts is what the criteria say about a server written with
+// the official Go SDK v1.8.0.
+func goSDKServerVerdicts(path string) map[string]assertions.Verdict {
+	return want(path,
+		// The SDK frames stdin with a json.Decoder over the whole stream,
+		// not by lines; its reading goroutine returns on the first decode
+		// error (GOSDK mcp/transport.go:524-549), which ends the read loop
+		// (GOSDK internal/jsonrpc2/conn.go:517-519) and with it the
+		// session: one invalid line closes the server's stdout.
+		"invalid-json-input", assertions.Fail,
+		// The frame limit is 16 MiB (DefaultMaxLineLength); a frame over it
+		// is errFrameTooLarge (GOSDK mcp/transport.go:562-579), which ends
+		// the read loop like a decode error: the server exits instead of
+		// rejecting the one frame.
+		"oversized-input", assertions.Fail,
+		// notifications/cancelled cancels the handler's context (GOSDK
+		// mcp/transport.go:259-270), but a response is always written for a
+		// call (GOSDK internal/jsonrpc2/conn.go:704-718): cancelled before
+		// the handler ran, an error with code 0 "context canceled" (GOSDK
+		// internal/jsonrpc2/conn.go:674-679, messages.go:138, no code for a
+		// plain error); cancelled while it runs, the handler's ctx error
+		// becomes a CallToolResult with isError (GOSDK mcp/server.go:425-433).
+		// The 2026-07-28 stdio transport says MUST NOT send further messages.
+		"cancel-before-work", assertions.Fail,
+		"cancel-during-work", assertions.Fail,
+	)
+}
+
+// mcpGoServerVerdicts is what the criteria say about a server written with
+// mcp-go v1.2.1.
+func mcpGoServerVerdicts(path string) map[string]assertions.Verdict {
+	return want(path,
+		// The worker that runs a cancelled tools/call still writes its
+		// response, -32603 "context canceled" (MCPGO server/stdio.go:464-468);
+		// a MUST NOT in 2026-07-28. Cancelled right behind the request, the
+		// cancel may also be lost: tools/call is queued to a worker pool
+		// (MCPGO server/stdio.go:599-611) and its cancel func is registered
+		// only when a worker picks it up (MCPGO server/request_handler.go:
+		// 111-121), while notifications/cancelled is handled at once on the
+		// read loop, where LoadAndDelete finds nothing and the cancel is
+		// dropped (MCPGO server/server.go:2553-2561): the work then runs to
+		// completion. Either way the criterion fails.
+		"cancel-before-work", assertions.Fail,
+		"cancel-during-work", assertions.Fail,
+		// oversized-input passes: mcp-go has no line limit at all
+		// (bufio.Reader.ReadString, MCPGO server/stdio.go:482-500), so a
+		// 17 MiB line is read whole, answered with an error, and the session
+		// goes on; memory is unbounded, which no criterion here measures.
+	)
+}
+
+// tracked counts the running instances of an in-process server, so that a
+// test can wait for every one to return before it ends: mcptest reports an
+// in-process server that is still busy when its session closes, and lets
+// it finish on its own (an mcp-go worker still decoding the 17 MiB request
+// of oversized-input, for one), which goleak would then see.
+type tracked struct {
+	serve mcptest.ServeFunc
+	wg    sync.WaitGroup
+}
+
+func (tr *tracked) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	tr.wg.Add(1)
+	defer tr.wg.Done()
+	return tr.serve(ctx, stdin, stdout, stderr)
+}
+
+// wait waits until every instance has returned, bounded by within.
+func (tr *tracked) wait(t *testing.T, within time.Duration) {
+	done := make(chan struct{})
+	go func() { tr.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("an in-process server was still running %v after its session closed:\n%s", within, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestServerVerdicts runs the server criteria against servers built with each
+// SDK, in-process and as a child process, and compares every verdict with
+// the one observed for this SDK version: a change is a test failure to look
+// at, not necessarily a regression.
+func TestServerVerdicts(t *testing.T) {
+	goSDK := &tracked{serve: integration.GoSDKServer()}
+	mcpGo := &tracked{serve: integration.MCPGoServer()}
+	tests := []struct {
+		name   string
+		target mcptest.Target
+		inProc *tracked
+		want   map[string]assertions.Verdict
+	}{
+		{"go-sdk/in-process", mcptest.InProcess(goSDK.Serve), goSDK, goSDKServerVerdicts("in-process")},
+		{"go-sdk/child", mcptest.Helper("go-sdk"), nil, goSDKServerVerdicts("child")},
+		// Only one mcp-go server may run in this process at a time (see
+		// MCPGoServer): this is the only in-process one.
+		{"mcp-go/in-process", mcptest.InProcess(mcpGo.Serve), mcpGo, mcpGoServerVerdicts("in-process")},
+		{"mcp-go/child", mcptest.Helper("mcp-go"), nil, mcpGoServerVerdicts("child")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, reps := checkServer(t, tt.target)
+			if tt.inProc != nil {
+				tt.inProc.wait(t, time.Minute)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", tt.name, diff, reps[0], reps[1])
+			}
+			for _, rep := range reps {
+				for _, res := range rep.Results {
+					if res.Verdict != assertions.Pass {
+						t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
+					}
+				}
+			}
+		})
+	}
+}
