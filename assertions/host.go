@@ -41,7 +41,8 @@ type HostConfig struct {
 	// Within bounds each call the battery makes. Default 10s.
 	Within time.Duration
 	// HugeField is the size in bytes of the response that is one huge text
-	// field. Default 8 MiB, or 64 KiB under MaxFrame when that is smaller.
+	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
+	// it and at most half of it (at least 1 KiB).
 	HugeField int
 	// Blocks is the number of small content blocks, 64 bytes of text each
 	// (about 110 on the wire). Default 10000, or as many as fit 64 KiB
@@ -63,7 +64,8 @@ func (c HostConfig) withDefaults() HostConfig {
 	if c.HugeField <= 0 {
 		c.HugeField = 8 << 20
 		if c.MaxFrame > 0 {
-			c.HugeField = min(c.HugeField, c.MaxFrame-64<<10)
+			// Well under the limit, and never below what a frame needs.
+			c.HugeField = max(min(c.HugeField, c.MaxFrame-64<<10, c.MaxFrame/2), 1024)
 		}
 	}
 	if c.Blocks <= 0 {

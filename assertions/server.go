@@ -158,20 +158,7 @@ var serverCriteria = []criterion{
 // itself: every problem, including a server that does not start, is a
 // criterion's verdict. ctx bounds the whole run.
 func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *Report {
-	cfg = cfg.withDefaults()
-	start := time.Now()
-	rep := &Report{Subject: target.String()}
-	for _, c := range serverCriteria {
-		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
-			continue
-		}
-		if ctx.Err() != nil {
-			break // interrupted: the criteria not run are not in the report
-		}
-		rep.Results = append(rep.Results, runServerCriterion(ctx, target, cfg, c))
-	}
-	rep.Duration = time.Since(start)
-	return rep
+	return CheckServerStream(ctx, target, cfg, nil)
 }
 
 // CheckServerStream is CheckServer that also calls progress with each result
@@ -259,7 +246,14 @@ func runServerCriterion(ctx context.Context, target mcptest.Target, cfg ServerCo
 			diag = s.Diagnose()
 			s.Close()
 		}
-		<-done // every step is bounded by cctx, which has ended
+		// Every step is bounded by cctx, which has ended, and the session
+		// is closed; a criterion that still does not return is stuck in
+		// something else (a Target that ignores its context).
+		select {
+		case <-done:
+		case <-time.After(cfg.Within + closeGrace + 10*time.Second):
+			diag += "\nthe criterion itself did not return after the server was killed: its goroutine is left running"
+		}
 		if err := ctx.Err(); err != nil {
 			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("interrupted by the caller (%v)", err), Details: diag}
 		} else {
@@ -433,7 +427,7 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 	if err != nil {
 		return failErr("the large response after resuming reads", err)
 	}
-	if res, bad := notLarge(resp, r.cfg); bad {
+	if res, bad := notLarge(s, resp, r.cfg); bad {
 		return res
 	}
 	for _, p := range flood {
@@ -447,12 +441,13 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 // notLarge fails a criterion whose Large call did not produce a response
 // larger than the pipe: then a "blocked writer" may have been a short
 // response sitting in a small pipe, and the criterion proved nothing.
-func notLarge(resp *mcptest.Response, cfg ServerConfig) (Result, bool) {
+func notLarge(s *mcptest.Session, resp *mcptest.Response, cfg ServerConfig) (Result, bool) {
+	capacity := s.Stats().WriterEvidence.Capacity // what the pipe really was
 	switch {
 	case resp.Error != nil:
 		return Result{Verdict: Fail, Evidence: fmt.Sprintf("the Large call (%s) failed: %v: configure a call that returns a large result", cfg.Large, resp.Error)}, true
-	case len(resp.Result) <= cfg.PipeCapacity:
-		return Result{Verdict: Fail, Evidence: fmt.Sprintf("the Large call (%s) returned only %d bytes, not more than the %d-byte pipe: configure a larger result", cfg.Large, len(resp.Result), cfg.PipeCapacity)}, true
+	case len(resp.Result) <= capacity:
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", cfg.Large, len(resp.Result), capacity)}, true
 	}
 	return Result{}, false
 }
@@ -542,17 +537,17 @@ func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
 	}
 	// Request and cancel back to back, before the server can have done
 	// any work worth speaking of.
-	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(progressToken(s.Stats().Requests+1)))
+	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken()))
 	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
 		return stopFailure(s.ProtocolVersion(), "after notifications/cancelled sent right behind the request", err)
 	}
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after an early cancel", err)
 	}
-	if isDone(p) {
-		resp, err := p.Wait(ctx)
+	if responded(p) {
+		resp, _ := p.Wait(ctx)
 		what := "a response to the cancelled request arrived"
-		if err == nil && resp.Error != nil {
+		if resp.Error != nil {
 			what += fmt.Sprintf(" (error %d %q)", resp.Error.Code, resp.Error.Message)
 		}
 		return responseAfterCancel(s.ProtocolVersion(), what)
@@ -568,13 +563,22 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	if err != nil {
 		return startFailed(err)
 	}
-	id := s.Stats().Requests + 1
-	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(progressToken(id)))
+	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken()))
+	// Cancel once the work shows progress, or after a short while if it
+	// sends none.
+	wctx, wcancel := context.WithTimeout(ctx, min(r.cfg.Within, 10*r.cfg.CancelGrace))
+	for s.ProgressCount(p.ProgressToken()) == 0 && !responded(p) {
+		if _, err := s.WaitNotification(wctx, mcptest.MethodProgress); err != nil {
+			break
+		}
+	}
+	wcancel()
 	evidence := "no progress notifications: judged by the response alone"
-	if _, err := s.WaitNotification(ctx, mcptest.MethodProgress); err == nil {
-		evidence = "progress seen before the cancel"
-	} else if isDone(p) {
+	switch {
+	case responded(p):
 		return Result{Verdict: Fail, Evidence: "the Slow call finished before it could be cancelled; configure a slower call"}
+	case s.ProgressCount(p.ProgressToken()) > 0:
+		evidence = "progress seen before the cancel"
 	}
 	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
 		return stopFailure(s.ProtocolVersion(), "after notifications/cancelled during the work", err)
@@ -582,7 +586,7 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after the cancel", err)
 	}
-	if isDone(p) {
+	if responded(p) {
 		if resp, err := p.Wait(ctx); err == nil {
 			res := responseAfterCancel(s.ProtocolVersion(), fmt.Sprintf("the work stopped (%s), but a response to the cancelled request arrived within the grace period", evidence))
 			if resp.Error != nil {
@@ -633,44 +637,36 @@ func checkCancelAfterOutput(ctx context.Context, r *serverRun) Result {
 }
 
 func checkShutdownEOF(ctx context.Context, r *serverRun) Result {
-	s, err := r.start(ctx)
-	if err != nil {
-		return startFailed(err)
-	}
-	begin := time.Now()
-	if err := s.CloseStdin(); err != nil {
-		return failErr("closing stdin", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownGrace)
-	defer cancel()
-	exit, err := s.WaitExit(wctx)
-	if err != nil {
-		return Result{Verdict: Warn, Evidence: fmt.Sprintf("still running %v after stdin was closed", r.cfg.ShutdownGrace),
-			Rule: "stdio: servers SHOULD exit promptly when their standard input is closed"}
-	}
-	return pass("exited %v after stdin was closed (%s)", time.Since(begin).Round(time.Millisecond), exit)
+	return checkShutdown(ctx, r, "stdin was closed", (*mcptest.Session).CloseStdin,
+		"stdio: servers SHOULD exit promptly when their standard input is closed")
 }
 
 func checkShutdownSIGTERM(ctx context.Context, r *serverRun) Result {
+	return checkShutdown(ctx, r, "SIGTERM", func(s *mcptest.Session) error { return s.Signal(syscall.SIGTERM) },
+		"stdio: a client force-terminates with SIGTERM before SIGKILL; a server SHOULD exit on it")
+}
+
+// checkShutdown asks the server to end with trigger and gives it the
+// shutdown grace to do so; not ending is a SHOULD-level warning.
+func checkShutdown(ctx context.Context, r *serverRun, what string, trigger func(*mcptest.Session) error, rule string) Result {
 	s, err := r.start(ctx)
 	if err != nil {
 		return startFailed(err)
 	}
 	begin := time.Now()
-	if err := s.Signal(syscall.SIGTERM); err != nil {
+	if err := trigger(s); err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
-			return skip("signals do not apply to this target (%v)", err)
+			return skip("%s does not apply to this target (%v)", what, err)
 		}
-		return failErr("sending SIGTERM", err)
+		return failErr("shutting down with "+what, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ShutdownGrace)
 	defer cancel()
 	exit, err := s.WaitExit(wctx)
 	if err != nil {
-		return Result{Verdict: Warn, Evidence: fmt.Sprintf("still running %v after SIGTERM", r.cfg.ShutdownGrace),
-			Rule: "stdio: a client force-terminates with SIGTERM before SIGKILL; a server SHOULD exit on it"}
+		return Result{Verdict: Warn, Evidence: fmt.Sprintf("still running %v after %s", r.cfg.ShutdownGrace, what), Rule: rule}
 	}
-	return pass("exited %v after SIGTERM (%s)", time.Since(begin).Round(time.Millisecond), exit)
+	return pass("exited %v after %s (%s)", time.Since(begin).Round(time.Millisecond), what, exit)
 }
 
 func checkEra(ctx context.Context, r *serverRun) Result {
@@ -687,11 +683,11 @@ func checkEra(ctx context.Context, r *serverRun) Result {
 		return Result{Verdict: Fail, Evidence: fmt.Sprintf("negotiated %s, and the server wrote %d request(s) on stdout", v, n),
 			Rule: "2026-07-28 stdio: the server MUST NOT write JSON-RPC requests to stdout"}
 	}
-	era := "legacy (initialize handshake)"
+	era := "legacy: the server/discover probe got no modern answer, so the initialize handshake"
 	if isModern(v) {
-		era = "modern (server/discover)"
+		era = "modern: the server answered the server/discover probe"
 	}
-	return pass("negotiated %s, %s, following the 2026-07-28 stdio backward-compatibility rule", v, era)
+	return pass("negotiated %s (%s); no server-to-client requests on stdout", v, era)
 }
 
 func checkResultBounded(ctx context.Context, r *serverRun) Result {

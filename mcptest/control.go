@@ -5,47 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 )
 
 // WriteStdin writes b to the server's stdin as it is, bypassing framing and
 // encoding: for feeding a server invalid JSON, an oversized line or any other
 // bytes a well-behaved host would never send. The write is bounded by ctx and
 // the session timeout; a server that stops reading stdin makes it fail with
-// an error that says so.
+// an error that says so. As for every write, bytes a timed-out write could
+// not deliver are written first by the next one.
 func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	dl, _ := ctx.Deadline()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_ = s.stdin.W.SetWriteDeadline(dl)
-	n, err := s.stdin.W.Write(b)
-	s.mu.Lock()
-	s.stats.StdinBytes += int64(n)
-	frame := b
-	if len(frame) > 0 && frame[len(frame)-1] == '\n' {
-		frame = frame[:len(frame)-1]
-	}
-	s.recordLocked("→", int64(len(frame)), frame)
-	s.mu.Unlock()
-	if err == nil {
-		return nil
-	}
-	what := fmt.Sprintf("%d raw bytes (%d written)", len(b), n)
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return s.waitError("writing "+what+" to server stdin",
-			fmt.Errorf("the server stopped reading stdin: %s: %w", s.stdinFill(), context.DeadlineExceeded))
-	case errors.Is(err, syscall.EPIPE):
-		return s.waitError("writing "+what+" to server stdin", fmt.Errorf("the server closed its stdin (exited?): %w", err))
-	case errors.Is(err, os.ErrClosed):
-		return fmt.Errorf("mcptest: writing %s: %w", what, ErrClosed)
-	}
-	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
+	return s.writeRaw(ctx, fmt.Sprintf("%d raw bytes", len(b)), b)
 }
 
 // CloseStdin closes the server's stdin, the graceful shutdown signal of the

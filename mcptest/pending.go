@@ -14,6 +14,7 @@ type Pending struct {
 	id     int64
 	method string
 
+	token     json.RawMessage // params._meta.progressToken, if any
 	done      chan struct{}
 	once      sync.Once
 	resp      *Response
@@ -23,6 +24,10 @@ type Pending struct {
 
 // ID returns the request's JSON-RPC id.
 func (p *Pending) ID() int64 { return p.id }
+
+// ProgressToken returns the progress token the request carried in
+// params._meta.progressToken, as JSON, or nil; see Session.ProgressCount.
+func (p *Pending) ProgressToken() json.RawMessage { return p.token }
 
 // Done returns a channel closed once the response has arrived or the request
 // has failed.
@@ -106,6 +111,14 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 	if err != nil {
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))
 		return p
+	}
+	var withMeta struct {
+		Meta struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(raw, &withMeta) == nil {
+		p.token = withMeta.Meta.Token
 	}
 	s.mu.Lock()
 	if err := s.failErr; err != nil || s.closing {

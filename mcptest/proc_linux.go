@@ -14,8 +14,9 @@ import (
 
 // threadStates reads /proc/<pid>/task/*/{syscall,wchan}. Reading syscall
 // needs ptrace access to the process, which a parent has unless Yama's
-// ptrace_scope is 2 or more; without it Syscall is -1 and only wchan is
-// known.
+// ptrace_scope is 2 or more; without it Syscall is -1, only wchan is known,
+// and no thread counts as writing stdout (a wchan alone cannot tell stdout
+// from any other pipe): the pipe evidence remains.
 func threadStates(pid int) ([]ThreadState, error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
@@ -44,7 +45,9 @@ func threadStates(pid int) ([]ThreadState, error) {
 			t.Wchan = strings.TrimSpace(string(b))
 		}
 		isWrite := t.Syscall == unix.SYS_WRITE || t.Syscall == unix.SYS_WRITEV
-		t.Write = (isWrite && t.Fd == 1) || t.Wchan == "pipe_write" || t.Wchan == "anon_pipe_write"
+		// Only a write to fd 1 is a write to stdout: a thread blocked on
+		// another pipe (a subprocess's stdin, a log pipe) proves nothing.
+		t.Write = isWrite && t.Fd == 1
 		out = append(out, t)
 	}
 	return out, nil

@@ -58,6 +58,8 @@ type Session struct {
 	mu          sync.Mutex
 	changed     chan struct{} // closed and replaced on every change waiters care about
 	pending     map[int64]*Pending
+	progress    map[string]int64 // progress notifications by token (its compact JSON)
+	stdinRest   []byte           // the unwritten end of a message whose write timed out
 	notes       []noteEntry
 	junk        [][]byte
 	transcript  []TranscriptEntry
@@ -164,6 +166,7 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 		deadline:      deadline,
 		started:       time.Now(),
 		pending:       map[int64]*Pending{},
+		progress:      map[string]int64{},
 		queue:         make(chan inbound, cfg.queue),
 		maxQueueBytes: max(64<<20, 2*int64(cfg.maxFrame)),
 		stderrCap:     pipes.NewCapture(stderrKeep),
@@ -449,7 +452,14 @@ func (s *Session) handle(in inbound) {
 	case msg.IsRequest():
 		s.serverRequest(msg)
 	default:
+		key := ""
+		if msg.Method == MethodProgress {
+			key = progressKey(msg.Params)
+		}
 		s.mu.Lock()
+		if key != "" {
+			s.progress[key]++
+		}
 		s.stats.Notifications++
 		if len(s.notes) >= notesKeep {
 			s.notes = s.notes[1:]
@@ -576,7 +586,7 @@ func (s *Session) drainStderr() {
 	}
 }
 
-// write sends one message to the server's stdin, bounded by ctx and the
+// writeMsg sends one message to the server's stdin, bounded by ctx and the
 // session timeout.
 func (s *Session) writeMsg(ctx context.Context, m *Message) error {
 	m.JSONRPC = "2.0"
@@ -584,7 +594,19 @@ func (s *Session) writeMsg(ctx context.Context, m *Message) error {
 	if err != nil {
 		return fmt.Errorf("mcptest: encoding %s: %w", m.Method, err)
 	}
-	b = append(b, '\n')
+	what := m.Method
+	if what == "" {
+		what = "response"
+	}
+	return s.writeRaw(ctx, what, append(b, '\n'))
+}
+
+// writeRaw writes b to the server's stdin, bounded by ctx and the session
+// timeout. A write that times out part-way leaves the server holding the
+// start of a message; its rest is kept and written first by the next
+// write, so that the stream stays framed and no later message is glued to
+// a broken one.
+func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	dl, _ := ctx.Deadline()
@@ -594,21 +616,37 @@ func (s *Session) writeMsg(ctx context.Context, m *Message) error {
 		return err
 	}
 	_ = s.stdin.W.SetWriteDeadline(dl)
+	if len(s.stdinRest) > 0 {
+		n, err := s.stdin.W.Write(s.stdinRest)
+		s.mu.Lock()
+		s.stats.StdinBytes += int64(n)
+		s.mu.Unlock()
+		s.stdinRest = s.stdinRest[n:]
+		if err != nil {
+			return s.stdinError(fmt.Sprintf("the %d bytes left of an earlier message, before %s", len(s.stdinRest)+n, what), n, err)
+		}
+	}
 	n, err := s.stdin.W.Write(b)
+	frame := bytes.TrimSuffix(b, []byte("\n"))
 	s.mu.Lock()
 	s.stats.StdinBytes += int64(n)
-	s.recordLocked("→", int64(len(b)-1), b[:len(b)-1])
+	s.recordLocked("→", int64(len(frame)), frame)
 	s.mu.Unlock()
 	if err == nil {
 		return nil
 	}
-	what := m.Method
-	if what == "" {
-		what = "response"
+	if n > 0 && n < len(b) {
+		s.stdinRest = bytes.Clone(b[n:])
 	}
+	return s.stdinError(fmt.Sprintf("%s (%d bytes)", what, len(b)), n, err)
+}
+
+// stdinError explains a failed write of what to stdin, of which n bytes got
+// through.
+func (s *Session) stdinError(what string, n int, err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return s.waitError(fmt.Sprintf("writing %s (%d bytes, %d written) to server stdin", what, len(b), n),
+		return s.waitError(fmt.Sprintf("writing %s to server stdin, %d bytes written", what, n),
 			fmt.Errorf("the server stopped reading stdin: %s: %w", s.stdinFill(), context.DeadlineExceeded))
 	case errors.Is(err, syscall.EPIPE):
 		return s.waitError(fmt.Sprintf("writing %s to server stdin", what), fmt.Errorf("the server closed its stdin (exited?): %w", err))
@@ -616,4 +654,33 @@ func (s *Session) writeMsg(ctx context.Context, m *Message) error {
 		return fmt.Errorf("mcptest: writing %s: %w", what, ErrClosed)
 	}
 	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
+}
+
+// progressKey returns the compact JSON of a progress notification's token,
+// or "" if it has none.
+func progressKey(params json.RawMessage) string {
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.Token) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, p.Token) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// ProgressCount returns how many notifications/progress have arrived with
+// the given progress token (as JSON: a string token is quoted). Every one is
+// counted, however many arrive and however large.
+func (s *Session) ProgressCount(token json.RawMessage) int64 {
+	var b bytes.Buffer
+	if json.Compact(&b, token) != nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.progress[b.String()]
 }

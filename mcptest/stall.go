@@ -105,9 +105,9 @@ type WriterEvidence struct {
 	PipeFull bool
 	Buffered int // bytes in the stdout pipe, if known
 	Capacity int // the stdout pipe's capacity, if known
-	// Threads are the server process's threads seen blocked in a write:
-	// (Linux) /proc/<pid>/task/<tid>/syscall shows write or writev, or wchan
-	// is pipe_write / anon_pipe_write.
+	// Threads are the server process's threads seen blocked writing
+	// stdout: (Linux) /proc/<pid>/task/<tid>/syscall shows write or writev
+	// on fd 1; wchan (pipe_write, anon_pipe_write) is shown beside it.
 	Threads []ThreadState
 }
 
@@ -132,7 +132,7 @@ type ThreadState struct {
 	Syscall int64  // the system call it is in; -1 if running in user space
 	Fd      int64  // its first argument (for write: the file descriptor), if in a call
 	Wchan   string // the kernel function it waits in, "0" or "" if none
-	Write   bool   // blocked writing: write/writev on fd 1, or a pipe_write/anon_pipe_write wchan
+	Write   bool   // blocked writing stdout: write/writev on fd 1
 }
 
 // String formats the thread as "tid: syscall N (name fd F), wchan W".
