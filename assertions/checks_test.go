@@ -47,3 +47,95 @@ func TestCheckCancelStopsWork(t *testing.T) {
 		})
 	}
 }
+
+// fake starts the good fake in-process with 4 KiB pipes.
+func fake(t *testing.T, opts ...fakeserver.Option) *mcptest.Session {
+	t.Helper()
+	return mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		return fakeserver.New(opts...).Serve(ctx, in, out, errw)
+	}), mcptest.WithPipeCapacity(4096))
+}
+
+func bigCall(n int) map[string]any {
+	return map[string]any{"name": "big", "arguments": map[string]any{"bytes": n}}
+}
+
+func TestCheckNoDeadlock(t *testing.T) {
+	t.Run("scenario finishes", func(t *testing.T) {
+		s := fake(t)
+		err := assertions.CheckNoDeadlock(t.Context(), s, 10*time.Second, func(ctx context.Context) error {
+			_, err := s.Call(ctx, mcptest.MethodToolsCall, bigCall(1<<20))
+			return err
+		})
+		if err != nil {
+			t.Errorf("CheckNoDeadlock = %v, want nil", err)
+		}
+	})
+	t.Run("scenario deadlocks", func(t *testing.T) {
+		s := fake(t)
+		s.StallReads()
+		begin := time.Now()
+		err := assertions.CheckNoDeadlock(t.Context(), s, 300*time.Millisecond, func(ctx context.Context) error {
+			p := s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+			<-p.Done() // ignores ctx: only killing the server ends this
+			_, err := p.Wait(ctx)
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || !strings.Contains(err.Error(), "diagnosis") {
+			t.Fatalf("CheckNoDeadlock = %v, want a deadlock report with a diagnosis", err)
+		}
+		if s.Alive() {
+			t.Error("the server is still alive after CheckNoDeadlock reported a deadlock")
+		}
+		if d := time.Since(begin); d > 20*time.Second {
+			t.Errorf("CheckNoDeadlock took %v", d)
+		}
+	})
+}
+
+func TestCheckWriterBlockedAndSecondRequest(t *testing.T) {
+	s := fake(t)
+	s.StallReads()
+	big := s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+	if err := assertions.CheckWriterBlocked(t.Context(), s, 10*time.Second); err != nil {
+		t.Fatalf("CheckWriterBlocked with a 1 MiB response and 4 KiB pipes: %v", err)
+	}
+	big.Cancel("test")
+	s.ResumeReads()
+	if err := assertions.CheckSecondRequestCompletes(t.Context(), s, 10*time.Second); err != nil {
+		t.Errorf("CheckSecondRequestCompletes after resuming: %v", err)
+	}
+	if err := assertions.CheckStdoutClean(s); err != nil {
+		t.Errorf("CheckStdoutClean on the good fake: %v", err)
+	}
+}
+
+func TestCheckWriterBlockedFailsWithoutOutput(t *testing.T) {
+	s := fake(t)
+	err := assertions.CheckWriterBlocked(t.Context(), s, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "did not block writing stdout") {
+		t.Errorf("CheckWriterBlocked with nothing being written = %v, want an error saying the server did not block", err)
+	}
+}
+
+func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
+	s := fake(t, fakeserver.WithNaiveLoop())
+	s.StallReads()
+	s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+	if err := s.WaitWriterBlocked(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Reads stay stalled: the naive loop is stuck writing, so nothing answers.
+	err := assertions.CheckSecondRequestCompletes(t.Context(), s, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "got no answer within 300ms") {
+		t.Errorf("CheckSecondRequestCompletes against a blocked naive loop = %v, want no answer", err)
+	}
+}
+
+func TestCheckStdoutCleanSeesBanner(t *testing.T) {
+	s := fake(t, fakeserver.WithBanner("starting up..."))
+	err := assertions.CheckStdoutClean(s)
+	if err == nil || !strings.Contains(err.Error(), `"starting up..."`) {
+		t.Errorf("CheckStdoutClean with a banner = %v, want an error quoting the banner", err)
+	}
+}
