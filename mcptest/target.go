@@ -63,6 +63,13 @@ func (t *cmdTarget) start(s *Session) (process, error) {
 
 // InProcess returns a Target that runs serve in a goroutine of this
 // process, on real kernel pipes. Its goroutine stacks appear in Diagnose.
+//
+// A goroutine cannot be killed: if serve has not returned within the grace
+// period after Close cancelled its context and closed its pipes, Close
+// reports it as stuck and leaves it running, and a goleak check at the end
+// of the tests will name it. Servers that keep global state (mcp-go's stdio
+// server does) cannot run twice at once in one process; use Helper for
+// those.
 func InProcess(serve ServeFunc) Target { return &inProcessTarget{serve: serve} }
 
 type inProcessTarget struct{ serve ServeFunc }
