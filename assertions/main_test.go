@@ -22,4 +22,6 @@ func serveFake(args []string) mcptest.ServeFunc {
 	}
 }
 
+// TestMain serves the fake as a helper child and otherwise runs the tests
+// under goleak.VerifyTestMain (that is what mcptest.Main does).
 func TestMain(m *testing.M) { mcptest.Main(m) }
