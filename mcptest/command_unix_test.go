@@ -4,22 +4,26 @@ package mcptest_test
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-// TestCommandCat runs cat as the "server": it echoes the host's ping back,
-// which the host answers as a server request, whose answer cat echoes back
-// as the response to the ping.
+// TestCommandCat runs cat as the "server": it echoes the host's ping back.
+// The host must not take that for an answer, nor answer the echo (cat would
+// echo the answer back as a response): the ping fails at once, saying why.
 func TestCommandCat(t *testing.T) {
 	if _, err := exec.LookPath("cat"); err != nil {
 		t.Skip("no cat on this system")
 	}
 	s := mcptest.StartServer(t, mcptest.Command("cat"), mcptest.WithoutHandshake())
-	if err := s.Ping(t.Context()); err != nil {
-		t.Fatal(err)
+	if err := s.Ping(t.Context()); err == nil || !strings.Contains(err.Error(), "echoes its stdin") {
+		t.Fatalf("Ping to cat = %v, want an error saying the server echoes its stdin", err)
+	}
+	if st := s.Stats(); st.Responses != 0 || st.UnknownIDs != 0 {
+		t.Errorf("Stats: Responses %d, UnknownIDs %d; want 0, 0: the echo was answered", st.Responses, st.UnknownIDs)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -38,7 +42,11 @@ func TestCommandGrandchild(t *testing.T) {
 	// The background process inherits stdout and would outlive cat.
 	s := mcptest.StartServer(t, mcptest.Command("sh", "-c", "sleep 1000 & exec cat"),
 		mcptest.WithoutHandshake(), mcptest.WithGrace(30*time.Second))
-	if err := s.Ping(t.Context()); err != nil {
+	// cat echoes a notification: once it is back, cat is running.
+	if err := s.Notify(mcptest.MethodInitialized, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitNotification(t.Context(), mcptest.MethodInitialized); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

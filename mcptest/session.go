@@ -494,6 +494,9 @@ func (s *Session) route(msg *Message) {
 }
 
 func (s *Session) serverRequest(msg *Message) {
+	if s.echoed(msg) {
+		return
+	}
 	s.mu.Lock()
 	s.stats.ServerRequests++
 	modern := s.modern
@@ -519,6 +522,30 @@ func (s *Session) serverRequest(msg *Message) {
 	if err := s.writeMsg(ctx, reply); err != nil {
 		s.note("answering server request %q: %v", msg.Method, err)
 	}
+}
+
+// echoed reports whether msg is one of the host's own pending requests sent
+// back, as a program that copies stdin to stdout (cat) does, and if so fails
+// that request with an error that says so rather than answering the echo,
+// which the program would echo again.
+func (s *Session) echoed(msg *Message) bool {
+	id, ok := msg.IntID()
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	p := s.pending[id]
+	if p == nil || p.method != msg.Method {
+		s.mu.Unlock()
+		return false
+	}
+	delete(s.pending, id)
+	s.stats.ServerRequests++
+	s.recordLocked("!", -1, fmt.Appendf(nil, "the server sent the host's own request back: %s id=%d", msg.Method, id))
+	s.bumpLocked()
+	s.mu.Unlock()
+	p.complete(nil, fmt.Errorf("mcptest: %s id=%d: the server sent this very request back instead of answering it: it echoes its stdin, it is not an MCP server", msg.Method, id))
+	return true
 }
 
 func setReply(reply *Message, result any, err error) {
