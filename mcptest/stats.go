@@ -153,7 +153,11 @@ func (s *Session) Diagnose() string {
 	s.mu.Lock()
 	var ids []string
 	for id, p := range s.pending {
-		ids = append(ids, fmt.Sprintf("%s id=%d", p.method, id))
+		what := fmt.Sprintf("%s id=%d", p.method, id)
+		if p.cancelled.Load() {
+			what += " (cancelled or given up: a late answer is still accepted)"
+		}
+		ids = append(ids, what)
 	}
 	lastFrame, failErr, stdoutErr, version := s.lastFrame, s.failErr, s.stdoutErr, s.version
 	queued, queuedBytes := len(s.queue), s.queuedBytes
