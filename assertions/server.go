@@ -19,7 +19,7 @@ import (
 // skipped, with the reason.
 type ServerConfig struct {
 	// Large is a tools/call whose response is much larger than the pipe
-	// capacity (a few hundred KiB is plenty with the default 4 KiB pipes).
+	// capacity (a few hundred KiB is plenty with the default 16 KiB pipes).
 	Large *ToolCall
 	// Slow is a tools/call that works for a while (at least a few seconds
 	// unless cancelled) and honours cancellation; if it sends progress
@@ -45,8 +45,11 @@ type ServerConfig struct {
 	// server's stdout is blocked. Default 500.
 	Flood int
 	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
-	// 4096 on Linux, so that modest responses block the writer; elsewhere
-	// the capacity cannot be set and the system's default is used.
+	// 16 KiB on Linux, so that modest responses block the writer; elsewhere
+	// the capacity cannot be set and the system's default is used. Not a
+	// single page: a pipe of one slot can hold a writer blocked behind a
+	// few bytes of an earlier small message, which no fill level shows
+	// (see pipes.Pipe.Full).
 	PipeCapacity int
 	// Within bounds each step of a criterion (a response, a blocked writer,
 	// a second request). Default 5s.
@@ -76,7 +79,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.Flood = 500
 	}
 	if c.PipeCapacity == 0 && pipeCapacitySettable {
-		c.PipeCapacity = 4096
+		c.PipeCapacity = 16 << 10
 	}
 	if c.Within <= 0 {
 		c.Within = 5 * time.Second

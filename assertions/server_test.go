@@ -12,7 +12,7 @@ import (
 )
 
 // fakeConfig names the fake's tools for the server criteria, sized so the
-// battery is quick: 4 KiB pipes make a 256 KiB response block the writer.
+// battery is quick: 16 KiB pipes make a 256 KiB response block the writer.
 func fakeConfig() assertions.ServerConfig {
 	return assertions.ServerConfig{
 		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
@@ -82,6 +82,12 @@ func TestCheckServerVerdicts(t *testing.T) {
 			// Only a SHOULD NOT in 2025-11-25.
 			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
 		}},
+		{"server request on stdout, modern", []string{"-server-request-after", "2"}, 0, func(p string) map[string]assertions.Verdict {
+			// The 2026-07-28 stdio transport forbids requests from the
+			// server; the fake sends one right after the second message.
+			return with(allPass(p), "stdout-clean", assertions.Fail, "era", assertions.Fail)
+		}},
+		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, allPass},
 		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, func(p string) map[string]assertions.Verdict {
 			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
 			if p == "child" {

@@ -20,7 +20,7 @@ import (
 )
 
 // serverConfig names the SDK servers' tools for the server criteria, sized
-// so the battery is quick under -race: with the battery's 4 KiB pipes a
+// so the battery is quick under -race: with the battery's 16 KiB pipes a
 // 256 KiB response blocks the writer.
 func serverConfig() assertions.ServerConfig {
 	return assertions.ServerConfig{

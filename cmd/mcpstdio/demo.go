@@ -29,7 +29,7 @@ var demoFakes = []demoFake{
 }
 
 // demoConfig presets the tool calls of the fake, sized so the whole run
-// takes seconds: with 4 KiB pipes a 256 KiB response blocks the writer, and
+// takes seconds: with 16 KiB pipes a 256 KiB response blocks the writer, and
 // each step is bounded by 2s, so the naive fake's unread stdin fails
 // quickly. Flags the user gave win.
 func demoConfig(cfg assertions.ServerConfig) assertions.ServerConfig {

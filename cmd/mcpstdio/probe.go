@@ -18,7 +18,6 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
 const probeUsage = `usage: mcpstdio probe [flags] -- <server command...>
@@ -102,7 +101,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.cheap, "cheap", "`tool call` used as the cheap second request (default ping or server/discover)")
 	fs.Var(&f.bounded, "bounded", "`tool call` that could return a lot; its result must keep to -content-budget")
 	fs.IntVar(&f.maxFrame, "max-frame", 0, "transport limit: most `bytes` in one message from the server (0: 16 MiB)")
-	fs.IntVar(&f.pipeCapacity, "pipe-capacity", 0, "capacity in `bytes` of the server's stdin and stdout pipes, Linux only (0: 4096 on Linux, the system's elsewhere)")
+	fs.IntVar(&f.pipeCapacity, "pipe-capacity", 0, "capacity in `bytes` of the server's stdin and stdout pipes, Linux only (0: 16 KiB on Linux, the system's elsewhere)")
 	fs.DurationVar(&f.within, "within", 0, "bound of each step of a criterion (0: 5s)")
 	fs.DurationVar(&f.cancelGrace, "cancel-grace", 0, "how long work may go on after a cancel (0: 200ms)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 0, "how long the server has to exit after stdin EOF or SIGTERM (0: 2s)")
@@ -153,25 +152,7 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 	if f.maxFrame > 0 {
 		cfg.Options = append(cfg.Options, mcptest.WithMaxFrame(f.maxFrame))
 	}
-	if f.pipeCapacity == 0 && !pipeCapacitySettable() {
-		// The battery's 4096-byte pipes need F_SETPIPE_SZ; elsewhere keep
-		// the system's pipes (mcptest leaves them alone for 0) rather than
-		// fail every criterion. Responses must then exceed a larger pipe.
-		cfg.Options = append(cfg.Options, mcptest.WithPipeCapacity(0))
-	}
 	return cfg, nil
-}
-
-// pipeCapacitySettable reports whether this platform can set a pipe's
-// capacity.
-func pipeCapacitySettable() bool {
-	p, err := pipes.New()
-	if err != nil {
-		return true // let starting the server report it
-	}
-	defer p.Close()
-	_, err = p.SetCapacity(4096)
-	return !errors.Is(err, errors.ErrUnsupported)
 }
 
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
