@@ -25,6 +25,7 @@ type FrameTooLargeError struct {
 	Head  []byte // the frame's first bytes, at most HeadSize
 }
 
+// Error says how large the frame was, the limit, and how it starts.
 func (e *FrameTooLargeError) Error() string {
 	return fmt.Sprintf("pipes: frame of %d bytes exceeds the %d-byte limit and was discarded (starts %q)", e.Size, e.Limit, e.Head)
 }
@@ -37,6 +38,7 @@ type TruncatedFrameError struct {
 	Head      []byte // the unfinished frame's first bytes, at most HeadSize
 }
 
+// Error says how many bytes were lost and how they start.
 func (e *TruncatedFrameError) Error() string {
 	return fmt.Sprintf("pipes: input ended inside a frame: %d bytes without a final newline were lost (starts %q): %v", e.Lost, e.Head, io.ErrUnexpectedEOF)
 }
