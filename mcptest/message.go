@@ -86,19 +86,132 @@ func hasID(id json.RawMessage) bool {
 
 // ParseMessage decodes one frame into a Message. It fails for anything that
 // is not a JSON object with "jsonrpc": "2.0" and the shape of a request, a
-// notification or a response.
+// notification or a response. Keys match exactly, as JSON-RPC spells them.
+//
+// It validates the frame once and then only slices the envelope's values
+// out of a copy of it: params and result, which may be megabytes, are
+// neither decoded nor scanned again.
 func ParseMessage(frame []byte) (*Message, error) {
-	var m Message
-	if err := json.Unmarshal(frame, &m); err != nil {
-		return nil, fmt.Errorf("mcptest: not JSON-RPC: %w", err)
+	if !json.Valid(frame) {
+		var v any
+		return nil, fmt.Errorf("mcptest: not JSON-RPC: %w", json.Unmarshal(frame, &v))
 	}
-	if m.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("mcptest: not JSON-RPC: jsonrpc is %q, want \"2.0\"", m.JSONRPC)
+	b := bytes.Clone(frame) // the Message must not alias the caller's buffer
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return nil, fmt.Errorf("mcptest: not JSON-RPC: not a JSON object")
+	}
+	var m Message
+	var version, method, rpcErr json.RawMessage // decoded below: the last of duplicate keys wins
+	i = skipSpace(b, i+1)
+	for b[i] != '}' {
+		keyEnd := valueEnd(b, i)
+		key := b[i:keyEnd]
+		i = skipSpace(b, keyEnd)
+		i = skipSpace(b, i+1) // the ':'
+		end := valueEnd(b, i)
+		val := json.RawMessage(b[i:end:end])
+		switch string(key) {
+		case `"jsonrpc"`:
+			version = val
+		case `"id"`:
+			m.ID = val
+		case `"method"`:
+			method = val
+		case `"params"`:
+			m.Params = val
+		case `"result"`:
+			m.Result = val
+		case `"error"`:
+			rpcErr = val
+		}
+		i = skipSpace(b, end)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	if method != nil {
+		if err := json.Unmarshal(method, &m.Method); err != nil {
+			return nil, fmt.Errorf("mcptest: not JSON-RPC: method: %w", err)
+		}
+	}
+	if rpcErr != nil {
+		if err := json.Unmarshal(rpcErr, &m.Error); err != nil {
+			return nil, fmt.Errorf("mcptest: not JSON-RPC: error: %w", err)
+		}
+	}
+	if err := json.Unmarshal(version, &m.JSONRPC); version == nil || err != nil || m.JSONRPC != "2.0" {
+		return nil, fmt.Errorf("mcptest: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
 	}
 	if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
 		return nil, fmt.Errorf("mcptest: not JSON-RPC: neither request, notification nor response")
 	}
 	return &m, nil
+}
+
+func orAbsent(v json.RawMessage) string {
+	if v == nil {
+		return "absent"
+	}
+	return string(v)
+}
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the JSON value that starts at i in
+// valid JSON b.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i // a number or a literal: up to the next delimiter
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// stringEnd returns the index just past the JSON string that starts at i.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexAny(b[j:], `"\`)
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		if b[j] == '"' {
+			return j + 1
+		}
+		j += 2 // an escape: skip the backslash and the byte after it
+	}
+	return len(b)
 }
 
 // IntID returns m's id as an integer, and false if it is absent or not an
