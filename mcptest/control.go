@@ -24,7 +24,13 @@ func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
 func (s *Session) CloseStdin() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	s.note("host closed server stdin")
+	if n := len(s.stdinRest); n > 0 {
+		s.note("host closed server stdin with %d bytes of a partly written message unsent: the server got a truncated line", n)
+		s.stdinRest = nil
+		s.stdinRestLen.Store(0)
+	} else {
+		s.note("host closed server stdin")
+	}
 	if err := s.stdin.W.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("mcptest: closing server stdin: %w", err)
 	}

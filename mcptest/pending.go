@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -130,13 +131,25 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 		return p
 	}
 	s.pending[p.id] = p
+	if key := tokenKey(p.token); key != "" {
+		if _, seen := s.progress[key]; !seen {
+			s.progress[key] = 0
+		}
+	}
 	s.stats.Requests++
 	s.mu.Unlock()
 	id := json.RawMessage(fmt.Sprint(p.id))
 	if err := s.writeMsg(ctx, &Message{ID: id, Method: method, Params: raw}); err != nil {
-		s.mu.Lock()
-		delete(s.pending, p.id)
-		s.mu.Unlock()
+		if errors.Is(err, errPartialWrite) {
+			// The server will get the request whole with the next write and
+			// may answer it: keep it pending, so that answer is counted as
+			// late rather than as an unknown id.
+			p.cancelled.Store(true)
+		} else {
+			s.mu.Lock()
+			delete(s.pending, p.id)
+			s.mu.Unlock()
+		}
 		p.complete(nil, err)
 	}
 	return p

@@ -17,7 +17,8 @@ import (
 // ptrace_scope is 2 or more; without it Syscall is -1, only wchan is known,
 // and no thread counts as writing stdout (a wchan alone cannot tell stdout
 // from any other pipe): the pipe evidence remains.
-func threadStates(pid int) ([]ThreadState, error) {
+func threadStates(pid int, stdout *os.File) ([]ThreadState, error) {
+	link := pipeLink(stdout)
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -45,9 +46,17 @@ func threadStates(pid int) ([]ThreadState, error) {
 			t.Wchan = strings.TrimSpace(string(b))
 		}
 		isWrite := t.Syscall == unix.SYS_WRITE || t.Syscall == unix.SYS_WRITEV
-		// Only a write to fd 1 is a write to stdout: a thread blocked on
-		// another pipe (a subprocess's stdin, a log pipe) proves nothing.
-		t.Write = isWrite && t.Fd == 1
+		// Only a write to the session's stdout pipe counts: a thread
+		// blocked on another pipe (a subprocess's stdin, a log pipe)
+		// proves nothing. The pipe is matched by inode, so a server that
+		// moved the protocol off fd 1 is still seen; fd 1 is the fallback.
+		if isWrite {
+			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, t.Fd)); err == nil && link != "" {
+				t.Write = target == link
+			} else {
+				t.Write = t.Fd == 1
+			}
+		}
 		out = append(out, t)
 	}
 	return out, nil
@@ -89,4 +98,19 @@ func pipeFill(f *os.File) (buffered, capacity int, err error) {
 		err = ierr
 	}
 	return buffered, capacity, err
+}
+
+// pipeLink returns what /proc/<pid>/fd/<n> reads for a descriptor of the
+// pipe f is an end of: "pipe:[inode]"; "" if unknown.
+func pipeLink(f *os.File) string {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		return ""
+	}
+	return fmt.Sprintf("pipe:[%d]", st.Ino)
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-func threadStates(int) ([]ThreadState, error) { return nil, errors.ErrUnsupported }
+func threadStates(int, *os.File) ([]ThreadState, error) { return nil, errors.ErrUnsupported }
 
 func syscallName(n int64) string { return "#" + strconv.FormatInt(n, 10) }
 

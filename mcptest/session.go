@@ -55,31 +55,32 @@ type Session struct {
 	writeMu sync.Mutex
 	nextID  atomic.Int64
 
-	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced on every change waiters care about
-	pending     map[int64]*Pending
-	progress    map[string]int64 // progress notifications by token (its compact JSON)
-	stdinRest   []byte           // the unwritten end of a message whose write timed out
-	notes       []noteEntry
-	junk        [][]byte
-	transcript  []TranscriptEntry
-	tpos        int
-	version     string
-	modern      bool
-	negotiated  bool
-	failErr     error // the session ended (overflow, stdout closed)
-	stdoutErr   error // how stdout ended
-	lastFrame   time.Time
-	queuedBytes int64
-	queueFullAt time.Time
-	stallWanted bool
-	monitoring  bool
-	pipeFullAt  time.Time
-	closing     bool
-	stats       Stats
-	evidence    WriterEvidence
-	closeOnce   sync.Once
-	closeErr    error
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced on every change waiters care about
+	pending      map[int64]*Pending
+	progress     map[string]int64 // progress notifications by token (its compact JSON)
+	stdinRest    []byte           // the unwritten end of a message whose write timed out; writeMu
+	stdinRestLen atomic.Int64     // len(stdinRest), for Diagnose, which must not wait on writeMu
+	notes        []noteEntry
+	junk         [][]byte
+	transcript   []TranscriptEntry
+	tpos         int
+	version      string
+	modern       bool
+	negotiated   bool
+	failErr      error // the session ended (overflow, stdout closed)
+	stdoutErr    error // how stdout ended
+	lastFrame    time.Time
+	queuedBytes  int64
+	queueFullAt  time.Time
+	stallWanted  bool
+	monitoring   bool
+	pipeFullAt   time.Time
+	closing      bool
+	stats        Stats
+	evidence     WriterEvidence
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 type inbound struct {
@@ -457,8 +458,8 @@ func (s *Session) handle(in inbound) {
 			key = progressKey(msg.Params)
 		}
 		s.mu.Lock()
-		if key != "" {
-			s.progress[key]++
+		if _, ours := s.progress[key]; ours && key != "" {
+			s.progress[key]++ // only tokens the host gave out: the map stays bounded
 		}
 		s.stats.Notifications++
 		if len(s.notes) >= notesKeep {
@@ -535,7 +536,10 @@ func (s *Session) echoed(msg *Message) bool {
 	}
 	s.mu.Lock()
 	p := s.pending[id]
-	if p == nil || p.method != msg.Method {
+	// Only before the server has sent any response: a real server may send
+	// its own request (a ping) whose id happens to match one of the host's,
+	// and an echoing program never answers anything.
+	if p == nil || p.method != msg.Method || s.stats.Responses > 0 || s.stats.UnknownIDs > 0 {
 		s.mu.Unlock()
 		return false
 	}
@@ -649,6 +653,7 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 		s.stats.StdinBytes += int64(n)
 		s.mu.Unlock()
 		s.stdinRest = s.stdinRest[n:]
+		s.stdinRestLen.Store(int64(len(s.stdinRest)))
 		if err != nil {
 			return s.stdinError(fmt.Sprintf("the %d bytes left of an earlier message, before %s", len(s.stdinRest)+n, what), n, err)
 		}
@@ -664,9 +669,16 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	}
 	if n > 0 && n < len(b) {
 		s.stdinRest = bytes.Clone(b[n:])
+		s.stdinRestLen.Store(int64(len(s.stdinRest)))
+		return fmt.Errorf("%w (%w: the remaining %d bytes will be written before the next message, so the server still gets it whole)",
+			s.stdinError(fmt.Sprintf("%s (%d bytes)", what, len(b)), n, err), errPartialWrite, len(b)-n)
 	}
 	return s.stdinError(fmt.Sprintf("%s (%d bytes)", what, len(b)), n, err)
 }
+
+// errPartialWrite marks a write that timed out part-way: the message will
+// still reach the server whole, when the next write sends its rest.
+var errPartialWrite = errors.New("the message was partly written")
 
 // stdinError explains a failed write of what to stdin, of which n bytes got
 // through.
@@ -683,31 +695,48 @@ func (s *Session) stdinError(what string, n int, err error) error {
 	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
 }
 
-// progressKey returns the compact JSON of a progress notification's token,
-// or "" if it has none.
+// progressKey returns the canonical JSON of a progress notification's
+// token, or "" if it has none.
 func progressKey(params json.RawMessage) string {
 	var p struct {
 		Token json.RawMessage `json:"progressToken"`
 	}
-	if json.Unmarshal(params, &p) != nil || len(p.Token) == 0 {
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return tokenKey(p.Token)
+}
+
+// tokenKey returns a token's canonical JSON, so that encoders that escape
+// differently ("a\u0026b" and "a&b") agree; "" if raw is not a token.
+func tokenKey(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil || v == nil {
 		return ""
 	}
 	var b bytes.Buffer
-	if json.Compact(&b, p.Token) != nil {
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if e.Encode(v) != nil {
 		return ""
 	}
-	return b.String()
+	return string(bytes.TrimSpace(b.Bytes()))
 }
 
 // ProgressCount returns how many notifications/progress have arrived with
-// the given progress token (as JSON: a string token is quoted). Every one is
-// counted, however many arrive and however large.
+// the given progress token (as JSON: a string token is quoted), which must
+// be the token of a request this session sent (see Pending.ProgressToken):
+// progress for tokens the host never gave out is not counted by token. Every
+// one is counted, however many arrive and however large; tokens compare as
+// JSON values, so "a&b" and "a\u0026b" are the same token.
 func (s *Session) ProgressCount(token json.RawMessage) int64 {
-	var b bytes.Buffer
-	if json.Compact(&b, token) != nil {
-		return 0
-	}
+	key := tokenKey(token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.progress[b.String()]
+	return s.progress[key]
 }

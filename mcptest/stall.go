@@ -107,7 +107,8 @@ type WriterEvidence struct {
 	Capacity int // the stdout pipe's capacity, if known
 	// Threads are the server process's threads seen blocked writing
 	// stdout: (Linux) /proc/<pid>/task/<tid>/syscall shows write or writev
-	// on fd 1; wchan (pipe_write, anon_pipe_write) is shown beside it.
+	// on a descriptor of the session's stdout pipe; wchan (pipe_write,
+	// anon_pipe_write) is shown beside it.
 	Threads []ThreadState
 }
 
@@ -132,7 +133,7 @@ type ThreadState struct {
 	Syscall int64  // the system call it is in; -1 if running in user space
 	Fd      int64  // its first argument (for write: the file descriptor), if in a call
 	Wchan   string // the kernel function it waits in, "0" or "" if none
-	Write   bool   // blocked writing stdout: write/writev on fd 1
+	Write   bool   // blocked writing stdout: write/writev on the session's stdout pipe (fd 1 if /proc/<pid>/fd is unreadable)
 }
 
 // String formats the thread as "tid: syscall N (name fd F), wchan W".
@@ -146,12 +147,12 @@ func (t ThreadState) String() string {
 
 // WaitWriterBlocked returns once host reads are stalled and the server is
 // blocked writing its stdout, bounded by ctx and the session timeout. The
-// evidence is either of: (Linux, child processes) a thread blocked in write
-// (see ThreadState), or the stdout pipe effectively full on two consecutive
-// looks while reads are stalled (within a page of capacity, as
-// pipes.EffectivelyFull, which asks a one-page pipe to be entirely full). What was seen is in Stats.WriterEvidence
-// and Diagnose. The kernel state is polled every 2ms; on failure the error is
-// a *WaitError with a diagnosis.
+// evidence is either of: (Linux, child processes) a thread blocked writing
+// the stdout pipe (see ThreadState), or the stdout pipe effectively full on
+// two consecutive looks while reads are stalled (pipes.EffectivelyFull:
+// within a page of capacity; a one-page pipe entirely full). What was seen
+// is in Stats.WriterEvidence and Diagnose. The kernel state is polled every
+// 2ms; on failure the error is a *WaitError with a diagnosis.
 //
 // Limits: only the direct child's threads are inspected (a server started
 // through a shell shows only the pipe evidence); a writer blocked on a pipe
@@ -180,7 +181,7 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 				prevFull = -1
 			}
 			if pid := s.proc.pid(); pid > 0 {
-				ts, _ := threadStates(pid)
+				ts, _ := threadStates(pid, s.stdout.R)
 				for _, th := range ts {
 					if th.Write {
 						ev.Threads = append(ev.Threads, th)

@@ -168,7 +168,7 @@ func (s *Session) Diagnose() string {
 	inFull := ierr == nil && pipes.EffectivelyFull(ib, ic)
 	var threads []ThreadState
 	if pid := s.proc.pid(); pid > 0 && alive {
-		threads, _ = threadStates(pid)
+		threads, _ = threadStates(pid, s.stdout.R)
 	}
 	writing := false
 	for _, t := range threads {
@@ -217,6 +217,9 @@ func (s *Session) Diagnose() string {
 		st.StdoutBytes, st.Frames, st.LargestFrame, last, st.OversizedFrames, st.JunkLines, st.ParseErrors, errOr(stdoutErr, "no"))
 	fmt.Fprintf(&b, "dispatcher: %d/%d queued (%d bytes), %d dropped\n", queued, cap(s.queue), queuedBytes, st.Dropped)
 	fmt.Fprintf(&b, "stdin: %d bytes sent; stderr: %d bytes\n", st.StdinBytes, st.StderrBytes)
+	if n := s.stdinRestLen.Load(); n > 0 {
+		fmt.Fprintf(&b, "stdin: %d bytes of a partly written message wait to be sent before the next one\n", n)
+	}
 	if len(ids) > 0 {
 		fmt.Fprintf(&b, "pending: %s\n", strings.Join(ids, ", "))
 	}
