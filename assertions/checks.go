@@ -58,8 +58,8 @@ func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, sc
 
 // CheckSecondRequestCompletes sends one small independent request with a
 // fresh id, Session.Ping (ping or server/discover, by era), and checks that
-// it is answered within the bound. An error response counts as an answer:
-// what is checked is that the server still responds.
+// it is answered within the bound. An error response to the ping counts as
+// an answer: what is checked is that the server still responds.
 func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) error {
 	return checkCheap(ctx, s, within, nil)
 }
@@ -79,7 +79,10 @@ func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, c
 	}
 	var rpc *mcptest.RPCError
 	if errors.As(err, &rpc) {
-		return nil // answered, with an error: the server is responsive
+		if call == nil {
+			return nil // Ping answered with an error: the server is responsive
+		}
+		return fmt.Errorf("second request (%s) was answered with an error, %v: configure a cheap call that works", what, rpc)
 	}
 	if err != nil {
 		return fmt.Errorf("second request (%s) got no answer within %v (after %v): %w", what, within, time.Since(start).Round(time.Millisecond), err)
@@ -148,9 +151,24 @@ func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pe
 		problems = append(problems, fmt.Sprintf("the response to id=%d arrived more than %v after the cancel", p.ID(), within))
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("work on id=%d did not stop after notifications/cancelled: %s\n%s", p.ID(), strings.Join(problems, "; "), s.Diagnose())
+		return &WorkContinuedError{ID: p.ID(), Problems: problems, Diagnosis: s.Diagnose()}
 	}
 	return nil
+}
+
+// WorkContinuedError is CheckCancelStopsWork's error when messages for the
+// cancelled request kept arriving after the grace period. Any other error
+// of the check is about the check itself (the cancel could not be sent, the
+// context ended).
+type WorkContinuedError struct {
+	ID        int64    // the cancelled request
+	Problems  []string // what kept arriving
+	Diagnosis string   // Session.Diagnose at the end of the check
+}
+
+// Error lists what kept arriving, then the diagnosis.
+func (e *WorkContinuedError) Error() string {
+	return fmt.Sprintf("work on id=%d did not stop after notifications/cancelled: %s\n%s", e.ID, strings.Join(e.Problems, "; "), e.Diagnosis)
 }
 
 // AssertCancelStopsWork is CheckCancelStopsWork for tests.
@@ -231,6 +249,16 @@ var tokens atomic.Int64
 // newProgressToken returns a progress token no other request of this
 // process carries, so progress can be attributed to its request.
 func newProgressToken() string { return fmt.Sprintf("mcpstdio-%d", tokens.Add(1)) }
+
+// ended reports whether p has ended: answered, or failed.
+func ended(p *mcptest.Pending) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
+	}
+}
 
 // responded reports whether p's response has arrived (not merely whether
 // p has ended: a failed write or a closed session ends it too).

@@ -21,8 +21,10 @@ type ServerConfig struct {
 	// Large is a tools/call whose response is much larger than the pipe
 	// capacity (a few hundred KiB is plenty with the default 16 KiB pipes).
 	Large *ToolCall
-	// Slow is a tools/call that works for a while (at least a few seconds
-	// unless cancelled) and honours cancellation; if it sends progress
+	// Slow is a tools/call that works for a while unless cancelled —
+	// longer than min(Within, 10×CancelGrace) (2s by default), which is
+	// how long cancel-during-work waits for its first progress before
+	// cancelling — and honours cancellation; if it sends progress
 	// notifications when the request carries a progressToken, the criteria
 	// use them as evidence that the work stopped.
 	Slow *ToolCall
@@ -45,8 +47,9 @@ type ServerConfig struct {
 	// server's stdout is blocked. Default 500.
 	Flood int
 	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
-	// 16 KiB on Linux, so that modest responses block the writer; elsewhere
-	// the capacity cannot be set and the system's default is used. Not a
+	// (0) 16 KiB on Linux, so that modest responses block the writer;
+	// elsewhere the capacity cannot be set and the system's default is
+	// used. A negative value keeps the system's default on Linux too. Not a
 	// single page: a pipe of one slot can hold a writer blocked behind a
 	// few bytes of an earlier small message, which no fill level shows
 	// (see pipes.Pipe.Full).
@@ -235,7 +238,7 @@ func runServerCriterion(ctx context.Context, target mcptest.Target, cfg ServerCo
 	r := &serverRun{target: target, cfg: cfg}
 	// The watchdog: every step inside is bounded by cfg.Within, so a
 	// criterion that runs past a generous multiple of it is stuck.
-	limit := 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace
+	limit := 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 3*oversizedAllowance(cfg)
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	done := make(chan Result, 1)
@@ -356,7 +359,7 @@ func checkOversizedInput(ctx context.Context, r *serverRun) Result {
 	// Reading and rejecting a huge line takes time in proportion to its
 	// size: allow 250ms per MiB on top of the usual bound, so that a slow
 	// but sound server is not taken for a stuck one.
-	bound := r.cfg.Within + time.Duration(r.cfg.OversizedRequest>>20)*250*time.Millisecond
+	bound := r.cfg.Within + oversizedAllowance(r.cfg)
 	s, err := r.start(ctx, mcptest.WithTimeout(bound))
 	if err != nil {
 		return startFailed(err)
@@ -377,6 +380,12 @@ func checkOversizedInput(ctx context.Context, r *serverRun) Result {
 		mem = fmt.Sprintf("peak memory (VmHWM) %d KiB", kb)
 	}
 	return pass("%d-byte request line accepted in %v and survived; the next request completed; %s", len(line), wrote.Round(time.Millisecond), mem)
+}
+
+// oversizedAllowance is the time oversized-input grants beyond Within:
+// 250ms per MiB of the line.
+func oversizedAllowance(cfg ServerConfig) time.Duration {
+	return time.Duration(cfg.OversizedRequest>>20) * 250 * time.Millisecond
 }
 
 // oversizedRequest returns a well-formed tools/call request line of size
@@ -473,12 +482,14 @@ func checkStallCancelRecover(ctx context.Context, r *serverRun) Result {
 	if err != nil {
 		return startFailed(err)
 	}
+	before := s.Stats().StdoutBytes
 	s.StallReads()
 	big := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		return failErr("the large call did not block the server's stdout", err)
 	}
-	evidence := s.Stats().WriterEvidence.String()
+	blocked := s.Stats().WriterEvidence
+	evidence := blocked.String()
 	if err := big.Cancel("mcpstdio: result exceeded the client budget"); err != nil {
 		res := failErr("sending notifications/cancelled while the server's stdout was blocked", err)
 		res.Rule = "the server's stdin reader must not wait on its stdout writes"
@@ -488,13 +499,22 @@ func checkStallCancelRecover(ctx context.Context, r *serverRun) Result {
 	if err := r.cheap(ctx); err != nil {
 		return failErr("stall → large call → writer blocked → cancel → resume", err)
 	}
-	late := "no response to the cancelled call yet"
+	// A writer that was really blocked had more than a pipeful to write, and
+	// bytes handed to write(2) cannot be recalled: more than the pipe held
+	// must have arrived. Otherwise a short response sat in the pipe.
+	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, r.cfg.Large)}
+	}
+	late := "no response to the cancelled call (suppressed, or still to come)"
 	select {
 	case <-big.Done():
-		if resp, err := big.Wait(ctx); err == nil && resp.Late {
-			late = "the cancelled call's response arrived late (tolerated)"
-		} else if err != nil {
+		switch resp, err := big.Wait(ctx); {
+		case err != nil:
 			late = "the cancelled call ended with: " + firstLine(err.Error())
+		case resp.Late:
+			late = "the cancelled call's response arrived late (tolerated)"
+		default:
+			late = "the large response had arrived before the cancel"
 		}
 	default:
 	}
@@ -521,6 +541,10 @@ func responseAfterCancel(era, what string) Result {
 // NOT in the 2026-07-28 stdio transport, a SHOULD before it.
 func stopFailure(era, what string, err error) Result {
 	res := failErr(what, err)
+	var wc *WorkContinuedError
+	if !errors.As(err, &wc) {
+		return res // the check itself could not be done: that is no SHOULD
+	}
 	if isModern(era) {
 		res.Rule = "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"
 	} else {
@@ -578,6 +602,9 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	wcancel()
 	evidence := "no progress notifications: judged by the response alone"
 	switch {
+	case ended(p) && !responded(p):
+		_, err := p.Wait(ctx)
+		return failErr("the Slow call failed before it could be cancelled", err)
 	case responded(p):
 		return Result{Verdict: Fail, Evidence: "the Slow call finished before it could be cancelled; configure a slower call"}
 	case s.ProgressCount(p.ProgressToken()) > 0:

@@ -128,3 +128,26 @@ func TestServerCriteria(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeCallTooSmall: a "Large" response that merely fills most of the
+// pipe looks like a blocked writer to the fill level; the criteria must see
+// through it rather than pass having proved nothing.
+func TestLargeCallTooSmall(t *testing.T) {
+	cfg := fakeConfig()
+	cfg.Large = &assertions.ToolCall{Name: "big", Arguments: map[string]any{"frameSize": 15000}} // < 16 KiB pipe
+	cfg.Within = 2 * time.Second
+	cfg.Run = regexp.MustCompile(`^(reads-while-blocked|stall-cancel-recover)$`)
+	for path, target := range targets() {
+		t.Run(path, func(t *testing.T) {
+			rep := assertions.CheckServer(t.Context(), target, cfg)
+			for _, res := range rep.Results {
+				if res.Verdict != assertions.Fail {
+					t.Errorf("%s with a 15000-byte Large response: %s (%s), want fail", res.Name, res.Verdict, res.Evidence)
+				}
+			}
+			if len(rep.Results) != 2 {
+				t.Errorf("ran %d criteria, want 2", len(rep.Results))
+			}
+		})
+	}
+}
