@@ -52,13 +52,15 @@ func bound(t testing.TB) time.Duration {
 	return d
 }
 
-func startRig(t testing.TB, ro rigOpt, opts ...Option) *rig {
+// rigPipes makes the stdin and stdout pipes of a rig, stdout of ro.outCap
+// bytes if set.
+func rigPipes(t testing.TB, ro rigOpt) (in, out *pipes.Pipe) {
 	t.Helper()
 	in, err := pipes.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pipes.New()
+	out, err = pipes.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +69,12 @@ func startRig(t testing.TB, ro rigOpt, opts ...Option) *rig {
 			t.Skipf("setting the pipe capacity needs Linux: %v", err)
 		}
 	}
+	return in, out
+}
+
+func startRig(t testing.TB, ro rigOpt, opts ...Option) *rig {
+	t.Helper()
+	in, out := rigPipes(t, ro)
 	if ro.frameMax == 0 {
 		ro.frameMax = 64 << 20
 	}

@@ -46,19 +46,7 @@ type child struct {
 
 func startChild(t *testing.T, ro rigOpt, args ...string) *child {
 	t.Helper()
-	in, err := pipes.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pipes.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ro.outCap > 0 {
-		if _, err := out.SetCapacity(ro.outCap); err != nil {
-			t.Skipf("setting the pipe capacity needs Linux: %v", err)
-		}
-	}
+	in, out := rigPipes(t, ro)
 	stderr := pipes.NewCapture(1 << 16)
 	cmd := exec.Command(testBinary(t), "-test.run=^TestHelperServeStdio$")
 	cmd.Env = append(os.Environ(), envStdioArgs+"="+string(mustJSON(t, args)), "GORACE=atexit_sleep_ms=0")
