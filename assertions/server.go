@@ -554,43 +554,56 @@ func stopFailure(era, what string, err error) Result {
 	return res
 }
 
-func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
+// startSlow starts a session and sends the Slow call with a progress token
+// of its own; ok is false, with the result to report, if it cannot.
+func (r *serverRun) startSlow(ctx context.Context) (s *mcptest.Session, p *mcptest.Pending, res Result, ok bool) {
 	if r.cfg.Slow == nil {
-		return skip("no Slow tool call configured")
+		return nil, nil, skip("no Slow tool call configured"), false
 	}
 	s, err := r.start(ctx)
 	if err != nil {
-		return startFailed(err)
+		return nil, nil, startFailed(err), false
 	}
+	return s, s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken())), Result{}, true
+}
+
+// lateResponse is the verdict when a response to the cancelled request p
+// has arrived (ok false if none has): what, then the error it carried.
+func lateResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, what string) (Result, bool) {
+	if !responded(p) {
+		return Result{}, false
+	}
+	resp, _ := p.Wait(ctx)
+	if resp.Error != nil {
+		what += fmt.Sprintf(" (error %d %q)", resp.Error.Code, resp.Error.Message)
+	}
+	return responseAfterCancel(s.ProtocolVersion(), what), true
+}
+
+func checkCancelBeforeWork(ctx context.Context, r *serverRun) Result {
 	// Request and cancel back to back, before the server can have done
 	// any work worth speaking of.
-	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken()))
+	s, p, res, ok := r.startSlow(ctx)
+	if !ok {
+		return res
+	}
 	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {
 		return stopFailure(s.ProtocolVersion(), "after notifications/cancelled sent right behind the request", err)
 	}
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after an early cancel", err)
 	}
-	if responded(p) {
-		resp, _ := p.Wait(ctx)
-		what := "a response to the cancelled request arrived"
-		if resp.Error != nil {
-			what += fmt.Sprintf(" (error %d %q)", resp.Error.Code, resp.Error.Message)
-		}
-		return responseAfterCancel(s.ProtocolVersion(), what)
+	if res, late := lateResponse(ctx, s, p, "a response to the cancelled request arrived"); late {
+		return res
 	}
 	return pass("no response after the cancel; the second request completed")
 }
 
 func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
-	if r.cfg.Slow == nil {
-		return skip("no Slow tool call configured")
+	s, p, res, ok := r.startSlow(ctx)
+	if !ok {
+		return res
 	}
-	s, err := r.start(ctx)
-	if err != nil {
-		return startFailed(err)
-	}
-	p := s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken()))
 	// Cancel once the work shows progress, or after a short while if it
 	// sends none.
 	wctx, wcancel := context.WithTimeout(ctx, min(r.cfg.Within, 10*r.cfg.CancelGrace))
@@ -616,14 +629,8 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	if err := r.cheap(ctx); err != nil {
 		return failErr("second request after the cancel", err)
 	}
-	if responded(p) {
-		if resp, err := p.Wait(ctx); err == nil {
-			res := responseAfterCancel(s.ProtocolVersion(), fmt.Sprintf("the work stopped (%s), but a response to the cancelled request arrived within the grace period", evidence))
-			if resp.Error != nil {
-				res.Evidence += fmt.Sprintf(": error %d %q", resp.Error.Code, resp.Error.Message)
-			}
-			return res
-		}
+	if res, late := lateResponse(ctx, s, p, fmt.Sprintf("the work stopped (%s), but a response to the cancelled request arrived within the grace period", evidence)); late {
+		return res
 	}
 	return pass("the work stopped within %v of the cancel (%s); no response; the second request completed", r.cfg.CancelGrace, evidence)
 }
