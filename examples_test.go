@@ -11,6 +11,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestMain serves the helpers (the fake as a child process) and checks for
@@ -34,7 +35,7 @@ func Example() {
 	defer s.Close()
 
 	s.StallReads() // the host is busy: nothing leaves the stdout pipe
-	big := s.Send(mcptest.MethodToolsCall, map[string]any{"name": "big", "arguments": map[string]any{"bytes": 1 << 20}})
+	big := s.Send(wire.MethodToolsCall, map[string]any{"name": "big", "arguments": map[string]any{"bytes": 1 << 20}})
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		fmt.Println(err)
 		return

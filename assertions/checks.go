@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // CheckNoDeadlock runs scenario under a watchdog. If scenario has not
@@ -73,11 +74,11 @@ func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, c
 	what := "Ping"
 	if call != nil {
 		what = "tools/call " + call.Name
-		_, err = s.Call(ctx, mcptest.MethodToolsCall, call.params(nil))
+		_, err = s.Call(ctx, wire.MethodToolsCall, call.params(nil))
 	} else {
 		err = s.Ping(ctx)
 	}
-	var rpc *mcptest.RPCError
+	var rpc *wire.RPCError
 	if errors.As(err, &rpc) {
 		if call == nil {
 			return nil // Ping answered with an error: the server is responsive

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestCheckCancelStopsWork: a server that honours the cancel passes; one
@@ -30,11 +31,11 @@ func TestCheckCancelStopsWork(t *testing.T) {
 			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
 				return fakeserver.New(tt.opts...).Serve(ctx, in, out, errw)
 			}))
-			p := s.Send(mcptest.MethodToolsCall, map[string]any{
+			p := s.Send(wire.MethodToolsCall, map[string]any{
 				"name": "slow", "arguments": map[string]any{"steps": 1000000, "intervalMs": tt.intervalMs},
 				"_meta": map[string]any{"progressToken": "tok-1"},
 			})
-			if _, err := s.WaitNotification(t.Context(), mcptest.MethodProgress); err != nil {
+			if _, err := s.WaitNotification(t.Context(), wire.MethodProgress); err != nil {
 				t.Fatal(err)
 			}
 			err := assertions.CheckCancelStopsWork(t.Context(), s, p, 200*time.Millisecond)
@@ -64,7 +65,7 @@ func TestCheckNoDeadlock(t *testing.T) {
 	t.Run("scenario finishes", func(t *testing.T) {
 		s := fake(t)
 		err := assertions.CheckNoDeadlock(t.Context(), s, 10*time.Second, func(ctx context.Context) error {
-			_, err := s.Call(ctx, mcptest.MethodToolsCall, bigCall(1<<20))
+			_, err := s.Call(ctx, wire.MethodToolsCall, bigCall(1<<20))
 			return err
 		})
 		if err != nil {
@@ -76,7 +77,7 @@ func TestCheckNoDeadlock(t *testing.T) {
 		s.StallReads()
 		begin := time.Now()
 		err := assertions.CheckNoDeadlock(t.Context(), s, 300*time.Millisecond, func(ctx context.Context) error {
-			p := s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+			p := s.Send(wire.MethodToolsCall, bigCall(1<<20))
 			<-p.Done() // ignores ctx: only killing the server ends this
 			_, err := p.Wait(ctx)
 			return err
@@ -96,7 +97,7 @@ func TestCheckNoDeadlock(t *testing.T) {
 func TestCheckWriterBlockedAndSecondRequest(t *testing.T) {
 	s := fake(t)
 	s.StallReads()
-	big := s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+	big := s.Send(wire.MethodToolsCall, bigCall(1<<20))
 	if err := assertions.CheckWriterBlocked(t.Context(), s, 10*time.Second); err != nil {
 		t.Fatalf("CheckWriterBlocked with a 1 MiB response and 4 KiB pipes: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestCheckWriterBlockedFailsWithoutOutput(t *testing.T) {
 func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
 	s := fake(t, fakeserver.WithNaiveLoop())
 	s.StallReads()
-	s.Send(mcptest.MethodToolsCall, bigCall(1<<20))
+	s.Send(wire.MethodToolsCall, bigCall(1<<20))
 	if err := s.WaitWriterBlocked(t.Context()); err != nil {
 		t.Fatal(err)
 	}

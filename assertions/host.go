@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Host is an MCP client under test, adapted to the battery: it talks to the
@@ -554,7 +555,7 @@ func SessionHost(opts ...mcptest.Option) HostFactory {
 type sessionHost struct{ s *mcptest.Session }
 
 func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
-	p := h.s.Send(mcptest.MethodToolsCall, map[string]any{"name": name, "arguments": args})
+	p := h.s.Send(wire.MethodToolsCall, map[string]any{"name": name, "arguments": args})
 	resp, err := p.Wait(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

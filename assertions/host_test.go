@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 func TestCheckHostSession(t *testing.T) {
@@ -57,7 +58,7 @@ func newNaiveHost(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 	}
 	h := &naiveHost{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	if _, err := h.request("initialize", map[string]any{
-		"protocolVersion": mcptest.Version20251125, "capabilities": map[string]any{},
+		"protocolVersion": wire.Version20251125, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "naive", "version": "0"},
 	}); err != nil {
 		return h, err
@@ -80,7 +81,7 @@ func (h *naiveHost) request(method string, params any) (json.RawMessage, error) 
 		var m struct {
 			ID     *int            `json:"id"`
 			Result json.RawMessage `json:"result"`
-			Error  *mcptest.RPCError
+			Error  *wire.RPCError
 		}
 		if json.Unmarshal(line, &m) != nil || m.ID == nil || *m.ID != h.id {
 			continue

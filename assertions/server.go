@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // ServerConfig configures ServerCriteria and CheckServer: the tool calls the
@@ -306,7 +307,7 @@ func checkStdoutClean(ctx context.Context, r *serverRun) Result {
 		return startFailed(err)
 	}
 	steps := []string{"handshake (" + s.ProtocolVersion() + ")"}
-	if _, err := s.Call(ctx, mcptest.MethodToolsList, map[string]any{}); err != nil {
+	if _, err := s.Call(ctx, wire.MethodToolsList, map[string]any{}); err != nil {
 		return failErr("tools/list", err)
 	}
 	steps = append(steps, "tools/list")
@@ -315,8 +316,8 @@ func checkStdoutClean(ctx context.Context, r *serverRun) Result {
 		call = r.cfg.Large
 	}
 	if call != nil {
-		if _, err := s.Call(ctx, mcptest.MethodToolsCall, call.params(nil)); err != nil {
-			var rpc *mcptest.RPCError
+		if _, err := s.Call(ctx, wire.MethodToolsCall, call.params(nil)); err != nil {
+			var rpc *wire.RPCError
 			if !errors.As(err, &rpc) { // an error result is still JSON-RPC on stdout
 				return failErr("tools/call "+call.Name, err)
 			}
@@ -412,7 +413,7 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 		return startFailed(err)
 	}
 	s.StallReads()
-	big := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	big := s.Send(wire.MethodToolsCall, r.cfg.Large.params(nil))
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		return failErr("the large call did not block the server's stdout", err)
 	}
@@ -466,13 +467,11 @@ func notLarge(s *mcptest.Session, resp *mcptest.Response, cfg ServerConfig) (Res
 
 // pingMethod is the cheapest request of the session's era.
 func pingMethod(s *mcptest.Session) string {
-	if isModern(s.ProtocolVersion()) {
-		return mcptest.MethodDiscover
+	if wire.IsModern(s.ProtocolVersion()) {
+		return wire.MethodDiscover
 	}
-	return mcptest.MethodPing
+	return wire.MethodPing
 }
-
-func isModern(v string) bool { return v >= mcptest.Version20260728 }
 
 func checkStallCancelRecover(ctx context.Context, r *serverRun) Result {
 	if r.cfg.Large == nil {
@@ -484,7 +483,7 @@ func checkStallCancelRecover(ctx context.Context, r *serverRun) Result {
 	}
 	before := s.Stats().StdoutBytes
 	s.StallReads()
-	big := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	big := s.Send(wire.MethodToolsCall, r.cfg.Large.params(nil))
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		return failErr("the large call did not block the server's stdout", err)
 	}
@@ -529,7 +528,7 @@ func firstLine(s string) string {
 // responseAfterCancel turns "a response arrived after an early cancel" into
 // the verdict of the negotiated era.
 func responseAfterCancel(era, what string) Result {
-	if isModern(era) {
+	if wire.IsModern(era) {
 		return Result{Verdict: Fail, Evidence: what,
 			Rule: "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"}
 	}
@@ -545,7 +544,7 @@ func stopFailure(era, what string, err error) Result {
 	if !errors.As(err, &wc) {
 		return res // the check itself could not be done: that is no SHOULD
 	}
-	if isModern(era) {
+	if wire.IsModern(era) {
 		res.Rule = "2026-07-28 stdio: after notifications/cancelled the server MUST NOT send any further messages for that request"
 	} else {
 		res.Verdict = Warn
@@ -564,7 +563,7 @@ func (r *serverRun) startSlow(ctx context.Context) (s *mcptest.Session, p *mcpte
 	if err != nil {
 		return nil, nil, startFailed(err), false
 	}
-	return s, s.Send(mcptest.MethodToolsCall, r.cfg.Slow.params(newProgressToken())), Result{}, true
+	return s, s.Send(wire.MethodToolsCall, r.cfg.Slow.params(newProgressToken())), Result{}, true
 }
 
 // lateResponse is the verdict when a response to the cancelled request p
@@ -608,7 +607,7 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	// sends none.
 	wctx, wcancel := context.WithTimeout(ctx, min(r.cfg.Within, 10*r.cfg.CancelGrace))
 	for s.ProgressCount(p.ProgressToken()) == 0 && !responded(p) {
-		if _, err := s.WaitNotification(wctx, mcptest.MethodProgress); err != nil {
+		if _, err := s.WaitNotification(wctx, wire.MethodProgress); err != nil {
 			break
 		}
 	}
@@ -647,7 +646,7 @@ func checkCancelAfterOutput(ctx context.Context, r *serverRun) Result {
 	// Let a little of the response through, then cancel while the rest is
 	// still being written.
 	s.StallReadsAfter(1024)
-	p := s.Send(mcptest.MethodToolsCall, r.cfg.Large.params(nil))
+	p := s.Send(wire.MethodToolsCall, r.cfg.Large.params(nil))
 	if err := s.WaitStdoutBytes(ctx, before+1024); err != nil {
 		return failErr("the large response did not begin", err)
 	}
@@ -716,12 +715,12 @@ func checkEra(ctx context.Context, r *serverRun) Result {
 	if err := r.cheap(ctx); err != nil {
 		return failErr("round trip after negotiation", err)
 	}
-	if n := s.Stats().ProtocolViolations; n > 0 && isModern(v) {
+	if n := s.Stats().ProtocolViolations; n > 0 && wire.IsModern(v) {
 		return Result{Verdict: Fail, Evidence: fmt.Sprintf("negotiated %s, and the server wrote %d request(s) on stdout", v, n),
 			Rule: "2026-07-28 stdio: the server MUST NOT write JSON-RPC requests to stdout"}
 	}
 	era := "legacy: the server/discover probe got no modern answer, so the initialize handshake"
-	if isModern(v) {
+	if wire.IsModern(v) {
 		era = "modern: the server answered the server/discover probe"
 	}
 	return pass("negotiated %s (%s); no server-to-client requests on stdout", v, era)
@@ -735,7 +734,7 @@ func checkResultBounded(ctx context.Context, r *serverRun) Result {
 	if err != nil {
 		return startFailed(err)
 	}
-	resp, err := s.Call(ctx, mcptest.MethodToolsCall, r.cfg.Bounded.params(nil))
+	resp, err := s.Call(ctx, wire.MethodToolsCall, r.cfg.Bounded.params(nil))
 	if err != nil {
 		return failErr("tools/call "+r.cfg.Bounded.Name, err)
 	}

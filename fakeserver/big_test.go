@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestBigExactFrameSize checks that frameSize gives a response line of
@@ -44,7 +44,7 @@ func TestBigExactFrameSize(t *testing.T) {
 					if len(f) != size {
 						t.Errorf("%s %s %s: frame is %d bytes, want %d", era, kind, lay.Layout, len(f), size)
 					}
-					m, err := mcptest.ParseMessage(f)
+					m, err := wire.ParseMessage(f)
 					if err != nil {
 						t.Fatalf("%s %s %s: %v", era, kind, lay.Layout, err)
 					}
@@ -60,7 +60,7 @@ func TestBigExactFrameSize(t *testing.T) {
 
 // checkPayload checks that the payload is made of kind's unit (and 'x'
 // filler) and sits where the layout says.
-func checkPayload(t *testing.T, m *mcptest.Message, kind PayloadKind, a BigArgs) {
+func checkPayload(t *testing.T, m *wire.Message, kind PayloadKind, a BigArgs) {
 	t.Helper()
 	var res struct {
 		Content []struct {
@@ -109,7 +109,7 @@ func TestBigBytes(t *testing.T) {
 		{"bytes": 10, "kind": "emoji"},
 		{"bytes": 10, "layout": "table"},
 	} {
-		if m := r.callTool(ToolBig, bad); m.Error == nil || m.Error.Code != mcptest.CodeInvalidParams {
+		if m := r.callTool(ToolBig, bad); m.Error == nil || m.Error.Code != wire.CodeInvalidParams {
 			t.Errorf("big %v: %+v, want -32602", bad, m)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 func init() { Register(helperName) }
@@ -21,14 +22,14 @@ func TestMain(m *testing.M) { mcptest.Main(m) }
 
 func TestModernEra(t *testing.T) {
 	r := startRig(t, rigOpt{})
-	res := result(t, r.call(mcptest.MethodDiscover, nil))
+	res := result(t, r.call(wire.MethodDiscover, nil))
 	if diff := cmp.Diff([]any{"2026-07-28", "2025-11-25", "2025-06-18"}, res["supportedVersions"]); diff != "" {
 		t.Errorf("server/discover supportedVersions mismatch (-want +got):\n%s", diff)
 	}
 	if res["resultType"] != "complete" {
 		t.Errorf("server/discover resultType = %v, want complete", res["resultType"])
 	}
-	list := result(t, r.call(mcptest.MethodToolsList, nil))
+	list := result(t, r.call(wire.MethodToolsList, nil))
 	if list["resultType"] != "complete" || list["cacheScope"] == nil || list["ttlMs"] == nil {
 		t.Errorf("tools/list result = %v, want resultType, ttlMs and cacheScope", list)
 	}
@@ -43,13 +44,13 @@ func TestModernEra(t *testing.T) {
 		t.Errorf("echo = %q, want %q", got, "héllo")
 	}
 	// ping is gone in 2026-07-28.
-	if m := r.call(mcptest.MethodPing, nil); m.Error == nil || m.Error.Code != mcptest.CodeMethodNotFound {
-		t.Errorf("modern ping = %+v, want error %d", m, mcptest.CodeMethodNotFound)
+	if m := r.call(wire.MethodPing, nil); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
+		t.Errorf("modern ping = %+v, want error %d", m, wire.CodeMethodNotFound)
 	}
 	// An unsupported version gets -32022 with the supported list.
 	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	m := r.nextMsg()
-	if m.Error == nil || m.Error.Code != mcptest.CodeUnsupportedProtocolVersion {
+	if m.Error == nil || m.Error.Code != wire.CodeUnsupportedProtocolVersion {
 		t.Fatalf("unsupported version: got %+v, want error -32022", m)
 	}
 	var data struct {
@@ -65,36 +66,36 @@ func TestLegacyEra(t *testing.T) {
 	for _, era := range []Era{EraBoth, EraLegacy} {
 		t.Run(string(era), func(t *testing.T) {
 			r := startRig(t, rigOpt{legacy: true}, WithEra(era))
-			res := result(t, r.call(mcptest.MethodInitialize, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "rig", "version": "0"}}))
+			res := result(t, r.call(wire.MethodInitialize, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "rig", "version": "0"}}))
 			if res["protocolVersion"] != "2025-06-18" {
 				t.Errorf("initialize protocolVersion = %v, want the offered 2025-06-18", res["protocolVersion"])
 			}
-			res = result(t, r.call(mcptest.MethodInitialize, map[string]any{"protocolVersion": "2099-01-01"}))
+			res = result(t, r.call(wire.MethodInitialize, map[string]any{"protocolVersion": "2099-01-01"}))
 			if res["protocolVersion"] != "2025-11-25" {
 				t.Errorf("initialize with an unknown version answered %v, want 2025-11-25", res["protocolVersion"])
 			}
 			r.writeLine([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-			if res := result(t, r.call(mcptest.MethodPing, nil)); len(res) != 0 {
+			if res := result(t, r.call(wire.MethodPing, nil)); len(res) != 0 {
 				t.Errorf("ping result = %v, want {}", res)
 			}
-			if res := result(t, r.call(mcptest.MethodToolsList, nil)); res["resultType"] != nil {
+			if res := result(t, r.call(wire.MethodToolsList, nil)); res["resultType"] != nil {
 				t.Errorf("legacy tools/list has resultType %v", res["resultType"])
 			}
-			if m := r.call(mcptest.MethodDiscover, nil); m.Error == nil || m.Error.Code != mcptest.CodeMethodNotFound {
+			if m := r.call(wire.MethodDiscover, nil); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
 				t.Errorf("server/discover without _meta = %+v, want -32601", m)
 			}
 		})
 	}
 	t.Run("legacy ignores _meta", func(t *testing.T) {
 		r := startRig(t, rigOpt{}, WithEra(EraLegacy))
-		if m := r.call(mcptest.MethodDiscover, nil); m.Error == nil || m.Error.Code != mcptest.CodeMethodNotFound {
+		if m := r.call(wire.MethodDiscover, nil); m.Error == nil || m.Error.Code != wire.CodeMethodNotFound {
 			t.Errorf("legacy-only server/discover with modern _meta = %+v, want -32601 as from a server built before 2026-07-28", m)
 		}
 	})
 	t.Run("modern only rejects initialize", func(t *testing.T) {
 		r := startRig(t, rigOpt{legacy: true}, WithEra(EraModern))
-		m := r.call(mcptest.MethodInitialize, map[string]any{"protocolVersion": "2025-11-25"})
-		if m.Error == nil || m.Error.Code != mcptest.CodeUnsupportedProtocolVersion {
+		m := r.call(wire.MethodInitialize, map[string]any{"protocolVersion": "2025-11-25"})
+		if m.Error == nil || m.Error.Code != wire.CodeUnsupportedProtocolVersion {
 			t.Fatalf("initialize on a modern-only server = %+v, want -32022", m)
 		}
 		var data unsupportedData
@@ -108,24 +109,24 @@ func TestLegacyEra(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithMaxFrame(1024))
 	r.writeLine([]byte(`this is not json`))
-	// mcptest.ParseMessage rejects a response with id null, which JSON-RPC
+	// wire.ParseMessage rejects a response with id null, which JSON-RPC
 	// 2.0 prescribes for a parse error: decode it directly.
 	f, err := r.next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m mcptest.Message
+	var m wire.Message
 	if err := json.Unmarshal(f, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Error == nil || m.Error.Code != mcptest.CodeParseError || string(m.ID) != "null" {
+	if m.Error == nil || m.Error.Code != wire.CodeParseError || string(m.ID) != "null" {
 		t.Errorf("garbage line: got %+v, want -32700 with id null", m)
 	}
 	r.writeLine([]byte(`{"hello":"world"}`))
 	f, _ = r.next()
-	m = mcptest.Message{}
+	m = wire.Message{}
 	json.Unmarshal(f, &m)
-	if m.Error == nil || m.Error.Code != mcptest.CodeInvalidRequest {
+	if m.Error == nil || m.Error.Code != wire.CodeInvalidRequest {
 		t.Errorf("JSON that is not JSON-RPC: got %+v, want -32600", m)
 	}
 	big := make([]byte, 5000)
@@ -143,8 +144,8 @@ func TestBadInput(t *testing.T) {
 	// A duplicate id while the first is running.
 	slow := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
 	r.nextMsg() // its first progress: it is running
-	r.sendID(slow, mcptest.MethodPing, nil)
-	if m := r.nextMsg(); m.Error == nil || m.Error.Code != mcptest.CodeInvalidRequest || string(m.ID) != fmt.Sprint(slow) {
+	r.sendID(slow, wire.MethodPing, nil)
+	if m := r.nextMsg(); m.Error == nil || m.Error.Code != wire.CodeInvalidRequest || string(m.ID) != fmt.Sprint(slow) {
 		t.Errorf("duplicate id: got %+v, want -32600 for id %d", m, slow)
 	}
 }
@@ -183,7 +184,7 @@ func TestSearchContract(t *testing.T) {
 	if sc := res.StructuredContent; len(sc.Items) != 2 || sc.Truncated || sc.NextCursor != "" {
 		t.Errorf("last page: %d items, truncated %v, cursor %q", len(sc.Items), sc.Truncated, sc.NextCursor)
 	}
-	if m := r.callTool(ToolSearch, map[string]any{"cursor": "bogus"}); m.Error == nil || m.Error.Code != mcptest.CodeInvalidParams {
+	if m := r.callTool(ToolSearch, map[string]any{"cursor": "bogus"}); m.Error == nil || m.Error.Code != wire.CodeInvalidParams {
 		t.Errorf("bad cursor: %+v, want -32602", m)
 	}
 
@@ -214,7 +215,7 @@ func TestProgress(t *testing.T) {
 			Total         float64
 		}
 		json.Unmarshal(n.Params, &p)
-		if n.Method != mcptest.MethodProgress || p.ProgressToken != "p" || p.Progress != float64(i+1) || p.Total != 3 {
+		if n.Method != wire.MethodProgress || p.ProgressToken != "p" || p.Progress != float64(i+1) || p.Total != 3 {
 			t.Errorf("notification %d = %s %s", i, n.Method, n.Params)
 		}
 	}

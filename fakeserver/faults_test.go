@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Each test checks that a fault does exactly what its Option's doc says.
@@ -28,8 +28,8 @@ func TestFaultBanner(t *testing.T) {
 
 func TestFaultStdoutLog(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithStdoutLog(2, "LOG: something happened"))
-	r.call(mcptest.MethodDiscover, nil) // message 1: no log line
-	id := r.send(mcptest.MethodDiscover, nil)
+	r.call(wire.MethodDiscover, nil) // message 1: no log line
+	id := r.send(wire.MethodDiscover, nil)
 	if f, _ := r.next(); string(f) != "LOG: something happened" {
 		t.Errorf("after message 2: %q, want the log line", f)
 	}
@@ -99,7 +99,7 @@ func TestFaultRespondAfterCancel(t *testing.T) {
 	r2 := startRig(t, rigOpt{outCap: 4096})
 	echo = blockedThenCancelled(t, r2)
 	r2.next()
-	if m := r2.call(mcptest.MethodDiscover, nil); m.Error != nil {
+	if m := r2.call(wire.MethodDiscover, nil); m.Error != nil {
 		t.Fatal(m.Error) // r2.call fails on any response other than its own
 	}
 	rep := r2.waitReport("the echo to stop", func(rep Report) bool { c, _ := cancelByID(rep, echo); return c.Stopped })
@@ -110,7 +110,7 @@ func TestFaultRespondAfterCancel(t *testing.T) {
 
 func TestFaultInvalidJSON(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithInvalidJSON(1))
-	id := r.send(mcptest.MethodDiscover, nil)
+	id := r.send(wire.MethodDiscover, nil)
 	f, _ := r.next()
 	if string(f) != InvalidJSONLine || json.Valid(f) {
 		t.Errorf("line %q: want InvalidJSONLine, not valid JSON", f)
@@ -120,27 +120,27 @@ func TestFaultInvalidJSON(t *testing.T) {
 
 func TestFaultRawNewline(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithRawNewline(1))
-	r.send(mcptest.MethodDiscover, nil)
+	r.send(wire.MethodDiscover, nil)
 	a, _ := r.next()
 	b, _ := r.next()
 	if string(a) != `{"jsonrpc":"2.0",` || json.Valid(a) || json.Valid(b) {
 		t.Errorf("lines %q and %.40q: want the frame split after {\"jsonrpc\":\"2.0\",", a, b)
 	}
-	if m, err := mcptest.ParseMessage(append(a, b...)); err != nil || !m.IsResponse() {
+	if m, err := wire.ParseMessage(append(a, b...)); err != nil || !m.IsResponse() {
 		t.Errorf("the two halves together: %v", err)
 	}
-	r.call(mcptest.MethodDiscover, nil) // the next frame is whole again
+	r.call(wire.MethodDiscover, nil) // the next frame is whole again
 }
 
 func TestFaultOversizedFrame(t *testing.T) {
 	const size = 100_000
 	r := startRig(t, rigOpt{frameMax: size}, WithOversizedFrame(1, size))
-	id := r.send(mcptest.MethodDiscover, nil)
+	id := r.send(wire.MethodDiscover, nil)
 	f, err := r.next()
 	if err != nil || len(f) != size {
 		t.Fatalf("frame %d bytes (%v), want %d", len(f), err, size)
 	}
-	if m, err := mcptest.ParseMessage(f); err != nil || m.Method != mcptest.MethodMessage {
+	if m, err := wire.ParseMessage(f); err != nil || m.Method != wire.MethodMessage {
 		t.Errorf("oversized frame is not a valid notification: %v", err)
 	}
 	r.response(id)
@@ -148,7 +148,7 @@ func TestFaultOversizedFrame(t *testing.T) {
 		t.Errorf("OversizedFrame(1) is %d bytes, want the %d-byte minimum", len(got), len(oversizedHead)+len(oversizedTail))
 	}
 	r = startRig(t, rigOpt{frameMax: size}, WithOversizedFrame(1, size+1))
-	id = r.send(mcptest.MethodDiscover, nil)
+	id = r.send(wire.MethodDiscover, nil)
 	var tl *pipes.FrameTooLargeError
 	if _, err := r.next(); !errors.As(err, &tl) || tl.Size != size+1 {
 		t.Errorf("got %v, want a %d-byte FrameTooLargeError", err, size+1)
@@ -158,8 +158,8 @@ func TestFaultOversizedFrame(t *testing.T) {
 
 func TestFaultNoFinalNewline(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithNoFinalNewline(2))
-	r.call(mcptest.MethodDiscover, nil)
-	r.send(mcptest.MethodDiscover, nil)
+	r.call(wire.MethodDiscover, nil)
+	r.send(wire.MethodDiscover, nil)
 	_, err := r.next()
 	var te *pipes.TruncatedFrameError
 	if !errors.As(err, &te) || !bytes.HasPrefix(te.Head, []byte(`{"jsonrpc":"2.0","id":2,"result"`)) {
@@ -176,11 +176,11 @@ func TestFaultNoFinalNewline(t *testing.T) {
 
 func TestFaultCloseStdout(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithCloseStdout(1))
-	r.call(mcptest.MethodDiscover, nil)
+	r.call(wire.MethodDiscover, nil)
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
 		t.Errorf("after the first response: %v, want EOF on stdout", err)
 	}
-	r.send(mcptest.MethodDiscover, nil)
+	r.send(wire.MethodDiscover, nil)
 	r.waitReport("the second request to fail to write", func(rep Report) bool {
 		return len(rep.Requests) == 2 && rep.StdoutWriteErrors == 1 && rep.Requests[1].State == StateDone
 	})
@@ -231,7 +231,7 @@ func TestFaultIgnoreEOF(t *testing.T) {
 
 func TestFaultServerRequest(t *testing.T) {
 	r := startRig(t, rigOpt{}, WithServerRequest(1))
-	id := r.send(mcptest.MethodDiscover, nil)
+	id := r.send(wire.MethodDiscover, nil)
 	m := r.nextMsg()
 	if !m.IsRequest() || m.Method != "ping" || string(m.ID) != `"fakeserver-1"` {
 		t.Fatalf("got %+v, want the server-to-client ping", m)
@@ -301,7 +301,7 @@ func TestParseArgs(t *testing.T) {
 
 func TestServeTwice(t *testing.T) {
 	r := startRig(t, rigOpt{})
-	r.call(mcptest.MethodDiscover, nil) // the first Serve is running
+	r.call(wire.MethodDiscover, nil) // the first Serve is running
 	if err := r.srv.Serve(t.Context(), r.in.R, r.out.W, nil); err == nil {
 		t.Error("second Serve returned nil")
 	}

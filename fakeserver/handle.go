@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Versions the server knows, newest first.
 var (
-	modernVersions = []string{mcptest.Version20260728}
-	legacyVersions = []string{mcptest.Version20251125, mcptest.Version20250618}
+	modernVersions = []string{wire.Version20260728}
+	legacyVersions = []string{wire.Version20251125, wire.Version20250618}
 )
 
 // ServerName and ServerVersion identify the fake in initialize and
@@ -39,33 +39,33 @@ type unsupportedData struct {
 // handle runs a request's work and returns its response frame.
 func (s *Server) handle(w *work) *frame {
 	if w.perr != nil {
-		return errorFrame(w.rawID, mcptest.CodeInvalidParams, "params: "+w.perr.Error(), nil)
+		return errorFrame(w.rawID, wire.CodeInvalidParams, "params: "+w.perr.Error(), nil)
 	}
 	if w.modern {
 		if !slices.Contains(modernVersions, w.version) {
-			return errorFrame(w.rawID, mcptest.CodeUnsupportedProtocolVersion, "Unsupported protocol version",
+			return errorFrame(w.rawID, wire.CodeUnsupportedProtocolVersion, "Unsupported protocol version",
 				unsupportedData{Supported: s.supported(), Requested: w.version})
 		}
 		switch w.method {
-		case mcptest.MethodDiscover:
+		case wire.MethodDiscover:
 			return s.discover(w)
-		case mcptest.MethodToolsList:
+		case wire.MethodToolsList:
 			return s.toolsList(w)
-		case mcptest.MethodToolsCall:
+		case wire.MethodToolsCall:
 			return s.toolsCall(w)
-		case mcptest.MethodInitialize, mcptest.MethodPing:
-			return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q is not part of protocol version %s", w.method, w.version), nil)
+		case wire.MethodInitialize, wire.MethodPing:
+			return errorFrame(w.rawID, wire.CodeMethodNotFound, fmt.Sprintf("method %q is not part of protocol version %s", w.method, w.version), nil)
 		}
-		return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
+		return errorFrame(w.rawID, wire.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
 	}
 	if s.cfg.era == EraModern {
 		requested := w.params.ProtocolVersion
-		return errorFrame(w.rawID, mcptest.CodeUnsupportedProtocolVersion,
-			fmt.Sprintf("Unsupported protocol version: this server speaks only %s and needs params._meta[%q] on every request", mcptest.Version20260728, mcptest.MetaProtocolVersion),
+		return errorFrame(w.rawID, wire.CodeUnsupportedProtocolVersion,
+			fmt.Sprintf("Unsupported protocol version: this server speaks only %s and needs params._meta[%q] on every request", wire.Version20260728, wire.MetaProtocolVersion),
 			unsupportedData{Supported: s.supported(), Requested: requested})
 	}
 	switch w.method {
-	case mcptest.MethodInitialize:
+	case wire.MethodInitialize:
 		v := w.params.ProtocolVersion
 		if !slices.Contains(legacyVersions, v) {
 			v = legacyVersions[0]
@@ -75,16 +75,16 @@ func (s *Server) handle(w *work) *frame {
 			"capabilities":    map[string]any{"tools": map[string]any{}},
 			"serverInfo":      map[string]any{"name": ServerName, "version": ServerVersion},
 		})
-	case mcptest.MethodPing:
+	case wire.MethodPing:
 		return resultFrame(w, map[string]any{})
-	case mcptest.MethodToolsList:
+	case wire.MethodToolsList:
 		return s.toolsList(w)
-	case mcptest.MethodToolsCall:
+	case wire.MethodToolsCall:
 		return s.toolsCall(w)
-	case mcptest.MethodDiscover:
-		return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q needs params._meta[%q] (protocol version %s)", w.method, mcptest.MetaProtocolVersion, mcptest.Version20260728), nil)
+	case wire.MethodDiscover:
+		return errorFrame(w.rawID, wire.CodeMethodNotFound, fmt.Sprintf("method %q needs params._meta[%q] (protocol version %s)", w.method, wire.MetaProtocolVersion, wire.Version20260728), nil)
 	}
-	return errorFrame(w.rawID, mcptest.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
+	return errorFrame(w.rawID, wire.CodeMethodNotFound, fmt.Sprintf("method %q not found", w.method), nil)
 }
 
 func (s *Server) discover(w *work) *frame {
@@ -160,7 +160,7 @@ func (s *Server) toolsCall(w *work) *frame {
 	name := w.params.Name
 	fn, ok := tools[name]
 	if !ok || !s.cfg.tools[name] {
-		return errorFrame(w.rawID, mcptest.CodeInvalidParams, fmt.Sprintf("unknown tool %q", name), nil)
+		return errorFrame(w.rawID, wire.CodeInvalidParams, fmt.Sprintf("unknown tool %q", name), nil)
 	}
 	f, err := fn(s, w)
 	if err != nil {
@@ -168,7 +168,7 @@ func (s *Server) toolsCall(w *work) *frame {
 			return s.cancelledFrame(w)
 		}
 		if ae, ok := err.(argError); ok {
-			return errorFrame(w.rawID, mcptest.CodeInvalidParams, string(ae), nil)
+			return errorFrame(w.rawID, wire.CodeInvalidParams, string(ae), nil)
 		}
 		return toolError(w, err)
 	}
@@ -222,7 +222,7 @@ func (s *Server) progress(w *work, progress, total float64, msg string) {
 	if msg != "" {
 		p["message"] = msg
 	}
-	b := marshal(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodProgress, "params": p})
+	b := marshal(map[string]any{"jsonrpc": "2.0", "method": wire.MethodProgress, "params": p})
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if w.ctx.Err() != nil {

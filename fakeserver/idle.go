@@ -1,6 +1,6 @@
 package fakeserver
 
-import "github.com/mcpstdio/mcpstdio/mcptest"
+import "github.com/mcpstdio/mcpstdio/wire"
 
 // idleNotifyFrame is the size of one WithIdleNotifications frame.
 const idleNotifyFrame = 16 << 10
@@ -8,7 +8,7 @@ const idleNotifyFrame = 16 << 10
 // idleNotifications carries out WithIdleNotifications after w's response,
 // once, for the first tools/call; s.wmu must be held.
 func (s *Server) idleNotifications(w *work) {
-	if s.cfg.idleNotify <= 0 || w.method != mcptest.MethodToolsCall {
+	if s.cfg.idleNotify <= 0 || w.method != wire.MethodToolsCall {
 		return
 	}
 	s.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 const bigSize = 1 << 20
@@ -50,7 +50,7 @@ func TestCoreReadsWhileWriteBlocked(t *testing.T) {
 	if len(f) >= bigSize {
 		t.Errorf("the cancelled response is %d bytes, want it cut short of %d", len(f), bigSize)
 	}
-	m, err := mcptest.ParseMessage(f)
+	m, err := wire.ParseMessage(f)
 	if err != nil {
 		t.Fatalf("the cut response is not valid JSON-RPC: %v", err)
 	}
@@ -136,7 +136,7 @@ func TestCancelStates(t *testing.T) {
 	t.Run("remote", func(t *testing.T) {
 		r := startRig(t, rigOpt{})
 		id := r.tool(ToolRemote, map[string]any{"chunks": 3, "chunkBytes": 1000, "intervalMs": 3600_000}, progressMeta)
-		if m := r.nextMsg(); m.Method != mcptest.MethodProgress {
+		if m := r.nextMsg(); m.Method != wire.MethodProgress {
 			t.Fatalf("want progress after the first chunk, got %s", m.Method)
 		}
 		r.cancelReq(id)
@@ -155,7 +155,7 @@ func TestCancelStates(t *testing.T) {
 		needShell(t)
 		r := startRig(t, rigOpt{})
 		id := r.tool(ToolSubprocess, map[string]any{"stdoutBytes": 200_000, "stderrBytes": 100_000, "hold": true}, progressMeta)
-		if m := r.nextMsg(); m.Method != mcptest.MethodProgress || !strings.Contains(string(m.Params), "started pid") {
+		if m := r.nextMsg(); m.Method != wire.MethodProgress || !strings.Contains(string(m.Params), "started pid") {
 			t.Fatalf("want progress saying the child started, got %s %s", m.Method, m.Params)
 		}
 		r.cancelReq(id)

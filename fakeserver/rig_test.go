@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // rig runs a Server in-process on real kernel pipes and plays a minimal
@@ -117,9 +117,9 @@ func (r *rig) wait() error {
 func (r *rig) meta(extra map[string]any) map[string]any {
 	m := map[string]any{}
 	if r.modern {
-		m[mcptest.MetaProtocolVersion] = mcptest.Version20260728
-		m[mcptest.MetaClientCapabilities] = map[string]any{}
-		m[mcptest.MetaClientInfo] = map[string]any{"name": "rig", "version": "0"}
+		m[wire.MetaProtocolVersion] = wire.Version20260728
+		m[wire.MetaClientCapabilities] = map[string]any{}
+		m[wire.MetaClientInfo] = map[string]any{"name": "rig", "version": "0"}
 	}
 	for k, v := range extra {
 		m[k] = v
@@ -168,12 +168,12 @@ func (r *rig) tool(name string, args map[string]any, meta map[string]any) int64 
 	if meta != nil {
 		p["_meta"] = meta
 	}
-	return r.send(mcptest.MethodToolsCall, p)
+	return r.send(wire.MethodToolsCall, p)
 }
 
 func (r *rig) cancelReq(id int64) {
 	r.t.Helper()
-	r.writeLine(mustJSON(r.t, map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodCancelled,
+	r.writeLine(mustJSON(r.t, map[string]any{"jsonrpc": "2.0", "method": wire.MethodCancelled,
 		"params": map[string]any{"requestId": id, "reason": "test"}}))
 }
 
@@ -188,13 +188,13 @@ func (r *rig) next() ([]byte, error) {
 	return append([]byte(nil), f...), err
 }
 
-func (r *rig) nextMsg() *mcptest.Message {
+func (r *rig) nextMsg() *wire.Message {
 	r.t.Helper()
 	f, err := r.next()
 	if err != nil {
 		r.t.Fatalf("reading stdout: %v", err)
 	}
-	m, err := mcptest.ParseMessage(f)
+	m, err := wire.ParseMessage(f)
 	if err != nil {
 		r.t.Fatalf("frame %.200q: %v", f, err)
 	}
@@ -203,9 +203,9 @@ func (r *rig) nextMsg() *mcptest.Message {
 
 // response reads frames until the response to id, failing on any other
 // response; notifications are returned too.
-func (r *rig) response(id int64) (*mcptest.Message, []*mcptest.Message) {
+func (r *rig) response(id int64) (*wire.Message, []*wire.Message) {
 	r.t.Helper()
-	var notes []*mcptest.Message
+	var notes []*wire.Message
 	for {
 		m := r.nextMsg()
 		if m.IsNotification() {
@@ -219,13 +219,13 @@ func (r *rig) response(id int64) (*mcptest.Message, []*mcptest.Message) {
 	}
 }
 
-func (r *rig) call(method string, params map[string]any) *mcptest.Message {
+func (r *rig) call(method string, params map[string]any) *wire.Message {
 	r.t.Helper()
 	m, _ := r.response(r.send(method, params))
 	return m
 }
 
-func (r *rig) callTool(name string, args map[string]any) *mcptest.Message {
+func (r *rig) callTool(name string, args map[string]any) *wire.Message {
 	r.t.Helper()
 	m, _ := r.response(r.tool(name, args, nil))
 	return m
@@ -281,7 +281,7 @@ func mustJSON(t testing.TB, v any) []byte {
 }
 
 // result decodes a response's result; it fails on an error response.
-func result(t testing.TB, m *mcptest.Message) map[string]any {
+func result(t testing.TB, m *wire.Message) map[string]any {
 	t.Helper()
 	if m.Error != nil {
 		t.Fatalf("response %s: error %v", m.ID, m.Error)
@@ -294,7 +294,7 @@ func result(t testing.TB, m *mcptest.Message) map[string]any {
 }
 
 // text returns the concatenated text content of a tool result.
-func text(t testing.TB, m *mcptest.Message) string {
+func text(t testing.TB, m *wire.Message) string {
 	t.Helper()
 	var r struct {
 		Content []struct{ Text string } `json:"content"`

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // ErrExited is returned by Serve when a fault (WithExitAfterBytes,
@@ -279,11 +279,11 @@ func (s *Server) readLoop(stdin io.Reader) error {
 		s.rep.StdinMessages++
 		s.mu.Unlock()
 		s.changed()
-		m, perr := mcptest.ParseMessage(frame)
+		m, perr := wire.ParseMessage(frame)
 		if perr != nil {
-			code, msg := int64(mcptest.CodeParseError), "Parse error"
+			code, msg := int64(wire.CodeParseError), "Parse error"
 			if json.Valid(frame) {
-				code, msg = mcptest.CodeInvalidRequest, "Invalid Request"
+				code, msg = wire.CodeInvalidRequest, "Invalid Request"
 			}
 			s.mu.Lock()
 			s.rep.StdinParseErrors++
@@ -297,7 +297,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 		case m.IsRequest():
 			s.startRequest(m, plan)
 		case m.IsNotification():
-			if m.Method == mcptest.MethodCancelled {
+			if m.Method == wire.MethodCancelled {
 				s.cancelRequest(m.Params)
 			}
 			s.loose(nil, plan)
@@ -321,20 +321,20 @@ func canonicalID(raw json.RawMessage) string {
 
 // startRequest registers a request's work and runs it: in a goroutine, or
 // inline for the naive loop.
-func (s *Server) startRequest(m *mcptest.Message, plan faultPlan) {
+func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	now := time.Now()
 	w := &work{id: canonicalID(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
 	if len(m.Params) > 0 {
 		w.perr = json.Unmarshal(m.Params, &w.params)
 	}
-	if v, ok := w.params.Meta[mcptest.MetaProtocolVersion]; ok && s.cfg.era != EraLegacy {
+	if v, ok := w.params.Meta[wire.MetaProtocolVersion]; ok && s.cfg.era != EraLegacy {
 		w.modern = true
 		if err := json.Unmarshal(v, &w.version); err != nil {
 			w.version = string(v)
 		}
 	}
 	rec := RequestRecord{ID: w.id, Method: m.Method, Arrived: now, State: StateNotStarted}
-	if m.Method == mcptest.MethodToolsCall {
+	if m.Method == wire.MethodToolsCall {
 		rec.Tool = w.params.Name
 	}
 	s.mu.Lock()
@@ -343,7 +343,7 @@ func (s *Server) startRequest(m *mcptest.Message, plan faultPlan) {
 		s.rep.Requests = append(s.rep.Requests, rec)
 		s.mu.Unlock()
 		s.changed()
-		s.loose(errorFrame(w.rawID, mcptest.CodeInvalidRequest, "duplicate id "+w.id+": a request with this id is still running", nil), plan)
+		s.loose(errorFrame(w.rawID, wire.CodeInvalidRequest, "duplicate id "+w.id+": a request with this id is still running", nil), plan)
 		return
 	}
 	w.ctx, w.cancel = context.WithCancel(s.base)
@@ -683,10 +683,10 @@ func (s *Server) writeNoise() {
 
 // envelope is a JSON-RPC response; jsonrpc comes first on the wire.
 type envelope struct {
-	JSONRPC string            `json:"jsonrpc"`
-	ID      json.RawMessage   `json:"id"`
-	Result  any               `json:"result,omitempty"`
-	Error   *mcptest.RPCError `json:"error,omitempty"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *wire.RPCError  `json:"error,omitempty"`
 }
 
 func marshal(v any) []byte {
@@ -700,7 +700,7 @@ func marshal(v any) []byte {
 }
 
 func errorFrame(id json.RawMessage, code int64, msg string, data any) *frame {
-	e := &mcptest.RPCError{Code: code, Message: msg}
+	e := &wire.RPCError{Code: code, Message: msg}
 	if data != nil {
 		e.Data = marshal(data)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // These tests drive the fake with the mcptest host, in-process
@@ -77,7 +78,7 @@ func toolParams(name string, args map[string]any, progress bool) map[string]any 
 // secondRequest checks that an echo round trip completes after a fault.
 func (f *fixture) secondRequest() {
 	f.t.Helper()
-	r, err := f.s.Call(f.ctx(), mcptest.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "second"}, false))
+	r, err := f.s.Call(f.ctx(), wire.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "second"}, false))
 	if err != nil {
 		f.t.Fatalf("second request: %v\n%s", err, f.s.Diagnose())
 	}
@@ -116,11 +117,11 @@ func (f *fixture) cancelAndWaitStopped(p *mcptest.Pending) CancelRecord {
 func TestSessionCancelStates(t *testing.T) {
 	t.Run("before the work starts", func(t *testing.T) {
 		eachTarget(t, []string{"-concurrency", "1"}, nil, func(t *testing.T, f *fixture) {
-			slow := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, true))
-			if _, err := f.s.WaitNotification(f.ctx(), mcptest.MethodProgress); err != nil {
+			slow := f.s.Send(wire.MethodToolsCall, toolParams(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, true))
+			if _, err := f.s.WaitNotification(f.ctx(), wire.MethodProgress); err != nil {
 				t.Fatal(err)
 			}
-			queued := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "queued"}, false))
+			queued := f.s.Send(wire.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "queued"}, false))
 			f.waitReport("the queued request", func(rep Report) bool { _, ok := requestByID(rep, queued.ID()); return ok })
 			c := f.cancelAndWaitStopped(queued)
 			if c.State != StateNotStarted || !c.Suppressed {
@@ -139,8 +140,8 @@ func TestSessionCancelStates(t *testing.T) {
 	})
 	t.Run("during remote I/O", func(t *testing.T) {
 		eachTarget(t, nil, nil, func(t *testing.T, f *fixture) {
-			p := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolRemote, map[string]any{"chunks": 5, "chunkBytes": 100, "intervalMs": 3600_000}, true))
-			if _, err := f.s.WaitNotification(f.ctx(), mcptest.MethodProgress); err != nil {
+			p := f.s.Send(wire.MethodToolsCall, toolParams(ToolRemote, map[string]any{"chunks": 5, "chunkBytes": 100, "intervalMs": 3600_000}, true))
+			if _, err := f.s.WaitNotification(f.ctx(), wire.MethodProgress); err != nil {
 				t.Fatal(err)
 			}
 			c := f.cancelAndWaitStopped(p)
@@ -153,8 +154,8 @@ func TestSessionCancelStates(t *testing.T) {
 	t.Run("during the subprocess", func(t *testing.T) {
 		needShell(t)
 		eachTarget(t, nil, nil, func(t *testing.T, f *fixture) {
-			p := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolSubprocess, map[string]any{"stdoutBytes": 1 << 20, "stderrBytes": 1 << 20, "hold": true}, true))
-			if _, err := f.s.WaitNotification(f.ctx(), mcptest.MethodProgress); err != nil {
+			p := f.s.Send(wire.MethodToolsCall, toolParams(ToolSubprocess, map[string]any{"stdoutBytes": 1 << 20, "stderrBytes": 1 << 20, "hold": true}, true))
+			if _, err := f.s.WaitNotification(f.ctx(), wire.MethodProgress); err != nil {
 				t.Fatal(err)
 			}
 			c := f.cancelAndWaitStopped(p)
@@ -167,7 +168,7 @@ func TestSessionCancelStates(t *testing.T) {
 	t.Run("after the response write began", func(t *testing.T) {
 		needLinux(t)
 		eachTarget(t, nil, []mcptest.Option{mcptest.WithPipeCapacity(4096)}, func(t *testing.T, f *fixture) {
-			p := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize, Kind: Multibyte}.Map(), false))
+			p := f.s.Send(wire.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize, Kind: Multibyte}.Map(), false))
 			f.s.StallReads()
 			if err := f.s.WaitWriterBlocked(f.ctx()); err != nil {
 				t.Fatal(err)
@@ -216,13 +217,13 @@ func TestSessionBackPressure(t *testing.T) {
 	opts := []mcptest.Option{mcptest.WithPipeCapacity(4096)}
 	t.Run("naive loop", func(t *testing.T) {
 		eachTarget(t, []string{"-naive"}, opts, func(t *testing.T, f *fixture) {
-			big := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize}.Map(), false))
+			big := f.s.Send(wire.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize}.Map(), false))
 			f.s.StallReads()
 			if err := f.s.WaitWriterBlocked(f.ctx()); err != nil {
 				t.Fatal(err)
 			}
 			before := f.waitReport("the big request", func(rep Report) bool { _, ok := requestByID(rep, big.ID()); return ok })
-			echo := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "x"}, false))
+			echo := f.s.Send(wire.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "x"}, false))
 			if err := f.s.WaitWriterBlocked(f.ctx()); err != nil {
 				t.Fatal(err)
 			}
@@ -245,12 +246,12 @@ func TestSessionBackPressure(t *testing.T) {
 	})
 	t.Run("correct core", func(t *testing.T) {
 		eachTarget(t, nil, opts, func(t *testing.T, f *fixture) {
-			big := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize}.Map(), false))
+			big := f.s.Send(wire.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize}.Map(), false))
 			f.s.StallReads()
 			if err := f.s.WaitWriterBlocked(f.ctx()); err != nil {
 				t.Fatal(err)
 			}
-			echo := f.s.Send(mcptest.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "x"}, false))
+			echo := f.s.Send(wire.MethodToolsCall, toolParams(ToolEcho, map[string]any{"text": "x"}, false))
 			f.waitReport("the second request read while the write is blocked", func(rep Report) bool {
 				_, ok := requestByID(rep, echo.ID())
 				return ok
@@ -278,9 +279,9 @@ func TestSessionBackPressure(t *testing.T) {
 // TestSessionEras: the host's negotiation against each era.
 func TestSessionEras(t *testing.T) {
 	for _, c := range []struct{ era, want string }{
-		{"both", mcptest.Version20260728},
-		{"modern", mcptest.Version20260728},
-		{"legacy", mcptest.Version20251125},
+		{"both", wire.Version20260728},
+		{"modern", wire.Version20260728},
+		{"legacy", wire.Version20251125},
 	} {
 		t.Run(c.era, func(t *testing.T) {
 			eachTarget(t, []string{"-era", c.era}, nil, func(t *testing.T, f *fixture) {

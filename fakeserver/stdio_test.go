@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 const envStdioArgs = "FAKESERVER_TEST_STDIO_ARGS"
@@ -118,7 +118,7 @@ func TestChildSIGTERMWhileBlocked(t *testing.T) {
 
 func TestChildIgnoreSIGTERM(t *testing.T) {
 	c := startChild(t, rigOpt{}, "-ignore-sigterm")
-	c.call(mcptest.MethodDiscover, nil) // the child is serving: the signal disposition is set
+	c.call(wire.MethodDiscover, nil) // the child is serving: the signal disposition is set
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	// Still serving after SIGTERM, and only SIGKILL ends it.
 	if got := text(t, c.callTool(ToolEcho, map[string]any{"text": "alive"})); got != "alive" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // BenchmarkCall measures a round-trip tools/call (echo) latency.
@@ -16,7 +17,7 @@ func BenchmarkCall(b *testing.B) {
 			params := call("echo", map[string]any{"text": "hi"})
 			ctx := b.Context()
 			for b.Loop() {
-				if _, err := s.Call(ctx, mcptest.MethodToolsCall, params); err != nil {
+				if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +55,7 @@ func BenchmarkReceive1MiB(b *testing.B) {
 			ctx := b.Context()
 			b.SetBytes(1 << 20)
 			for b.Loop() {
-				if _, err := s.Call(ctx, mcptest.MethodToolsCall, params); err != nil {
+				if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestCommandCat runs cat as the "server": it echoes the host's ping back.
@@ -43,10 +44,10 @@ func TestCommandGrandchild(t *testing.T) {
 	s := mcptest.StartServer(t, mcptest.Command("sh", "-c", "sleep 1000 & exec cat"),
 		mcptest.WithoutHandshake(), mcptest.WithGrace(30*time.Second))
 	// cat echoes a notification: once it is back, cat is running.
-	if err := s.Notify(mcptest.MethodInitialized, nil); err != nil {
+	if err := s.Notify(wire.MethodInitialized, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WaitNotification(t.Context(), mcptest.MethodInitialized); err != nil {
+	if _, err := s.WaitNotification(t.Context(), wire.MethodInitialized); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // echoServer is a minimal legacy-era MCP server: it answers initialize
@@ -16,18 +17,18 @@ import (
 func echoServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
 	in := bufio.NewScanner(stdin)
 	for in.Scan() {
-		var req mcptest.Message
+		var req wire.Message
 		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
 			continue // not a request: nothing to answer
 		}
 		resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
 		switch req.Method {
-		case mcptest.MethodInitialize:
-			resp["result"] = map[string]any{"protocolVersion": mcptest.Version20251125, "capabilities": map[string]any{}, "serverInfo": map[string]any{"name": "echo", "version": "1"}}
-		case mcptest.MethodToolsCall:
+		case wire.MethodInitialize:
+			resp["result"] = map[string]any{"protocolVersion": wire.Version20251125, "capabilities": map[string]any{}, "serverInfo": map[string]any{"name": "echo", "version": "1"}}
+		case wire.MethodToolsCall:
 			resp["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": string(req.Params)}}}
 		default: // server/discover too: this is a legacy server
-			resp["error"] = map[string]any{"code": mcptest.CodeMethodNotFound, "message": "method not found"}
+			resp["error"] = map[string]any{"code": wire.CodeMethodNotFound, "message": "method not found"}
 		}
 		b, _ := json.Marshal(resp)
 		if _, err := stdout.Write(append(b, '\n')); err != nil {
@@ -51,7 +52,7 @@ func Example() {
 
 	// Stall the host's reads of stdout: a response can only reach the pipe.
 	s.StallReads()
-	p := s.Send(mcptest.MethodToolsCall, map[string]any{"name": "echo", "arguments": map[string]any{"n": 1}})
+	p := s.Send(wire.MethodToolsCall, map[string]any{"name": "echo", "arguments": map[string]any{"n": 1}})
 	s.ResumeReads()
 	r, err := p.Wait(ctx)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestWaitTimeoutDiagnosis: a wait that hits its bound returns a
@@ -20,7 +21,7 @@ import (
 func TestWaitTimeoutDiagnosis(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
-		p := s.Send(mcptest.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
+		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		_, err := p.Wait(ctx)
@@ -58,7 +59,7 @@ func TestCloseWhileBlocked(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.StallReads()
-		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big}))
+		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": big}))
 		if err := s.WaitWriterBlocked(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 		s := mcptest.StartServer(t, target(child))
 		start := s.Stats().StdoutBytes
 		s.StallReadsAfter(1000)
-		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
+		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
 		if err := s.WaitStdoutBytes(ctx, start+1000); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 func TestModernServerRequest(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "modern"))
-		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("ping-host", nil))
+		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,17 +181,17 @@ func TestDispatcherOverflowDrop(t *testing.T) {
 		ctx := t.Context()
 		entered := make(chan struct{})
 		release := make(chan struct{})
-		h := func(ctx context.Context, req *mcptest.Message) (any, error) {
+		h := func(ctx context.Context, req *wire.Message) (any, error) {
 			close(entered)
 			select {
 			case <-release:
 			case <-ctx.Done():
 			}
-			return nil, &mcptest.RPCError{Code: mcptest.CodeMethodNotFound, Message: "no roots"}
+			return nil, &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "no roots"}
 		}
 		s := mcptest.StartServer(t, target(child), mcptest.WithQueue(4), mcptest.WithOverflow(mcptest.OverflowDrop), mcptest.WithServerRequests(h))
 		const n = 100
-		p := s.Send(mcptest.MethodToolsCall, call("request-flood", map[string]any{"n": n, "exit": true}))
+		p := s.Send(wire.MethodToolsCall, call("request-flood", map[string]any{"n": n, "exit": true}))
 		<-entered
 		// The server floods and exits; the reader reads to the end while
 		// the dispatcher is held by the handler.
@@ -222,7 +223,7 @@ func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child), mcptest.WithPipeCapacity(4096))
 		s.StallReads()
-		p := s.Send(mcptest.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
+		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
 		// The response is in the pipe once the server has written it: the
 		// pipe then holds bytes while the host does not read.
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // ProtocolVersion returns the negotiated protocol version, or "" if none was
@@ -33,7 +35,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if v := s.cfg.version; v != "" {
-		if isModernVersion(v) {
+		if wire.IsModern(v) {
 			s.setEra(v, true)
 			s.note("protocol %s pinned: no handshake", v)
 			return nil
@@ -42,7 +44,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 	}
 	pctx, pcancel := context.WithTimeout(ctx, s.cfg.probeTimeout)
 	defer pcancel()
-	p := s.send(pctx, MethodDiscover, nil, true)
+	p := s.send(pctx, wire.MethodDiscover, nil, true)
 	var resp *Response
 	var err error
 	select {
@@ -55,7 +57,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 		// A late answer will be counted as late, not as an unknown id.
 		p.cancelled.Store(true)
 		s.note("probe: no answer to server/discover within %v: legacy server", s.cfg.probeTimeout)
-		return s.initialize(ctx, Version20251125)
+		return s.initialize(ctx, wire.Version20251125)
 	}
 	if err != nil {
 		return fmt.Errorf("mcptest: probing server/discover: %w", err)
@@ -65,32 +67,32 @@ func (s *Session) Handshake(ctx context.Context) error {
 			SupportedVersions []string `json:"supportedVersions"`
 		}
 		_ = json.Unmarshal(resp.Result, &r)
-		v := LatestVersion
-		if len(r.SupportedVersions) > 0 && !slices.Contains(r.SupportedVersions, LatestVersion) {
-			return fmt.Errorf("mcptest: server/discover: server supports %q, none of which this host speaks (%s)", r.SupportedVersions, LatestVersion)
+		v := wire.LatestVersion
+		if len(r.SupportedVersions) > 0 && !slices.Contains(r.SupportedVersions, wire.LatestVersion) {
+			return fmt.Errorf("mcptest: server/discover: server supports %q, none of which this host speaks (%s)", r.SupportedVersions, wire.LatestVersion)
 		}
 		s.setEra(v, true)
 		s.note("probe: server/discover answered: modern era, protocol %s", v)
 		return nil
 	}
-	if resp.Error.Code == CodeUnsupportedProtocolVersion || resp.Error.Code == -32004 {
+	if resp.Error.Code == wire.CodeUnsupportedProtocolVersion || resp.Error.Code == -32004 {
 		var d struct {
 			Supported []string `json:"supported"`
 		}
 		if json.Unmarshal(resp.Error.Data, &d) == nil && len(d.Supported) > 0 {
-			if slices.Contains(d.Supported, LatestVersion) {
-				s.setEra(LatestVersion, true)
-				s.note("probe: %v: modern era, protocol %s", resp.Error, LatestVersion)
+			if slices.Contains(d.Supported, wire.LatestVersion) {
+				s.setEra(wire.LatestVersion, true)
+				s.note("probe: %v: modern era, protocol %s", resp.Error, wire.LatestVersion)
 				return nil
 			}
 			for _, v := range d.Supported {
-				if isModernVersion(v) {
+				if wire.IsModern(v) {
 					return fmt.Errorf("mcptest: server/discover: %v: the server speaks modern versions %q, none of which this host knows", resp.Error, d.Supported)
 				}
 			}
 			// Only legacy versions: the handshake is the way in.
 			s.note("probe: %v: only legacy versions", resp.Error)
-			v := Version20251125
+			v := wire.Version20251125
 			if !slices.Contains(d.Supported, v) {
 				v = slices.Max(d.Supported)
 			}
@@ -98,7 +100,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 		}
 	}
 	s.note("probe: %v: legacy server", resp.Error)
-	return s.initialize(ctx, Version20251125)
+	return s.initialize(ctx, wire.Version20251125)
 }
 
 func (s *Session) setEra(v string, modern bool) {
@@ -113,9 +115,9 @@ func (s *Session) initialize(ctx context.Context, offer string) error {
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion},
 	}
-	resp, err := s.call(ctx, MethodInitialize, params, false)
+	resp, err := s.call(ctx, wire.MethodInitialize, params, false)
 	if err != nil {
-		var re *RPCError
+		var re *wire.RPCError
 		if errors.As(err, &re) {
 			return fmt.Errorf("mcptest: the server rejected initialize (offered %s): %w", offer, err)
 		}
@@ -129,8 +131,8 @@ func (s *Session) initialize(ctx context.Context, offer string) error {
 	}
 	s.setEra(r.ProtocolVersion, false)
 	s.note("initialize: offered %s, server chose %s", offer, r.ProtocolVersion)
-	if err := s.Notify(MethodInitialized, nil); err != nil {
-		return fmt.Errorf("mcptest: sending %s: %w", MethodInitialized, err)
+	if err := s.Notify(wire.MethodInitialized, nil); err != nil {
+		return fmt.Errorf("mcptest: sending %s: %w", wire.MethodInitialized, err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Option configures a Session. Options are applied in order by Start.
@@ -15,11 +17,11 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // ServerRequestHandler answers a request the server sends to the host (in the
 // legacy era: ping, roots/list, sampling/createMessage, …). It returns the
-// result to send, or an error: an *RPCError is sent as is, any other error
+// result to send, or an error: a *wire.RPCError is sent as is, any other error
 // as an internal error (-32603). It runs on the dispatcher goroutine, so a
 // slow handler delays the dispatch of later messages (never the reading of
 // stdout); ctx ends when the session closes.
-type ServerRequestHandler func(ctx context.Context, req *Message) (result any, err error)
+type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
 
 // OverflowPolicy says what the stdout reader does with a message when the
 // dispatcher queue is full. Whatever the policy, the reader keeps reading.

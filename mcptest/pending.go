@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Pending is a request sent to the server and its response to come.
@@ -76,7 +78,7 @@ func (p *Pending) Cancel(reason string) error {
 	if reason != "" {
 		params["reason"] = reason
 	}
-	return p.s.Notify(MethodCancelled, params)
+	return p.s.Notify(wire.MethodCancelled, params)
 }
 
 // Send sends a request and returns at once with its Pending; the write to
@@ -89,7 +91,7 @@ func (s *Session) Send(method string, params any) *Pending {
 
 // Call sends a request and waits for its response, bounded by ctx and the
 // session timeout. Unlike Wait, it also returns the response's JSON-RPC error
-// (an *RPCError) as its error, along with the response.
+// (a *wire.RPCError) as its error, along with the response.
 func (s *Session) Call(ctx context.Context, method string, params any) (*Response, error) {
 	return s.call(ctx, method, params, s.isModern())
 }
@@ -139,7 +141,7 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 	s.stats.Requests++
 	s.mu.Unlock()
 	id := json.RawMessage(fmt.Sprint(p.id))
-	if err := s.writeMsg(ctx, &Message{ID: id, Method: method, Params: raw}); err != nil {
+	if err := s.writeMsg(ctx, &wire.Message{ID: id, Method: method, Params: raw}); err != nil {
 		if errors.Is(err, errPartialWrite) {
 			// The server will get the request whole with the next write and
 			// may answer it: keep it pending, so that answer is counted as
@@ -167,7 +169,7 @@ func (s *Session) Notify(method string, params any) error {
 	if closing {
 		return fmt.Errorf("mcptest: %s: %w", method, ErrClosed)
 	}
-	return s.writeMsg(context.Background(), &Message{Method: method, Params: raw})
+	return s.writeMsg(context.Background(), &wire.Message{Method: method, Params: raw})
 }
 
 // Ping makes the cheapest round trip of the negotiated era: ping in the
@@ -176,9 +178,9 @@ func (s *Session) Notify(method string, params any) error {
 func (s *Session) Ping(ctx context.Context) error {
 	var err error
 	if s.isModern() {
-		_, err = s.call(ctx, MethodDiscover, nil, true)
+		_, err = s.call(ctx, wire.MethodDiscover, nil, true)
 	} else {
-		_, err = s.call(ctx, MethodPing, nil, false)
+		_, err = s.call(ctx, wire.MethodPing, nil, false)
 	}
 	return err
 }
@@ -221,8 +223,8 @@ func (s *Session) encodeParams(params any, meta bool) (json.RawMessage, error) {
 	s.mu.Lock()
 	v := s.version
 	s.mu.Unlock()
-	if v == "" || !isModernVersion(v) {
-		v = LatestVersion
+	if v == "" || !wire.IsModern(v) {
+		v = wire.LatestVersion
 	}
 	set := func(k string, val any) {
 		if _, ok := m[k]; !ok {
@@ -230,12 +232,10 @@ func (s *Session) encodeParams(params any, meta bool) (json.RawMessage, error) {
 			m[k] = b
 		}
 	}
-	set(MetaProtocolVersion, v)
-	set(MetaClientCapabilities, map[string]any{})
-	set(MetaClientInfo, map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion})
+	set(wire.MetaProtocolVersion, v)
+	set(wire.MetaClientCapabilities, map[string]any{})
+	set(wire.MetaClientInfo, map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion})
 	mb, _ := json.Marshal(m)
 	obj["_meta"] = mb
 	return json.Marshal(obj)
 }
-
-func isModernVersion(v string) bool { return v >= Version20260728 }

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // scriptServer answers each request line with the lines reply returns, in
 // order, written as they are.
-func scriptServer(reply func(req *mcptest.Message) []string) mcptest.ServeFunc {
+func scriptServer(reply func(req *wire.Message) []string) mcptest.ServeFunc {
 	return func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
-			m, err := mcptest.ParseMessage(sc.Bytes())
+			m, err := wire.ParseMessage(sc.Bytes())
 			if err != nil || !m.IsRequest() {
 				continue
 			}
@@ -37,7 +38,7 @@ func scriptServer(reply func(req *mcptest.Message) []string) mcptest.ServeFunc {
 // sent, whatever the server's JSON encoder escapes; tokens the host never
 // gave out are not counted by token.
 func TestProgressCount(t *testing.T) {
-	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *mcptest.Message) []string {
+	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *wire.Message) []string {
 		var p struct {
 			Meta struct {
 				Token json.RawMessage `json:"progressToken"`
@@ -51,7 +52,7 @@ func TestProgressCount(t *testing.T) {
 		out = append(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"stranger","progress":1}}`)
 		return append(out, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"token":%s}}`, req.ID, p.Meta.Token))
 	})), mcptest.WithoutHandshake())
-	p := s.Send(mcptest.MethodToolsCall, map[string]any{"name": "x", "_meta": map[string]any{"progressToken": "a&b"}})
+	p := s.Send(wire.MethodToolsCall, map[string]any{"name": "x", "_meta": map[string]any{"progressToken": "a&b"}})
 	if _, err := p.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +75,13 @@ func TestProgressCount(t *testing.T) {
 // server's own, not an echo: it is answered and the host's request is not
 // failed.
 func TestServerPingWithAHostID(t *testing.T) {
-	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *mcptest.Message) []string {
-		if req.Method != mcptest.MethodPing {
+	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *wire.Message) []string {
+		if req.Method != wire.MethodPing {
 			return nil // the host's answer to the server's ping
 		}
 		ping := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"ping"}`, req.ID)
 		return []string{`{"jsonrpc":"2.0","id":999,"result":{}}`, ping, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)}
-	})), mcptest.WithProtocolVersion(mcptest.Version20251125), mcptest.WithoutHandshake())
+	})), mcptest.WithProtocolVersion(wire.Version20251125), mcptest.WithoutHandshake())
 	if err := s.Ping(t.Context()); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
@@ -94,7 +95,7 @@ func TestServerPingWithAHostID(t *testing.T) {
 // is a late response, not an unknown id.
 func TestPartlyWrittenRequestAnsweredLate(t *testing.T) {
 	release := make(chan struct{})
-	serve := scriptServer(func(req *mcptest.Message) []string {
+	serve := scriptServer(func(req *wire.Message) []string {
 		return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)}
 	})
 	s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, e io.Writer) error {
@@ -105,7 +106,7 @@ func TestPartlyWrittenRequestAnsweredLate(t *testing.T) {
 		}
 		return serve(ctx, in, out, e)
 	}), mcptest.WithoutHandshake(), mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(300*time.Millisecond))
-	first := s.Send(mcptest.MethodToolsCall, map[string]any{"pad": strings.Repeat("x", 20000)})
+	first := s.Send(wire.MethodToolsCall, map[string]any{"pad": strings.Repeat("x", 20000)})
 	if _, err := first.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "still gets it whole") {
 		t.Fatalf("first Send: err = %v, want a timeout that says the message will still be delivered", err)
 	}
@@ -115,7 +116,7 @@ func TestPartlyWrittenRequestAnsweredLate(t *testing.T) {
 	close(release)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := s.Call(ctx, mcptest.MethodToolsCall, map[string]any{"name": "second"}); err != nil {
+	if _, err := s.Call(ctx, wire.MethodToolsCall, map[string]any{"name": "second"}); err != nil {
 		t.Fatalf("second call: %v", err)
 	}
 	if st := s.Stats(); st.LateResponses != 1 || st.UnknownIDs != 0 || st.Responses != 2 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 func TestMain(m *testing.M) { mcptest.Main(m) }
@@ -102,7 +103,7 @@ func (s *testServer) serve() error {
 		if err != nil {
 			return s.eof()
 		}
-		var m mcptest.Message
+		var m wire.Message
 		if err := json.Unmarshal(line, &m); err != nil {
 			fmt.Fprintf(s.errw, "bad line: %v\n", err)
 			continue
@@ -151,52 +152,52 @@ func text(t string) map[string]any {
 	return map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}
 }
 
-func (s *testServer) handle(m *mcptest.Message) error {
+func (s *testServer) handle(m *wire.Message) error {
 	if m.ID == nil { // notification
 		return nil
 	}
 	modern := s.has("modern")
 	switch m.Method {
-	case mcptest.MethodInitialize:
+	case wire.MethodInitialize:
 		if modern {
-			return s.fail(m.ID, mcptest.CodeMethodNotFound, "initialize is not supported in "+mcptest.Version20260728)
+			return s.fail(m.ID, wire.CodeMethodNotFound, "initialize is not supported in "+wire.Version20260728)
 		}
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		v := p.ProtocolVersion
-		if v != mcptest.Version20251125 && v != mcptest.Version20250618 {
-			v = mcptest.Version20251125
+		if v != wire.Version20251125 && v != wire.Version20250618 {
+			v = wire.Version20251125
 		}
 		return s.result(m.ID, map[string]any{"protocolVersion": v, "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "test", "version": "1"}})
-	case mcptest.MethodDiscover:
+	case wire.MethodDiscover:
 		if s.has("silent-probe") {
 			return nil
 		}
 		if !modern {
-			return s.fail(m.ID, mcptest.CodeMethodNotFound, "method not found")
+			return s.fail(m.ID, wire.CodeMethodNotFound, "method not found")
 		}
 		var p struct {
 			Meta map[string]any `json:"_meta"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
-		if p.Meta[mcptest.MetaProtocolVersion] != mcptest.Version20260728 {
-			return s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": mcptest.CodeUnsupportedProtocolVersion, "message": "Unsupported protocol version", "data": map[string]any{"supported": []string{mcptest.Version20260728}, "requested": p.Meta[mcptest.MetaProtocolVersion]}}})
+		if p.Meta[wire.MetaProtocolVersion] != wire.Version20260728 {
+			return s.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": wire.CodeUnsupportedProtocolVersion, "message": "Unsupported protocol version", "data": map[string]any{"supported": []string{wire.Version20260728}, "requested": p.Meta[wire.MetaProtocolVersion]}}})
 		}
-		return s.result(m.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{mcptest.Version20260728}, "capabilities": map[string]any{"tools": map[string]any{}}, "ttlMs": 0, "cacheScope": "private"})
-	case mcptest.MethodPing:
+		return s.result(m.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{wire.Version20260728}, "capabilities": map[string]any{"tools": map[string]any{}}, "ttlMs": 0, "cacheScope": "private"})
+	case wire.MethodPing:
 		if modern {
-			return s.fail(m.ID, mcptest.CodeMethodNotFound, "ping was removed in "+mcptest.Version20260728)
+			return s.fail(m.ID, wire.CodeMethodNotFound, "ping was removed in "+wire.Version20260728)
 		}
 		return s.result(m.ID, map[string]any{})
-	case mcptest.MethodToolsCall:
+	case wire.MethodToolsCall:
 		return s.tool(m)
 	}
-	return s.fail(m.ID, mcptest.CodeMethodNotFound, "method not found: "+m.Method)
+	return s.fail(m.ID, wire.CodeMethodNotFound, "method not found: "+m.Method)
 }
 
-func (s *testServer) tool(m *mcptest.Message) error {
+func (s *testServer) tool(m *wire.Message) error {
 	var p struct {
 		Name      string `json:"name"`
 		Arguments struct {
@@ -209,10 +210,10 @@ func (s *testServer) tool(m *mcptest.Message) error {
 		Meta map[string]any `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return s.fail(m.ID, mcptest.CodeInvalidParams, err.Error())
+		return s.fail(m.ID, wire.CodeInvalidParams, err.Error())
 	}
-	if s.has("modern") && p.Meta[mcptest.MetaProtocolVersion] == nil {
-		return s.fail(m.ID, mcptest.CodeInvalidRequest, "_meta missing protocolVersion")
+	if s.has("modern") && p.Meta[wire.MetaProtocolVersion] == nil {
+		return s.fail(m.ID, wire.CodeInvalidRequest, "_meta missing protocolVersion")
 	}
 	a := p.Arguments
 	switch p.Name {
@@ -237,7 +238,7 @@ func (s *testServer) tool(m *mcptest.Message) error {
 		}
 		return s.result(m.ID, text("after junk"))
 	case "notify":
-		if err := s.send(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodMessage, "params": map[string]any{"level": "info", "data": a.Text}}); err != nil {
+		if err := s.send(map[string]any{"jsonrpc": "2.0", "method": wire.MethodMessage, "params": map[string]any{"level": "info", "data": a.Text}}); err != nil {
 			return err
 		}
 		return s.result(m.ID, text("notified"))
@@ -248,7 +249,7 @@ func (s *testServer) tool(m *mcptest.Message) error {
 			}
 		}
 		for i := range a.N {
-			if err := s.send(map[string]any{"jsonrpc": "2.0", "method": mcptest.MethodProgress, "params": map[string]any{"progressToken": 1, "progress": i}}); err != nil {
+			if err := s.send(map[string]any{"jsonrpc": "2.0", "method": wire.MethodProgress, "params": map[string]any{"progressToken": 1, "progress": i}}); err != nil {
 				return err
 			}
 		}
@@ -260,15 +261,15 @@ func (s *testServer) tool(m *mcptest.Message) error {
 		if err := s.send(map[string]any{"jsonrpc": "2.0", "id": "s1", "method": "ping"}); err != nil {
 			return err
 		}
-		reply, err := s.readUntil(func(r *mcptest.Message) bool { return string(r.ID) == `"s1"` && r.Method == "" })
+		reply, err := s.readUntil(func(r *wire.Message) bool { return string(r.ID) == `"s1"` && r.Method == "" })
 		if err != nil {
 			return err
 		}
 		b, _ := json.Marshal(reply)
 		return s.result(m.ID, text(string(b)))
 	case "wait-cancel":
-		_, err := s.readUntil(func(r *mcptest.Message) bool {
-			if r.Method != mcptest.MethodCancelled {
+		_, err := s.readUntil(func(r *wire.Message) bool {
+			if r.Method != wire.MethodCancelled {
 				return false
 			}
 			var c struct {
@@ -298,7 +299,7 @@ func (s *testServer) tool(m *mcptest.Message) error {
 		}
 		return fmt.Errorf("exited mid-frame")
 	}
-	return s.fail(m.ID, mcptest.CodeInvalidParams, "unknown tool "+p.Name)
+	return s.fail(m.ID, wire.CodeInvalidParams, "unknown tool "+p.Name)
 }
 
 func (s *testServer) sendRaw(line string) error {
@@ -307,13 +308,13 @@ func (s *testServer) sendRaw(line string) error {
 }
 
 // readUntil reads stdin until a message matches.
-func (s *testServer) readUntil(match func(*mcptest.Message) bool) (*mcptest.Message, error) {
+func (s *testServer) readUntil(match func(*wire.Message) bool) (*wire.Message, error) {
 	for {
 		line, err := s.in.ReadBytes('\n')
 		if err != nil {
 			return nil, err
 		}
-		var r mcptest.Message
+		var r wire.Message
 		if json.Unmarshal(line, &r) == nil && match(&r) {
 			return &r, nil
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // ErrClosed is returned by calls on a closed Session and by requests still
@@ -89,7 +90,7 @@ type inbound struct {
 }
 
 type noteEntry struct {
-	msg   *Message
+	msg   *wire.Message
 	taken bool
 }
 
@@ -376,7 +377,7 @@ func (s *Session) oversized(err error, id []byte) {
 	s.lastFrame = time.Now()
 	s.recordLocked("!", -1, fmt.Appendf(nil, "oversized frame (id %s): %v", orNone(id), err))
 	var p *Pending
-	if n, ok := (&Message{ID: id}).IntID(); ok {
+	if n, ok := (&wire.Message{ID: id}).IntID(); ok {
 		p = s.pending[n]
 		delete(s.pending, n)
 	}
@@ -431,7 +432,7 @@ func looksJSON(b []byte) bool {
 }
 
 func (s *Session) handle(in inbound) {
-	msg, err := ParseMessage(in.frame)
+	msg, err := wire.ParseMessage(in.frame)
 	if err != nil {
 		s.mu.Lock()
 		if looksJSON(in.frame) {
@@ -454,7 +455,7 @@ func (s *Session) handle(in inbound) {
 		s.serverRequest(msg)
 	default:
 		key := ""
-		if msg.Method == MethodProgress {
+		if msg.Method == wire.MethodProgress {
 			key = progressKey(msg.Params)
 		}
 		s.mu.Lock()
@@ -472,7 +473,7 @@ func (s *Session) handle(in inbound) {
 	}
 }
 
-func (s *Session) route(msg *Message) {
+func (s *Session) route(msg *wire.Message) {
 	id, ok := msg.IntID()
 	s.mu.Lock()
 	p := s.pending[id]
@@ -494,7 +495,7 @@ func (s *Session) route(msg *Message) {
 	p.complete(&Response{ID: id, Result: msg.Result, Error: msg.Error, Late: late}, nil)
 }
 
-func (s *Session) serverRequest(msg *Message) {
+func (s *Session) serverRequest(msg *wire.Message) {
 	if s.echoed(msg) {
 		return
 	}
@@ -506,17 +507,17 @@ func (s *Session) serverRequest(msg *Message) {
 		s.recordLocked("!", -1, fmt.Appendf(nil, "protocol violation: server sent request %q in the %s era", msg.Method, s.version))
 	}
 	s.mu.Unlock()
-	reply := &Message{JSONRPC: "2.0", ID: msg.ID}
+	reply := &wire.Message{JSONRPC: "2.0", ID: msg.ID}
 	switch {
 	case modern:
-		reply.Error = &RPCError{Code: CodeMethodNotFound, Message: "servers must not send requests on stdio in protocol " + LatestVersion}
+		reply.Error = &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "servers must not send requests on stdio in protocol " + wire.LatestVersion}
 	case s.cfg.serverRequests != nil:
 		result, err := s.cfg.serverRequests(s.ctx, msg)
 		setReply(reply, result, err)
-	case msg.Method == MethodPing:
+	case msg.Method == wire.MethodPing:
 		reply.Result = json.RawMessage("{}")
 	default:
-		reply.Error = &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + msg.Method}
+		reply.Error = &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "method not found: " + msg.Method}
 	}
 	ctx, cancel := s.bound(s.ctx)
 	defer cancel()
@@ -529,7 +530,7 @@ func (s *Session) serverRequest(msg *Message) {
 // back, as a program that copies stdin to stdout (cat) does, and if so fails
 // that request with an error that says so rather than answering the echo,
 // which the program would echo again.
-func (s *Session) echoed(msg *Message) bool {
+func (s *Session) echoed(msg *wire.Message) bool {
 	id, ok := msg.IntID()
 	if !ok {
 		return false
@@ -552,19 +553,19 @@ func (s *Session) echoed(msg *Message) bool {
 	return true
 }
 
-func setReply(reply *Message, result any, err error) {
+func setReply(reply *wire.Message, result any, err error) {
 	if err != nil {
-		var re *RPCError
+		var re *wire.RPCError
 		if errors.As(err, &re) {
 			reply.Error = re
 		} else {
-			reply.Error = &RPCError{Code: CodeInternalError, Message: err.Error()}
+			reply.Error = &wire.RPCError{Code: wire.CodeInternalError, Message: err.Error()}
 		}
 		return
 	}
 	b, merr := json.Marshal(result)
 	if merr != nil {
-		reply.Error = &RPCError{Code: CodeInternalError, Message: "mcptest: encoding result: " + merr.Error()}
+		reply.Error = &wire.RPCError{Code: wire.CodeInternalError, Message: "mcptest: encoding result: " + merr.Error()}
 		return
 	}
 	if bytes.Equal(b, []byte("null")) {
@@ -619,7 +620,7 @@ func (s *Session) drainStderr() {
 
 // writeMsg sends one message to the server's stdin, bounded by ctx and the
 // session timeout.
-func (s *Session) writeMsg(ctx context.Context, m *Message) error {
+func (s *Session) writeMsg(ctx context.Context, m *wire.Message) error {
 	m.JSONRPC = "2.0"
 	b, err := json.Marshal(m)
 	if err != nil {

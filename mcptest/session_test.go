@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 const big = 8 << 20 // the seed's 8 MiB response
@@ -41,7 +42,7 @@ func TestBlockedWriter(t *testing.T) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		s.StallReads()
-		p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big}))
+		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": big}))
 		if err := s.WaitWriterBlocked(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestBlockedWriterOverLimit(t *testing.T) {
 				ctx := t.Context()
 				s := mcptest.StartServer(t, target(child), mcptest.WithMaxFrame(1<<20))
 				s.StallReads()
-				p := s.Send(mcptest.MethodToolsCall, call("big", map[string]any{"size": big, "idLast": idLast}))
+				p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": big, "idLast": idLast}))
 				if err := s.WaitWriterBlocked(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -122,8 +123,8 @@ func TestNegotiation(t *testing.T) {
 		ctx := t.Context()
 		t.Run("legacy", func(t *testing.T) {
 			s := mcptest.StartServer(t, target(child, "legacy"))
-			if v := s.ProtocolVersion(); v != mcptest.Version20251125 {
-				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20251125)
+			if v := s.ProtocolVersion(); v != wire.Version20251125 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
 			if err := s.Ping(ctx); err != nil {
 				t.Fatal(err)
@@ -131,14 +132,14 @@ func TestNegotiation(t *testing.T) {
 		})
 		t.Run("modern", func(t *testing.T) {
 			s := mcptest.StartServer(t, target(child, "modern"))
-			if v := s.ProtocolVersion(); v != mcptest.Version20260728 {
-				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20260728)
+			if v := s.ProtocolVersion(); v != wire.Version20260728 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20260728)
 			}
 			if err := s.Ping(ctx); err != nil {
 				t.Fatal(err)
 			}
 			// The server refuses tools/call without _meta: Call adds it.
-			r, err := s.Call(ctx, mcptest.MethodToolsCall, call("echo", map[string]any{"text": "hi"}))
+			r, err := s.Call(ctx, wire.MethodToolsCall, call("echo", map[string]any{"text": "hi"}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,24 +149,24 @@ func TestNegotiation(t *testing.T) {
 		})
 		t.Run("silent-probe", func(t *testing.T) {
 			s := mcptest.StartServer(t, target(child, "silent-probe"), mcptest.WithProbeTimeout(300*time.Millisecond))
-			if v := s.ProtocolVersion(); v != mcptest.Version20251125 {
-				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20251125)
+			if v := s.ProtocolVersion(); v != wire.Version20251125 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
 			if !transcriptHas(s, "no answer to server/discover") {
 				t.Errorf("transcript does not show the probe timing out:\n%s", s.Diagnose())
 			}
 		})
 		t.Run("pinned-legacy", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "legacy"), mcptest.WithProtocolVersion(mcptest.Version20250618))
-			if v := s.ProtocolVersion(); v != mcptest.Version20250618 {
-				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20250618)
+			s := mcptest.StartServer(t, target(child, "legacy"), mcptest.WithProtocolVersion(wire.Version20250618))
+			if v := s.ProtocolVersion(); v != wire.Version20250618 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20250618)
 			}
-			if transcriptHas(s, mcptest.MethodDiscover) {
+			if transcriptHas(s, wire.MethodDiscover) {
 				t.Errorf("pinned session probed server/discover")
 			}
 		})
 		t.Run("pinned-modern", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithProtocolVersion(mcptest.Version20260728))
+			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithProtocolVersion(wire.Version20260728))
 			if err := s.Ping(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -184,8 +185,8 @@ func TestNegotiation(t *testing.T) {
 			if err := s.Handshake(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if v := s.ProtocolVersion(); v != mcptest.Version20260728 {
-				t.Errorf("ProtocolVersion() = %q, want %q", v, mcptest.Version20260728)
+			if v := s.ProtocolVersion(); v != wire.Version20260728 {
+				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20260728)
 			}
 		})
 	})
@@ -203,7 +204,7 @@ func transcriptHas(s *mcptest.Session, sub string) bool {
 func TestJunkOnStdout(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
-		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("junk", nil))
+		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("junk", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +248,7 @@ func TestLateResponse(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
-		p := s.Send(mcptest.MethodToolsCall, call("wait-cancel", nil))
+		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil))
 		if err := p.Cancel("test"); err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +271,7 @@ func TestLateResponse(t *testing.T) {
 func TestUnknownID(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
-		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("unknown-id", nil))
+		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("unknown-id", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,11 +287,11 @@ func TestUnknownID(t *testing.T) {
 func TestServerPing(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
-		r, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("ping-host", nil))
+		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var reply mcptest.Message
+		var reply wire.Message
 		if err := json.Unmarshal([]byte(resultText(t, r)), &reply); err != nil {
 			t.Fatal(err)
 		}
@@ -307,10 +308,10 @@ func TestNotifications(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
-		if _, err := s.Call(ctx, mcptest.MethodToolsCall, call("notify", map[string]any{"text": "hello"})); err != nil {
+		if _, err := s.Call(ctx, wire.MethodToolsCall, call("notify", map[string]any{"text": "hello"})); err != nil {
 			t.Fatal(err)
 		}
-		m, err := s.WaitNotification(ctx, mcptest.MethodMessage)
+		m, err := s.WaitNotification(ctx, wire.MethodMessage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func TestDispatcherOverflow(t *testing.T) {
 		ctx := t.Context()
 		entered := make(chan struct{})
 		release := make(chan struct{})
-		h := func(ctx context.Context, req *mcptest.Message) (any, error) {
+		h := func(ctx context.Context, req *wire.Message) (any, error) {
 			close(entered)
 			select {
 			case <-release:
@@ -338,7 +339,7 @@ func TestDispatcherOverflow(t *testing.T) {
 		}
 		s := mcptest.StartServer(t, target(child), mcptest.WithQueue(4), mcptest.WithServerRequests(h))
 		const n = 100
-		p := s.Send(mcptest.MethodToolsCall, call("request-flood", map[string]any{"n": n}))
+		p := s.Send(wire.MethodToolsCall, call("request-flood", map[string]any{"n": n}))
 		<-entered
 		_, err := p.Wait(ctx)
 		var oe *mcptest.OverflowError
@@ -425,7 +426,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 func TestStdoutClosedEarly(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child), mcptest.WithGrace(200*time.Millisecond))
-		_, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("close-stdout", nil))
+		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
 			t.Fatalf("Call = %v, want an error saying the server closed its stdout", err)
 		}
@@ -438,7 +439,7 @@ func TestStdoutClosedEarly(t *testing.T) {
 func TestExitMidFrame(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
-		_, err := s.Call(t.Context(), mcptest.MethodToolsCall, call("exit-mid-frame", nil))
+		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("exit-mid-frame", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") && !errors.Is(err, pipes.ErrValveClosed) {
 			t.Logf("Call error: %v", err)
 		}
@@ -467,7 +468,7 @@ func TestStdinNotRead(t *testing.T) {
 	both(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "no-read"), mcptest.WithoutHandshake(),
 			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), mcptest.WithGrace(200*time.Millisecond))
-		p := s.Send(mcptest.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
+		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
 		_, err := p.Wait(t.Context())
 		if err == nil || !strings.Contains(err.Error(), "stopped reading stdin") || !strings.Contains(err.Error(), "(full)") {
 			t.Fatalf("Wait = %v, want an error saying the server stopped reading stdin, with the pipe full", err)

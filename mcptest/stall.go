@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // pollInterval is how often waits on kernel state (pipe fill levels, /proc)
@@ -243,7 +244,7 @@ func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 // that no earlier WaitNotification returned, waiting for one to arrive,
 // bounded by ctx and the session timeout. The session keeps the last 1024
 // notifications.
-func (s *Session) WaitNotification(ctx context.Context, method string) (*Message, error) {
+func (s *Session) WaitNotification(ctx context.Context, method string) (*wire.Message, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // TestTimedOutWriteKeepsFraming: a request whose write times out part-way
@@ -36,22 +37,22 @@ func TestTimedOutWriteKeepsFraming(t *testing.T) {
 	}
 	s := mcptest.StartServer(t, mcptest.InProcess(serve), mcptest.WithoutHandshake(),
 		mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(300*time.Millisecond))
-	first := s.Send(mcptest.MethodToolsCall, map[string]any{"pad": strings.Repeat("x", 20000)})
+	first := s.Send(wire.MethodToolsCall, map[string]any{"pad": strings.Repeat("x", 20000)})
 	if _, err := first.Wait(t.Context()); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped reading stdin") {
 		t.Fatalf("first Send into a stdin nobody reads: err = %v, want a timeout saying the server stopped reading stdin", err)
 	}
 	close(release)
-	if err := s.Notify(mcptest.MethodInitialized, nil); err != nil {
+	if err := s.Notify(wire.MethodInitialized, nil); err != nil {
 		t.Fatalf("Notify after the timed-out write: %v", err)
 	}
-	for i, want := range []string{mcptest.MethodToolsCall, mcptest.MethodInitialized} {
+	for i, want := range []string{wire.MethodToolsCall, wire.MethodInitialized} {
 		var line string
 		select {
 		case line = <-lines:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("line %d never reached the server", i+1)
 		}
-		var m mcptest.Message
+		var m wire.Message
 		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Method != want {
 			t.Errorf("line %d the server read: %.80q… (%d bytes), method %q, err %v; want a whole %s message", i+1, line, len(line), m.Method, err, want)
 		}

@@ -1,9 +1,9 @@
-package mcptest_test
+package wire_test
 
 import (
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 func TestParseMessage(t *testing.T) {
@@ -27,7 +27,7 @@ func TestParseMessage(t *testing.T) {
 		{`hello`, ""},
 	}
 	for _, tt := range tests {
-		m, err := mcptest.ParseMessage([]byte(tt.frame))
+		m, err := wire.ParseMessage([]byte(tt.frame))
 		got := ""
 		if err == nil {
 			switch {

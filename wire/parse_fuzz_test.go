@@ -1,26 +1,56 @@
-package mcptest_test
+package wire_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // referenceParse is ParseMessage done the slow, obvious way with
-// encoding/json: the fast envelope scanner must agree with it.
-func referenceParse(frame []byte) (*mcptest.Message, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(frame, &raw); err != nil {
+// encoding/json: the fast envelope scanner must agree with it. Keys match
+// as written (an escaped "\u0069d" is not "id"), and an envelope key given
+// twice is an error.
+func referenceParse(frame []byte) (*wire.Message, error) {
+	var top any
+	if err := json.Unmarshal(frame, &top); err != nil {
 		return nil, err
 	}
-	if raw == nil {
+	if _, ok := top.(map[string]any); !ok {
 		return nil, errors.New("not an object")
 	}
-	var m mcptest.Message
+	raw := map[string]json.RawMessage{}
+	dec := json.NewDecoder(bytes.NewReader(frame))
+	if _, err := dec.Token(); err != nil { // '{'
+		return nil, err
+	}
+	for dec.More() {
+		start := dec.InputOffset()
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		key := bytes.Trim(frame[start:dec.InputOffset()], " \t\r\n,:")
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		k := string(key)
+		if len(k) >= 2 {
+			k = k[1 : len(k)-1]
+		}
+		switch k {
+		case "jsonrpc", "id", "method", "params", "result", "error":
+			if _, dup := raw[k]; dup {
+				return nil, errors.New("duplicate key")
+			}
+			raw[k] = val
+		}
+	}
+	var m wire.Message
 	m.ID, m.Params, m.Result = raw["id"], raw["params"], raw["result"]
 	if v, ok := raw["method"]; ok {
 		if err := json.Unmarshal(v, &m.Method); err != nil {
@@ -51,12 +81,13 @@ func FuzzParseMessage(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"id":2,"result":[1,{"a":[]}],"method":5}`,
 		`{"jsonrpc":"2.0","method":"a","method":"b"}`,
 		`{"JSONRPC":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","\\u0069d":1,"method":"x"}`, `[{"jsonrpc":"2.0","id":1,"result":{}}]`,
 		`[1,2]`, `null`, `"x"`, `{}`, `{"jsonrpc":2}`, `not json`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		got, gerr := mcptest.ParseMessage(frame)
+		got, gerr := wire.ParseMessage(frame)
 		want, werr := referenceParse(frame)
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("ParseMessage(%q) error = %v, reference error = %v", frame, gerr, werr)

@@ -1,0 +1,301 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Protocol revisions.
+const (
+	// Version20260728 is the stateless revision: no initialize handshake on
+	// stdio, _meta on every request, server/discover, no ping.
+	Version20260728 = "2026-07-28"
+	// Version20251125 is the newest revision with the initialize handshake.
+	Version20251125 = "2025-11-25"
+	// Version20250618 is the revision before Version20251125.
+	Version20250618 = "2025-06-18"
+	// LatestVersion is the newest revision this package knows.
+	LatestVersion = Version20260728
+)
+
+// IsModern reports whether protocol version v belongs to the stateless era
+// (2026-07-28 or later): no handshake, _meta on every request.
+func IsModern(v string) bool { return v >= Version20260728 }
+
+// Method names.
+const (
+	MethodInitialize  = "initialize"
+	MethodInitialized = "notifications/initialized"
+	MethodPing        = "ping"
+	MethodDiscover    = "server/discover"
+	MethodToolsList   = "tools/list"
+	MethodToolsCall   = "tools/call"
+	MethodCancelled   = "notifications/cancelled"
+	MethodProgress    = "notifications/progress"
+	MethodMessage     = "notifications/message"
+)
+
+// Keys of the _meta object that every request carries in the 2026-07-28
+// revision, and the progress token's key in any revision.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaProgressToken      = "progressToken"
+)
+
+// JSON-RPC and MCP error codes.
+const (
+	CodeParseError                 = -32700
+	CodeInvalidRequest             = -32600
+	CodeMethodNotFound             = -32601
+	CodeInvalidParams              = -32602
+	CodeInternalError              = -32603
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// Errors that ParseMessage's error wraps, for the cases a caller treats
+// apart from plain invalid JSON.
+var (
+	// ErrBatch: the frame is a JSON array, a JSON-RPC batch. MCP removed
+	// batching in 2025-06-18, and no host built on this package sends one.
+	ErrBatch = errors.New("a JSON-RPC batch (a JSON array)")
+	// ErrDuplicateKey: the frame has an envelope member twice (see the
+	// package documentation).
+	ErrDuplicateKey = errors.New("duplicate key")
+)
+
+// Message is one JSON-RPC 2.0 message as it appears on the wire: a request
+// (ID and Method), a notification (Method, no ID) or a response (ID and
+// Result or Error).
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+// IsRequest reports whether m is a request: it has a method and an id.
+func (m *Message) IsRequest() bool { return m.Method != "" && hasID(m.ID) }
+
+// IsNotification reports whether m is a notification: a method and no id.
+func (m *Message) IsNotification() bool { return m.Method != "" && !hasID(m.ID) }
+
+// IsResponse reports whether m is a response: no method, a result or an
+// error, and an id — which may be null only on an error, as JSON-RPC 2.0
+// answers a request whose id could not be read (a parse error).
+func (m *Message) IsResponse() bool {
+	if m.Method != "" || (m.Result == nil && m.Error == nil) {
+		return false
+	}
+	return hasID(m.ID) || (m.Error != nil && bytes.Equal(bytes.TrimSpace(m.ID), []byte("null")))
+}
+
+func hasID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
+}
+
+// IntID returns m's id as an integer, and false if it is absent or not an
+// integer written as one (JSON-RPC also allows string ids; 2.0 is not 2).
+func (m *Message) IntID() (int64, bool) {
+	id := bytes.TrimSpace(m.ID)
+	if !hasID(id) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return n, err == nil
+}
+
+// ParseMessage decodes one frame into a Message. It fails for anything that
+// is not a JSON object with "jsonrpc": "2.0" and the shape of a request, a
+// notification or a response. Keys match exactly, as JSON-RPC spells them;
+// an envelope key given twice fails with an error wrapping ErrDuplicateKey,
+// a batch with one wrapping ErrBatch.
+//
+// It validates the frame once and then only slices the envelope's values
+// out of a copy of it: params and result, which may be megabytes, are
+// neither decoded nor scanned again.
+func ParseMessage(frame []byte) (*Message, error) {
+	if !json.Valid(frame) {
+		var v any
+		return nil, fmt.Errorf("wire: not JSON-RPC: %w", json.Unmarshal(frame, &v))
+	}
+	b := bytes.Clone(frame) // the Message must not alias the caller's buffer
+	i := skipSpace(b, 0)
+	switch b[i] {
+	case '{':
+	case '[':
+		return nil, fmt.Errorf("wire: not JSON-RPC: %w", ErrBatch)
+	default:
+		return nil, fmt.Errorf("wire: not JSON-RPC: not a JSON object")
+	}
+	var m Message
+	var version, method, rpcErr json.RawMessage
+	var seen [6]bool
+	i = skipSpace(b, i+1)
+	for b[i] != '}' {
+		keyEnd := valueEnd(b, i)
+		key := b[i:keyEnd]
+		i = skipSpace(b, keyEnd)
+		i = skipSpace(b, i+1) // the ':'
+		end := valueEnd(b, i)
+		val := json.RawMessage(b[i:end:end])
+		k := -1
+		switch string(key) {
+		case `"jsonrpc"`:
+			k, version = 0, val
+		case `"id"`:
+			k, m.ID = 1, val
+		case `"method"`:
+			k, method = 2, val
+		case `"params"`:
+			k, m.Params = 3, val
+		case `"result"`:
+			k, m.Result = 4, val
+		case `"error"`:
+			k, rpcErr = 5, val
+		}
+		if k >= 0 {
+			if seen[k] {
+				return nil, fmt.Errorf("wire: not JSON-RPC: %w %s", ErrDuplicateKey, key)
+			}
+			seen[k] = true
+		}
+		i = skipSpace(b, end)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	if method != nil {
+		if err := json.Unmarshal(method, &m.Method); err != nil {
+			return nil, fmt.Errorf("wire: not JSON-RPC: method: %w", err)
+		}
+	}
+	if rpcErr != nil {
+		if err := json.Unmarshal(rpcErr, &m.Error); err != nil {
+			return nil, fmt.Errorf("wire: not JSON-RPC: error: %w", err)
+		}
+	}
+	if err := json.Unmarshal(version, &m.JSONRPC); version == nil || err != nil || m.JSONRPC != "2.0" {
+		return nil, fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
+	}
+	if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
+		return nil, fmt.Errorf("wire: not JSON-RPC: neither request, notification nor response")
+	}
+	return &m, nil
+}
+
+func orAbsent(v json.RawMessage) string {
+	if v == nil {
+		return "absent"
+	}
+	return string(v)
+}
+
+// Member returns the raw value of the top-level member key of the JSON
+// object obj, or nil if obj is not an object or has no such member. obj
+// must be valid JSON (as every part of a parsed Message is); nothing is
+// decoded, so a large object costs one pass over its bytes. Of duplicate
+// keys the last wins, as in encoding/json.
+func Member(obj json.RawMessage, key string) json.RawMessage {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	var found json.RawMessage
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		keyEnd := valueEnd(obj, i)
+		k := obj[i:keyEnd]
+		i = skipSpace(obj, keyEnd)
+		i = skipSpace(obj, i+1)
+		end := valueEnd(obj, i)
+		if len(k) == len(key)+2 && string(k[1:len(k)-1]) == key {
+			found = obj[i:end:end]
+		}
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return found
+}
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the JSON value that starts at i in
+// valid JSON b.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i // a number or a literal: up to the next delimiter
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// stringEnd returns the index just past the JSON string that starts at i.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexAny(b[j:], `"\`)
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		if b[j] == '"' {
+			return j + 1
+		}
+		j += 2 // an escape: skip the backslash and the byte after it
+	}
+	return len(b)
+}
+
+// RPCError is a JSON-RPC error object.
+type RPCError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Error returns the code and message, and the data if there is any.
+func (e *RPCError) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("jsonrpc error %d: %s (data: %s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}

@@ -1,0 +1,209 @@
+package wire
+
+import "bytes"
+
+// Envelope is what a Scanner found of one frame's top level.
+type Envelope struct {
+	// Size is the frame's length in bytes, without its "\n" or "\r\n".
+	Size int64
+	// ID is the raw JSON of the top-level "id" (its first 128 bytes), nil
+	// if the frame has none.
+	ID []byte
+	// DuplicateID reports a second top-level "id": the frame is ambiguous
+	// (see the package documentation). ID is the first.
+	DuplicateID bool
+	// Method is the raw JSON string of the top-level "method" (its first
+	// 128 bytes, quotes included), nil if the frame has none.
+	Method []byte
+}
+
+const keepValue = 128
+
+// Scanner follows the JSON structure of newline-delimited frames as their
+// bytes pass through Write, just enough to find each frame's top-level "id"
+// and "method", in constant memory however long the frame is. It never
+// validates: on malformed input it reports what it could see. It is for
+// frames that are too large to parse (a transport limit discards them
+// unparsed, yet their request must fail) and for observers that must not
+// hold a frame whole.
+//
+// A Scanner is not safe for concurrent use.
+type Scanner struct {
+	onFrame func(Envelope)
+
+	env       Envelope
+	prev      byte
+	depth     int
+	inStr     bool
+	esc       bool
+	expectKey bool // at depth 1, the next string is a key
+	inKey     bool
+	keyLong   bool
+	key       []byte
+	member    byte // the member whose value comes next: 'i' id, 'm' method, 0 other
+	wantVal   bool // after the ':' of a member of interest
+	inVal     bool
+	val       []byte
+	idBuf     []byte // reused for Envelope.ID
+	methodBuf []byte // reused for Envelope.Method
+}
+
+// NewScanner returns a Scanner that calls onFrame with the envelope of every
+// frame as soon as its newline has passed. onFrame runs inside Write and
+// must not keep the envelope's slices past its return without copying them.
+func NewScanner(onFrame func(Envelope)) *Scanner {
+	return &Scanner{onFrame: onFrame, key: make([]byte, 0, 8), val: make([]byte, 0, keepValue)}
+}
+
+// Current returns what has been found of the unfinished frame (the bytes
+// written since the last newline), with copies of its slices.
+func (s *Scanner) Current() Envelope {
+	e := s.env
+	e.ID, e.Method = bytes.Clone(e.ID), bytes.Clone(e.Method)
+	return e
+}
+
+// Write scans p. It never fails.
+func (s *Scanner) Write(p []byte) (int, error) {
+	s.scan(p)
+	return len(p), nil
+}
+
+func (s *Scanner) endLine() {
+	if s.prev == '\r' && s.env.Size > 0 {
+		s.env.Size--
+	}
+	s.finishVal()
+	if s.onFrame != nil {
+		s.onFrame(s.env)
+	}
+	s.env = Envelope{}
+	s.prev, s.depth = 0, 0
+	s.inStr, s.esc, s.expectKey, s.inKey, s.wantVal, s.inVal = false, false, false, false, false, false
+	s.member = 0
+}
+
+func (s *Scanner) finishVal() {
+	if !s.inVal {
+		return
+	}
+	s.inVal = false
+	switch s.member {
+	case 'i':
+		if s.env.ID != nil {
+			s.env.DuplicateID = true
+			return
+		}
+		s.idBuf = append(s.idBuf[:0], s.val...)
+		s.env.ID = s.idBuf
+	case 'm':
+		s.methodBuf = append(s.methodBuf[:0], s.val...)
+		s.env.Method = s.methodBuf
+	}
+}
+
+func (s *Scanner) scan(b []byte) {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\n' {
+			s.endLine()
+			continue
+		}
+		if s.inStr && !s.esc && !s.inKey && !s.inVal {
+			// Fast path through string contents: jump to the next byte
+			// that matters.
+			rest := b[i:]
+			j := bytes.IndexByte(rest, '"')
+			if j < 0 {
+				j = len(rest)
+			}
+			if k := bytes.IndexByte(rest[:j], '\\'); k >= 0 {
+				j = k
+			}
+			if k := bytes.IndexByte(rest[:j], '\n'); k >= 0 {
+				j = k
+			}
+			if j > 0 {
+				s.env.Size += int64(j)
+				s.prev = rest[j-1]
+				i += j - 1
+				continue
+			}
+		}
+		s.env.Size++
+		s.prev = c
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				if s.inKey {
+					s.inKey = false
+					switch key := string(s.key); {
+					case s.keyLong:
+						s.member = 0
+					case key == "id":
+						s.member = 'i'
+					case key == "method":
+						s.member = 'm'
+					default:
+						s.member = 0
+					}
+				}
+				if s.inVal {
+					s.val = append(s.val, c)
+					s.finishVal()
+				}
+				continue
+			}
+			if s.inKey && len(s.key) < cap(s.key) {
+				s.key = append(s.key, c)
+			} else if s.inKey {
+				s.keyLong = true // longer than any key of interest
+			}
+			if s.inVal && len(s.val) < keepValue {
+				s.val = append(s.val, c)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+			if s.depth == 1 && s.expectKey {
+				s.inKey, s.keyLong, s.key = true, false, s.key[:0]
+			} else if s.depth == 1 && s.wantVal {
+				s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
+			}
+		case '{', '[':
+			s.wantVal = false
+			s.depth++
+			s.expectKey = s.depth == 1 && c == '{'
+		case '}', ']':
+			s.finishVal()
+			s.depth--
+		case ':':
+			if s.depth == 1 {
+				s.wantVal = s.member != 0
+				s.expectKey = false
+			}
+		case ',':
+			if s.depth == 1 {
+				s.finishVal()
+				s.wantVal, s.expectKey, s.member = false, true, 0
+			}
+		case ' ', '\t', '\r':
+			if s.depth == 1 {
+				s.finishVal()
+			}
+		default:
+			if s.depth == 1 && s.wantVal {
+				s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
+			} else if s.depth == 1 && s.inVal && len(s.val) < keepValue {
+				s.val = append(s.val, c)
+			}
+		}
+	}
+}
