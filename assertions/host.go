@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,11 @@ func (c HostConfig) withDefaults() HostConfig {
 // mcptest helper, for the hosts under test to start as a child.
 const fakeHelper = "mcpstdio-assertions-fake"
 
-func init() { fakeserver.Register(fakeHelper) }
+func init() {
+	mcptest.RegisterHelper(fakeHelper, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
 
 // hostRun is one host criterion's fixture: a fresh fake and a fresh host.
 type hostRun struct {

@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,13 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-func init() { Register(helperName) }
+// The fake as a helper child of this test binary: ServeStdio on the child's
+// own stdio, configured by the helper's args.
+func init() {
+	mcptest.RegisterHelper(helperName, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
 
 const helperName = "fakeserver"
 

@@ -35,6 +35,6 @@
 // Options from command-line flags.
 //
 // Run it in-process with Serve (its signature is mcptest.ServeFunc), or as
-// a child process through Register; read what it saw with Server.Report,
+// a child process with ServeStdio; read what it saw with Server.Report,
 // or, from a child, from the file named by WithReportFile.
 package fakeserver

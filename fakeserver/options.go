@@ -125,7 +125,7 @@ func WithSubprocessCommand(name string, args ...string) Option {
 	return optionFunc(func(c *config) { c.subprocess = append([]string{name}, args...) })
 }
 
-// WithIgnoreSIGTERM makes a server started by Register ignore SIGTERM, so
+// WithIgnoreSIGTERM makes a server started by ServeStdio ignore SIGTERM, so
 // that a host must escalate to SIGKILL; it has no effect in-process.
 func WithIgnoreSIGTERM() Option { return optionFunc(func(c *config) { c.ignoreSIGTRM = true }) }
 
@@ -211,7 +211,7 @@ func WithServerRequest(n int) Option { return optionFunc(func(c *config) { c.ser
 func WithIdleNotifications(n int64) Option { return optionFunc(func(c *config) { c.idleNotify = n }) }
 
 // ParseArgs builds Options from command-line flags, for `mcpstdio fake` and
-// for a server started as a child process by Register. Each flag sets the
+// for ServeStdio. Each flag sets the
 // Option of the same meaning; -h lists them. The error wraps flag.ErrHelp
 // for -h, and names the bad flag otherwise.
 func ParseArgs(args []string) ([]Option, error) {

@@ -125,8 +125,8 @@ type requestParams struct {
 // stdout); that works when stdout supports concurrent Close, as *os.File
 // from os.Pipe does. Likewise Serve ends its stdin read by closing stdin: a
 // stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
-// mode) keeps Serve waiting until that Read returns; ServeStdio and
-// Register make the process's stdio interruptible.
+// mode) keeps Serve waiting until that Read returns; ServeStdio
+// makes the process's stdio interruptible.
 //
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.

@@ -15,7 +15,7 @@ import (
 
 // These tests drive the fake with the mcptest host, in-process
 // (mcptest.InProcess(srv.Serve)) and as a child process
-// (mcptest.Helper with Register), configured by the same flags.
+// (mcptest.Helper serving ServeStdio), configured by the same flags.
 
 // fixture is a fake server under an mcptest Session.
 type fixture struct {
