@@ -44,7 +44,7 @@ func TestModernEra(t *testing.T) {
 	for _, tl := range list["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if diff := cmp.Diff(AllTools, names); diff != "" {
+	if diff := cmp.Diff(Tools(), names); diff != "" {
 		t.Errorf("tools/list names mismatch (-want +got):\n%s", diff)
 	}
 	if got := text(t, r.callTool(ToolEcho, map[string]any{"text": "héllo"})); got != "héllo" {
@@ -170,7 +170,7 @@ func TestSearchContract(t *testing.T) {
 	}
 	json.Unmarshal(m.Result, &res)
 	sc := res.StructuredContent
-	if len(sc.Items) != SearchDefaultPage || !sc.Truncated || sc.NextCursor == "" || sc.TotalEstimate == nil || *sc.TotalEstimate != SearchDefaultTotal {
+	if len(sc.Items) != searchDefaultPage || !sc.Truncated || sc.NextCursor == "" || sc.TotalEstimate == nil || *sc.TotalEstimate != searchDefaultTotal {
 		t.Errorf("first page: %d items, truncated %v, cursor %q, total %v", len(sc.Items), sc.Truncated, sc.NextCursor, sc.TotalEstimate)
 	}
 	want := fmt.Sprintf("Returned 50 of 4382 matching records (1 to 50); 4332 omitted. Call search again with cursor %q to continue.", sc.NextCursor)
@@ -196,12 +196,12 @@ func TestSearchContract(t *testing.T) {
 	}
 
 	t.Run("unbounded", func(t *testing.T) {
-		r := startRig(t, rigOpt{}, WithUnboundedResults())
+		r := startRig(t, rigOpt{}, Faults{UnboundedResults: true})
 		m := r.callTool(ToolSearch, map[string]any{"query": "q"})
 		var res struct{ StructuredContent struct{ Items []any } }
 		json.Unmarshal(m.Result, &res)
-		if len(res.StructuredContent.Items) != SearchDefaultTotal {
-			t.Errorf("unbounded search returned %d items, want all %d", len(res.StructuredContent.Items), SearchDefaultTotal)
+		if len(res.StructuredContent.Items) != searchDefaultTotal {
+			t.Errorf("unbounded search returned %d items, want all %d", len(res.StructuredContent.Items), searchDefaultTotal)
 		}
 	})
 }

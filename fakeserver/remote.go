@@ -118,18 +118,16 @@ func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
 	}
 }
 
+type remoteArgs struct {
+	Chunks     int `json:"chunks"`
+	ChunkBytes int `json:"chunkBytes"`
+	IntervalMs int `json:"intervalMs"`
+}
+
 // toolRemote reads chunks from the loopback source, reporting progress after
 // each; a cancel aborts the HTTP request, and the tool waits until the
 // handler has seen the abort.
-func (s *Server) toolRemote(w *work) (*frame, error) {
-	var a struct {
-		Chunks     int `json:"chunks"`
-		ChunkBytes int `json:"chunkBytes"`
-		IntervalMs int `json:"intervalMs"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
+func (s *Server) toolRemote(w *work, a remoteArgs) (*frame, error) {
 	chunks := cmpOr(a.Chunks, 10)
 	size := cmpOr(a.ChunkBytes, 1024)
 	base, client, err := s.remoteURL()

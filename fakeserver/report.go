@@ -47,8 +47,8 @@ type Report struct {
 
 	StderrBytes int64 // bytes written to stderr (noise and diagnostics)
 
-	IdleNotifyBytes int64 // bytes of WithIdleNotifications frames written so far
-	IdleNotifyDone  bool  // all WithIdleNotifications frames are written
+	IdleNotifyBytes int64 // bytes of Faults.IdleNotifyBytes frames written so far
+	IdleNotifyDone  bool  // all Faults.IdleNotifyBytes frames are written
 
 	ChildrenKilled int // subprocess-tool children killed because their work was cancelled
 	RemoteAborts   int // remote-source HTTP handlers that saw the client abort mid-stream

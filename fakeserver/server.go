@@ -14,11 +14,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// ErrExited is returned by Serve when a fault (WithExitAfterBytes,
-// WithNoFinalNewline) made the server stop on purpose.
+// ErrExited is returned by Serve when a fault (Faults.ExitAfterBytes,
+// Faults.NoFinalNewline) made the server stop on purpose.
 var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
 
-// codeRequestCancelled is the error code of the response WithRespondAfterCancel
+// codeRequestCancelled is the error code of the response Faults.RespondAfterCancel
 // writes for cancelled work: mcp-go v1.2.1 writes -32603 "context canceled"
 // (the official Go SDK v1.8.0 writes code 0 with the same message).
 const codeRequestCancelled = -32603
@@ -27,13 +27,14 @@ const codeRequestCancelled = -32603
 // by its Options. Create it with New, run it with Serve (once), and read what
 // it saw with Report.
 type Server struct {
-	cfg config
+	cfg   config
+	tools []tool // the tools offered, in tools/list order
 
 	mu          sync.Mutex // guards what follows
 	rep         Report
 	works       map[string]*work // running requests by id (JSON text)
 	finished    map[string]bool  // ids whose work has ended
-	idleStarted bool             // WithIdleNotifications has begun
+	idleStarted bool             // Faults.IdleNotifyBytes has begun
 	served      bool
 	logOff      bool
 
@@ -72,6 +73,11 @@ func New(opts ...Option) *Server {
 	if s.cfg.concurrency > 0 {
 		s.sem = make(chan struct{}, s.cfg.concurrency)
 	}
+	for _, t := range toolTable {
+		if s.cfg.tools[t.Name] {
+			s.tools = append(s.tools, t)
+		}
+	}
 	return s
 }
 
@@ -108,7 +114,7 @@ type requestParams struct {
 }
 
 // Serve runs the server on stdin and stdout until stdin reaches EOF (see
-// WithIgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
+// Faults.IgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
 // stderr, which may be nil.
 //
 // The read loop never waits on a stdout write: each request runs in its own
@@ -161,9 +167,9 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	logStop, logDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(logDone); s.logLoop(logStop) }()
 
-	if s.cfg.banner != "" {
+	if s.cfg.faults.Banner != "" {
 		s.wmu.Lock()
-		s.out.write([]byte(s.cfg.banner + "\n"))
+		s.out.write([]byte(s.cfg.faults.Banner + "\n"))
 		s.wmu.Unlock()
 	}
 
@@ -193,7 +199,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 		} else {
 			exit = "stdin: " + readErr.Error()
 		}
-		if s.cfg.ignoreEOF {
+		if s.cfg.faults.IgnoreEOF {
 			select {
 			case <-ctx.Done():
 				exit = "context cancelled (stdin EOF ignored)"
@@ -352,7 +358,7 @@ func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	s.works[w.id] = w
 	s.mu.Unlock()
 	s.changed()
-	if s.cfg.naive {
+	if s.cfg.faults.NaiveLoop {
 		s.run(w)
 		return
 	}
@@ -429,7 +435,7 @@ func (s *Server) cancelRequest(raw json.RawMessage) {
 	case w != nil:
 		rec.State = w.state
 		w.cancels = append(w.cancels, len(s.rep.Cancels))
-		if !s.cfg.ignoreCancel {
+		if !s.cfg.faults.IgnoreCancel {
 			w.cancelled = true
 			w.cancel()
 		}
@@ -450,7 +456,7 @@ func (s *Server) respond(w *work, f *frame) {
 	defer s.wmu.Unlock()
 	s.writePrelude(w.plan)
 	s.mu.Lock()
-	suppress := f == nil || (w.ctx.Err() != nil && !(s.cfg.respondAfterCxl && w.cancelled))
+	suppress := f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled))
 	if suppress {
 		w.suppressed = true
 		s.mu.Unlock()
@@ -484,7 +490,7 @@ func (s *Server) loose(f *frame, plan faultPlan) {
 		}
 		s.afterFrame(plan)
 	}
-	if s.cfg.naive {
+	if s.cfg.faults.NaiveLoop {
 		do()
 		return
 	}
@@ -503,7 +509,7 @@ type frame struct {
 	chunk              int // bytes per stdout Write; 0 writes the frame at once
 }
 
-// rawNewlineAt is where WithRawNewline breaks a frame: after `{"jsonrpc":"2.0",`.
+// rawNewlinePrefix is where Faults.RawNewline breaks a frame: after `{"jsonrpc":"2.0",`.
 var rawNewlinePrefix = []byte(`{"jsonrpc":"2.0",`)
 
 // writeFrame writes f and its newline in chunks, with the faults of plan.
@@ -571,7 +577,7 @@ func (o *outWriter) write(p []byte) (int, error) {
 		o.s.countWrite(0, 0, errStdoutClosed)
 		return 0, errStdoutClosed
 	}
-	limit := o.s.cfg.exitAfterBytes
+	limit := o.s.cfg.faults.ExitAfterBytes
 	exitNow := false
 	if limit > 0 && o.written+int64(len(p)) >= limit {
 		p = p[:limit-o.written]
@@ -587,7 +593,7 @@ func (o *outWriter) write(p []byte) (int, error) {
 	o.s.countWrite(int64(n), d, err)
 	if exitNow {
 		o.close()
-		o.s.exit(fmt.Errorf("%w: WithExitAfterBytes(%d) reached", ErrExited, limit))
+		o.s.exit(fmt.Errorf("%w: ExitAfterBytes %d reached", ErrExited, limit))
 		if err == nil {
 			err = ErrExited
 		}
@@ -665,7 +671,7 @@ func (s *Server) writeStderr(b []byte) {
 func (s *Server) writeNoise() {
 	// Whole lines, batched into writes of up to 64 KiB: noisy servers
 	// write lines, but a write per line would make this the slow part.
-	left := s.cfg.stderrNoise
+	left := s.cfg.faults.StderrNoise
 	var buf []byte
 	for i := 1; left > 0; {
 		buf = buf[:0]
@@ -717,9 +723,9 @@ func resultFrame(w *work, result map[string]any) *frame {
 }
 
 // cancelledFrame is the response for work cancelled before it produced one:
-// nil (no response), unless WithRespondAfterCancel.
+// nil (no response), unless Faults.RespondAfterCancel.
 func (s *Server) cancelledFrame(w *work) *frame {
-	if !s.cfg.respondAfterCxl {
+	if !s.cfg.faults.RespondAfterCancel {
 		return nil
 	}
 	return errorFrame(w.rawID, codeRequestCancelled, "context canceled", nil)

@@ -29,11 +29,11 @@ func ServeStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	s := New(opts...)
-	if s.cfg.ignoreSIGTRM {
+	if s.cfg.faults.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	sigs := []os.Signal{os.Interrupt}
-	if !s.cfg.ignoreSIGTRM {
+	if !s.cfg.faults.IgnoreSIGTERM {
 		sigs = append(sigs, syscall.SIGTERM)
 	}
 	ctx, stop := signal.NotifyContext(ctx, sigs...)
