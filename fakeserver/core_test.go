@@ -249,3 +249,16 @@ func TestShutdownOnEOF(t *testing.T) {
 		t.Errorf("stdout after Serve returned: %v, want EOF", err)
 	}
 }
+
+// TestCancelMatchesIDByValue: a cancel names its request by JSON value, not
+// by spelling: "a\u0026b" is the id "a&b".
+func TestCancelMatchesIDByValue(t *testing.T) {
+	r := startRig(t, rigOpt{legacy: true})
+	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"a&b","method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":3600000},"_meta":{"progressToken":"p"}}}`))
+	r.nextMsg() // the first progress: the work is running
+	r.writeLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a\u0026b","reason":"test"}}`))
+	rep := r.waitReport("the cancel to stop the work", func(rep Report) bool { return len(rep.Cancels) == 1 && rep.Cancels[0].Stopped })
+	if c := rep.Cancels[0]; c.ID != `"a&b"` || c.State != StateRunning || !c.Suppressed || c.Reason != "test" {
+		t.Errorf("cancel %+v: want id \"a&b\" found running, its response suppressed, reason test", c)
+	}
+}

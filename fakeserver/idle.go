@@ -23,19 +23,13 @@ func (s *Server) idleNotifications(w *work) {
 		// least the envelope's size.
 		line := append(oversizedFrame(int(min(left, idleNotifyFrame))-1), '\n')
 		n, err := s.out.write(line)
-		s.mu.Lock()
-		s.rep.IdleNotifyBytes += int64(n)
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) { r.IdleNotifyBytes += int64(n) })
 		if err != nil {
 			s.logf("idle notifications: %v", err)
 			return
 		}
 		left -= int64(len(line))
 	}
-	s.mu.Lock()
-	s.rep.IdleNotifyDone = true
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) { r.IdleNotifyDone = true })
 	s.logf("idle notifications: %d bytes written", s.cfg.faults.IdleNotifyBytes)
 }

@@ -111,10 +111,7 @@ func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
 		s.remote.mu.Lock()
 		c.aborted = true
 		s.remote.mu.Unlock()
-		s.mu.Lock()
-		s.rep.RemoteAborts++
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) { r.RemoteAborts++ })
 	}
 }
 

@@ -101,14 +101,19 @@ func (s *Server) Report() Report {
 	return r
 }
 
-// changed marks the report dirty for the report-file writer. Every change
-// to s.rep must be followed by a call, after s.mu is released, or the file
-// can miss it.
-func (s *Server) changed() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
-	}
+// update changes the report in fn, with s.mu held (fn may change other
+// state s.mu guards, and must not block), then marks the report dirty for
+// the report-file writer. Every change to s.rep goes through it.
+func (s *Server) update(fn func(r *Report)) {
+	defer func() {
+		select {
+		case s.dirty <- struct{}{}:
+		default:
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.rep)
 }
 
 // reportFileLoop rewrites the report file after each change until stop is

@@ -189,9 +189,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	if readEnded {
 		eof := readErr == nil || errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF)
 		if eof {
-			s.mu.Lock()
-			s.rep.EOF = true
-			s.mu.Unlock()
+			s.update(func(r *Report) { r.EOF = true })
 			exit = "stdin EOF"
 			if readErr != nil && !errors.Is(readErr, io.EOF) {
 				s.logf("stdin: %v", readErr)
@@ -232,10 +230,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	s.remote.close()
 	s.out.close()
 
-	s.mu.Lock()
-	s.rep.Exit = exit
-	s.logOff = true
-	s.mu.Unlock()
+	s.update(func(r *Report) { r.Exit, s.logOff = exit, true })
 	close(logStop)
 	<-logDone // its last stderr bytes are in the final report
 	close(reportStop)
@@ -262,39 +257,32 @@ func (s *Server) readLoop(stdin io.Reader) error {
 	fr := pipes.NewFramer(stdin, max(s.cfg.maxFrame, 1))
 	for {
 		frame, err := fr.Next()
-		st := fr.Stats()
-		s.mu.Lock()
-		s.rep.StdinBytes = st.Bytes
-		s.mu.Unlock()
-		if err != nil {
-			var tl *pipes.FrameTooLargeError
-			if errors.As(err, &tl) {
-				s.mu.Lock()
-				s.rep.StdinOversized++
-				s.mu.Unlock()
-				s.changed()
-				s.logf("stdin: %v", err)
-				continue
+		var tl *pipes.FrameTooLargeError
+		oversized := errors.As(err, &tl)
+		s.update(func(r *Report) {
+			r.StdinBytes = fr.Stats().Bytes
+			if oversized {
+				r.StdinOversized++
+			} else if err == nil {
+				r.StdinMessages++
 			}
-			s.changed()
+		})
+		if oversized {
+			s.logf("stdin: %v", err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		s.msgs++
 		plan := s.planFor(s.msgs)
-		s.mu.Lock()
-		s.rep.StdinMessages++
-		s.mu.Unlock()
-		s.changed()
 		m, perr := wire.ParseMessage(frame)
 		if perr != nil {
 			code, msg := int64(wire.CodeParseError), "Parse error"
 			if json.Valid(frame) {
 				code, msg = wire.CodeInvalidRequest, "Invalid Request"
 			}
-			s.mu.Lock()
-			s.rep.StdinParseErrors++
-			s.mu.Unlock()
-			s.changed()
+			s.update(func(r *Report) { r.StdinParseErrors++ })
 			s.logf("stdin: message %d: %v", s.msgs, perr)
 			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
 			continue
@@ -308,28 +296,17 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			}
 			s.loose(nil, plan)
 		default:
-			s.mu.Lock()
-			s.rep.ResponsesRead++
-			s.mu.Unlock()
-			s.changed()
+			s.update(func(r *Report) { r.ResponsesRead++ })
 			s.loose(nil, plan)
 		}
 	}
-}
-
-func canonicalID(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(bytes.TrimSpace(raw))
-	}
-	return b.String()
 }
 
 // startRequest registers a request's work and runs it: in a goroutine, or
 // inline for the naive loop.
 func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	now := time.Now()
-	w := &work{id: canonicalID(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
+	w := &work{id: wire.Key(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
 	if len(m.Params) > 0 {
 		w.perr = json.Unmarshal(m.Params, &w.params)
 	}
@@ -343,21 +320,21 @@ func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	if m.Method == wire.MethodToolsCall {
 		rec.Tool = w.params.Name
 	}
-	s.mu.Lock()
-	if _, dup := s.works[w.id]; dup {
-		rec.State, rec.Ended = StateDone, now
-		s.rep.Requests = append(s.rep.Requests, rec)
-		s.mu.Unlock()
-		s.changed()
+	dup := false
+	s.update(func(r *Report) {
+		if _, dup = s.works[w.id]; dup {
+			rec.State, rec.Ended = StateDone, now
+		} else {
+			w.ctx, w.cancel = context.WithCancel(s.base)
+			w.reqIdx = len(r.Requests)
+			s.works[w.id] = w
+		}
+		r.Requests = append(r.Requests, rec)
+	})
+	if dup {
 		s.loose(errorFrame(w.rawID, wire.CodeInvalidRequest, "duplicate id "+w.id+": a request with this id is still running", nil), plan)
 		return
 	}
-	w.ctx, w.cancel = context.WithCancel(s.base)
-	w.reqIdx = len(s.rep.Requests)
-	s.rep.Requests = append(s.rep.Requests, rec)
-	s.works[w.id] = w
-	s.mu.Unlock()
-	s.changed()
 	if s.cfg.faults.NaiveLoop {
 		s.run(w)
 		return
@@ -385,68 +362,57 @@ func (s *Server) run(w *work) {
 }
 
 func (s *Server) setState(w *work, st WorkState) {
-	s.mu.Lock()
-	w.state = st
-	s.rep.Requests[w.reqIdx].State = st
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) { w.state, r.Requests[w.reqIdx].State = st, st })
 }
 
 // finish records the end of w's work and settles the cancels that wait for
 // it.
 func (s *Server) finish(w *work) {
 	now := time.Now()
-	s.mu.Lock()
-	delete(s.works, w.id)
-	s.finished[w.id] = true
-	w.state = StateDone
-	r := &s.rep.Requests[w.reqIdx]
-	r.Ended, r.State = now, StateDone
-	r.ResponseBytes, r.Cut, r.Suppressed = w.respBytes, w.cut, w.suppressed
-	for _, i := range w.cancels {
-		c := &s.rep.Cancels[i]
-		c.Stopped, c.StoppedAfter = true, now.Sub(c.Arrived)
-		c.Suppressed = w.suppressed
-		c.ChildKilled, c.RemoteAborted = w.childKilled, w.remoteAborted
-	}
-	s.mu.Unlock()
+	s.update(func(rep *Report) {
+		delete(s.works, w.id)
+		s.finished[w.id] = true
+		w.state = StateDone
+		r := &rep.Requests[w.reqIdx]
+		r.Ended, r.State = now, StateDone
+		r.ResponseBytes, r.Cut, r.Suppressed = w.respBytes, w.cut, w.suppressed
+		for _, i := range w.cancels {
+			c := &rep.Cancels[i]
+			c.Stopped, c.StoppedAfter = true, now.Sub(c.Arrived)
+			c.Suppressed = w.suppressed
+			c.ChildKilled, c.RemoteAborted = w.childKilled, w.remoteAborted
+		}
+	})
 	w.cancel()
-	s.changed()
-}
-
-type cancelParams struct {
-	RequestID json.RawMessage `json:"requestId"`
-	Reason    string          `json:"reason"`
 }
 
 // cancelRequest handles notifications/cancelled on the read loop: it never
 // waits on stdout.
-func (s *Server) cancelRequest(raw json.RawMessage) {
-	var p cancelParams
-	if err := json.Unmarshal(raw, &p); err != nil || len(p.RequestID) == 0 {
-		s.logf("notifications/cancelled without a requestId ignored: %s", raw)
+func (s *Server) cancelRequest(params json.RawMessage) {
+	id := wire.Key(wire.Member(params, "requestId"))
+	if id == "" {
+		s.logf("notifications/cancelled without a requestId ignored: %s", params)
 		return
 	}
-	id := canonicalID(p.RequestID)
-	rec := CancelRecord{ID: id, Reason: p.Reason, Arrived: time.Now()}
-	s.mu.Lock()
-	w := s.works[id]
-	switch {
-	case w != nil:
-		rec.State = w.state
-		w.cancels = append(w.cancels, len(s.rep.Cancels))
-		if !s.cfg.faults.IgnoreCancel {
-			w.cancelled = true
-			w.cancel()
+	rec := CancelRecord{ID: id, Arrived: time.Now()}
+	json.Unmarshal(wire.Member(params, "reason"), &rec.Reason) // a reason that is not a string is left out
+	s.update(func(r *Report) {
+		w := s.works[id]
+		switch {
+		case w != nil:
+			rec.State = w.state
+			w.cancels = append(w.cancels, len(r.Cancels))
+			if !s.cfg.faults.IgnoreCancel {
+				w.cancelled = true
+				w.cancel()
+			}
+		case s.finished[id]:
+			rec.State, rec.Stopped = StateDone, true
+		default:
+			rec.State, rec.Stopped = StateUnknown, true
 		}
-	case s.finished[id]:
-		rec.State, rec.Stopped = StateDone, true
-	default:
-		rec.State, rec.Stopped = StateUnknown, true
-	}
-	s.rep.Cancels = append(s.rep.Cancels, rec)
-	s.mu.Unlock()
-	s.changed()
+		r.Cancels = append(r.Cancels, rec)
+	})
 }
 
 // respond writes w's response frame unless w was cancelled before writing
@@ -455,18 +421,19 @@ func (s *Server) respond(w *work, f *frame) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.writePrelude(w.plan)
-	s.mu.Lock()
-	suppress := f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled))
+	suppress := false
+	s.update(func(r *Report) {
+		suppress = f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled))
+		if suppress {
+			w.suppressed = true
+			return
+		}
+		w.state, r.Requests[w.reqIdx].State = StateWriting, StateWriting
+	})
 	if suppress {
-		w.suppressed = true
-		s.mu.Unlock()
 		s.afterFrame(w.plan)
 		return
 	}
-	w.state = StateWriting
-	s.rep.Requests[w.reqIdx].State = StateWriting
-	s.mu.Unlock()
-	s.changed()
 	n, cut := s.writeFrame(w.ctx, f, w.plan)
 	s.mu.Lock()
 	w.respBytes, w.cut = n, cut
@@ -612,16 +579,15 @@ func (o *outWriter) close() {
 }
 
 func (s *Server) countWrite(n int64, d time.Duration, err error) {
-	s.mu.Lock()
-	s.rep.StdoutWrites++
-	s.rep.StdoutBytes += n
-	s.rep.StdoutBlocked += d
-	s.rep.StdoutLongestBlock = max(s.rep.StdoutLongestBlock, d)
-	if err != nil {
-		s.rep.StdoutWriteErrors++
-	}
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) {
+		r.StdoutWrites++
+		r.StdoutBytes += n
+		r.StdoutBlocked += d
+		r.StdoutLongestBlock = max(r.StdoutLongestBlock, d)
+		if err != nil {
+			r.StdoutWriteErrors++
+		}
+	})
 }
 
 // logf sends a diagnostic line to stderr through a bounded queue, so that a
@@ -661,10 +627,7 @@ func (s *Server) logLoop(stop <-chan struct{}) {
 
 func (s *Server) writeStderr(b []byte) {
 	n, _ := s.stderr.Write(b)
-	s.mu.Lock()
-	s.rep.StderrBytes += int64(n)
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) { r.StderrBytes += int64(n) })
 }
 
 // writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.

@@ -85,11 +85,10 @@ func (s *Server) toolSubprocess(w *work, a subprocessArgs) (*frame, error) {
 	s.progress(w, 0, 0, fmt.Sprintf("subprocess: started pid %d", cmd.Process.Pid))
 	werr := cmd.Wait()
 	if w.ctx.Err() != nil {
-		s.mu.Lock()
-		w.childKilled = true
-		s.rep.ChildrenKilled++
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) {
+			w.childKilled = true
+			r.ChildrenKilled++
+		})
 		return nil, w.ctx.Err()
 	}
 	code := 0
