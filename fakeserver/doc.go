@@ -5,7 +5,10 @@
 // By default it is correct: its stdin read loop never waits on a stdout
 // write, each request runs with its own context, a map from request id to
 // running work lets notifications/cancelled reach the producer, and a write
-// lock keeps frames whole. It speaks both protocol eras: 2026-07-28
+// lock keeps frames whole. A panic on a goroutine it started (in a tool, or
+// in a write to the stdout or stderr it was given) is recovered: a request
+// whose handling panicked gets an internal error, Report.Panics has the
+// stack, and the server goes on. It speaks both protocol eras: 2026-07-28
 // (server/discover, _meta on every request, resultType, no ping) and the
 // legacy initialize handshake (2025-11-25, 2025-06-18); WithEra restricts
 // it to one.

@@ -75,6 +75,7 @@ func (r *remoteSource) forget(key string) {
 // serveRemote streams chunks of n bytes, interval apart, and records
 // whether the client aborted before the end.
 func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
+	defer s.catch("the remote source's HTTP handler")
 	q := req.URL.Query()
 	s.remote.mu.Lock()
 	c := s.remote.calls[q.Get("call")]

@@ -53,6 +53,12 @@ type Report struct {
 	ChildrenKilled int // subprocess-tool children killed because their work was cancelled
 	RemoteAborts   int // remote-source HTTP handlers that saw the client abort mid-stream
 
+	// Panics lists each panic recovered on the server's own goroutines (in
+	// a tool, a handler, a writer it was given), with the stack of the
+	// goroutine that panicked. A request whose handling panicked got an
+	// internal error (-32603); the server went on after each.
+	Panics []string
+
 	EOF  bool   // stdin reached EOF
 	Exit string // why Serve returned; empty while it runs
 }
@@ -98,6 +104,7 @@ func (s *Server) Report() Report {
 	r := s.rep
 	r.Requests = slices.Clone(r.Requests)
 	r.Cancels = slices.Clone(r.Cancels)
+	r.Panics = slices.Clone(r.Panics)
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 // Faults.NoFinalNewline) made the server stop on purpose.
 var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
 
-// codeRequestCancelled is the error code of the response Faults.RespondAfterCancel
-// writes for cancelled work: mcp-go v1.2.1 writes -32603 "context canceled"
-// (the official Go SDK v1.8.0 writes code 0 with the same message).
+// codeRequestCancelled is the error code of the response
+// Faults.RespondAfterCancel writes for cancelled work: mcp-go v1.2.1 writes
+// -32603 "context canceled" (the official Go SDK v1.8.0 writes code 0 with
+// the same message).
 const codeRequestCancelled = -32603
 
 // Server is a small MCP server over stdio whose tools and faults are chosen
@@ -161,11 +163,19 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	reportStop := make(chan struct{})
 	if s.cfg.reportFile != "" {
 		bg.Add(1)
-		go func() { defer bg.Done(); s.reportFileLoop(reportStop) }()
+		go func() {
+			defer bg.Done()
+			defer s.catch("the report file writer")
+			s.reportFileLoop(reportStop)
+		}()
 	}
 	s.writeNoise()
 	logStop, logDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(logDone); s.logLoop(logStop) }()
+	go func() {
+		defer close(logDone)
+		defer s.catch("the stderr writer")
+		s.logLoop(logStop)
+	}()
 
 	if s.cfg.faults.Banner != "" {
 		s.wmu.Lock()
@@ -174,7 +184,14 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	}
 
 	readDone := make(chan error, 1)
-	go func() { readDone <- s.readLoop(stdin) }()
+	go func() {
+		// A panic that escapes the read loop ends the session with an
+		// error, not the process.
+		err := errors.New("fakeserver: the stdin read loop panicked (see Report.Panics)")
+		defer func() { readDone <- err }()
+		defer s.catch("the stdin read loop")
+		err = s.readLoop(stdin)
+	}()
 
 	var readErr error
 	readEnded := false
@@ -275,30 +292,37 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			return err
 		}
 		s.msgs++
-		plan := s.planFor(s.msgs)
-		m, perr := wire.ParseMessage(frame)
-		if perr != nil {
-			code, msg := int64(wire.CodeParseError), "Parse error"
-			if json.Valid(frame) {
-				code, msg = wire.CodeInvalidRequest, "Invalid Request"
-			}
-			s.update(func(r *Report) { r.StdinParseErrors++ })
-			s.logf("stdin: message %d: %v", s.msgs, perr)
-			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
-			continue
+		s.dispatch(frame, s.planFor(s.msgs))
+	}
+}
+
+// dispatch handles one frame read from stdin, on the read loop: it starts a
+// request's work, cancels work, or counts a response. A panic is recovered
+// here so that the loop reads on.
+func (s *Server) dispatch(frame []byte, plan faultPlan) {
+	defer s.catch("the stdin read loop, message " + strconv.Itoa(plan.n))
+	m, perr := wire.ParseMessage(frame)
+	if perr != nil {
+		code, msg := int64(wire.CodeParseError), "Parse error"
+		if json.Valid(frame) {
+			code, msg = wire.CodeInvalidRequest, "Invalid Request"
 		}
-		switch {
-		case m.IsRequest():
-			s.startRequest(m, plan)
-		case m.IsNotification():
-			if m.Method == wire.MethodCancelled {
-				s.cancelRequest(m.Params)
-			}
-			s.loose(nil, plan)
-		default:
-			s.update(func(r *Report) { r.ResponsesRead++ })
-			s.loose(nil, plan)
+		s.update(func(r *Report) { r.StdinParseErrors++ })
+		s.logf("stdin: message %d: %v", plan.n, perr)
+		s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
+		return
+	}
+	switch {
+	case m.IsRequest():
+		s.startRequest(m, plan)
+	case m.IsNotification():
+		if m.Method == wire.MethodCancelled {
+			s.cancelRequest(m.Params)
 		}
+		s.loose(nil, plan)
+	default:
+		s.update(func(r *Report) { r.ResponsesRead++ })
+		s.loose(nil, plan)
 	}
 }
 
@@ -346,8 +370,12 @@ func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	}()
 }
 
+// String names w's request for diagnostics: its id and method.
+func (w *work) String() string { return "request " + w.id + " (" + w.method + ")" }
+
 func (s *Server) run(w *work) {
 	defer s.finish(w)
+	defer s.catch(w.String()) // a panic while responding; handleRecovered catches the others
 	if s.sem != nil {
 		select {
 		case s.sem <- struct{}{}:
@@ -358,7 +386,7 @@ func (s *Server) run(w *work) {
 		}
 	}
 	s.setState(w, StateRunning)
-	s.respond(w, s.handle(w))
+	s.respond(w, s.handleRecovered(w))
 }
 
 func (s *Server) setState(w *work, st WorkState) {
@@ -462,7 +490,11 @@ func (s *Server) loose(f *frame, plan faultPlan) {
 		return
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); do() }()
+	go func() {
+		defer s.wg.Done()
+		defer s.catch("the reply to message " + strconv.Itoa(plan.n))
+		do()
+	}()
 }
 
 // frame is one serialized message ready to write. Bytes buf[bodyStart:bodyEnd]
