@@ -61,7 +61,7 @@ func Example_serverCriteria() {
 	defer cancel()
 	// A Target is started once per criterion: make a fresh server each time.
 	naive := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		return fakeserver.New(fakeserver.WithNaiveLoop()).Serve(ctx, stdin, stdout, stderr)
+		return fakeserver.New(fakeserver.Faults{NaiveLoop: true}).Serve(ctx, stdin, stdout, stderr)
 	})
 	rep := assertions.CheckServer(ctx, naive, assertions.ServerConfig{
 		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},

@@ -24,8 +24,8 @@ func TestCheckCancelStopsWork(t *testing.T) {
 		wantErr    string
 	}{
 		{"honours cancel", nil, 1, ""},
-		{"ignores cancel, slow progress", []fakeserver.Option{fakeserver.WithIgnoreCancel()}, 20, "progress notifications for token"},
-		{"ignores cancel, progress flood", []fakeserver.Option{fakeserver.WithIgnoreCancel()}, 1, "progress notifications for token"},
+		{"ignores cancel, slow progress", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 20, "progress notifications for token"},
+		{"ignores cancel, progress flood", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 1, "progress notifications for token"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
@@ -120,7 +120,7 @@ func TestCheckWriterBlockedFailsWithoutOutput(t *testing.T) {
 }
 
 func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
-	s := fake(t, fakeserver.WithNaiveLoop())
+	s := fake(t, fakeserver.Faults{NaiveLoop: true})
 	s.StallReads()
 	s.Send(wire.MethodToolsCall, bigCall(1<<20))
 	if err := s.WaitWriterBlocked(t.Context()); err != nil {
@@ -134,7 +134,7 @@ func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
 }
 
 func TestCheckStdoutCleanSeesBanner(t *testing.T) {
-	s := fake(t, fakeserver.WithBanner("starting up..."))
+	s := fake(t, fakeserver.Faults{Banner: "starting up..."})
 	err := assertions.CheckStdoutClean(s)
 	if err == nil || !strings.Contains(err.Error(), `"starting up..."`) {
 		t.Errorf("CheckStdoutClean with a banner = %v, want an error quoting the banner", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,11 @@ func (c HostConfig) withDefaults() HostConfig {
 // mcptest helper, for the hosts under test to start as a child.
 const fakeHelper = "mcpstdio-assertions-fake"
 
-func init() { fakeserver.Register(fakeHelper) }
+func init() {
+	mcptest.RegisterHelper(fakeHelper, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
 
 // hostRun is one host criterion's fixture: a fresh fake and a fresh host.
 type hostRun struct {
@@ -346,7 +351,7 @@ func hostUnderLimit(ctx context.Context, r *hostRun) Result {
 	// 1 KiB under: hosts differ in whether the newline and their
 	// decoder's read-ahead count towards the limit.
 	size := r.cfg.MaxFrame - 1024
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.Multibyte}, size-1024, 1)
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadMultibyte}, size-1024, 1)
 	if err != nil {
 		return failErr(fmt.Sprintf("a %d-byte response (limit %d)", size, r.cfg.MaxFrame), err)
 	}
@@ -390,7 +395,7 @@ func hostHugeField(ctx context.Context, r *hostRun) Result {
 	}
 	// Quotes and backslashes take twice their size on the wire.
 	size := r.cfg.HugeField
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.Quotes}, (size-1024)/2, 1)
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadQuotes}, (size-1024)/2, 1)
 	if err != nil {
 		return failErr(fmt.Sprintf("a %d-byte response that is one text field of quotes and backslashes", size), err)
 	}
@@ -406,7 +411,7 @@ func hostManyBlocks(ctx context.Context, r *hostRun) Result {
 	}
 	// Each block carries about 40 bytes of envelope and 64 of text.
 	size := r.cfg.Blocks * 64
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{Bytes: size, Layout: fakeserver.LayoutBlocks, Blocks: r.cfg.Blocks, Kind: fakeserver.Newlines}, size, r.cfg.Blocks)
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{Bytes: size, Layout: fakeserver.LayoutBlocks, Blocks: r.cfg.Blocks, Kind: fakeserver.PayloadNewlines}, size, r.cfg.Blocks)
 	if err != nil {
 		return failErr(fmt.Sprintf("%d content blocks", r.cfg.Blocks), err)
 	}

@@ -9,7 +9,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-func init() { fakeserver.Register("fake") }
+func init() {
+	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
 
 // serveFake serves the fake configured by args, in-process.
 func serveFake(args []string) mcptest.ServeFunc {

@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 )
 
@@ -10,20 +11,22 @@ import (
 type PayloadKind string
 
 const (
-	// ASCII repeats "x": 1 byte of text, 1 byte on the wire.
-	ASCII PayloadKind = "ascii"
-	// Multibyte repeats "é€😀": 9 bytes of UTF-8 (2+3+4), 9 on the wire,
-	// 3 runes.
-	Multibyte PayloadKind = "multibyte"
-	// Quotes repeats `"\`: 2 bytes of text, 4 on the wire (`\"\\`).
-	Quotes PayloadKind = "quotes"
-	// Newlines repeats "a\n": 2 bytes of text, 3 on the wire (`a\n`
+	// PayloadASCII repeats "x": 1 byte of text, 1 byte on the wire.
+	PayloadASCII PayloadKind = "ascii"
+	// PayloadMultibyte repeats "é€😀": 9 bytes of UTF-8 (2+3+4), 9 on the
+	// wire, 3 runes.
+	PayloadMultibyte PayloadKind = "multibyte"
+	// PayloadQuotes repeats `"\`: 2 bytes of text, 4 on the wire (`\"\\`).
+	PayloadQuotes PayloadKind = "quotes"
+	// PayloadNewlines repeats "a\n": 2 bytes of text, 3 on the wire (`a\n`
 	// escaped), so a framer that splits on raw newlines is not fooled.
-	Newlines PayloadKind = "newlines"
+	PayloadNewlines PayloadKind = "newlines"
 )
 
-// PayloadKinds lists every PayloadKind.
-var PayloadKinds = []PayloadKind{ASCII, Multibyte, Quotes, Newlines}
+// PayloadKinds returns every PayloadKind.
+func PayloadKinds() []PayloadKind {
+	return []PayloadKind{PayloadASCII, PayloadMultibyte, PayloadQuotes, PayloadNewlines}
+}
 
 // Layout is where the big tool puts its payload.
 type Layout string
@@ -38,7 +41,7 @@ const (
 	LayoutStructured Layout = "structured"
 )
 
-// BigArgs are the arguments of the big tool.
+// BigArgs are the arguments of the big tool, by their JSON names.
 //
 // With FrameSize set, the whole response line (the JSON-RPC message, without
 // its newline) is exactly FrameSize bytes, whatever the request id, era,
@@ -47,41 +50,27 @@ const (
 // minimum. With Bytes set instead, the payload text is Bytes bytes of UTF-8
 // before JSON escaping, spread over the blocks.
 type BigArgs struct {
-	FrameSize int         // exact size of the response line in bytes; or
-	Bytes     int         // bytes of payload text (before escaping)
-	Kind      PayloadKind // default ASCII
-	Layout    Layout      // default LayoutText
-	Blocks    int         // number of text blocks for LayoutBlocks (default 1)
-	ChunkSize int         // bytes per stdout Write (default 16 KiB)
+	FrameSize int         `json:"frameSize,omitempty"` // exact size of the response line in bytes; or
+	Bytes     int         `json:"bytes,omitempty"`     // bytes of payload text (before escaping)
+	Kind      PayloadKind `json:"kind,omitempty"`      // default PayloadASCII
+	Layout    Layout      `json:"layout,omitempty"`    // default LayoutText
+	Blocks    int         `json:"blocks,omitempty"`    // number of text blocks for LayoutBlocks (default 1)
+	ChunkSize int         `json:"chunkSize,omitempty"` // bytes per stdout Write (default 16 KiB)
 }
 
-// Map returns a as the arguments map of a tools/call request.
+// Map returns a as the arguments map of a tools/call request: its non-zero
+// fields by their JSON names, as encoding/json decodes them.
 func (a BigArgs) Map() map[string]any {
-	m := map[string]any{}
-	if a.FrameSize > 0 {
-		m["frameSize"] = a.FrameSize
-	}
-	if a.Bytes > 0 {
-		m["bytes"] = a.Bytes
-	}
-	if a.Kind != "" {
-		m["kind"] = string(a.Kind)
-	}
-	if a.Layout != "" {
-		m["layout"] = string(a.Layout)
-	}
-	if a.Blocks > 0 {
-		m["blocks"] = a.Blocks
-	}
-	if a.ChunkSize > 0 {
-		m["chunkSize"] = a.ChunkSize
+	var m map[string]any
+	if err := json.Unmarshal(marshal(a), &m); err != nil {
+		panic(fmt.Sprintf("fakeserver: BigArgs.Map: %v", err))
 	}
 	return m
 }
 
-// DefaultChunkSize is how many bytes the big tool hands to one stdout Write
+// defaultChunkSize is how many bytes the big tool hands to one stdout Write
 // unless told otherwise: 16 KiB, as in the seed article's server.
-const DefaultChunkSize = 16 << 10
+const defaultChunkSize = 16 << 10
 
 // maxBig bounds the big tool's frame: 1 GiB.
 const maxBig = 1 << 30
@@ -89,13 +78,13 @@ const maxBig = 1 << 30
 // unit returns a kind's repeated unit: raw text and its JSON encoding.
 func unit(k PayloadKind) (raw, enc string, ok bool) {
 	switch k {
-	case ASCII, "":
+	case PayloadASCII, "":
 		return "x", "x", true
-	case Multibyte:
+	case PayloadMultibyte:
 		return "é€😀", "é€😀", true
-	case Quotes:
+	case PayloadQuotes:
 		return `"\`, `\"\\`, true
-	case Newlines:
+	case PayloadNewlines:
 		return "a\n", `a\n`, true
 	}
 	return "", "", false
@@ -104,19 +93,8 @@ func unit(k PayloadKind) (raw, enc string, ok bool) {
 // bigMarker stands for a block's text while the envelope is measured.
 const bigMarker = "\x60FAKESERVER-BIG-BODY\x60"
 
-func (s *Server) toolBig(w *work) (*frame, error) {
-	var a struct {
-		FrameSize int    `json:"frameSize"`
-		Bytes     int    `json:"bytes"`
-		Kind      string `json:"kind"`
-		Layout    string `json:"layout"`
-		Blocks    int    `json:"blocks"`
-		ChunkSize int    `json:"chunkSize"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
-	raw, enc, ok := unit(PayloadKind(a.Kind))
+func (s *Server) toolBig(w *work, a BigArgs) (*frame, error) {
+	raw, enc, ok := unit(a.Kind)
 	if !ok {
 		return nil, argError(fmt.Sprintf("big: unknown kind %q (want ascii, multibyte, quotes or newlines)", a.Kind))
 	}
@@ -127,7 +105,7 @@ func (s *Server) toolBig(w *work) (*frame, error) {
 		return nil, argError(fmt.Sprintf("big: at most %d bytes", maxBig))
 	}
 	blocks := 1
-	layout := Layout(a.Layout)
+	layout := a.Layout
 	switch layout {
 	case "", LayoutText:
 		layout = LayoutText
@@ -223,7 +201,7 @@ func (s *Server) toolBig(w *work) (*frame, error) {
 	// A cut inside block i's text keeps blocks before it whole and ends the
 	// frame with buf[be:], which closes a text block and the result, so the
 	// cut frame is still valid JSON with fewer blocks.
-	return &frame{buf: buf, bodyStart: bs, bodyEnd: be, cut: cut, chunk: cmpOr(a.ChunkSize, DefaultChunkSize)}, nil
+	return &frame{buf: buf, bodyStart: bs, bodyEnd: be, cut: cut, chunk: cmpOr(a.ChunkSize, defaultChunkSize)}, nil
 }
 
 func cmpOr(v, def int) int {

@@ -24,7 +24,7 @@ func TestBigExactFrameSize(t *testing.T) {
 	}
 	for _, era := range []string{"modern", "legacy"} {
 		r := startRig(t, rigOpt{frameMax: limit, legacy: era == "legacy"})
-		for _, kind := range PayloadKinds {
+		for _, kind := range PayloadKinds() {
 			for _, lay := range layouts {
 				for _, size := range []int{limit - 9, limit - 1, limit, limit + 1, limit + 8} {
 					a := lay
@@ -86,7 +86,7 @@ func checkPayload(t *testing.T, m *wire.Message, kind PayloadKind, a BigArgs) {
 	raw, _, _ := unit(kind)
 	for _, p := range payloads {
 		body := strings.TrimRight(strings.ReplaceAll(p, raw, ""), "x")
-		if body != "" || !utf8.ValidString(p) || (kind != ASCII && !strings.Contains(p, raw)) {
+		if body != "" || !utf8.ValidString(p) || (kind != PayloadASCII && !strings.Contains(p, raw)) {
 			t.Errorf("%s payload %.40q… is not made of %q units", kind, p, raw)
 		}
 	}
@@ -94,7 +94,7 @@ func checkPayload(t *testing.T, m *wire.Message, kind PayloadKind, a BigArgs) {
 
 func TestBigBytes(t *testing.T) {
 	r := startRig(t, rigOpt{})
-	for _, kind := range PayloadKinds {
+	for _, kind := range PayloadKinds() {
 		for _, n := range []int{1, 9, 1000, 100_001} {
 			m := r.callTool(ToolBig, BigArgs{Bytes: n, Kind: kind, Layout: LayoutBlocks, Blocks: 3}.Map())
 			if got := len(text(t, m)); got != n {
@@ -121,7 +121,7 @@ func TestBigBytes(t *testing.T) {
 
 func BenchmarkBig1MiB(b *testing.B) {
 	r := startRig(b, rigOpt{})
-	args := BigArgs{FrameSize: 1 << 20, Kind: Multibyte}.Map()
+	args := BigArgs{FrameSize: 1 << 20, Kind: PayloadMultibyte}.Map()
 	b.SetBytes(1 << 20)
 	for b.Loop() {
 		r.tool(ToolBig, args, nil)

@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,13 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-func init() { Register(helperName) }
+// The fake as a helper child of this test binary: ServeStdio on the child's
+// own stdio, configured by the helper's args.
+func init() {
+	mcptest.RegisterHelper(helperName, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
 
 const helperName = "fakeserver"
 
@@ -37,7 +44,7 @@ func TestModernEra(t *testing.T) {
 	for _, tl := range list["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if diff := cmp.Diff(AllTools, names); diff != "" {
+	if diff := cmp.Diff(Tools(), names); diff != "" {
 		t.Errorf("tools/list names mismatch (-want +got):\n%s", diff)
 	}
 	if got := text(t, r.callTool(ToolEcho, map[string]any{"text": "héllo"})); got != "héllo" {
@@ -163,7 +170,7 @@ func TestSearchContract(t *testing.T) {
 	}
 	json.Unmarshal(m.Result, &res)
 	sc := res.StructuredContent
-	if len(sc.Items) != SearchDefaultPage || !sc.Truncated || sc.NextCursor == "" || sc.TotalEstimate == nil || *sc.TotalEstimate != SearchDefaultTotal {
+	if len(sc.Items) != searchDefaultPage || !sc.Truncated || sc.NextCursor == "" || sc.TotalEstimate == nil || *sc.TotalEstimate != searchDefaultTotal {
 		t.Errorf("first page: %d items, truncated %v, cursor %q, total %v", len(sc.Items), sc.Truncated, sc.NextCursor, sc.TotalEstimate)
 	}
 	want := fmt.Sprintf("Returned 50 of 4382 matching records (1 to 50); 4332 omitted. Call search again with cursor %q to continue.", sc.NextCursor)
@@ -189,12 +196,12 @@ func TestSearchContract(t *testing.T) {
 	}
 
 	t.Run("unbounded", func(t *testing.T) {
-		r := startRig(t, rigOpt{}, WithUnboundedResults())
+		r := startRig(t, rigOpt{}, Faults{UnboundedResults: true})
 		m := r.callTool(ToolSearch, map[string]any{"query": "q"})
 		var res struct{ StructuredContent struct{ Items []any } }
 		json.Unmarshal(m.Result, &res)
-		if len(res.StructuredContent.Items) != SearchDefaultTotal {
-			t.Errorf("unbounded search returned %d items, want all %d", len(res.StructuredContent.Items), SearchDefaultTotal)
+		if len(res.StructuredContent.Items) != searchDefaultTotal {
+			t.Errorf("unbounded search returned %d items, want all %d", len(res.StructuredContent.Items), searchDefaultTotal)
 		}
 	})
 }
@@ -240,5 +247,18 @@ func TestShutdownOnEOF(t *testing.T) {
 	}
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
 		t.Errorf("stdout after Serve returned: %v, want EOF", err)
+	}
+}
+
+// TestCancelMatchesIDByValue: a cancel names its request by JSON value, not
+// by spelling: "a\u0026b" is the id "a&b".
+func TestCancelMatchesIDByValue(t *testing.T) {
+	r := startRig(t, rigOpt{legacy: true})
+	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"a&b","method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":3600000},"_meta":{"progressToken":"p"}}}`))
+	r.nextMsg() // the first progress: the work is running
+	r.writeLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a\u0026b","reason":"test"}}`))
+	rep := r.waitReport("the cancel to stop the work", func(rep Report) bool { return len(rep.Cancels) == 1 && rep.Cancels[0].Stopped })
+	if c := rep.Cancels[0]; c.ID != `"a&b"` || c.State != StateRunning || !c.Suppressed || c.Reason != "test" {
+		t.Errorf("cancel %+v: want id \"a&b\" found running, its response suppressed, reason test", c)
 	}
 }

@@ -2,8 +2,136 @@ package fakeserver
 
 import (
 	"bytes"
+	"cmp"
+	"flag"
 	"fmt"
+	"reflect"
 )
+
+// Faults are the ways a Server misbehaves, one field each; the zero Faults
+// is a correct server. A Faults value is an Option: New(Faults{NaiveLoop:
+// true}); a later Faults replaces an earlier one. Each field is also the
+// command-line flag named by its flag tag (see ParseArgs), so a fault is
+// defined here once.
+//
+// Faults fire on counts, never on chance or a clock. "The nth message" is
+// the nth line read from stdin, counted from 1, valid or not (lines over the
+// WithMaxFrame limit are not counted); 0 turns the fault off.
+type Faults struct {
+	// Banner, if set, is written with a newline on stdout before the first
+	// message is read: junk a strict host must survive.
+	Banner string `flag:"banner" usage:"line written on stdout before the first message"`
+	// StdoutLogAfter writes StdoutLogLine and a newline on stdout right
+	// after the nth message is read (before the response to it).
+	StdoutLogAfter int `flag:"stdout-log-after" usage:"write -stdout-log-line on stdout after the nth message"`
+	// StdoutLogLine is the line of StdoutLogAfter; empty means
+	// "fakeserver: a log line on stdout".
+	StdoutLogLine string `flag:"stdout-log-line" usage:"line for -stdout-log-after"`
+	// StderrNoise writes exactly this many bytes of text lines to stderr
+	// before the first message is read, so a host that does not drain
+	// stderr stalls the server there.
+	StderrNoise int64 `flag:"stderr-noise" usage:"bytes of noise on stderr before the first message"`
+	// IdleNotifyBytes makes the server, right after writing the response to
+	// the first tools/call, write at least this many bytes of
+	// notifications/message frames (16 KiB each; the last shorter, but at
+	// least 104 bytes) that no request asked for, while the host has its
+	// answer and is idle; Report.IdleNotifyDone says when all are out.
+	IdleNotifyBytes int64 `flag:"idle-notify-bytes" usage:"bytes of notifications written after the first tools/call response"`
+	// IgnoreCancel records notifications/cancelled in the report but
+	// neither stops the work nor suppresses its response.
+	IgnoreCancel bool `flag:"ignore-cancel" usage:"ignore notifications/cancelled"`
+	// RespondAfterCancel stops cancelled work but still writes a response
+	// for it, as the Go SDKs do today: the result if the tool had
+	// finished, else an error -32603 "context canceled" (as mcp-go writes
+	// it).
+	RespondAfterCancel bool `flag:"respond-after-cancel" usage:"respond to cancelled requests"`
+	// UnboundedResults makes the search tool return every matching item in
+	// one result, without page size, cursor or truncation (the naive tool).
+	UnboundedResults bool `flag:"unbounded" usage:"search returns everything at once"`
+	// NaiveLoop replaces the core with one goroutine that reads a message,
+	// handles it and writes its response before reading the next: it reads
+	// stdin only between writes, so it cannot see a cancel or a second
+	// request while a stdout write is blocked (the seed article's victim).
+	NaiveLoop bool `flag:"naive" usage:"single-goroutine loop reading stdin only between writes"`
+	// InvalidJSONAfter writes a line that is not valid JSON (the start of
+	// an object that never ends) on stdout right after the nth message is
+	// read (before the response to it).
+	InvalidJSONAfter int `flag:"invalid-json-after" usage:"invalid JSON line after the nth message"`
+	// RawNewline puts a raw newline inside the response to the nth message,
+	// right after its leading {"jsonrpc":"2.0", splitting the frame in two
+	// lines that are each invalid JSON.
+	RawNewline int `flag:"raw-newline" usage:"raw newline inside the response to the nth message"`
+	// OversizedAfter writes a notifications/message of exactly
+	// OversizedSize bytes (without its newline; at least its 103-byte
+	// envelope) on stdout right after the nth message is read (before the
+	// response to it).
+	OversizedAfter int `flag:"oversized-after" usage:"oversized frame after the nth message (needs -oversized-size)"`
+	// OversizedSize is the size in bytes of the OversizedAfter frame.
+	OversizedSize int `flag:"oversized-size" usage:"size in bytes of the -oversized-after frame"`
+	// NoFinalNewline writes the response to the nth message without its
+	// newline, then closes stdout and makes Serve return ErrExited.
+	NoFinalNewline int `flag:"no-final-newline" usage:"response to the nth message without newline, then exit"`
+	// CloseStdoutAfter closes stdout after the response to the nth message
+	// has been written (or right after the nth message is read, if it gets
+	// no response); the server goes on reading stdin until EOF, and later
+	// writes fail and are counted in Report.StdoutWriteErrors.
+	CloseStdoutAfter int `flag:"close-stdout-after" usage:"close stdout after the response to the nth message"`
+	// ExitAfterBytes writes exactly this many bytes to stdout in all,
+	// cutting the write that crosses the last byte (usually in the middle
+	// of a response), then closes stdout and makes Serve return ErrExited.
+	ExitAfterBytes int64 `flag:"exit-after-bytes" usage:"exit after exactly n bytes of stdout"`
+	// IgnoreEOF keeps the server running after stdin reaches EOF, until
+	// Serve's context is cancelled.
+	IgnoreEOF bool `flag:"ignore-eof" usage:"keep running after stdin EOF"`
+	// IgnoreSIGTERM makes a server started by ServeStdio ignore SIGTERM,
+	// so that a host must escalate to SIGKILL; it has no effect on Serve.
+	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM"`
+	// ServerRequestAfter writes a server-to-client ping request (id
+	// "fakeserver-1") on stdout right after the nth message is read, in
+	// either era; in 2026-07-28 that is a protocol violation.
+	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
+}
+
+func (f Faults) apply(c *config) { c.faults = f }
+
+// defaultStdoutLogLine is the line of StdoutLogAfter when none is given.
+const defaultStdoutLogLine = "fakeserver: a log line on stdout"
+
+// addFlags defines a flag for each field of f, pointing at the field.
+func (f *Faults) addFlags(fs *flag.FlagSet) {
+	v := reflect.ValueOf(f).Elem()
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		name, usage := sf.Tag.Get("flag"), sf.Tag.Get("usage")+" (Faults."+sf.Name+")"
+		switch p := v.Field(i).Addr().Interface().(type) {
+		case *string:
+			fs.StringVar(p, name, *p, usage)
+		case *int:
+			fs.IntVar(p, name, *p, usage)
+		case *int64:
+			fs.Int64Var(p, name, *p, usage)
+		case *bool:
+			fs.BoolVar(p, name, *p, usage)
+		default:
+			panic(fmt.Sprintf("fakeserver: Faults.%s: no flag for a %T", sf.Name, p))
+		}
+	}
+}
+
+// check rejects what flags can say but no fault means: a negative count,
+// and an oversized frame of no size.
+func (f *Faults) check() error {
+	v := reflect.ValueOf(f).Elem()
+	for i := range v.NumField() {
+		if fv := v.Field(i); fv.CanInt() && fv.Int() < 0 {
+			return fmt.Errorf("-%s %d: must not be negative", v.Type().Field(i).Tag.Get("flag"), fv.Int())
+		}
+	}
+	if f.OversizedAfter > 0 && f.OversizedSize <= 0 {
+		return fmt.Errorf("-oversized-after %d needs -oversized-size", f.OversizedAfter)
+	}
+	return nil
+}
 
 // faultPlan is what the faults do around the nth message read from stdin.
 type faultPlan struct {
@@ -18,22 +146,22 @@ func (p faultPlan) empty() bool {
 	return len(p.prelude) == 0 && !p.rawNewline && !p.noNewline && !p.closeStdout
 }
 
-// InvalidJSONLine is the line WithInvalidJSON writes: the start of a JSON
+// invalidJSONLine is the line of InvalidJSONAfter: the start of a JSON
 // object that never ends.
-const InvalidJSONLine = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`
+const invalidJSONLine = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`
 
-// ServerRequestLine is the server-to-client request WithServerRequest writes.
-const ServerRequestLine = `{"jsonrpc":"2.0","id":"fakeserver-1","method":"ping"}`
+// serverRequestLine is the server-to-client request of ServerRequestAfter.
+const serverRequestLine = `{"jsonrpc":"2.0","id":"fakeserver-1","method":"ping"}`
 
 const (
 	oversizedHead = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"fakeserver","data":"`
 	oversizedTail = `"}}`
 )
 
-// OversizedFrame returns the frame WithOversizedFrame writes, without its
-// newline: a notifications/message of exactly size bytes, or of its minimum
-// size (len of the envelope, 103 bytes) if size is smaller.
-func OversizedFrame(size int) []byte {
+// oversizedFrame returns the frame of OversizedAfter, without its newline:
+// a notifications/message of exactly size bytes, or of its minimum size
+// (len of the envelope, 103 bytes) if size is smaller.
+func oversizedFrame(size int) []byte {
 	pad := max(size-len(oversizedHead)-len(oversizedTail), 0)
 	b := make([]byte, 0, len(oversizedHead)+pad+len(oversizedTail))
 	b = append(b, oversizedHead...)
@@ -42,23 +170,23 @@ func OversizedFrame(size int) []byte {
 }
 
 func (s *Server) planFor(n int) faultPlan {
-	c := &s.cfg
+	f := &s.cfg.faults
 	p := faultPlan{n: n}
-	if c.stdoutLogAfter == n {
-		p.prelude = append(p.prelude, []byte(c.stdoutLogLine+"\n"))
+	if f.StdoutLogAfter == n {
+		p.prelude = append(p.prelude, []byte(cmp.Or(f.StdoutLogLine, defaultStdoutLogLine)+"\n"))
 	}
-	if c.invalidJSON == n {
-		p.prelude = append(p.prelude, []byte(InvalidJSONLine+"\n"))
+	if f.InvalidJSONAfter == n {
+		p.prelude = append(p.prelude, []byte(invalidJSONLine+"\n"))
 	}
-	if c.oversizedAfter == n {
-		p.prelude = append(p.prelude, append(OversizedFrame(c.oversizedSize), '\n'))
+	if f.OversizedAfter == n {
+		p.prelude = append(p.prelude, append(oversizedFrame(f.OversizedSize), '\n'))
 	}
-	if c.serverRequest == n {
-		p.prelude = append(p.prelude, []byte(ServerRequestLine+"\n"))
+	if f.ServerRequestAfter == n {
+		p.prelude = append(p.prelude, []byte(serverRequestLine+"\n"))
 	}
-	p.rawNewline = c.rawNewline == n
-	p.noNewline = c.noFinalNewline == n
-	p.closeStdout = c.closeStdout == n
+	p.rawNewline = f.RawNewline == n
+	p.noNewline = f.NoFinalNewline == n
+	p.closeStdout = f.CloseStdoutAfter == n
 	return p
 }
 
@@ -77,10 +205,10 @@ func (s *Server) writePrelude(p faultPlan) {
 func (s *Server) afterFrame(p faultPlan) {
 	if p.noNewline {
 		s.out.close()
-		s.exit(fmt.Errorf("%w: WithNoFinalNewline(%d)", ErrExited, p.n))
+		s.exit(fmt.Errorf("%w: NoFinalNewline %d", ErrExited, p.n))
 	}
 	if p.closeStdout {
 		s.out.close()
-		s.logf("stdout closed after message %d (WithCloseStdout)", p.n)
+		s.logf("stdout closed after message %d (CloseStdoutAfter)", p.n)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,10 +17,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Each test checks that a fault does exactly what its Option's doc says.
+// Each test checks that a fault does exactly what its Faults field's doc
+// says.
 
 func TestFaultBanner(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithBanner("hello from the server"))
+	r := startRig(t, rigOpt{}, Faults{Banner: "hello from the server"})
 	f, err := r.next()
 	if err != nil || string(f) != "hello from the server" {
 		t.Fatalf("first line %q, %v; want the banner", f, err)
@@ -27,7 +30,7 @@ func TestFaultBanner(t *testing.T) {
 }
 
 func TestFaultStdoutLog(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithStdoutLog(2, "LOG: something happened"))
+	r := startRig(t, rigOpt{}, Faults{StdoutLogAfter: 2, StdoutLogLine: "LOG: something happened"})
 	r.call(wire.MethodDiscover, nil) // message 1: no log line
 	id := r.send(wire.MethodDiscover, nil)
 	if f, _ := r.next(); string(f) != "LOG: something happened" {
@@ -38,7 +41,7 @@ func TestFaultStdoutLog(t *testing.T) {
 
 func TestFaultStderrNoise(t *testing.T) {
 	const n = 100_003
-	r := startRig(t, rigOpt{}, WithStderrNoise(n))
+	r := startRig(t, rigOpt{}, Faults{StderrNoise: n})
 	r.callTool(ToolEcho, map[string]any{"text": "ok"})
 	r.in.W.Close()
 	r.wait()
@@ -67,7 +70,7 @@ func blockedThenCancelled(t *testing.T, r *rig) int64 {
 }
 
 func TestFaultIgnoreCancel(t *testing.T) {
-	r := startRig(t, rigOpt{outCap: 4096}, WithIgnoreCancel())
+	r := startRig(t, rigOpt{outCap: 4096}, Faults{IgnoreCancel: true})
 	echo := blockedThenCancelled(t, r)
 	if f, err := r.next(); err != nil || len(f) != bigSize {
 		t.Errorf("big response %d bytes (%v), want all %d: the cancel is ignored", len(f), err, bigSize)
@@ -82,7 +85,7 @@ func TestFaultIgnoreCancel(t *testing.T) {
 }
 
 func TestFaultRespondAfterCancel(t *testing.T) {
-	r := startRig(t, rigOpt{outCap: 4096}, WithRespondAfterCancel())
+	r := startRig(t, rigOpt{outCap: 4096}, Faults{RespondAfterCancel: true})
 	echo := blockedThenCancelled(t, r)
 	r.next() // big
 	if m, _ := r.response(echo); text(t, m) != "queued" {
@@ -109,17 +112,17 @@ func TestFaultRespondAfterCancel(t *testing.T) {
 }
 
 func TestFaultInvalidJSON(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithInvalidJSON(1))
+	r := startRig(t, rigOpt{}, Faults{InvalidJSONAfter: 1})
 	id := r.send(wire.MethodDiscover, nil)
 	f, _ := r.next()
-	if string(f) != InvalidJSONLine || json.Valid(f) {
-		t.Errorf("line %q: want InvalidJSONLine, not valid JSON", f)
+	if string(f) != invalidJSONLine || json.Valid(f) {
+		t.Errorf("line %q: want invalidJSONLine, not valid JSON", f)
 	}
 	r.response(id)
 }
 
 func TestFaultRawNewline(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithRawNewline(1))
+	r := startRig(t, rigOpt{}, Faults{RawNewline: 1})
 	r.send(wire.MethodDiscover, nil)
 	a, _ := r.next()
 	b, _ := r.next()
@@ -134,7 +137,7 @@ func TestFaultRawNewline(t *testing.T) {
 
 func TestFaultOversizedFrame(t *testing.T) {
 	const size = 100_000
-	r := startRig(t, rigOpt{frameMax: size}, WithOversizedFrame(1, size))
+	r := startRig(t, rigOpt{frameMax: size}, Faults{OversizedAfter: 1, OversizedSize: size})
 	id := r.send(wire.MethodDiscover, nil)
 	f, err := r.next()
 	if err != nil || len(f) != size {
@@ -144,10 +147,10 @@ func TestFaultOversizedFrame(t *testing.T) {
 		t.Errorf("oversized frame is not a valid notification: %v", err)
 	}
 	r.response(id)
-	if got := OversizedFrame(1); len(got) != len(oversizedHead)+len(oversizedTail) {
-		t.Errorf("OversizedFrame(1) is %d bytes, want the %d-byte minimum", len(got), len(oversizedHead)+len(oversizedTail))
+	if got := oversizedFrame(1); len(got) != len(oversizedHead)+len(oversizedTail) {
+		t.Errorf("oversizedFrame(1) is %d bytes, want the %d-byte minimum", len(got), len(oversizedHead)+len(oversizedTail))
 	}
-	r = startRig(t, rigOpt{frameMax: size}, WithOversizedFrame(1, size+1))
+	r = startRig(t, rigOpt{frameMax: size}, Faults{OversizedAfter: 1, OversizedSize: size + 1})
 	id = r.send(wire.MethodDiscover, nil)
 	var tl *pipes.FrameTooLargeError
 	if _, err := r.next(); !errors.As(err, &tl) || tl.Size != size+1 {
@@ -157,7 +160,7 @@ func TestFaultOversizedFrame(t *testing.T) {
 }
 
 func TestFaultNoFinalNewline(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithNoFinalNewline(2))
+	r := startRig(t, rigOpt{}, Faults{NoFinalNewline: 2})
 	r.call(wire.MethodDiscover, nil)
 	r.send(wire.MethodDiscover, nil)
 	_, err := r.next()
@@ -175,7 +178,7 @@ func TestFaultNoFinalNewline(t *testing.T) {
 }
 
 func TestFaultCloseStdout(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithCloseStdout(1))
+	r := startRig(t, rigOpt{}, Faults{CloseStdoutAfter: 1})
 	r.call(wire.MethodDiscover, nil)
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
 		t.Errorf("after the first response: %v, want EOF on stdout", err)
@@ -191,7 +194,7 @@ func TestFaultCloseStdout(t *testing.T) {
 }
 
 func TestFaultExitAfterBytes(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithExitAfterBytes(5000))
+	r := startRig(t, rigOpt{}, Faults{ExitAfterBytes: 5000})
 	r.tool(ToolBig, BigArgs{FrameSize: 10_000, ChunkSize: 999}.Map(), nil)
 	_, err := r.next()
 	var te *pipes.TruncatedFrameError
@@ -207,7 +210,7 @@ func TestFaultExitAfterBytes(t *testing.T) {
 }
 
 func TestFaultIgnoreEOF(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithIgnoreEOF())
+	r := startRig(t, rigOpt{}, Faults{IgnoreEOF: true})
 	id := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
 	r.nextMsg()
 	r.in.W.Close()
@@ -230,7 +233,7 @@ func TestFaultIgnoreEOF(t *testing.T) {
 }
 
 func TestFaultServerRequest(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithServerRequest(1))
+	r := startRig(t, rigOpt{}, Faults{ServerRequestAfter: 1})
 	id := r.send(wire.MethodDiscover, nil)
 	m := r.nextMsg()
 	if !m.IsRequest() || m.Method != "ping" || string(m.ID) != `"fakeserver-1"` {
@@ -281,14 +284,17 @@ func TestParseArgs(t *testing.T) {
 	}
 	s := New(opts...)
 	c := s.cfg
-	if c.era != EraLegacy || len(c.tools) != 2 || !c.tools[ToolBig] || !c.naive || c.stderrNoise != 10 ||
-		c.oversizedAfter != 2 || c.oversizedSize != 500 || c.reportFile != "/x/r.json" ||
+	if c.era != EraLegacy || len(c.tools) != 2 || !c.tools[ToolBig] || c.reportFile != "/x/r.json" ||
 		!cmp.Equal(c.subprocess, []string{"sh", "-c", "true"}) {
 		t.Errorf("config from flags: %+v", c)
 	}
+	want := Faults{NaiveLoop: true, StderrNoise: 10, OversizedAfter: 2, OversizedSize: 500, StdoutLogLine: defaultStdoutLogLine}
+	if diff := cmp.Diff(want, c.faults); diff != "" {
+		t.Errorf("faults from flags mismatch (-want +got):\n%s", diff)
+	}
 	for _, bad := range [][]string{
 		{"-era", "future"}, {"-tools", "echo,teleport"}, {"-oversized-after", "1"},
-		{"-subprocess-command", "sh -c true"}, {"extra"}, {"-nope"},
+		{"-subprocess-command", "sh -c true"}, {"extra"}, {"-nope"}, {"-stderr-noise", "-1"}, {"-raw-newline", "-2"},
 	} {
 		if _, err := ParseArgs(bad); err == nil {
 			t.Errorf("ParseArgs(%q) = nil error", bad)
@@ -296,6 +302,54 @@ func TestParseArgs(t *testing.T) {
 	}
 	if _, err := ParseArgs([]string{"-h"}); !errors.Is(err, flag.ErrHelp) || !strings.Contains(err.Error(), "-naive") {
 		t.Errorf("ParseArgs(-h) = %v, want flag.ErrHelp with the flag list", err)
+	}
+}
+
+// TestFaultFlags: every field of Faults is a flag, named by its tag, that
+// sets that field and no other, and -h lists it with its usage.
+func TestFaultFlags(t *testing.T) {
+	_, err := ParseArgs([]string{"-h"})
+	help := fmt.Sprint(err)
+	ft := reflect.TypeFor[Faults]()
+	names := map[string]bool{}
+	for i := range ft.NumField() {
+		f := ft.Field(i)
+		name, usage := f.Tag.Get("flag"), f.Tag.Get("usage")
+		if name == "" || usage == "" || names[name] {
+			t.Errorf("Faults.%s: flag %q, usage %q: want a unique flag name and a usage", f.Name, name, usage)
+			continue
+		}
+		names[name] = true
+		if !strings.Contains(help, "-"+name) || !strings.Contains(help, usage+" (Faults."+f.Name+")") {
+			t.Errorf("-h does not list -%s with its usage", name)
+		}
+		var want Faults
+		value := "7"
+		switch p := reflect.ValueOf(&want).Elem().Field(i).Addr().Interface().(type) {
+		case *string:
+			value, *p = "seven", "seven"
+		case *int:
+			*p = 7
+		case *int64:
+			*p = 7
+		case *bool:
+			value, *p = "true", true
+		}
+		args := []string{"-" + name + "=" + value}
+		if f.Name == "OversizedAfter" {
+			args, want.OversizedSize = append(args, "-oversized-size=1"), 1
+		}
+		if want.StdoutLogLine == "" {
+			want.StdoutLogLine = defaultStdoutLogLine
+		}
+		opts, err := ParseArgs(args)
+		if err != nil {
+			t.Errorf("ParseArgs(%q): %v", args, err)
+			continue
+		}
+		if diff := cmp.Diff(want, New(opts...).cfg.faults); diff != "" {
+			t.Errorf("ParseArgs(%q) faults mismatch (-want +got):\n%s", args, diff)
+		}
 	}
 }
 

@@ -14,11 +14,11 @@ var (
 	legacyVersions = []string{wire.Version20251125, wire.Version20250618}
 )
 
-// ServerName and ServerVersion identify the fake in initialize and
+// serverName and serverVersion identify the fake in initialize and
 // server/discover results.
 const (
-	ServerName    = "mcpstdio-fakeserver"
-	ServerVersion = "0.1.0"
+	serverName    = "mcpstdio-fakeserver"
+	serverVersion = "0.1.0"
 )
 
 func (s *Server) supported() []string {
@@ -73,7 +73,7 @@ func (s *Server) handle(w *work) *frame {
 		return resultFrame(w, map[string]any{
 			"protocolVersion": v,
 			"capabilities":    map[string]any{"tools": map[string]any{}},
-			"serverInfo":      map[string]any{"name": ServerName, "version": ServerVersion},
+			"serverInfo":      map[string]any{"name": serverName, "version": serverVersion},
 		})
 	case wire.MethodPing:
 		return resultFrame(w, map[string]any{})
@@ -94,17 +94,15 @@ func (s *Server) discover(w *work) *frame {
 		"ttlMs":             0,
 		"cacheScope":        "private",
 		"_meta": map[string]any{
-			"io.modelcontextprotocol/serverInfo": map[string]any{"name": ServerName, "version": ServerVersion},
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": serverName, "version": serverVersion},
 		},
 	})
 }
 
 func (s *Server) toolsList(w *work) *frame {
 	var tools []any
-	for _, name := range AllTools {
-		if s.cfg.tools[name] {
-			tools = append(tools, toolSpecs[name])
-		}
+	for _, t := range s.tools {
+		tools = append(tools, t)
 	}
 	r := map[string]any{"tools": tools}
 	if w.modern {
@@ -114,55 +112,13 @@ func (s *Server) toolsList(w *work) *frame {
 	return resultFrame(w, r)
 }
 
-// toolSpec describes one tool for tools/list.
-type toolSpec struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	InputSchema map[string]any `json:"inputSchema"`
-}
-
-func schema(props map[string]string) map[string]any {
-	p := map[string]any{}
-	for k, t := range props {
-		p[k] = map[string]any{"type": t}
-	}
-	return map[string]any{"type": "object", "properties": p}
-}
-
-var toolSpecs = map[string]toolSpec{
-	ToolEcho: {ToolEcho, "Returns its text argument at once.", schema(map[string]string{"text": "string"})},
-	ToolBig: {ToolBig, "Returns a payload of an exact size: bytes of text, or frameSize bytes for the whole response line; see fakeserver.BigArgs.",
-		schema(map[string]string{"bytes": "integer", "frameSize": "integer", "kind": "string", "layout": "string", "blocks": "integer", "chunkSize": "integer"})},
-	ToolSlow: {ToolSlow, "Makes steps progress notifications, intervalMs apart; honours cancel.",
-		schema(map[string]string{"steps": "integer", "intervalMs": "integer"})},
-	ToolSubprocess: {ToolSubprocess, "Runs a child writing stdoutBytes and stderrBytes, drained through a bounded capture; hold keeps it running until cancelled.",
-		schema(map[string]string{"stdoutBytes": "integer", "stderrBytes": "integer", "hold": "boolean", "limit": "integer"})},
-	ToolRemote: {ToolRemote, "Streams chunks of chunkBytes from a loopback HTTP source, intervalMs apart; cancel aborts the request.",
-		schema(map[string]string{"chunks": "integer", "chunkBytes": "integer", "intervalMs": "integer"})},
-	ToolSearch: {ToolSearch, "Searches total records and returns a bounded page with nextCursor and truncated.",
-		schema(map[string]string{"query": "string", "cursor": "string", "pageSize": "integer", "total": "integer", "countKnown": "boolean"})},
-}
-
-// toolFunc produces a tool's response frame. It returns an error of its
-// context when cancelled.
-type toolFunc func(s *Server, w *work) (*frame, error)
-
-var tools = map[string]toolFunc{
-	ToolEcho:       (*Server).toolEcho,
-	ToolBig:        (*Server).toolBig,
-	ToolSlow:       (*Server).toolSlow,
-	ToolSubprocess: (*Server).toolSubprocess,
-	ToolRemote:     (*Server).toolRemote,
-	ToolSearch:     (*Server).toolSearch,
-}
-
 func (s *Server) toolsCall(w *work) *frame {
 	name := w.params.Name
-	fn, ok := tools[name]
-	if !ok || !s.cfg.tools[name] {
+	i := slices.IndexFunc(s.tools, func(t tool) bool { return t.Name == name })
+	if i < 0 {
 		return errorFrame(w.rawID, wire.CodeInvalidParams, fmt.Sprintf("unknown tool %q", name), nil)
 	}
-	f, err := fn(s, w)
+	f, err := s.tools[i].run(s, w)
 	if err != nil {
 		if w.ctx.Err() != nil {
 			return s.cancelledFrame(w)
@@ -229,14 +185,4 @@ func (s *Server) progress(w *work, progress, total float64, msg string) {
 		return
 	}
 	s.out.write(append(b, '\n'))
-}
-
-func (s *Server) toolEcho(w *work) (*frame, error) {
-	var a struct {
-		Text string `json:"text"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
-	return textResult(w, a.Text, nil), nil
 }

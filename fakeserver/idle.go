@@ -2,13 +2,13 @@ package fakeserver
 
 import "github.com/mcpstdio/mcpstdio/wire"
 
-// idleNotifyFrame is the size of one WithIdleNotifications frame.
+// idleNotifyFrame is the size of one Faults.IdleNotifyBytes frame.
 const idleNotifyFrame = 16 << 10
 
-// idleNotifications carries out WithIdleNotifications after w's response,
+// idleNotifications carries out Faults.IdleNotifyBytes after w's response,
 // once, for the first tools/call; s.wmu must be held.
 func (s *Server) idleNotifications(w *work) {
-	if s.cfg.idleNotify <= 0 || w.method != wire.MethodToolsCall {
+	if s.cfg.faults.IdleNotifyBytes <= 0 || w.method != wire.MethodToolsCall {
 		return
 	}
 	s.mu.Lock()
@@ -18,24 +18,18 @@ func (s *Server) idleNotifications(w *work) {
 	if !first {
 		return
 	}
-	for left := s.cfg.idleNotify; left > 0; {
+	for left := s.cfg.faults.IdleNotifyBytes; left > 0; {
 		// Each line is a whole notifications/message; the last is at
 		// least the envelope's size.
-		line := append(OversizedFrame(int(min(left, idleNotifyFrame))-1), '\n')
+		line := append(oversizedFrame(int(min(left, idleNotifyFrame))-1), '\n')
 		n, err := s.out.write(line)
-		s.mu.Lock()
-		s.rep.IdleNotifyBytes += int64(n)
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) { r.IdleNotifyBytes += int64(n) })
 		if err != nil {
 			s.logf("idle notifications: %v", err)
 			return
 		}
 		left -= int64(len(line))
 	}
-	s.mu.Lock()
-	s.rep.IdleNotifyDone = true
-	s.mu.Unlock()
-	s.changed()
-	s.logf("idle notifications: %d bytes written", s.cfg.idleNotify)
+	s.update(func(r *Report) { r.IdleNotifyDone = true })
+	s.logf("idle notifications: %d bytes written", s.cfg.faults.IdleNotifyBytes)
 }

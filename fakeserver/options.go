@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -24,26 +25,9 @@ const (
 	EraLegacy Era = "legacy"
 )
 
-// Tool names, as listed by tools/list and called by tools/call.
-const (
-	ToolEcho       = "echo"
-	ToolBig        = "big"
-	ToolSlow       = "slow"
-	ToolSubprocess = "subprocess"
-	ToolRemote     = "remote"
-	ToolSearch     = "search"
-)
-
-// AllTools lists every tool a Server can offer, in the order tools/list
-// returns them.
-var AllTools = []string{ToolEcho, ToolBig, ToolSlow, ToolSubprocess, ToolRemote, ToolSearch}
-
-// DefaultMaxFrame is the default limit on one message read from stdin, in
-// bytes: 16 MiB, like the official Go SDK.
-const DefaultMaxFrame = 16 << 20
-
-// Option configures a Server. New applies Options in order; a later Option
-// of the same kind replaces an earlier one (one fault of each kind).
+// Option configures a Server: a With function's result, or Faults. New
+// applies Options in order; a later Option of the same kind replaces an
+// earlier one.
 type Option interface{ apply(*config) }
 
 // optionFunc makes a function an Option.
@@ -52,39 +36,23 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	era          Era
-	tools        map[string]bool
-	maxFrame     int
-	concurrency  int
-	reportFile   string
-	subprocess   []string
-	ignoreSIGTRM bool
-
-	// faults
-	banner          string
-	stdoutLogAfter  int
-	idleNotify      int64
-	stdoutLogLine   string
-	stderrNoise     int64
-	ignoreCancel    bool
-	unbounded       bool
-	naive           bool
-	invalidJSON     int
-	rawNewline      int
-	oversizedAfter  int
-	oversizedSize   int
-	noFinalNewline  int
-	closeStdout     int
-	exitAfterBytes  int64
-	ignoreEOF       bool
-	respondAfterCxl bool
-	serverRequest   int
+	era         Era
+	tools       map[string]bool
+	maxFrame    int
+	concurrency int
+	reportFile  string
+	subprocess  []string
+	faults      Faults
 }
 
+// defaultMaxFrame is the default limit on one message read from stdin, in
+// bytes: 16 MiB, like the official Go SDK.
+const defaultMaxFrame = 16 << 20
+
 func defaultConfig() config {
-	c := config{era: EraBoth, maxFrame: DefaultMaxFrame, tools: map[string]bool{}}
-	for _, t := range AllTools {
-		c.tools[t] = true
+	c := config{era: EraBoth, maxFrame: defaultMaxFrame, tools: map[string]bool{}}
+	for _, t := range toolTable {
+		c.tools[t.Name] = true
 	}
 	return c
 }
@@ -93,7 +61,7 @@ func defaultConfig() config {
 // negotiation can be tested; the default is EraBoth.
 func WithEra(e Era) Option { return optionFunc(func(c *config) { c.era = e }) }
 
-// WithTools offers exactly the named tools (see AllTools) instead of all of
+// WithTools offers exactly the named tools (see Tools) instead of all of
 // them; calling any other tool gets -32602.
 func WithTools(names ...string) Option {
 	return optionFunc(func(c *config) {
@@ -104,8 +72,9 @@ func WithTools(names ...string) Option {
 	})
 }
 
-// WithMaxFrame sets the limit in bytes on one message read from stdin; a
-// longer line is discarded unparsed and counted in Report.StdinOversized.
+// WithMaxFrame sets the limit in bytes on one message read from stdin
+// (default 16 MiB, like the official Go SDK); a longer line is discarded
+// unparsed and counted in Report.StdinOversized.
 func WithMaxFrame(n int) Option { return optionFunc(func(c *config) { c.maxFrame = n }) }
 
 // WithConcurrency lets at most n requests run at once; the others wait in
@@ -125,132 +94,25 @@ func WithSubprocessCommand(name string, args ...string) Option {
 	return optionFunc(func(c *config) { c.subprocess = append([]string{name}, args...) })
 }
 
-// WithIgnoreSIGTERM makes a server started by Register ignore SIGTERM, so
-// that a host must escalate to SIGKILL; it has no effect in-process.
-func WithIgnoreSIGTERM() Option { return optionFunc(func(c *config) { c.ignoreSIGTRM = true }) }
-
-// WithBanner writes line and a newline on stdout before the first message is
-// read: junk a strict host must survive.
-func WithBanner(line string) Option { return optionFunc(func(c *config) { c.banner = line }) }
-
-// WithStdoutLog writes line and a newline on stdout right after the nth
-// message is read from stdin (before the response to it, if it is a request).
-func WithStdoutLog(n int, line string) Option {
-	return optionFunc(func(c *config) { c.stdoutLogAfter, c.stdoutLogLine = n, line })
-}
-
-// WithStderrNoise writes exactly n bytes of text lines to stderr before the
-// first message is read, so a host that does not drain stderr stalls the
-// server there.
-func WithStderrNoise(n int64) Option { return optionFunc(func(c *config) { c.stderrNoise = n }) }
-
-// WithIgnoreCancel records notifications/cancelled in the report but neither
-// stops the work nor suppresses its response.
-func WithIgnoreCancel() Option { return optionFunc(func(c *config) { c.ignoreCancel = true }) }
-
-// WithUnboundedResults makes the search tool return every matching item in
-// one result, without page size, cursor or truncation (the naive tool).
-func WithUnboundedResults() Option { return optionFunc(func(c *config) { c.unbounded = true }) }
-
-// WithNaiveLoop replaces the core with one goroutine that reads a message,
-// handles it and writes its response before reading the next: it reads stdin
-// only between writes, so it cannot see a cancel or a second request while a
-// stdout write is blocked (the seed article's victim).
-func WithNaiveLoop() Option { return optionFunc(func(c *config) { c.naive = true }) }
-
-// WithInvalidJSON writes a line that is not valid JSON on stdout right after
-// the nth message is read from stdin (before the response to it).
-func WithInvalidJSON(n int) Option { return optionFunc(func(c *config) { c.invalidJSON = n }) }
-
-// WithRawNewline puts a raw newline inside the response to the nth message,
-// right after its leading `{"jsonrpc":"2.0",`, splitting the frame in two
-// lines that are each invalid JSON.
-func WithRawNewline(n int) Option { return optionFunc(func(c *config) { c.rawNewline = n }) }
-
-// WithOversizedFrame writes a notifications/message notification of exactly
-// size bytes (without its newline) on stdout right after the nth message is
-// read from stdin (before the response to it).
-func WithOversizedFrame(n, size int) Option {
-	return optionFunc(func(c *config) { c.oversizedAfter, c.oversizedSize = n, size })
-}
-
-// WithNoFinalNewline writes the response to the nth message without its
-// newline, then closes stdout and makes Serve return ErrExited.
-func WithNoFinalNewline(n int) Option { return optionFunc(func(c *config) { c.noFinalNewline = n }) }
-
-// WithCloseStdout closes stdout after the response to the nth message has
-// been written (or right after the nth message is read, if it gets no
-// response); the server goes on reading stdin until EOF, and later writes
-// fail and are counted in Report.StdoutWriteErrors.
-func WithCloseStdout(n int) Option { return optionFunc(func(c *config) { c.closeStdout = n }) }
-
-// WithExitAfterBytes writes exactly n bytes to stdout in all, cutting the
-// write that crosses the nth byte (usually in the middle of a response), then
-// closes stdout and makes Serve return ErrExited.
-func WithExitAfterBytes(n int64) Option { return optionFunc(func(c *config) { c.exitAfterBytes = n }) }
-
-// WithIgnoreEOF keeps the server running after stdin reaches EOF, until
-// Serve's context is cancelled.
-func WithIgnoreEOF() Option { return optionFunc(func(c *config) { c.ignoreEOF = true }) }
-
-// WithRespondAfterCancel stops cancelled work but still writes a response
-// for it, as the Go SDKs do today: the result if the tool had finished, else
-// an error -32603 "context canceled" (as mcp-go writes it).
-func WithRespondAfterCancel() Option { return optionFunc(func(c *config) { c.respondAfterCxl = true }) }
-
-// WithServerRequest writes a server-to-client ping request (id
-// "fakeserver-1") on stdout right after the nth message is read from stdin,
-// in either era; in 2026-07-28 that is a protocol violation.
-func WithServerRequest(n int) Option { return optionFunc(func(c *config) { c.serverRequest = n }) }
-
-// WithIdleNotifications makes the server, right after writing the response
-// to the first tools/call, write at least n bytes of notifications/message
-// frames (16 KiB each; the last shorter, but at least 104 bytes) that no
-// request asked for, while the host
-// has its answer and is idle; Report.IdleNotifyDone says when all are out.
-func WithIdleNotifications(n int64) Option { return optionFunc(func(c *config) { c.idleNotify = n }) }
-
 // ParseArgs builds Options from command-line flags, for `mcpstdio fake` and
-// for a server started as a child process by Register. Each flag sets the
-// Option of the same meaning; -h lists them. The error wraps flag.ErrHelp
-// for -h, and names the bad flag otherwise.
+// ServeStdio: a flag for each With function and one for each field of
+// Faults; -h lists them. The error wraps flag.ErrHelp for -h, and names the
+// bad flag otherwise.
 func ParseArgs(args []string) ([]Option, error) {
 	fs := flag.NewFlagSet("fakeserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		era, tools, report, subprocess, banner, logLine string
-		maxFrame, concurrency, logAfter, invalidJSON    int
-		rawNewline, overAfter, overSize, noNewline      int
-		closeStdout, serverRequest                      int
-		noise, exitAfter, idleNotify                    int64
-		ignoreTerm, ignoreCancel, unbounded, naive      bool
-		ignoreEOF, respondAfter                         bool
+		era, tools, report, subprocess string
+		maxFrame, concurrency          int
 	)
 	fs.StringVar(&era, "era", string(EraBoth), "protocol era: both, modern or legacy (WithEra)")
-	fs.StringVar(&tools, "tools", strings.Join(AllTools, ","), "comma-separated tools to offer (WithTools)")
-	fs.IntVar(&maxFrame, "max-frame", DefaultMaxFrame, "limit in bytes on one stdin message (WithMaxFrame)")
+	fs.StringVar(&tools, "tools", strings.Join(Tools(), ","), "comma-separated tools to offer (WithTools)")
+	fs.IntVar(&maxFrame, "max-frame", defaultMaxFrame, "limit in bytes on one stdin message (WithMaxFrame)")
 	fs.IntVar(&concurrency, "concurrency", 0, "requests running at once, 0 for no limit (WithConcurrency)")
 	fs.StringVar(&report, "report", "", "write the report as JSON to this file (WithReportFile)")
 	fs.StringVar(&subprocess, "subprocess-command", "", `command of the subprocess tool as a JSON array, e.g. ["sh","-c","..."] (WithSubprocessCommand)`)
-	fs.BoolVar(&ignoreTerm, "ignore-sigterm", false, "ignore SIGTERM (WithIgnoreSIGTERM)")
-	fs.StringVar(&banner, "banner", "", "line written on stdout before the first message (WithBanner)")
-	fs.IntVar(&logAfter, "stdout-log-after", 0, "write -stdout-log-line on stdout after the nth message (WithStdoutLog)")
-	fs.StringVar(&logLine, "stdout-log-line", "fakeserver: a log line on stdout", "line for -stdout-log-after")
-	fs.Int64Var(&idleNotify, "idle-notify-bytes", 0, "bytes of notifications written after the first tools/call response (WithIdleNotifications)")
-	fs.Int64Var(&noise, "stderr-noise", 0, "bytes of noise on stderr before the first message (WithStderrNoise)")
-	fs.BoolVar(&ignoreCancel, "ignore-cancel", false, "ignore notifications/cancelled (WithIgnoreCancel)")
-	fs.BoolVar(&unbounded, "unbounded", false, "search returns everything at once (WithUnboundedResults)")
-	fs.BoolVar(&naive, "naive", false, "single-goroutine loop reading stdin only between writes (WithNaiveLoop)")
-	fs.IntVar(&invalidJSON, "invalid-json-after", 0, "invalid JSON line after the nth message (WithInvalidJSON)")
-	fs.IntVar(&rawNewline, "raw-newline", 0, "raw newline inside the response to the nth message (WithRawNewline)")
-	fs.IntVar(&overAfter, "oversized-after", 0, "oversized frame after the nth message (WithOversizedFrame)")
-	fs.IntVar(&overSize, "oversized-size", 0, "size in bytes of the -oversized-after frame")
-	fs.IntVar(&noNewline, "no-final-newline", 0, "response to the nth message without newline, then exit (WithNoFinalNewline)")
-	fs.IntVar(&closeStdout, "close-stdout-after", 0, "close stdout after the response to the nth message (WithCloseStdout)")
-	fs.Int64Var(&exitAfter, "exit-after-bytes", 0, "exit after exactly n bytes of stdout (WithExitAfterBytes)")
-	fs.BoolVar(&ignoreEOF, "ignore-eof", false, "keep running after stdin EOF (WithIgnoreEOF)")
-	fs.BoolVar(&respondAfter, "respond-after-cancel", false, "respond to cancelled requests (WithRespondAfterCancel)")
-	fs.IntVar(&serverRequest, "server-request-after", 0, "server-to-client ping after the nth message (WithServerRequest)")
+	faults := Faults{StdoutLogLine: defaultStdoutLogLine}
+	faults.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			var b strings.Builder
@@ -273,12 +135,15 @@ func ParseArgs(args []string) ([]Option, error) {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
 		}
-		if !knownTool(t) {
-			return nil, fmt.Errorf("fakeserver: -tools: unknown tool %q (known: %s)", t, strings.Join(AllTools, ", "))
+		if !slices.Contains(Tools(), t) {
+			return nil, fmt.Errorf("fakeserver: -tools: unknown tool %q (known: %s)", t, strings.Join(Tools(), ", "))
 		}
 		toolList = append(toolList, t)
 	}
-	opts := []Option{WithEra(Era(era)), WithTools(toolList...), WithMaxFrame(maxFrame), WithConcurrency(concurrency)}
+	if err := faults.check(); err != nil {
+		return nil, fmt.Errorf("fakeserver: %w", err)
+	}
+	opts := []Option{WithEra(Era(era)), WithTools(toolList...), WithMaxFrame(maxFrame), WithConcurrency(concurrency), faults}
 	if report != "" {
 		opts = append(opts, WithReportFile(report))
 	}
@@ -289,41 +154,5 @@ func ParseArgs(args []string) ([]Option, error) {
 		}
 		opts = append(opts, WithSubprocessCommand(argv[0], argv[1:]...))
 	}
-	add := func(cond bool, o Option) {
-		if cond {
-			opts = append(opts, o)
-		}
-	}
-	add(ignoreTerm, WithIgnoreSIGTERM())
-	add(banner != "", WithBanner(banner))
-	add(logAfter > 0, WithStdoutLog(logAfter, logLine))
-	add(noise > 0, WithStderrNoise(noise))
-	add(idleNotify > 0, WithIdleNotifications(idleNotify))
-	add(ignoreCancel, WithIgnoreCancel())
-	add(unbounded, WithUnboundedResults())
-	add(naive, WithNaiveLoop())
-	add(invalidJSON > 0, WithInvalidJSON(invalidJSON))
-	add(rawNewline > 0, WithRawNewline(rawNewline))
-	if overAfter > 0 {
-		if overSize <= 0 {
-			return nil, fmt.Errorf("fakeserver: -oversized-after %d needs -oversized-size", overAfter)
-		}
-		opts = append(opts, WithOversizedFrame(overAfter, overSize))
-	}
-	add(noNewline > 0, WithNoFinalNewline(noNewline))
-	add(closeStdout > 0, WithCloseStdout(closeStdout))
-	add(exitAfter > 0, WithExitAfterBytes(exitAfter))
-	add(ignoreEOF, WithIgnoreEOF())
-	add(respondAfter, WithRespondAfterCancel())
-	add(serverRequest > 0, WithServerRequest(serverRequest))
 	return opts, nil
-}
-
-func knownTool(name string) bool {
-	for _, t := range AllTools {
-		if t == name {
-			return true
-		}
-	}
-	return false
 }

@@ -19,7 +19,7 @@ const bigSize = 1 << 20
 // the host reads again, and then answers the second request.
 func TestCoreReadsWhileWriteBlocked(t *testing.T) {
 	r := startRig(t, rigOpt{outCap: 4096})
-	big := r.tool(ToolBig, BigArgs{FrameSize: bigSize, Kind: Quotes, ChunkSize: 4096}.Map(), nil)
+	big := r.tool(ToolBig, BigArgs{FrameSize: bigSize, Kind: PayloadQuotes, ChunkSize: 4096}.Map(), nil)
 	r.waitStdoutFull()
 	r.waitReport("the big response to be writing", func(rep Report) bool {
 		q, _ := requestByID(rep, big)
@@ -74,7 +74,7 @@ func TestCoreReadsWhileWriteBlocked(t *testing.T) {
 // while its stdout write is blocked the next request stays in the stdin
 // pipe; it recovers when the host reads again.
 func TestNaiveLoopDeadlocks(t *testing.T) {
-	r := startRig(t, rigOpt{outCap: 4096}, WithNaiveLoop())
+	r := startRig(t, rigOpt{outCap: 4096}, Faults{NaiveLoop: true})
 	big := r.tool(ToolBig, BigArgs{FrameSize: bigSize}.Map(), nil)
 	r.waitStdoutFull()
 	line := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"echo","arguments":{"text":"second"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`

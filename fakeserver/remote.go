@@ -75,6 +75,7 @@ func (r *remoteSource) forget(key string) {
 // serveRemote streams chunks of n bytes, interval apart, and records
 // whether the client aborted before the end.
 func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
+	defer s.catch("the remote source's HTTP handler")
 	q := req.URL.Query()
 	s.remote.mu.Lock()
 	c := s.remote.calls[q.Get("call")]
@@ -111,25 +112,20 @@ func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
 		s.remote.mu.Lock()
 		c.aborted = true
 		s.remote.mu.Unlock()
-		s.mu.Lock()
-		s.rep.RemoteAborts++
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) { r.RemoteAborts++ })
 	}
+}
+
+type remoteArgs struct {
+	Chunks     int `json:"chunks"`
+	ChunkBytes int `json:"chunkBytes"`
+	IntervalMs int `json:"intervalMs"`
 }
 
 // toolRemote reads chunks from the loopback source, reporting progress after
 // each; a cancel aborts the HTTP request, and the tool waits until the
 // handler has seen the abort.
-func (s *Server) toolRemote(w *work) (*frame, error) {
-	var a struct {
-		Chunks     int `json:"chunks"`
-		ChunkBytes int `json:"chunkBytes"`
-		IntervalMs int `json:"intervalMs"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
+func (s *Server) toolRemote(w *work, a remoteArgs) (*frame, error) {
 	chunks := cmpOr(a.Chunks, 10)
 	size := cmpOr(a.ChunkBytes, 1024)
 	base, client, err := s.remoteURL()

@@ -47,11 +47,17 @@ type Report struct {
 
 	StderrBytes int64 // bytes written to stderr (noise and diagnostics)
 
-	IdleNotifyBytes int64 // bytes of WithIdleNotifications frames written so far
-	IdleNotifyDone  bool  // all WithIdleNotifications frames are written
+	IdleNotifyBytes int64 // bytes of Faults.IdleNotifyBytes frames written so far
+	IdleNotifyDone  bool  // all Faults.IdleNotifyBytes frames are written
 
 	ChildrenKilled int // subprocess-tool children killed because their work was cancelled
 	RemoteAborts   int // remote-source HTTP handlers that saw the client abort mid-stream
+
+	// Panics lists each panic recovered on the server's own goroutines (in
+	// a tool, a handler, a writer it was given), with the stack of the
+	// goroutine that panicked. A request whose handling panicked got an
+	// internal error (-32603); the server went on after each.
+	Panics []string
 
 	EOF  bool   // stdin reached EOF
 	Exit string // why Serve returned; empty while it runs
@@ -98,17 +104,23 @@ func (s *Server) Report() Report {
 	r := s.rep
 	r.Requests = slices.Clone(r.Requests)
 	r.Cancels = slices.Clone(r.Cancels)
+	r.Panics = slices.Clone(r.Panics)
 	return r
 }
 
-// changed marks the report dirty for the report-file writer. Every change
-// to s.rep must be followed by a call, after s.mu is released, or the file
-// can miss it.
-func (s *Server) changed() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
-	}
+// update changes the report in fn, with s.mu held (fn may change other
+// state s.mu guards, and must not block), then marks the report dirty for
+// the report-file writer. Every change to s.rep goes through it.
+func (s *Server) update(fn func(r *Report)) {
+	defer func() {
+		select {
+		case s.dirty <- struct{}{}:
+		default:
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.rep)
 }
 
 // reportFileLoop rewrites the report file after each change until stop is

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -38,6 +39,8 @@ type rigOpt struct {
 	outCap   int // stdout pipe capacity; 0 keeps the default
 	frameMax int // host framer limit
 	legacy   bool
+	// wrapStdout, if set, wraps the stdout the server is given.
+	wrapStdout func(io.WriteCloser) io.WriteCloser
 }
 
 // bound is the generous upper bound on any wait in these tests, derived from
@@ -74,17 +77,27 @@ func rigPipes(t testing.TB, ro rigOpt) (in, out *pipes.Pipe) {
 
 func startRig(t testing.TB, ro rigOpt, opts ...Option) *rig {
 	t.Helper()
+	return startRigServer(t, ro, New(opts...))
+}
+
+// startRigServer runs srv, which has not served yet, under a rig.
+func startRigServer(t testing.TB, ro rigOpt, srv *Server) *rig {
+	t.Helper()
 	in, out := rigPipes(t, ro)
 	if ro.frameMax == 0 {
 		ro.frameMax = 64 << 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{
-		t: t, srv: New(opts...), in: in, out: out, stderr: pipes.NewCapture(1 << 16),
+		t: t, srv: srv, in: in, out: out, stderr: pipes.NewCapture(1 << 16),
 		fr: pipes.NewFramer(out.R, ro.frameMax), cancel: cancel, done: make(chan error, 1),
 		modern: !ro.legacy,
 	}
-	go func() { r.done <- r.srv.Serve(ctx, in.R, out.W, r.stderr) }()
+	var stdout io.WriteCloser = out.W
+	if ro.wrapStdout != nil {
+		stdout = ro.wrapStdout(stdout)
+	}
+	go func() { r.done <- r.srv.Serve(ctx, in.R, stdout, r.stderr) }()
 	t.Cleanup(r.close)
 	return r
 }

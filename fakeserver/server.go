@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,26 +15,28 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// ErrExited is returned by Serve when a fault (WithExitAfterBytes,
-// WithNoFinalNewline) made the server stop on purpose.
+// ErrExited is returned by Serve when a fault (Faults.ExitAfterBytes,
+// Faults.NoFinalNewline) made the server stop on purpose.
 var ErrExited = errors.New("fakeserver: exited on purpose (fault)")
 
-// codeRequestCancelled is the error code of the response WithRespondAfterCancel
-// writes for cancelled work: mcp-go v1.2.1 writes -32603 "context canceled"
-// (the official Go SDK v1.8.0 writes code 0 with the same message).
+// codeRequestCancelled is the error code of the response
+// Faults.RespondAfterCancel writes for cancelled work: mcp-go v1.2.1 writes
+// -32603 "context canceled" (the official Go SDK v1.8.0 writes code 0 with
+// the same message).
 const codeRequestCancelled = -32603
 
 // Server is a small MCP server over stdio whose tools and faults are chosen
 // by its Options. Create it with New, run it with Serve (once), and read what
 // it saw with Report.
 type Server struct {
-	cfg config
+	cfg   config
+	tools []tool // the tools offered, in tools/list order
 
 	mu          sync.Mutex // guards what follows
 	rep         Report
 	works       map[string]*work // running requests by id (JSON text)
 	finished    map[string]bool  // ids whose work has ended
-	idleStarted bool             // WithIdleNotifications has begun
+	idleStarted bool             // Faults.IdleNotifyBytes has begun
 	served      bool
 	logOff      bool
 
@@ -72,6 +75,11 @@ func New(opts ...Option) *Server {
 	if s.cfg.concurrency > 0 {
 		s.sem = make(chan struct{}, s.cfg.concurrency)
 	}
+	for _, t := range toolTable {
+		if s.cfg.tools[t.Name] {
+			s.tools = append(s.tools, t)
+		}
+	}
 	return s
 }
 
@@ -108,7 +116,7 @@ type requestParams struct {
 }
 
 // Serve runs the server on stdin and stdout until stdin reaches EOF (see
-// WithIgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
+// Faults.IgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
 // stderr, which may be nil.
 //
 // The read loop never waits on a stdout write: each request runs in its own
@@ -125,8 +133,8 @@ type requestParams struct {
 // stdout); that works when stdout supports concurrent Close, as *os.File
 // from os.Pipe does. Likewise Serve ends its stdin read by closing stdin: a
 // stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
-// mode) keeps Serve waiting until that Read returns; ServeStdio and
-// Register make the process's stdio interruptible.
+// mode) keeps Serve waiting until that Read returns; ServeStdio
+// makes the process's stdio interruptible.
 //
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.
@@ -155,20 +163,35 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	reportStop := make(chan struct{})
 	if s.cfg.reportFile != "" {
 		bg.Add(1)
-		go func() { defer bg.Done(); s.reportFileLoop(reportStop) }()
+		go func() {
+			defer bg.Done()
+			defer s.catch("the report file writer")
+			s.reportFileLoop(reportStop)
+		}()
 	}
 	s.writeNoise()
 	logStop, logDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(logDone); s.logLoop(logStop) }()
+	go func() {
+		defer close(logDone)
+		defer s.catch("the stderr writer")
+		s.logLoop(logStop)
+	}()
 
-	if s.cfg.banner != "" {
+	if s.cfg.faults.Banner != "" {
 		s.wmu.Lock()
-		s.out.write([]byte(s.cfg.banner + "\n"))
+		s.out.write([]byte(s.cfg.faults.Banner + "\n"))
 		s.wmu.Unlock()
 	}
 
 	readDone := make(chan error, 1)
-	go func() { readDone <- s.readLoop(stdin) }()
+	go func() {
+		// A panic that escapes the read loop ends the session with an
+		// error, not the process.
+		err := errors.New("fakeserver: the stdin read loop panicked (see Report.Panics)")
+		defer func() { readDone <- err }()
+		defer s.catch("the stdin read loop")
+		err = s.readLoop(stdin)
+	}()
 
 	var readErr error
 	readEnded := false
@@ -183,9 +206,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	if readEnded {
 		eof := readErr == nil || errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF)
 		if eof {
-			s.mu.Lock()
-			s.rep.EOF = true
-			s.mu.Unlock()
+			s.update(func(r *Report) { r.EOF = true })
 			exit = "stdin EOF"
 			if readErr != nil && !errors.Is(readErr, io.EOF) {
 				s.logf("stdin: %v", readErr)
@@ -193,7 +214,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 		} else {
 			exit = "stdin: " + readErr.Error()
 		}
-		if s.cfg.ignoreEOF {
+		if s.cfg.faults.IgnoreEOF {
 			select {
 			case <-ctx.Done():
 				exit = "context cancelled (stdin EOF ignored)"
@@ -226,10 +247,7 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 	s.remote.close()
 	s.out.close()
 
-	s.mu.Lock()
-	s.rep.Exit = exit
-	s.logOff = true
-	s.mu.Unlock()
+	s.update(func(r *Report) { r.Exit, s.logOff = exit, true })
 	close(logStop)
 	<-logDone // its last stderr bytes are in the final report
 	close(reportStop)
@@ -256,74 +274,63 @@ func (s *Server) readLoop(stdin io.Reader) error {
 	fr := pipes.NewFramer(stdin, max(s.cfg.maxFrame, 1))
 	for {
 		frame, err := fr.Next()
-		st := fr.Stats()
-		s.mu.Lock()
-		s.rep.StdinBytes = st.Bytes
-		s.mu.Unlock()
-		if err != nil {
-			var tl *pipes.FrameTooLargeError
-			if errors.As(err, &tl) {
-				s.mu.Lock()
-				s.rep.StdinOversized++
-				s.mu.Unlock()
-				s.changed()
-				s.logf("stdin: %v", err)
-				continue
+		var tl *pipes.FrameTooLargeError
+		oversized := errors.As(err, &tl)
+		s.update(func(r *Report) {
+			r.StdinBytes = fr.Stats().Bytes
+			if oversized {
+				r.StdinOversized++
+			} else if err == nil {
+				r.StdinMessages++
 			}
-			s.changed()
+		})
+		if oversized {
+			s.logf("stdin: %v", err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		s.msgs++
-		plan := s.planFor(s.msgs)
-		s.mu.Lock()
-		s.rep.StdinMessages++
-		s.mu.Unlock()
-		s.changed()
-		m, perr := wire.ParseMessage(frame)
-		if perr != nil {
-			code, msg := int64(wire.CodeParseError), "Parse error"
-			if json.Valid(frame) {
-				code, msg = wire.CodeInvalidRequest, "Invalid Request"
-			}
-			s.mu.Lock()
-			s.rep.StdinParseErrors++
-			s.mu.Unlock()
-			s.changed()
-			s.logf("stdin: message %d: %v", s.msgs, perr)
-			s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
-			continue
-		}
-		switch {
-		case m.IsRequest():
-			s.startRequest(m, plan)
-		case m.IsNotification():
-			if m.Method == wire.MethodCancelled {
-				s.cancelRequest(m.Params)
-			}
-			s.loose(nil, plan)
-		default:
-			s.mu.Lock()
-			s.rep.ResponsesRead++
-			s.mu.Unlock()
-			s.changed()
-			s.loose(nil, plan)
-		}
+		s.dispatch(frame, s.planFor(s.msgs))
 	}
 }
 
-func canonicalID(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(bytes.TrimSpace(raw))
+// dispatch handles one frame read from stdin, on the read loop: it starts a
+// request's work, cancels work, or counts a response. A panic is recovered
+// here so that the loop reads on.
+func (s *Server) dispatch(frame []byte, plan faultPlan) {
+	defer s.catch("the stdin read loop, message " + strconv.Itoa(plan.n))
+	m, perr := wire.ParseMessage(frame)
+	if perr != nil {
+		code, msg := int64(wire.CodeParseError), "Parse error"
+		if json.Valid(frame) {
+			code, msg = wire.CodeInvalidRequest, "Invalid Request"
+		}
+		s.update(func(r *Report) { r.StdinParseErrors++ })
+		s.logf("stdin: message %d: %v", plan.n, perr)
+		s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
+		return
 	}
-	return b.String()
+	switch {
+	case m.IsRequest():
+		s.startRequest(m, plan)
+	case m.IsNotification():
+		if m.Method == wire.MethodCancelled {
+			s.cancelRequest(m.Params)
+		}
+		s.loose(nil, plan)
+	default:
+		s.update(func(r *Report) { r.ResponsesRead++ })
+		s.loose(nil, plan)
+	}
 }
 
 // startRequest registers a request's work and runs it: in a goroutine, or
 // inline for the naive loop.
 func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	now := time.Now()
-	w := &work{id: canonicalID(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
+	w := &work{id: wire.Key(m.ID), rawID: m.ID, method: m.Method, plan: plan, state: StateNotStarted}
 	if len(m.Params) > 0 {
 		w.perr = json.Unmarshal(m.Params, &w.params)
 	}
@@ -337,22 +344,22 @@ func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	if m.Method == wire.MethodToolsCall {
 		rec.Tool = w.params.Name
 	}
-	s.mu.Lock()
-	if _, dup := s.works[w.id]; dup {
-		rec.State, rec.Ended = StateDone, now
-		s.rep.Requests = append(s.rep.Requests, rec)
-		s.mu.Unlock()
-		s.changed()
+	dup := false
+	s.update(func(r *Report) {
+		if _, dup = s.works[w.id]; dup {
+			rec.State, rec.Ended = StateDone, now
+		} else {
+			w.ctx, w.cancel = context.WithCancel(s.base)
+			w.reqIdx = len(r.Requests)
+			s.works[w.id] = w
+		}
+		r.Requests = append(r.Requests, rec)
+	})
+	if dup {
 		s.loose(errorFrame(w.rawID, wire.CodeInvalidRequest, "duplicate id "+w.id+": a request with this id is still running", nil), plan)
 		return
 	}
-	w.ctx, w.cancel = context.WithCancel(s.base)
-	w.reqIdx = len(s.rep.Requests)
-	s.rep.Requests = append(s.rep.Requests, rec)
-	s.works[w.id] = w
-	s.mu.Unlock()
-	s.changed()
-	if s.cfg.naive {
+	if s.cfg.faults.NaiveLoop {
 		s.run(w)
 		return
 	}
@@ -363,8 +370,12 @@ func (s *Server) startRequest(m *wire.Message, plan faultPlan) {
 	}()
 }
 
+// String names w's request for diagnostics: its id and method.
+func (w *work) String() string { return "request " + w.id + " (" + w.method + ")" }
+
 func (s *Server) run(w *work) {
 	defer s.finish(w)
+	defer s.catch(w.String()) // a panic while responding; handleRecovered catches the others
 	if s.sem != nil {
 		select {
 		case s.sem <- struct{}{}:
@@ -375,72 +386,61 @@ func (s *Server) run(w *work) {
 		}
 	}
 	s.setState(w, StateRunning)
-	s.respond(w, s.handle(w))
+	s.respond(w, s.handleRecovered(w))
 }
 
 func (s *Server) setState(w *work, st WorkState) {
-	s.mu.Lock()
-	w.state = st
-	s.rep.Requests[w.reqIdx].State = st
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) { w.state, r.Requests[w.reqIdx].State = st, st })
 }
 
 // finish records the end of w's work and settles the cancels that wait for
 // it.
 func (s *Server) finish(w *work) {
 	now := time.Now()
-	s.mu.Lock()
-	delete(s.works, w.id)
-	s.finished[w.id] = true
-	w.state = StateDone
-	r := &s.rep.Requests[w.reqIdx]
-	r.Ended, r.State = now, StateDone
-	r.ResponseBytes, r.Cut, r.Suppressed = w.respBytes, w.cut, w.suppressed
-	for _, i := range w.cancels {
-		c := &s.rep.Cancels[i]
-		c.Stopped, c.StoppedAfter = true, now.Sub(c.Arrived)
-		c.Suppressed = w.suppressed
-		c.ChildKilled, c.RemoteAborted = w.childKilled, w.remoteAborted
-	}
-	s.mu.Unlock()
+	s.update(func(rep *Report) {
+		delete(s.works, w.id)
+		s.finished[w.id] = true
+		w.state = StateDone
+		r := &rep.Requests[w.reqIdx]
+		r.Ended, r.State = now, StateDone
+		r.ResponseBytes, r.Cut, r.Suppressed = w.respBytes, w.cut, w.suppressed
+		for _, i := range w.cancels {
+			c := &rep.Cancels[i]
+			c.Stopped, c.StoppedAfter = true, now.Sub(c.Arrived)
+			c.Suppressed = w.suppressed
+			c.ChildKilled, c.RemoteAborted = w.childKilled, w.remoteAborted
+		}
+	})
 	w.cancel()
-	s.changed()
-}
-
-type cancelParams struct {
-	RequestID json.RawMessage `json:"requestId"`
-	Reason    string          `json:"reason"`
 }
 
 // cancelRequest handles notifications/cancelled on the read loop: it never
 // waits on stdout.
-func (s *Server) cancelRequest(raw json.RawMessage) {
-	var p cancelParams
-	if err := json.Unmarshal(raw, &p); err != nil || len(p.RequestID) == 0 {
-		s.logf("notifications/cancelled without a requestId ignored: %s", raw)
+func (s *Server) cancelRequest(params json.RawMessage) {
+	id := wire.Key(wire.Member(params, "requestId"))
+	if id == "" {
+		s.logf("notifications/cancelled without a requestId ignored: %s", params)
 		return
 	}
-	id := canonicalID(p.RequestID)
-	rec := CancelRecord{ID: id, Reason: p.Reason, Arrived: time.Now()}
-	s.mu.Lock()
-	w := s.works[id]
-	switch {
-	case w != nil:
-		rec.State = w.state
-		w.cancels = append(w.cancels, len(s.rep.Cancels))
-		if !s.cfg.ignoreCancel {
-			w.cancelled = true
-			w.cancel()
+	rec := CancelRecord{ID: id, Arrived: time.Now()}
+	json.Unmarshal(wire.Member(params, "reason"), &rec.Reason) // a reason that is not a string is left out
+	s.update(func(r *Report) {
+		w := s.works[id]
+		switch {
+		case w != nil:
+			rec.State = w.state
+			w.cancels = append(w.cancels, len(r.Cancels))
+			if !s.cfg.faults.IgnoreCancel {
+				w.cancelled = true
+				w.cancel()
+			}
+		case s.finished[id]:
+			rec.State, rec.Stopped = StateDone, true
+		default:
+			rec.State, rec.Stopped = StateUnknown, true
 		}
-	case s.finished[id]:
-		rec.State, rec.Stopped = StateDone, true
-	default:
-		rec.State, rec.Stopped = StateUnknown, true
-	}
-	s.rep.Cancels = append(s.rep.Cancels, rec)
-	s.mu.Unlock()
-	s.changed()
+		r.Cancels = append(r.Cancels, rec)
+	})
 }
 
 // respond writes w's response frame unless w was cancelled before writing
@@ -449,18 +449,19 @@ func (s *Server) respond(w *work, f *frame) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.writePrelude(w.plan)
-	s.mu.Lock()
-	suppress := f == nil || (w.ctx.Err() != nil && !(s.cfg.respondAfterCxl && w.cancelled))
+	suppress := false
+	s.update(func(r *Report) {
+		suppress = f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled))
+		if suppress {
+			w.suppressed = true
+			return
+		}
+		w.state, r.Requests[w.reqIdx].State = StateWriting, StateWriting
+	})
 	if suppress {
-		w.suppressed = true
-		s.mu.Unlock()
 		s.afterFrame(w.plan)
 		return
 	}
-	w.state = StateWriting
-	s.rep.Requests[w.reqIdx].State = StateWriting
-	s.mu.Unlock()
-	s.changed()
 	n, cut := s.writeFrame(w.ctx, f, w.plan)
 	s.mu.Lock()
 	w.respBytes, w.cut = n, cut
@@ -484,12 +485,16 @@ func (s *Server) loose(f *frame, plan faultPlan) {
 		}
 		s.afterFrame(plan)
 	}
-	if s.cfg.naive {
+	if s.cfg.faults.NaiveLoop {
 		do()
 		return
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); do() }()
+	go func() {
+		defer s.wg.Done()
+		defer s.catch("the reply to message " + strconv.Itoa(plan.n))
+		do()
+	}()
 }
 
 // frame is one serialized message ready to write. Bytes buf[bodyStart:bodyEnd]
@@ -503,7 +508,7 @@ type frame struct {
 	chunk              int // bytes per stdout Write; 0 writes the frame at once
 }
 
-// rawNewlineAt is where WithRawNewline breaks a frame: after `{"jsonrpc":"2.0",`.
+// rawNewlinePrefix is where Faults.RawNewline breaks a frame: after `{"jsonrpc":"2.0",`.
 var rawNewlinePrefix = []byte(`{"jsonrpc":"2.0",`)
 
 // writeFrame writes f and its newline in chunks, with the faults of plan.
@@ -571,7 +576,7 @@ func (o *outWriter) write(p []byte) (int, error) {
 		o.s.countWrite(0, 0, errStdoutClosed)
 		return 0, errStdoutClosed
 	}
-	limit := o.s.cfg.exitAfterBytes
+	limit := o.s.cfg.faults.ExitAfterBytes
 	exitNow := false
 	if limit > 0 && o.written+int64(len(p)) >= limit {
 		p = p[:limit-o.written]
@@ -587,7 +592,7 @@ func (o *outWriter) write(p []byte) (int, error) {
 	o.s.countWrite(int64(n), d, err)
 	if exitNow {
 		o.close()
-		o.s.exit(fmt.Errorf("%w: WithExitAfterBytes(%d) reached", ErrExited, limit))
+		o.s.exit(fmt.Errorf("%w: ExitAfterBytes %d reached", ErrExited, limit))
 		if err == nil {
 			err = ErrExited
 		}
@@ -606,16 +611,15 @@ func (o *outWriter) close() {
 }
 
 func (s *Server) countWrite(n int64, d time.Duration, err error) {
-	s.mu.Lock()
-	s.rep.StdoutWrites++
-	s.rep.StdoutBytes += n
-	s.rep.StdoutBlocked += d
-	s.rep.StdoutLongestBlock = max(s.rep.StdoutLongestBlock, d)
-	if err != nil {
-		s.rep.StdoutWriteErrors++
-	}
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) {
+		r.StdoutWrites++
+		r.StdoutBytes += n
+		r.StdoutBlocked += d
+		r.StdoutLongestBlock = max(r.StdoutLongestBlock, d)
+		if err != nil {
+			r.StdoutWriteErrors++
+		}
+	})
 }
 
 // logf sends a diagnostic line to stderr through a bounded queue, so that a
@@ -655,17 +659,14 @@ func (s *Server) logLoop(stop <-chan struct{}) {
 
 func (s *Server) writeStderr(b []byte) {
 	n, _ := s.stderr.Write(b)
-	s.mu.Lock()
-	s.rep.StderrBytes += int64(n)
-	s.mu.Unlock()
-	s.changed()
+	s.update(func(r *Report) { r.StderrBytes += int64(n) })
 }
 
 // writeNoise writes exactly cfg.stderrNoise bytes of numbered lines to stderr.
 func (s *Server) writeNoise() {
 	// Whole lines, batched into writes of up to 64 KiB: noisy servers
 	// write lines, but a write per line would make this the slow part.
-	left := s.cfg.stderrNoise
+	left := s.cfg.faults.StderrNoise
 	var buf []byte
 	for i := 1; left > 0; {
 		buf = buf[:0]
@@ -717,9 +718,9 @@ func resultFrame(w *work, result map[string]any) *frame {
 }
 
 // cancelledFrame is the response for work cancelled before it produced one:
-// nil (no response), unless WithRespondAfterCancel.
+// nil (no response), unless Faults.RespondAfterCancel.
 func (s *Server) cancelledFrame(w *work) *frame {
-	if !s.cfg.respondAfterCxl {
+	if !s.cfg.faults.RespondAfterCancel {
 		return nil
 	}
 	return errorFrame(w.rawID, codeRequestCancelled, "context canceled", nil)

@@ -15,7 +15,7 @@ import (
 
 // These tests drive the fake with the mcptest host, in-process
 // (mcptest.InProcess(srv.Serve)) and as a child process
-// (mcptest.Helper with Register), configured by the same flags.
+// (mcptest.Helper serving ServeStdio), configured by the same flags.
 
 // fixture is a fake server under an mcptest Session.
 type fixture struct {
@@ -168,7 +168,7 @@ func TestSessionCancelStates(t *testing.T) {
 	t.Run("after the response write began", func(t *testing.T) {
 		needLinux(t)
 		eachTarget(t, nil, []mcptest.Option{mcptest.WithPipeCapacity(4096)}, func(t *testing.T, f *fixture) {
-			p := f.s.Send(wire.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize, Kind: Multibyte}.Map(), false))
+			p := f.s.Send(wire.MethodToolsCall, toolParams(ToolBig, BigArgs{FrameSize: bigSize, Kind: PayloadMultibyte}.Map(), false))
 			f.s.StallReads()
 			if err := f.s.WaitWriterBlocked(f.ctx()); err != nil {
 				t.Fatal(err)

@@ -12,33 +12,33 @@ import (
 // on the process's own stdin, stdout and stderr, until stdin reaches EOF,
 // ctx is cancelled, the process gets SIGTERM or an interrupt (SIGTERM is
 // ignored with -ignore-sigterm), or a fault ends it. It is what
-// `mcpstdio fake` and a child started through Register run.
+// `mcpstdio fake` runs, and what a test registers to run the fake as a
+// helper child:
 //
-// On Unix it switches stdin and stdout to non-blocking mode, so that a
-// signal can end a read or write blocked on a pipe; nothing else in the
-// process should use os.Stdin or os.Stdout meanwhile.
+//	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+//		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+//	})
+//
+// (a helper child's stdio is the process's own). On Unix it switches stdin
+// and stdout to non-blocking mode, so that a signal can end a read or write
+// blocked on a pipe; nothing else in the process should use os.Stdin or
+// os.Stdout meanwhile.
 func ServeStdio(ctx context.Context, args []string) error {
 	opts, err := ParseArgs(args)
 	if err != nil {
 		return err
 	}
-	return serveProcess(ctx, New(opts...), os.Stdin, os.Stdout, os.Stderr)
-}
-
-// serveProcess serves the process's stdio with the signal handling of a
-// real server process.
-func serveProcess(ctx context.Context, s *Server, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-	if s.cfg.ignoreSIGTRM {
+	s := New(opts...)
+	if s.cfg.faults.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	sigs := []os.Signal{os.Interrupt}
-	if !s.cfg.ignoreSIGTRM {
+	if !s.cfg.faults.IgnoreSIGTERM {
 		sigs = append(sigs, syscall.SIGTERM)
 	}
 	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
-	stdin, stdout = interruptible(stdin), interruptibleW(stdout)
-	return s.Serve(ctx, stdin, stdout, stderr)
+	return s.Serve(ctx, interruptible(os.Stdin), interruptible(os.Stdout), os.Stderr)
 }
 
 // dupFile is a pollable duplicate of a process's stdio file: Close closes
@@ -56,22 +56,11 @@ func (d dupFile) Close() error {
 	return err
 }
 
-// interruptible returns a reader on the same file that a concurrent Close
-// can interrupt, where the platform allows it.
-func interruptible(r io.ReadCloser) io.ReadCloser {
-	if f, ok := r.(*os.File); ok {
-		if nf := pollable(f); nf != nil {
-			return dupFile{nf, f}
-		}
+// interruptible returns a file on the same descriptor that a concurrent
+// Close can interrupt, where the platform allows it, or f itself.
+func interruptible(f *os.File) io.ReadWriteCloser {
+	if nf := pollable(f); nf != nil {
+		return dupFile{nf, f}
 	}
-	return r
-}
-
-func interruptibleW(w io.WriteCloser) io.WriteCloser {
-	if f, ok := w.(*os.File); ok {
-		if nf := pollable(f); nf != nil {
-			return dupFile{nf, f}
-		}
-	}
-	return w
+	return f
 }

@@ -23,10 +23,10 @@ const (
 	EnvSubprocessHold = "FAKESERVER_SUBPROCESS_HOLD"
 )
 
-// DefaultSubprocessScript is the sh script the subprocess tool runs unless
+// defaultSubprocessScript is the sh script the subprocess tool runs unless
 // WithSubprocessCommand says otherwise: exact byte counts of 'x' to stdout
 // and 'y' to stderr, then, when held, it blocks reading stdin.
-const DefaultSubprocessScript = `head -c "$` + EnvSubprocessStdout + `" /dev/zero | tr '\0' x; ` +
+const defaultSubprocessScript = `head -c "$` + EnvSubprocessStdout + `" /dev/zero | tr '\0' x; ` +
 	`head -c "$` + EnvSubprocessStderr + `" /dev/zero | tr '\0' y >&2; ` +
 	`if [ "$` + EnvSubprocessHold + `" = 1 ]; then exec cat >/dev/null; fi`
 
@@ -34,29 +34,27 @@ const DefaultSubprocessScript = `head -c "$` + EnvSubprocessStdout + `" /dev/zer
 // pipes after the child exited or was killed (a grandchild may hold them).
 const subprocessWaitDelay = 5 * time.Second
 
+type subprocessArgs struct {
+	StdoutBytes int64 `json:"stdoutBytes"`
+	StderrBytes int64 `json:"stderrBytes"`
+	Hold        bool  `json:"hold"`
+	Limit       int   `json:"limit"`
+}
+
 // toolSubprocess runs a real child writing stdoutBytes and stderrBytes,
 // drains both through a bounded pipes.Capture, and returns the kept head and
 // tail with the exit code and how many bytes were dropped. With hold the
 // child keeps running until the request is cancelled; then its process group
 // is killed. With a progressToken, a progress notification says when the
 // child has started.
-func (s *Server) toolSubprocess(w *work) (*frame, error) {
-	var a struct {
-		StdoutBytes int64 `json:"stdoutBytes"`
-		StderrBytes int64 `json:"stderrBytes"`
-		Hold        bool  `json:"hold"`
-		Limit       int   `json:"limit"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
+func (s *Server) toolSubprocess(w *work, a subprocessArgs) (*frame, error) {
 	if a.StdoutBytes < 0 || a.StderrBytes < 0 {
 		return nil, argError("subprocess: byte counts must not be negative")
 	}
 	limit := cmpOr(a.Limit, 4096)
 	argv := s.cfg.subprocess
 	if len(argv) == 0 {
-		argv = []string{"sh", "-c", DefaultSubprocessScript}
+		argv = []string{"sh", "-c", defaultSubprocessScript}
 	}
 	cmd := exec.CommandContext(w.ctx, argv[0], argv[1:]...)
 	hold := "0"
@@ -87,11 +85,10 @@ func (s *Server) toolSubprocess(w *work) (*frame, error) {
 	s.progress(w, 0, 0, fmt.Sprintf("subprocess: started pid %d", cmd.Process.Pid))
 	werr := cmd.Wait()
 	if w.ctx.Err() != nil {
-		s.mu.Lock()
-		w.childKilled = true
-		s.rep.ChildrenKilled++
-		s.mu.Unlock()
-		s.changed()
+		s.update(func(r *Report) {
+			w.childKilled = true
+			r.ChildrenKilled++
+		})
 		return nil, w.ctx.Err()
 	}
 	code := 0

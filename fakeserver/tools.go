@@ -3,10 +3,92 @@ package fakeserver
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// Tool names, as listed by tools/list and called by tools/call.
+const (
+	ToolEcho       = "echo"
+	ToolBig        = "big"
+	ToolSlow       = "slow"
+	ToolSubprocess = "subprocess"
+	ToolRemote     = "remote"
+	ToolSearch     = "search"
+)
+
+// toolTable defines each tool once: its name, description, arguments (the
+// fields of its argument struct, by their JSON names, make its input schema)
+// and what it does. tools/list lists them in this order.
+var toolTable = []tool{
+	newTool(ToolEcho, "Returns its text argument at once.", (*Server).toolEcho),
+	newTool(ToolBig, "Returns a payload of an exact size: bytes of text, or frameSize bytes for the whole response line; see fakeserver.BigArgs.", (*Server).toolBig),
+	newTool(ToolSlow, "Makes steps progress notifications, intervalMs apart; honours cancel.", (*Server).toolSlow),
+	newTool(ToolSubprocess, "Runs a child writing stdoutBytes and stderrBytes, drained through a bounded capture; hold keeps it running until cancelled.", (*Server).toolSubprocess),
+	newTool(ToolRemote, "Streams chunks of chunkBytes from a loopback HTTP source, intervalMs apart; cancel aborts the request.", (*Server).toolRemote),
+	newTool(ToolSearch, "Searches total records and returns a bounded page with nextCursor and truncated.", (*Server).toolSearch),
+}
+
+// Tools returns the names of every tool a Server can offer, in the order
+// tools/list returns them.
+func Tools() []string {
+	names := make([]string, len(toolTable))
+	for i, t := range toolTable {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// tool is one tool: its tools/list entry and its work, which returns the
+// response frame, or an error of its context when cancelled.
+type tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"inputSchema"`
+	run         func(s *Server, w *work) (*frame, error)
+}
+
+// newTool makes a tool whose arguments decode into an A.
+func newTool[A any](name, desc string, fn func(s *Server, w *work, a A) (*frame, error)) tool {
+	return tool{Name: name, Description: desc, InputSchema: schemaOf(reflect.TypeFor[A]()),
+		run: func(s *Server, w *work) (*frame, error) {
+			var a A
+			if err := args(w, &a); err != nil {
+				return nil, err
+			}
+			return fn(s, w, a)
+		}}
+}
+
+// schemaOf is the JSON schema of an argument struct: an object with a
+// property for each field, named by its json tag.
+func schemaOf(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		k := f.Type.Kind()
+		if k == reflect.Pointer {
+			k = f.Type.Elem().Kind()
+		}
+		typ := map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer"}[k]
+		if name == "" || typ == "" {
+			panic(fmt.Sprintf("fakeserver: argument %s.%s has no json name or no schema type", t, f.Name))
+		}
+		props[name] = map[string]any{"type": typ}
+	}
+	return map[string]any{"type": "object", "properties": props}
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func (s *Server) toolEcho(w *work, a echoArgs) (*frame, error) {
+	return textResult(w, a.Text, nil), nil
+}
 
 // wait blocks for d or until ctx is done.
 func wait(ctx context.Context, d time.Duration) error {
@@ -25,14 +107,12 @@ func wait(ctx context.Context, d time.Duration) error {
 
 // toolSlow makes steps progress notifications (when the request has a
 // progressToken), the first at once and the others intervalMs apart.
-func (s *Server) toolSlow(w *work) (*frame, error) {
-	var a struct {
-		Steps      int `json:"steps"`
-		IntervalMs int `json:"intervalMs"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
+type slowArgs struct {
+	Steps      int `json:"steps"`
+	IntervalMs int `json:"intervalMs"`
+}
+
+func (s *Server) toolSlow(w *work, a slowArgs) (*frame, error) {
 	steps := max(a.Steps, 1)
 	for i := 1; i <= steps; i++ {
 		if err := w.ctx.Err(); err != nil {
@@ -50,30 +130,29 @@ func (s *Server) toolSlow(w *work) (*frame, error) {
 
 // Search limits.
 const (
-	// SearchDefaultTotal is how many records the search tool's data set has
+	// searchDefaultTotal is how many records the search tool's data set has
 	// unless the call says otherwise (the seed article's example).
-	SearchDefaultTotal = 4382
-	// SearchDefaultPage and SearchMaxPage bound a page of results.
-	SearchDefaultPage = 50
-	SearchMaxPage     = 200
+	searchDefaultTotal = 4382
+	// searchDefaultPage and searchMaxPage bound a page of results.
+	searchDefaultPage = 50
+	searchMaxPage     = 200
 )
+
+type searchArgs struct {
+	Query      string `json:"query"`
+	Cursor     string `json:"cursor"`
+	PageSize   int    `json:"pageSize"`
+	Total      *int   `json:"total"`
+	CountKnown *bool  `json:"countKnown"`
+}
 
 // toolSearch is the good result contract: a bounded page of items,
 // nextCursor and truncated when cut, totalEstimate only when the count is
 // known exactly, and a text saying what was omitted and how to continue.
-// With WithUnboundedResults it returns everything at once (the naive tool).
-func (s *Server) toolSearch(w *work) (*frame, error) {
-	var a struct {
-		Query      string `json:"query"`
-		Cursor     string `json:"cursor"`
-		PageSize   int    `json:"pageSize"`
-		Total      *int   `json:"total"`
-		CountKnown *bool  `json:"countKnown"`
-	}
-	if err := args(w, &a); err != nil {
-		return nil, err
-	}
-	total := SearchDefaultTotal
+// With Faults.UnboundedResults it returns everything at once (the naive
+// tool).
+func (s *Server) toolSearch(w *work, a searchArgs) (*frame, error) {
+	total := searchDefaultTotal
 	if a.Total != nil {
 		total = max(*a.Total, 0)
 	}
@@ -86,8 +165,8 @@ func (s *Server) toolSearch(w *work) (*frame, error) {
 		}
 		start = n
 	}
-	page := min(cmpOr(a.PageSize, SearchDefaultPage), SearchMaxPage)
-	if s.cfg.unbounded {
+	page := min(cmpOr(a.PageSize, searchDefaultPage), searchMaxPage)
+	if s.cfg.faults.UnboundedResults {
 		page = total - start
 	}
 	end := min(start+page, total)
