@@ -132,21 +132,20 @@ func AssertWriterBlocked(t testing.TB, s *mcptest.Session, within time.Duration)
 // to carry a progress token (params._meta.progressToken); work that emits
 // nothing is judged by its response alone.
 func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, within time.Duration) error {
-	token := p.ProgressToken()
 	if err := p.Cancel("mcpstdio: CheckCancelStopsWork"); err != nil {
 		return fmt.Errorf("sending notifications/cancelled for id=%d: %w", p.ID(), err)
 	}
 	if err := waitFor(ctx, within); err != nil {
 		return err
 	}
-	progress1, responded1 := s.ProgressCount(token), responded(p)
+	progress1, responded1 := p.Progress(), responded(p)
 	if err := waitFor(ctx, within); err != nil {
 		return err
 	}
-	progress2, responded2 := s.ProgressCount(token), responded(p)
+	progress2, responded2 := p.Progress(), responded(p)
 	var problems []string
 	if progress2 > progress1 {
-		problems = append(problems, fmt.Sprintf("%d progress notifications for token %s arrived more than %v after the cancel", progress2-progress1, token, within))
+		problems = append(problems, fmt.Sprintf("%d progress notifications for id=%d arrived more than %v after the cancel", progress2-progress1, p.ID(), within))
 	}
 	if responded2 && !responded1 {
 		problems = append(problems, fmt.Sprintf("the response to id=%d arrived more than %v after the cancel", p.ID(), within))
@@ -202,8 +201,10 @@ func CheckStdoutClean(s *mcptest.Session) error {
 		return nil
 	}
 	var junk []string
-	for _, j := range s.Junk() {
-		junk = append(junk, fmt.Sprintf("%q", j))
+	for _, e := range s.Transcript() {
+		if e.Junk {
+			junk = append(junk, fmt.Sprintf("%q", e.Head))
+		}
 	}
 	return fmt.Errorf("stdout is not clean: %s; junk seen: %s", strings.Join(problems, ", "), strings.Join(junk, ", "))
 }

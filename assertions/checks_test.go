@@ -24,8 +24,8 @@ func TestCheckCancelStopsWork(t *testing.T) {
 		wantErr    string
 	}{
 		{"honours cancel", nil, 1, ""},
-		{"ignores cancel, slow progress", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 20, "progress notifications for token"},
-		{"ignores cancel, progress flood", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 1, "progress notifications for token"},
+		{"ignores cancel, slow progress", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 20, "progress notifications for id="},
+		{"ignores cancel, progress flood", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 1, "progress notifications for id="},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
@@ -85,7 +85,7 @@ func TestCheckNoDeadlock(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || !strings.Contains(err.Error(), "diagnosis") {
 			t.Fatalf("CheckNoDeadlock = %v, want a deadlock report with a diagnosis", err)
 		}
-		if s.Alive() {
+		if s.Stats().Exit.How == "" {
 			t.Error("the server is still alive after CheckNoDeadlock reported a deadlock")
 		}
 		if d := time.Since(begin); d > 20*time.Second {

@@ -112,7 +112,11 @@ func (r *hostRun) start(ctx context.Context, flags ...string) error {
 	r.report = filepath.Join(r.dir, r.name+".json")
 	flags = append([]string{"-report", r.report}, flags...)
 	// The fake is killed when the criterion ends, whatever the host does.
-	r.cmd = mcptest.HelperCommand(ctx, fakeHelper, flags...)
+	cmd, err := mcptest.HelperCommand(ctx, fakeHelper, flags...)
+	if err != nil {
+		return err
+	}
+	r.cmd = cmd
 	type started struct {
 		h   Host
 		err error
@@ -275,9 +279,6 @@ func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 func runHostCriterion(ctx context.Context, newHost HostFactory, cfg HostConfig, c hostCriterion) Result {
 	start := time.Now()
 	res := func() Result {
-		if !mcptest.HelpersEnabled() {
-			return Result{Verdict: Fail, Evidence: "the fake server cannot run as a child: the test binary's TestMain must call mcptest.Main(m) (or mcptest.ServeHelper)"}
-		}
 		dir, err := os.MkdirTemp("", "mcpstdio-host-")
 		if err != nil {
 			return failErr("temporary directory for the fake's report", err)

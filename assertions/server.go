@@ -408,7 +408,7 @@ func checkReadsWhileBlocked(ctx context.Context, r *serverRun) Result {
 		return skip("no Large tool call configured")
 	}
 	// Room for every flood response: they arrive in one burst on resume.
-	s, err := r.start(ctx, mcptest.WithQueue(2*r.cfg.Flood+64))
+	s, err := r.start(ctx)
 	if err != nil {
 		return startFailed(err)
 	}
@@ -606,7 +606,7 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 	// Cancel once the work shows progress, or after a short while if it
 	// sends none.
 	wctx, wcancel := context.WithTimeout(ctx, min(r.cfg.Within, 10*r.cfg.CancelGrace))
-	for s.ProgressCount(p.ProgressToken()) == 0 && !responded(p) {
+	for p.Progress() == 0 && !responded(p) {
 		if _, err := s.WaitNotification(wctx, wire.MethodProgress); err != nil {
 			break
 		}
@@ -619,7 +619,7 @@ func checkCancelDuringWork(ctx context.Context, r *serverRun) Result {
 		return failErr("the Slow call failed before it could be cancelled", err)
 	case responded(p):
 		return Result{Verdict: Fail, Evidence: "the Slow call finished before it could be cancelled; configure a slower call"}
-	case s.ProgressCount(p.ProgressToken()) > 0:
+	case p.Progress() > 0:
 		evidence = "progress seen before the cancel"
 	}
 	if err := CheckCancelStopsWork(ctx, s, p, r.cfg.CancelGrace); err != nil {

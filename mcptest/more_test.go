@@ -174,46 +174,6 @@ func TestRegisterHelperTwicePanics(t *testing.T) {
 	mcptest.RegisterHelper("test", nil)
 }
 
-// TestDispatcherOverflowDrop: with OverflowDrop the reader drops what does
-// not fit, counts it, and keeps reading to the end of stdout.
-func TestDispatcherOverflowDrop(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
-		ctx := t.Context()
-		entered := make(chan struct{})
-		release := make(chan struct{})
-		h := func(ctx context.Context, req *wire.Message) (any, error) {
-			close(entered)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil, &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "no roots"}
-		}
-		s := mcptest.StartServer(t, target(child), mcptest.WithQueue(4), mcptest.WithOverflow(mcptest.OverflowDrop), mcptest.WithServerRequests(h))
-		const n = 100
-		p := s.Send(wire.MethodToolsCall, call("request-flood", map[string]any{"n": n, "exit": true}))
-		<-entered
-		// The server floods and exits; the reader reads to the end while
-		// the dispatcher is held by the handler.
-		err := s.WaitStdoutBytes(ctx, 1<<40)
-		if err == nil || !strings.Contains(err.Error(), "stdout ended") {
-			t.Fatalf("WaitStdoutBytes past the end = %v, want an error saying stdout ended", err)
-		}
-		close(release)
-		// The request fails once the dispatcher has handled everything
-		// queued before the end of stdout.
-		if _, err := p.Wait(ctx); err == nil || !strings.Contains(err.Error(), "closed its stdout") {
-			t.Fatalf("Wait = %v, want an error saying the server closed its stdout", err)
-		}
-		// The queue holds 4; the server request may still have been in it
-		// when the flood arrived.
-		st := s.Stats()
-		if st.Dropped+st.Notifications != n || st.Dropped < n-4 || st.Dropped > n-3 {
-			t.Errorf("Stats: Dropped %d, Notifications %d; want them to add up to %d, with %d or %d dropped", st.Dropped, st.Notifications, n, n-4, n-3)
-		}
-	})
-}
-
 // TestWaitWriterBlockedNoFalsePositive: a small response sitting in a small
 // stalled pipe, with the server waiting on stdin, is not a blocked writer.
 func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {

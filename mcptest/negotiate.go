@@ -11,15 +11,15 @@ import (
 )
 
 // ProtocolVersion returns the negotiated protocol version, or "" if none was
-// (WithoutHandshake and no Handshake yet).
+// (WithoutHandshake).
 func (s *Session) ProtocolVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.version
 }
 
-// Handshake negotiates the protocol era, as Start does unless
-// WithoutHandshake is given; bounded by ctx and the session timeout.
+// handshake negotiates the protocol era, bounded by ctx and the session
+// timeout.
 //
 // With WithProtocolVersion(v): a modern v (2026-07-28 or later) is used
 // without any exchange; an older v is offered in initialize. Otherwise it
@@ -31,13 +31,13 @@ func (s *Session) ProtocolVersion() string {
 // accepting the version the server answers, then
 // notifications/initialized. The probe and its outcome are noted in the
 // transcript.
-func (s *Session) Handshake(ctx context.Context) error {
+func (s *Session) handshake(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if v := s.cfg.version; v != "" {
 		if wire.IsModern(v) {
 			s.setEra(v, true)
-			s.note("protocol %s pinned: no handshake", v)
+			s.logf("protocol %s pinned: no handshake", v)
 			return nil
 		}
 		return s.initialize(ctx, v)
@@ -56,7 +56,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 		}
 		// A late answer will be counted as late, not as an unknown id.
 		p.cancelled.Store(true)
-		s.note("probe: no answer to server/discover within %v: legacy server", s.cfg.probeTimeout)
+		s.logf("probe: no answer to server/discover within %v: legacy server", s.cfg.probeTimeout)
 		return s.initialize(ctx, wire.Version20251125)
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 			return fmt.Errorf("mcptest: server/discover: server supports %q, none of which this host speaks (%s)", r.SupportedVersions, wire.LatestVersion)
 		}
 		s.setEra(v, true)
-		s.note("probe: server/discover answered: modern era, protocol %s", v)
+		s.logf("probe: server/discover answered: modern era, protocol %s", v)
 		return nil
 	}
 	if resp.Error.Code == wire.CodeUnsupportedProtocolVersion || resp.Error.Code == -32004 {
@@ -82,7 +82,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 		if json.Unmarshal(resp.Error.Data, &d) == nil && len(d.Supported) > 0 {
 			if slices.Contains(d.Supported, wire.LatestVersion) {
 				s.setEra(wire.LatestVersion, true)
-				s.note("probe: %v: modern era, protocol %s", resp.Error, wire.LatestVersion)
+				s.logf("probe: %v: modern era, protocol %s", resp.Error, wire.LatestVersion)
 				return nil
 			}
 			for _, v := range d.Supported {
@@ -91,7 +91,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 				}
 			}
 			// Only legacy versions: the handshake is the way in.
-			s.note("probe: %v: only legacy versions", resp.Error)
+			s.logf("probe: %v: only legacy versions", resp.Error)
 			v := wire.Version20251125
 			if !slices.Contains(d.Supported, v) {
 				v = slices.Max(d.Supported)
@@ -99,7 +99,7 @@ func (s *Session) Handshake(ctx context.Context) error {
 			return s.initialize(ctx, v)
 		}
 	}
-	s.note("probe: %v: legacy server", resp.Error)
+	s.logf("probe: %v: legacy server", resp.Error)
 	return s.initialize(ctx, wire.Version20251125)
 }
 
@@ -130,7 +130,7 @@ func (s *Session) initialize(ctx context.Context, offer string) error {
 		return fmt.Errorf("mcptest: initialize: result has no protocolVersion: %.200s", resp.Result)
 	}
 	s.setEra(r.ProtocolVersion, false)
-	s.note("initialize: offered %s, server chose %s", offer, r.ProtocolVersion)
+	s.logf("initialize: offered %s, server chose %s", offer, r.ProtocolVersion)
 	if err := s.Notify(wire.MethodInitialized, nil); err != nil {
 		return fmt.Errorf("mcptest: sending %s: %w", wire.MethodInitialized, err)
 	}

@@ -1,15 +1,26 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
+
+// Response is the server's answer to one request.
+type Response struct {
+	ID     int64
+	Result json.RawMessage // nil when Error is set
+	Error  *wire.RPCError
+	Late   bool // arrived after the request was cancelled
+}
 
 // Pending is a request sent to the server and its response to come.
 type Pending struct {
@@ -28,9 +39,20 @@ type Pending struct {
 // ID returns the request's JSON-RPC id.
 func (p *Pending) ID() int64 { return p.id }
 
-// ProgressToken returns the progress token the request carried in
-// params._meta.progressToken, as JSON, or nil; see Session.ProgressCount.
-func (p *Pending) ProgressToken() json.RawMessage { return p.token }
+// Progress returns how many notifications/progress have arrived so far for
+// the progress token the request carried in params._meta.progressToken (0 if
+// it carried none). Every one is counted, however many arrive and however
+// many the session keeps; tokens compare as JSON values (wire.Key), so a
+// server that writes "a&b" for the token "a\u0026b" is counted.
+func (p *Pending) Progress() int64 {
+	key := wire.Key(p.token)
+	if key == "" {
+		return 0
+	}
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.progress[key]
+}
 
 // Done returns a channel closed once the response has arrived or the request
 // has failed.
@@ -47,8 +69,10 @@ func (p *Pending) complete(r *Response, err error) {
 // returns the response whatever it holds, a result or a JSON-RPC error (see
 // Response.Error), and an error only when no response can be had: the
 // response frame was over the transport limit (the error wraps the
-// *pipes.FrameTooLargeError), the request could not be written, the session
-// ended, or the wait timed out (a *WaitError with a diagnosis).
+// *pipes.FrameTooLargeError), the server answered with another id or in a
+// batch, the request could not be written, the session ended or was closed
+// (the error wraps ErrClosed), or the wait timed out (a *WaitError with a
+// diagnosis).
 func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	select {
 	case <-p.done:
@@ -74,17 +98,19 @@ func (p *Pending) Cancel(reason string) error {
 	p.s.mu.Lock()
 	p.s.stats.CancelsSent++
 	p.s.mu.Unlock()
-	params := map[string]any{"requestId": p.id}
+	params := strconv.AppendInt([]byte(`{"requestId":`), p.id, 10)
 	if reason != "" {
-		params["reason"] = reason
+		params = appendString(append(params, `,"reason":`...), reason)
 	}
-	return p.s.Notify(wire.MethodCancelled, params)
+	return p.s.Notify(wire.MethodCancelled, json.RawMessage(append(params, '}')))
 }
 
 // Send sends a request and returns at once with its Pending; the write to
 // stdin is bounded by the session timeout, and its failure is what Wait
-// returns. In the modern era the _meta fields are added to params (which
-// must then encode as a JSON object or be nil).
+// returns. params is encoded with encoding/json, except a json.RawMessage,
+// which is sent as it is (compacted if it spans lines). In the modern era
+// the _meta fields are added to params (which must then be a JSON object or
+// nil).
 func (s *Session) Send(method string, params any) *Pending {
 	return s.send(context.Background(), method, params, s.isModern())
 }
@@ -108,6 +134,53 @@ func (s *Session) call(ctx context.Context, method string, params any, meta bool
 	return r, nil
 }
 
+// ToolResult is a tools/call result, decoded.
+type ToolResult struct {
+	// Text is the text of the result's text content blocks, joined by
+	// newlines.
+	Text string
+	// IsError reports a tool error: the tool ran and failed, which MCP
+	// sends as a result, not as a JSON-RPC error.
+	IsError bool
+	// StructuredContent is the result's structuredContent, if any.
+	StructuredContent json.RawMessage
+	// Raw is the whole result as the server sent it.
+	Raw json.RawMessage
+}
+
+// CallTool calls the tool name with args (nil for none) and decodes its
+// result. A tool error is a result with IsError set, not an error; the error
+// is for a call that got no result: a JSON-RPC error (*wire.RPCError), a
+// result that is not a tool result, or what Call fails with.
+func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
+	params := map[string]any{"name": name}
+	if args != nil {
+		params["arguments"] = args
+	}
+	r, err := s.Call(ctx, wire.MethodToolsCall, params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return nil, fmt.Errorf("mcptest: tools/call %s id=%d: the result is not a tool result: %w (%.200s)", name, r.ID, err, r.Result)
+	}
+	var text []string
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			text = append(text, c.Text)
+		}
+	}
+	return &ToolResult{Text: strings.Join(text, "\n"), IsError: res.IsError, StructuredContent: res.StructuredContent, Raw: r.Result}, nil
+}
+
 func (s *Session) send(ctx context.Context, method string, params any, meta bool) *Pending {
 	p := &Pending{s: s, id: s.nextID.Add(1), method: method, done: make(chan struct{})}
 	raw, err := s.encodeParams(params, meta)
@@ -115,33 +188,24 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))
 		return p
 	}
-	var withMeta struct {
-		Meta struct {
-			Token json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(raw, &withMeta) == nil {
-		p.token = withMeta.Meta.Token
+	if bytes.Contains(raw, []byte(wire.MetaProgressToken)) {
+		p.token = wire.Member(wire.Member(raw, "_meta"), wire.MetaProgressToken)
 	}
 	s.mu.Lock()
-	if err := s.failErr; err != nil || s.closing {
-		if err == nil {
-			err = ErrClosed
-		}
+	if err := s.ended; err != nil {
 		s.mu.Unlock()
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))
 		return p
 	}
 	s.pending[p.id] = p
-	if key := tokenKey(p.token); key != "" {
+	if key := wire.Key(p.token); key != "" {
 		if _, seen := s.progress[key]; !seen {
 			s.progress[key] = 0
 		}
 	}
 	s.stats.Requests++
 	s.mu.Unlock()
-	id := json.RawMessage(fmt.Sprint(p.id))
-	if err := s.writeMsg(ctx, &wire.Message{ID: id, Method: method, Params: raw}); err != nil {
+	if err := s.writeRaw(ctx, method, appendRequest(nil, p.id, method, raw)); err != nil {
 		if errors.Is(err, errPartialWrite) {
 			// The server will get the request whole with the next write and
 			// may answer it: keep it pending, so that answer is counted as
@@ -157,19 +221,14 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 	return p
 }
 
-// Notify sends a notification, bounded by the session timeout.
+// Notify sends a notification, bounded by the session timeout; params are
+// encoded as for Send, without _meta.
 func (s *Session) Notify(method string, params any) error {
 	raw, err := s.encodeParams(params, false)
 	if err != nil {
 		return fmt.Errorf("mcptest: %s: %w", method, err)
 	}
-	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
-	if closing {
-		return fmt.Errorf("mcptest: %s: %w", method, ErrClosed)
-	}
-	return s.writeMsg(context.Background(), &wire.Message{Method: method, Params: raw})
+	return s.writeRaw(context.Background(), method, appendRequest(nil, -1, method, raw))
 }
 
 // Ping makes the cheapest round trip of the negotiated era: ping in the
@@ -191,13 +250,21 @@ func (s *Session) isModern() bool {
 	return s.modern
 }
 
-// encodeParams marshals params, adding the modern _meta fields if meta.
+// encodeParams encodes params once, adding the modern _meta fields if meta:
+// they are spliced into the encoded object, keys the caller set win.
 func (s *Session) encodeParams(params any, meta bool) (json.RawMessage, error) {
 	var raw json.RawMessage
 	switch p := params.(type) {
 	case nil:
 	case json.RawMessage:
 		raw = p
+		if bytes.ContainsAny(raw, "\r\n") {
+			var b bytes.Buffer
+			if err := json.Compact(&b, raw); err != nil {
+				return nil, fmt.Errorf("params: %w", err)
+			}
+			raw = b.Bytes()
+		}
 	default:
 		b, err := json.Marshal(params)
 		if err != nil {
@@ -208,34 +275,65 @@ func (s *Session) encodeParams(params any, meta bool) (json.RawMessage, error) {
 	if !meta {
 		return raw, nil
 	}
-	obj := map[string]json.RawMessage{}
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("params must be a JSON object to carry _meta: %w", err)
-		}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
 	}
-	m := map[string]json.RawMessage{}
-	if old, ok := obj["_meta"]; ok {
-		if err := json.Unmarshal(old, &m); err != nil {
-			return nil, fmt.Errorf("params._meta must be a JSON object: %w", err)
-		}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("params must be a JSON object to carry _meta, not %.40s", raw)
 	}
+	start, end := wire.MemberAt(raw, "_meta")
+	if start < 0 {
+		meta := append(append([]byte(`"_meta":{`), s.metaMembers(nil)...), '}')
+		return splice(raw, 0, meta), nil
+	}
+	if raw[start] != '{' {
+		return nil, fmt.Errorf("params._meta must be a JSON object, not %.40s", raw[start:end])
+	}
+	add := s.metaMembers(raw[start:end])
+	if len(add) == 0 {
+		return raw, nil
+	}
+	return splice(raw, start, add), nil
+}
+
+// metaMembers returns the _meta members of the modern era that obj (an
+// existing _meta object, or nil) lacks, encoded as `"k":v,"k":v`.
+func (s *Session) metaMembers(obj json.RawMessage) []byte {
 	s.mu.Lock()
 	v := s.version
 	s.mu.Unlock()
-	if v == "" || !wire.IsModern(v) {
+	if !wire.IsModern(v) {
 		v = wire.LatestVersion
 	}
-	set := func(k string, val any) {
-		if _, ok := m[k]; !ok {
-			b, _ := json.Marshal(val)
-			m[k] = b
+	var b []byte
+	add := func(k string, val []byte) {
+		if obj != nil && wire.Member(obj, k) != nil {
+			return
 		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, k), ':')
+		b = append(b, val...)
 	}
-	set(wire.MetaProtocolVersion, v)
-	set(wire.MetaClientCapabilities, map[string]any{})
-	set(wire.MetaClientInfo, map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion})
-	mb, _ := json.Marshal(m)
-	obj["_meta"] = mb
-	return json.Marshal(obj)
+	add(wire.MetaProtocolVersion, appendString(nil, v))
+	add(wire.MetaClientCapabilities, []byte("{}"))
+	info := appendString(append(appendString([]byte(`{"name":`), s.cfg.clientName), `,"version":`...), s.cfg.clientVersion)
+	add(wire.MetaClientInfo, append(info, '}'))
+	return b
+}
+
+// splice inserts members into the JSON object that starts at offset at of
+// b, first, right after its '{'.
+func splice(b []byte, at int, members []byte) []byte {
+	open := at + bytes.IndexByte(b[at:], '{')
+	rest := bytes.TrimLeft(b[open+1:], " \t\r\n")
+	out := make([]byte, 0, len(b)+len(members)+1)
+	out = append(out, b[:open+1]...)
+	out = append(out, members...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, b[open+1:]...)
 }

@@ -17,44 +17,44 @@ import (
 // ptrace_scope is 2 or more; without it Syscall is -1, only wchan is known,
 // and no thread counts as writing stdout (a wchan alone cannot tell stdout
 // from any other pipe): the pipe evidence remains.
-func threadStates(pid int, stdout *os.File) ([]ThreadState, error) {
+func threadStates(pid int, stdout *os.File) ([]threadState, error) {
 	link := pipeLink(stdout)
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []ThreadState
+	var out []threadState
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		t := ThreadState{TID: tid, Syscall: -1, Fd: -1}
+		t := threadState{tid: tid, syscall: -1, fd: -1}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall")); err == nil {
 			f := strings.Fields(string(b))
 			if len(f) >= 2 {
 				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil && n >= 0 {
-					t.Syscall = n
+					t.syscall = n
 					if fd, err := strconv.ParseInt(strings.TrimPrefix(f[1], "0x"), 16, 64); err == nil {
-						t.Fd = fd
+						t.fd = fd
 					}
 				}
 			}
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "wchan")); err == nil {
-			t.Wchan = strings.TrimSpace(string(b))
+			t.wchan = strings.TrimSpace(string(b))
 		}
-		isWrite := t.Syscall == unix.SYS_WRITE || t.Syscall == unix.SYS_WRITEV
+		isWrite := t.syscall == unix.SYS_WRITE || t.syscall == unix.SYS_WRITEV
 		// Only a write to the session's stdout pipe counts: a thread
 		// blocked on another pipe (a subprocess's stdin, a log pipe)
 		// proves nothing. The pipe is matched by inode, so a server that
 		// moved the protocol off fd 1 is still seen; fd 1 is the fallback.
 		if isWrite {
-			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, t.Fd)); err == nil && link != "" {
-				t.Write = target == link
+			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, t.fd)); err == nil && link != "" {
+				t.write = target == link
 			} else {
-				t.Write = t.Fd == 1
+				t.write = t.fd == 1
 			}
 		}
 		out = append(out, t)
@@ -113,4 +113,50 @@ func pipeLink(f *os.File) string {
 		return ""
 	}
 	return fmt.Sprintf("pipe:[%d]", st.Ino)
+}
+
+// pipeHolders lists the other processes that hold a descriptor of the pipe
+// of which f is our end, as "pid N: command line", found through
+// /proc/*/fd. Processes this one cannot inspect are not seen.
+func pipeHolders(f *os.File) []string {
+	link := pipeLink(f)
+	if link == "" {
+		return nil
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []string
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fds, err := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if t, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); err == nil && t == link {
+				out = append(out, fmt.Sprintf("pid %d: %s", pid, cmdline(pid)))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// cmdline returns a process's command line, shortened.
+func cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return "?"
+	}
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }

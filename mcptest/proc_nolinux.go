@@ -8,8 +8,11 @@ import (
 	"strconv"
 )
 
-func threadStates(int, *os.File) ([]ThreadState, error) { return nil, errors.ErrUnsupported }
+func threadStates(int, *os.File) ([]threadState, error) { return nil, errors.ErrUnsupported }
 
 func syscallName(n int64) string { return "#" + strconv.FormatInt(n, 10) }
 
 func pipeFill(*os.File) (int, int, error) { return 0, 0, errors.ErrUnsupported }
+
+// pipeHolders: other systems have no /proc to tell who holds a pipe.
+func pipeHolders(*os.File) []string { return nil }

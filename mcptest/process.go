@@ -8,38 +8,61 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
+// ExitHow says how a server ended; the zero value means it is still
+// running.
+type ExitHow string
+
+// How a server ended.
+const (
+	// ExitOnItsOwn: it ended before Close asked it to.
+	ExitOnItsOwn ExitHow = "exited"
+	// ExitAfterStdinClose: it ended once Close closed its stdin (and, for
+	// an in-process server, cancelled its context).
+	ExitAfterStdinClose ExitHow = "stdin closed"
+	// ExitForced: it ended once Close forced it, by the last step in
+	// Exit.Signals: a signal (SIGTERM, SIGQUIT, SIGKILL) for a process,
+	// "close pipes" for an in-process server, whose pipes Close closed.
+	ExitForced ExitHow = "forced"
+	// ExitStuck: it did not end at all (Close reports it).
+	ExitStuck ExitHow = "stuck"
+	// ExitPanicked: an in-process server panicked; Exit.Err holds the
+	// panic and its stack.
+	ExitPanicked ExitHow = "panicked"
+)
+
 // Exit says how a server ended.
 type Exit struct {
-	// How is one of "" (still running), "exited" (on its own, before
-	// Close), "stdin closed" (after Close closed its stdin), "SIGTERM",
-	// "SIGQUIT", "SIGKILL" (the last signal Close had to send), "returned"
-	// (an in-process server after stdin closed and its context ended),
-	// "pipes closed" (an in-process server once its pipes were closed) or
-	// "stuck" (it did not end at all).
-	How string
+	How ExitHow
 	// Code is the exit code, or -1 for a process killed by a signal or an
 	// in-process server.
 	Code int
 	// Signal is the signal that killed the process, if one did.
 	Signal string
-	// Err is the in-process ServeFunc's error, or the error of cmd.Wait.
+	// Err is the in-process ServeFunc's error (or its panic), or the error
+	// of cmd.Wait.
 	Err error
-	// Signals lists the signals Close sent, in order.
+	// Signals lists the signals Close sent, in order ("close pipes" for an
+	// in-process server whose pipes Close closed).
 	Signals []string
 }
 
-// String describes the ending, e.g. "SIGTERM, killed by SIGTERM (signals sent: SIGTERM)".
+// String describes the ending, e.g. "after SIGTERM, killed by SIGTERM
+// (signals sent: SIGTERM)".
 func (e Exit) String() string {
 	if e.How == "" {
 		return "running"
 	}
-	s := e.How
+	s := string(e.How)
+	if e.How == ExitForced && len(e.Signals) > 0 {
+		s = "after " + e.Signals[len(e.Signals)-1]
+	}
 	switch {
 	case e.Signal != "":
 		s += ", killed by " + e.Signal
@@ -72,7 +95,6 @@ type childProc struct {
 	waitErr error
 	ex      Exit
 	closing bool
-	sig     string
 }
 
 func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
@@ -106,13 +128,16 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 		}
 		switch {
 		case !c.closing:
-			c.ex.How = "exited"
-		case c.ex.Signal != "" && slices.Contains(c.ex.Signals, c.ex.Signal):
-			c.ex.How = c.ex.Signal // the signal that actually ended it
-		case c.sig != "":
-			c.ex.How = c.sig
+			c.ex.How = ExitOnItsOwn
+		case len(c.ex.Signals) > 0:
+			c.ex.How = ExitForced
+			if i := slices.Index(c.ex.Signals, c.ex.Signal); i >= 0 {
+				// Killed by an earlier signal than the last sent: that one
+				// ended it.
+				c.ex.Signals = c.ex.Signals[:i+1]
+			}
 		default:
-			c.ex.How = "stdin closed"
+			c.ex.How = ExitAfterStdinClose
 		}
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
@@ -150,7 +175,6 @@ func (c *childProc) stop(grace time.Duration, closeStdin func()) error {
 	}
 	for _, sig := range escalation {
 		c.mu.Lock()
-		c.sig = sig.name
 		c.ex.Signals = append(c.ex.Signals, sig.name)
 		c.mu.Unlock()
 		signalGroup(c.cmd, sig)
@@ -159,7 +183,7 @@ func (c *childProc) stop(grace time.Duration, closeStdin func()) error {
 		}
 	}
 	c.mu.Lock()
-	c.ex.How = "stuck"
+	c.ex.How = ExitStuck
 	c.mu.Unlock()
 	return fmt.Errorf("mcptest: server process %d did not end %v after SIGKILL", c.pid(), grace)
 }
@@ -183,7 +207,7 @@ type inProc struct {
 
 	mu      sync.Mutex
 	closing bool
-	stage   string // what Close has done so far
+	stage   ExitHow // what Close has done so far
 	ex      Exit
 }
 
@@ -197,11 +221,15 @@ func startInProcess(s *Session, serve ServeFunc) *inProc {
 
 func (p *inProc) run(ctx context.Context) {
 	defer p.s.wg.Done()
-	err := p.serve(ctx, p.s.stdin.R, p.s.stdout.W, p.s.stderr.W)
+	err, panicked := p.serveRecovered(ctx)
 	p.mu.Lock()
-	p.ex.How = "exited"
-	if p.closing {
+	switch {
+	case panicked:
+		p.ex.How = ExitPanicked
+	case p.closing:
 		p.ex.How = p.stage
+	default:
+		p.ex.How = ExitOnItsOwn
 	}
 	p.ex.Code = -1
 	p.ex.Err = err
@@ -216,6 +244,17 @@ func (p *inProc) run(ctx context.Context) {
 	p.s.bump()
 }
 
+// serveRecovered runs the ServeFunc, recovering a panic so that the test
+// binary goes on: the panic becomes the server's exit.
+func (p *inProc) serveRecovered(ctx context.Context) (err error, panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			err, panicked = fmt.Errorf("the in-process server panicked: %v\n%s", v, debug.Stack()), true
+		}
+	}()
+	return p.serve(ctx, p.s.stdin.R, p.s.stdout.W, p.s.stderr.W), false
+}
+
 func (p *inProc) pid() int              { return 0 }
 func (p *inProc) done() <-chan struct{} { return p.ended }
 
@@ -225,7 +264,7 @@ func (p *inProc) exit() Exit {
 	return p.ex
 }
 
-func (p *inProc) setStage(stage string) {
+func (p *inProc) setStage(stage ExitHow) {
 	p.mu.Lock()
 	p.closing = true
 	p.stage = stage
@@ -233,14 +272,17 @@ func (p *inProc) setStage(stage string) {
 }
 
 func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
-	p.setStage("returned")
+	p.setStage(ExitAfterStdinClose)
 	closeStdin()
 	p.cancel()
 	if waitChan(p.ended, grace) {
 		return nil
 	}
 	// Closing the files wakes any Read or Write blocked on them.
-	p.setStage("pipes closed")
+	p.setStage(ExitForced)
+	p.mu.Lock()
+	p.ex.Signals = append(p.ex.Signals, "close pipes")
+	p.mu.Unlock()
 	p.s.stdin.R.Close()
 	p.s.stdout.W.Close()
 	p.s.stderr.W.Close()
@@ -248,7 +290,7 @@ func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
 		return nil
 	}
 	p.mu.Lock()
-	p.stage, p.ex.How = "stuck", "stuck" // also if it returns later
+	p.stage, p.ex.How = ExitStuck, ExitStuck // also if it returns later
 	p.mu.Unlock()
 	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed; its goroutines:\n%s", 2*grace, p.stacks())
 }

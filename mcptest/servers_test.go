@@ -98,6 +98,16 @@ func (s *testServer) serve() error {
 		<-s.ctx.Done()
 		return nil
 	}
+	if n, err := strconv.Atoi(s.opts["junk"]); err == nil {
+		// A server that logs to stdout at start-up, all in one burst.
+		var b bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&b, "starting up: step %d of %d\n", i+1, n)
+		}
+		if _, err := s.out.Write(b.Bytes()); err != nil {
+			return err
+		}
+	}
 	for {
 		line, err := s.in.ReadBytes('\n')
 		if err != nil {
@@ -206,6 +216,7 @@ func (s *testServer) tool(m *wire.Message) error {
 			N      int    `json:"n"`
 			IDLast bool   `json:"idLast"`
 			Exit   bool   `json:"exit"`
+			Kind   string `json:"kind"`
 		} `json:"arguments"`
 		Meta map[string]any `json:"_meta"`
 	}
@@ -287,6 +298,63 @@ func (s *testServer) tool(m *wire.Message) error {
 			return err
 		}
 		return s.result(m.ID, text("real"))
+	case "burst":
+		// The response and n notifications after it, in one write.
+		b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"burst"}]}}`+"\n", m.ID)
+		for i := range a.N {
+			b = fmt.Appendf(b, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"line %d"}}`+"\n", i)
+		}
+		_, err := s.out.Write(b)
+		return err
+	case "notes":
+		// n notifications of about size bytes (progress for the request's
+		// token), written in large chunks, then the result.
+		tok := p.Meta["progressToken"]
+		tb, _ := json.Marshal(tok)
+		pad := strings.Repeat("p", max(0, a.Size-100))
+		var b []byte
+		for i := range a.N {
+			b = fmt.Appendf(b, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":"%s"}}`+"\n", tb, i, pad)
+			if len(b) >= 256<<10 || i == a.N-1 {
+				if _, err := s.out.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+		if a.Exit {
+			return errStop
+		}
+		return s.result(m.ID, text("noted"))
+	case "srq":
+		// n server-to-host requests in one write, then the result.
+		var b []byte
+		for i := range a.N {
+			b = fmt.Appendf(b, `{"jsonrpc":"2.0","id":"s%d","method":"roots/list"}`+"\n", i)
+		}
+		if _, err := s.out.Write(b); err != nil {
+			return err
+		}
+		return s.result(m.ID, text("asked"))
+	case "badid":
+		// An answer the host cannot route, of the given kind.
+		body := `"result":{"content":[{"type":"text","text":"bad id"}]}`
+		var line string
+		switch a.Kind {
+		case "string":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":"%s",%s}`, m.ID, body)
+		case "float":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s.0,%s}`, m.ID, body)
+		case "exp":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":%se0,%s}`, m.ID, body)
+		case "batch":
+			line = fmt.Sprintf(`[{"jsonrpc":"2.0","id":%s,%s}]`, m.ID, body)
+		case "dup":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s,"id":987}`, m.ID, body)
+		case "dup-oversized":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"t":"%s"},"id":987}`, m.ID, strings.Repeat("x", a.Size))
+		}
+		return s.sendRaw(line)
 	case "close-stdout":
 		s.closed = true
 		return s.out.Close()

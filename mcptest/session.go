@@ -1,125 +1,107 @@
 package mcptest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
-	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// ErrClosed is returned by calls on a closed Session and by requests still
-// pending when it closed.
+// ErrClosed is what every operation on a closed Session fails with, and
+// every request still pending when Close was called: the errors wrap it and
+// say how the server ended.
 var ErrClosed = errors.New("mcptest: session closed")
+
+// ErrOverflow is wrapped by the error that ends a session with
+// Limits.OverflowEndSession when a bound is reached.
+var ErrOverflow = errors.New("mcptest: a bound of the host was reached (Limits.OverflowEndSession)")
 
 // Session is a running server and the host connected to it. Its methods are
 // safe for concurrent use.
 //
 // One goroutine reads the server's stdout for the whole life of the server:
-// stall valve → framer (the transport limit) → a bounded queue → a separate
-// dispatcher goroutine that routes responses to their Pending, keeps
-// notifications and answers server requests. The reader never waits for the
-// dispatcher: when the queue is full it applies the overflow policy and
-// reads on.
+// stall valve → framer (the transport limit) → dispatch (see the package
+// documentation). Server-to-host requests are answered on a goroutine of
+// their own; stderr is drained on a third.
 type Session struct {
-	cfg      config
-	target   Target
-	deadline time.Time // from StartServer's test, or zero
-	started  time.Time
-
-	stdin, stdout, stderr *pipes.Pipe
-	valve                 *pipes.Valve
-	scanner               *idScanner
-	framer                *pipes.Framer
-	queue                 chan inbound
-	maxQueueBytes         int64
-	stderrCap             *pipes.Capture
-	proc                  process
+	// Set by start, then read-only.
+	cfg       config
+	target    Target
+	deadline  time.Time // from StartServer's test, or zero
+	started   time.Time
+	stdin     *pipes.Pipe
+	stdout    *pipes.Pipe
+	stderr    *pipes.Pipe
+	valve     *pipes.Valve
+	framer    *pipes.Framer
+	in        *stdoutSource // what the framer reads: valve, envelope scanner, busy meter
+	stderrCap *pipes.Capture
+	proc      process
+	srq       chan serverRequest // to the server-request goroutine
 
 	ctx    context.Context // ends when the session closes; for server-request handlers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	readerDone chan struct{}
-	stderrDone chan struct{}
+	readerDone chan struct{} // closed when the stdout reader has ended
+	stderrDone chan struct{} // closed when stderr has been drained to its end
+	nextID     atomic.Int64
 
-	writeMu sync.Mutex
-	nextID  atomic.Int64
+	// The stdin writer, guarded by writeMu.
+	writeMu      sync.Mutex
+	stdinRest    []byte       // the unwritten end of a message whose write timed out
+	stdinRestLen atomic.Int64 // len(stdinRest), for Diagnose, which must not wait on writeMu
 
-	mu           sync.Mutex
-	changed      chan struct{} // closed and replaced on every change waiters care about
-	pending      map[int64]*Pending
-	progress     map[string]int64 // progress notifications by token (its compact JSON)
-	stdinRest    []byte           // the unwritten end of a message whose write timed out; writeMu
-	stdinRestLen atomic.Int64     // len(stdinRest), for Diagnose, which must not wait on writeMu
-	notes        []noteEntry
-	junk         [][]byte
-	transcript   []TranscriptEntry
-	tpos         int
-	version      string
-	modern       bool
-	negotiated   bool
-	failErr      error // the session ended (overflow, stdout closed)
-	stdoutErr    error // how stdout ended
-	lastFrame    time.Time
-	queuedBytes  int64
-	queueFullAt  time.Time
-	stallWanted  bool
-	monitoring   bool
-	pipeFullAt   time.Time
-	closing      bool
-	stats        Stats
-	evidence     WriterEvidence
-	closeOnce    sync.Once
-	closeErr     error
-}
+	// Everything else, guarded by mu.
+	mu            sync.Mutex
+	changed       chan struct{} // closed and replaced on every change waiters care about
+	pending       map[int64]*Pending
+	progress      map[string]int64 // progress notifications by token (wire.Key)
+	notifications *ring[kept]
+	junk          *ring[[]byte]
+	transcript    *ring[TranscriptEntry]
+	srqBytes      int64 // bytes of server requests waiting for the handler
+	panics        []string
+	version       string
+	modern        bool
+	negotiated    bool
+	ended         error // why the session can take no more requests; wraps ErrClosed once closed
+	closed        bool  // Close has begun
+	stdoutErr     error // how stdout ended
+	lastFrame     time.Time
+	stallWanted   bool
+	monitoring    bool
+	pipeFullAt    time.Time
+	heldOpen      string // who holds stdout open after the server exited
+	stats         Stats
+	evidence      WriterEvidence
 
-type inbound struct {
-	frame []byte
-	at    time.Time
-}
-
-type noteEntry struct {
-	msg   *wire.Message
-	taken bool
-}
-
-// TranscriptEntry is one frame in the session's transcript, or a note about
-// what the session did.
-type TranscriptEntry struct {
-	At   time.Time
-	Dir  string // "→" host to server, "←" server to host, "!" a note (negotiation, errors)
-	Size int64  // bytes on the wire, without the newline
-	Head []byte // the first bytes of the frame, or the note
-}
-
-// String formats the entry as one line: time, direction, head and size.
-func (e TranscriptEntry) String() string {
-	if e.Dir == "!" {
-		return fmt.Sprintf("%s ! %s", e.At.Format("15:04:05.000"), e.Head)
-	}
-	more := ""
-	if int64(len(e.Head)) < e.Size {
-		more = fmt.Sprintf("… (%d bytes)", e.Size)
-	}
-	return fmt.Sprintf("%s %s %s%s", e.At.Format("15:04:05.000"), e.Dir, e.Head, more)
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start starts target, connects its stdin, stdout and stderr to new kernel
-// pipes, starts the stdout reader, and negotiates the protocol (see
-// Handshake) unless WithoutHandshake is given. ctx bounds the start and the
-// negotiation, not the session: the session lives until Close, which the
-// caller must call.
+// pipes, starts the stdout reader, and negotiates the protocol unless
+// WithoutHandshake is given. ctx bounds the start and the negotiation, not
+// the session: the session lives until Close, which the caller must call.
+// An invalid option makes Start fail with an error that names it.
+//
+// Negotiation follows the 2026-07-28 stdio backward-compatibility rule: a
+// server/discover probe with the modern _meta; a result, or an
+// UnsupportedProtocolVersionError that lists a modern version this host
+// knows, means the modern era; any other error, or no answer within the
+// probe timeout (WithProbeTimeout), means legacy: initialize offering
+// 2025-11-25, accepting the version the server answers, then
+// notifications/initialized. WithProtocolVersion(v) skips the probe: a
+// modern v is used without any exchange, an older v is offered in
+// initialize. The probe and its outcome are noted in the transcript.
 func Start(ctx context.Context, target Target, opts ...Option) (*Session, error) {
 	return start(ctx, target, time.Time{}, opts)
 }
@@ -130,18 +112,8 @@ func Start(ctx context.Context, target Target, opts ...Option) (*Session, error)
 // or to negotiate.
 func StartServer(t testing.TB, target Target, opts ...Option) *Session {
 	t.Helper()
-	ctx := context.Background()
-	var dl time.Time
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if d, ok := d.Deadline(); ok {
-			// Leave room to report and clean up before the binary's own
-			// timeout panics.
-			dl = d.Add(-min(time.Until(d)/10, 5*time.Second))
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, dl)
-			defer cancel()
-		}
-	}
+	ctx, cancel, dl := testContext(t)
+	defer cancel()
 	s, err := start(ctx, target, dl, opts)
 	if err != nil {
 		t.Fatalf("mcptest.StartServer(%s): %v", target, err)
@@ -154,14 +126,32 @@ func StartServer(t testing.TB, target Target, opts ...Option) *Session {
 	return s
 }
 
+// testContext returns a context that ends a little before t's deadline,
+// leaving room to report and clean up before the test binary's own timeout
+// panics, and that deadline (zero if t has none).
+func testContext(t testing.TB) (context.Context, context.CancelFunc, time.Time) {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return context.Background(), func() {}, time.Time{}
+	}
+	dl, ok := d.Deadline()
+	if !ok {
+		return context.Background(), func() {}, time.Time{}
+	}
+	dl = dl.Add(-min(time.Until(dl)/10, 5*time.Second))
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	return ctx, cancel, dl
+}
+
 func start(ctx context.Context, target Target, deadline time.Time, opts []Option) (*Session, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o.apply(&cfg)
+	if target == nil {
+		return nil, errors.New("mcptest: Start: nil Target")
 	}
-	if cfg.maxFrame < 1 {
-		return nil, fmt.Errorf("mcptest: WithMaxFrame(%d): the limit must be positive", cfg.maxFrame)
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
+	l := cfg.limits
 	s := &Session{
 		cfg:           cfg,
 		target:        target,
@@ -169,26 +159,28 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 		started:       time.Now(),
 		pending:       map[int64]*Pending{},
 		progress:      map[string]int64{},
-		queue:         make(chan inbound, cfg.queue),
-		maxQueueBytes: max(64<<20, 2*int64(cfg.maxFrame)),
+		notifications: newRing[kept](l.Notifications, l.NotificationBytes),
+		junk:          newRing[[]byte](l.Junk, 0),
+		transcript:    newRing[TranscriptEntry](l.Transcript, 0),
+		srq:           make(chan serverRequest, l.ServerRequests),
 		stderrCap:     pipes.NewCapture(stderrKeep),
 		readerDone:    make(chan struct{}),
 		stderrDone:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	var err error
-	if s.stdin, err = pipes.New(); err != nil {
-		return nil, err
+	var ps []*pipes.Pipe
+	for range 3 {
+		p, err := pipes.New()
+		if err != nil {
+			for _, p := range ps {
+				p.Close()
+			}
+			s.cancel()
+			return nil, err
+		}
+		ps = append(ps, p)
 	}
-	if s.stdout, err = pipes.New(); err != nil {
-		s.stdin.Close()
-		return nil, err
-	}
-	if s.stderr, err = pipes.New(); err != nil {
-		s.stdin.Close()
-		s.stdout.Close()
-		return nil, err
-	}
+	s.stdin, s.stdout, s.stderr = ps[0], ps[1], ps[2]
 	fail := func(err error) (*Session, error) {
 		s.stdin.Close()
 		s.stdout.Close()
@@ -205,21 +197,22 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 		}
 	}
 	s.valve = pipes.NewValve(s.stdout.R)
-	s.scanner = newIDScanner(s.valve, cfg.maxFrame)
-	s.framer = pipes.NewFramer(s.scanner, cfg.maxFrame)
+	s.in = newStdoutSource(s.valve, cfg.maxFrame)
+	s.framer = pipes.NewFramer(s.in, cfg.maxFrame)
 
 	s.proc, err = target.start(s)
 	if err != nil {
 		return fail(err)
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.readLoop()
-	go s.dispatchLoop()
+	go s.serveServerRequests()
 	go s.drainStderr()
+	go s.watchExit()
 	if cfg.noHandshake {
 		return s, nil
 	}
-	if err := s.Handshake(ctx); err != nil {
+	if err := s.handshake(ctx); err != nil {
 		d := s.Diagnose()
 		cerr := s.Close()
 		return nil, errors.Join(fmt.Errorf("%w\n%s", err, d), cerr)
@@ -227,18 +220,18 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 	return s, nil
 }
 
-// bump wakes everything waiting for a change of state.
-func (s *Session) bump() {
-	s.mu.Lock()
-	s.bumpLocked()
-	s.mu.Unlock()
-}
-
+// bumpLocked wakes everything waiting for a change of state; s.mu held.
 func (s *Session) bumpLocked() {
 	if s.changed != nil {
 		close(s.changed)
 		s.changed = nil
 	}
+}
+
+func (s *Session) bump() {
+	s.mu.Lock()
+	s.bumpLocked()
+	s.mu.Unlock()
 }
 
 // changedLocked returns a channel closed at the next change; s.mu held.
@@ -261,164 +254,26 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithDeadline(ctx, d)
 }
 
-func (s *Session) note(format string, args ...any) {
-	s.mu.Lock()
-	s.recordLocked("!", -1, fmt.Appendf(nil, format, args...))
-	s.mu.Unlock()
+// closedErr returns the error for an operation on a closed session, or nil
+// if Close has not begun; s.mu held.
+func (s *Session) closedErrLocked(op string) error {
+	if !s.closed {
+		return nil
+	}
+	return fmt.Errorf("mcptest: %s: %w", op, s.ended)
 }
 
-// recordLocked adds to the transcript ring; s.mu held.
-func (s *Session) recordLocked(dir string, size int64, frame []byte) {
-	if size < 0 {
-		size = int64(len(frame))
+// endLocked ends the session for new and pending requests with err, unless
+// it has already ended; s.mu held.
+func (s *Session) endLocked(err error) {
+	if s.ended == nil {
+		s.ended = err
 	}
-	e := TranscriptEntry{At: time.Now(), Dir: dir, Size: size, Head: bytes.Clone(frame[:min(len(frame), headKeep)])}
-	if len(s.transcript) < transcriptKeep {
-		s.transcript = append(s.transcript, e)
-		return
-	}
-	s.transcript[s.tpos] = e
-	s.tpos = (s.tpos + 1) % transcriptKeep
-}
-
-// readLoop is the stdout reader. It never runs user code and never waits for
-// the dispatcher.
-func (s *Session) readLoop() {
-	defer s.wg.Done()
-	// readerDone first: whoever sees the dispatcher's end of stdout (a
-	// failed request) must also see readerDone closed.
-	defer close(s.queue)
-	defer close(s.readerDone)
-	for {
-		frame, err := s.framer.Next()
-		if err == nil {
-			s.enqueue(bytes.Clone(frame))
-			continue
-		}
-		var tooLarge *pipes.FrameTooLargeError
-		if errors.As(err, &tooLarge) {
-			s.oversized(tooLarge, s.scanner.pop())
-			continue
-		}
-		var trunc *pipes.TruncatedFrameError
-		if errors.As(err, &trunc) && trunc.Oversized {
-			s.oversized(err, s.scanner.current())
-		}
-		if errors.Is(err, pipes.ErrValveClosed) || errors.Is(err, os.ErrClosed) {
-			err = ErrClosed
-		}
-		s.mu.Lock()
-		s.stdoutErr = err
-		if trunc != nil {
-			s.recordLocked("!", -1, []byte(err.Error()))
-		}
-		s.bumpLocked()
-		s.mu.Unlock()
-		return
-	}
-}
-
-func (s *Session) enqueue(frame []byte) {
-	now := time.Now()
-	s.mu.Lock()
-	s.lastFrame = now
-	s.recordLocked("←", -1, frame)
-	n := int64(len(frame))
-	if s.failErr != nil && s.cfg.overflow == OverflowEndSession {
-		s.stats.Dropped++
-		s.mu.Unlock()
-		return
-	}
-	fits := s.queuedBytes == 0 || s.queuedBytes+n <= s.maxQueueBytes
-	if fits {
-		select {
-		case s.queue <- inbound{frame: frame, at: now}:
-			s.queuedBytes += n
-			if !s.queueFullAt.IsZero() {
-				s.stats.QueueFullTime += now.Sub(s.queueFullAt)
-				s.queueFullAt = time.Time{}
-			}
-			s.mu.Unlock()
-			return
-		default:
-		}
-	}
-	s.stats.Dropped++
-	if s.queueFullAt.IsZero() {
-		s.queueFullAt = now
-	}
-	if s.cfg.overflow == OverflowEndSession && s.failErr == nil {
-		err := &OverflowError{Queued: len(s.queue), Capacity: cap(s.queue), QueuedBytes: s.queuedBytes, Frame: bytes.Clone(frame[:min(len(frame), 200)])}
-		s.failErr = err
-		s.recordLocked("!", -1, []byte(err.Error()))
-		s.failPendingLocked(err)
-	}
-	s.mu.Unlock()
-}
-
-// OverflowError ends a session whose dispatcher queue was full when a
-// message arrived (policy OverflowEndSession).
-type OverflowError struct {
-	Queued      int    // messages in the queue
-	Capacity    int    // the queue's capacity (WithQueue)
-	QueuedBytes int64  // bytes in the queue
-	Frame       []byte // the first bytes of the message that did not fit
-}
-
-// Error says the queue was full and what was dropped.
-func (e *OverflowError) Error() string {
-	return fmt.Sprintf("mcptest: dispatcher queue full (%d/%d messages, %d bytes): message dropped and session ended (starts %q); stdout is still being read", e.Queued, e.Capacity, e.QueuedBytes, e.Frame)
-}
-
-// oversized handles a frame over the transport limit: it is never parsed;
-// its request, if its id was found, fails at once.
-func (s *Session) oversized(err error, id []byte) {
-	s.mu.Lock()
-	s.lastFrame = time.Now()
-	s.recordLocked("!", -1, fmt.Appendf(nil, "oversized frame (id %s): %v", orNone(id), err))
-	var p *Pending
-	if n, ok := (&wire.Message{ID: id}).IntID(); ok {
-		p = s.pending[n]
-		delete(s.pending, n)
-	}
-	s.mu.Unlock()
-	if p != nil {
-		p.complete(nil, fmt.Errorf("mcptest: response to %s id=%d: %w", p.method, p.id, err))
-	}
-}
-
-func orNone(id []byte) string {
-	if len(id) == 0 {
-		return "not found"
-	}
-	return string(id)
-}
-
-func (s *Session) dispatchLoop() {
-	defer s.wg.Done()
-	for in := range s.queue {
-		s.mu.Lock()
-		s.queuedBytes -= int64(len(in.frame))
-		s.mu.Unlock()
-		s.handle(in)
-	}
-	// stdout has ended and every message before the end was dispatched.
-	s.mu.Lock()
-	err := s.stdoutErr
-	if err == nil || errors.Is(err, io.EOF) {
-		err = errors.New("mcptest: server closed its stdout")
-	} else if err != ErrClosed {
-		err = fmt.Errorf("mcptest: reading server stdout: %w", err)
-	}
-	if s.failErr == nil {
-		s.failErr = err
-	}
-	s.failPendingLocked(err)
+	s.failPendingLocked(s.ended)
 	s.bumpLocked()
-	s.mu.Unlock()
 }
 
-// failPendingLocked fails every pending request; s.mu held.
+// failPendingLocked fails every pending request with err; s.mu held.
 func (s *Session) failPendingLocked(err error) {
 	for id, p := range s.pending {
 		delete(s.pending, id)
@@ -426,318 +281,143 @@ func (s *Session) failPendingLocked(err error) {
 	}
 }
 
-func looksJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r")
-	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
-}
-
-func (s *Session) handle(in inbound) {
-	msg, err := wire.ParseMessage(in.frame)
-	if err != nil {
-		s.mu.Lock()
-		if looksJSON(in.frame) {
-			s.stats.ParseErrors++
-		} else {
-			s.stats.JunkLines++
-		}
-		if len(s.junk) >= junkKeep {
-			s.junk = s.junk[1:]
-		}
-		s.junk = append(s.junk, bytes.Clone(in.frame[:min(len(in.frame), headKeep)]))
-		s.bumpLocked()
-		s.mu.Unlock()
-		return
-	}
-	switch {
-	case msg.IsResponse():
-		s.route(msg)
-	case msg.IsRequest():
-		s.serverRequest(msg)
-	default:
-		key := ""
-		if msg.Method == wire.MethodProgress {
-			key = progressKey(msg.Params)
-		}
-		s.mu.Lock()
-		if _, ours := s.progress[key]; ours && key != "" {
-			s.progress[key]++ // only tokens the host gave out: the map stays bounded
-		}
-		s.stats.Notifications++
-		if len(s.notes) >= notesKeep {
-			s.notes = s.notes[1:]
-			s.stats.NotificationsDropped++
-		}
-		s.notes = append(s.notes, noteEntry{msg: msg})
-		s.bumpLocked()
-		s.mu.Unlock()
-	}
-}
-
-func (s *Session) route(msg *wire.Message) {
-	id, ok := msg.IntID()
-	s.mu.Lock()
-	p := s.pending[id]
-	if !ok || p == nil {
-		s.stats.UnknownIDs++
-		s.recordLocked("!", -1, fmt.Appendf(nil, "response with unknown id %s", msg.ID))
-		s.bumpLocked()
-		s.mu.Unlock()
-		return
-	}
-	delete(s.pending, id)
-	late := p.cancelled.Load()
-	if late {
-		s.stats.LateResponses++
-	}
-	s.stats.Responses++
-	s.bumpLocked()
-	s.mu.Unlock()
-	p.complete(&Response{ID: id, Result: msg.Result, Error: msg.Error, Late: late}, nil)
-}
-
-func (s *Session) serverRequest(msg *wire.Message) {
-	if s.echoed(msg) {
-		return
-	}
-	s.mu.Lock()
-	s.stats.ServerRequests++
-	modern := s.modern
-	if modern {
-		s.stats.ProtocolViolations++
-		s.recordLocked("!", -1, fmt.Appendf(nil, "protocol violation: server sent request %q in the %s era", msg.Method, s.version))
-	}
-	s.mu.Unlock()
-	reply := &wire.Message{JSONRPC: "2.0", ID: msg.ID}
-	switch {
-	case modern:
-		reply.Error = &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "servers must not send requests on stdio in protocol " + wire.LatestVersion}
-	case s.cfg.serverRequests != nil:
-		result, err := s.cfg.serverRequests(s.ctx, msg)
-		setReply(reply, result, err)
-	case msg.Method == wire.MethodPing:
-		reply.Result = json.RawMessage("{}")
-	default:
-		reply.Error = &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "method not found: " + msg.Method}
-	}
-	ctx, cancel := s.bound(s.ctx)
-	defer cancel()
-	if err := s.writeMsg(ctx, reply); err != nil {
-		s.note("answering server request %q: %v", msg.Method, err)
-	}
-}
-
-// echoed reports whether msg is one of the host's own pending requests sent
-// back, as a program that copies stdin to stdout (cat) does, and if so fails
-// that request with an error that says so rather than answering the echo,
-// which the program would echo again.
-func (s *Session) echoed(msg *wire.Message) bool {
-	id, ok := msg.IntID()
-	if !ok {
-		return false
-	}
-	s.mu.Lock()
-	p := s.pending[id]
-	// Only before the server has sent any response: a real server may send
-	// its own request (a ping) whose id happens to match one of the host's,
-	// and an echoing program never answers anything.
-	if p == nil || p.method != msg.Method || s.stats.Responses > 0 || s.stats.UnknownIDs > 0 {
-		s.mu.Unlock()
-		return false
-	}
-	delete(s.pending, id)
-	s.stats.ServerRequests++
-	s.recordLocked("!", -1, fmt.Appendf(nil, "the server sent the host's own request back: %s id=%d", msg.Method, id))
-	s.bumpLocked()
-	s.mu.Unlock()
-	p.complete(nil, fmt.Errorf("mcptest: %s id=%d: the server sent this very request back instead of answering it: it echoes its stdin, it is not an MCP server", msg.Method, id))
-	return true
-}
-
-func setReply(reply *wire.Message, result any, err error) {
-	if err != nil {
-		var re *wire.RPCError
-		if errors.As(err, &re) {
-			reply.Error = re
-		} else {
-			reply.Error = &wire.RPCError{Code: wire.CodeInternalError, Message: err.Error()}
-		}
-		return
-	}
-	b, merr := json.Marshal(result)
-	if merr != nil {
-		reply.Error = &wire.RPCError{Code: wire.CodeInternalError, Message: "mcptest: encoding result: " + merr.Error()}
-		return
-	}
-	if bytes.Equal(b, []byte("null")) {
-		b = []byte("{}")
-	}
-	reply.Result = b
-}
-
-func (s *Session) drainStderr() {
+// watchExit notices a server that has exited while its stdout stays open
+// (a process it started holds it): after the grace period, pending and
+// later requests fail with an error that says so, naming the holders where
+// the platform shows them, instead of waiting for answers that cannot come.
+func (s *Session) watchExit() {
 	defer s.wg.Done()
-	defer close(s.stderrDone)
-	var tee chan []byte
-	var teeDone chan struct{}
-	if s.cfg.stderr != nil {
-		tee = make(chan []byte, 256)
-		teeDone = make(chan struct{})
-		go func() {
-			defer close(teeDone)
-			for b := range tee {
-				_, _ = s.cfg.stderr.Write(b)
-			}
-		}()
+	select {
+	case <-s.proc.done():
+	case <-s.ctx.Done():
+		return
 	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := s.stderr.R.Read(buf)
-		if n > 0 {
-			s.stderrCap.Write(buf[:n])
-			if tee != nil {
-				select {
-				case tee <- bytes.Clone(buf[:n]):
-				default:
-					s.mu.Lock()
-					s.stats.StderrTeeDropped += int64(n)
-					s.mu.Unlock()
-				}
-			}
-		}
-		if err != nil {
-			break
-		}
+	t := time.NewTimer(s.cfg.grace)
+	defer t.Stop()
+	select {
+	case <-s.readerDone:
+		return
+	case <-s.ctx.Done():
+		return
+	case <-t.C:
 	}
-	if tee != nil {
-		close(tee)
-		// The tee's writer is the caller's; wait for it within the grace
-		// period only, so a stuck writer cannot hang Close.
-		if !waitChan(teeDone, s.cfg.grace) {
-			s.note("stderr tee writer still blocked after %v; abandoned", s.cfg.grace)
-		}
-	}
-}
-
-// writeMsg sends one message to the server's stdin, bounded by ctx and the
-// session timeout.
-func (s *Session) writeMsg(ctx context.Context, m *wire.Message) error {
-	m.JSONRPC = "2.0"
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("mcptest: encoding %s: %w", m.Method, err)
-	}
-	what := m.Method
-	if what == "" {
-		what = "response"
-	}
-	return s.writeRaw(ctx, what, append(b, '\n'))
-}
-
-// writeRaw writes b to the server's stdin, bounded by ctx and the session
-// timeout. A write that times out part-way leaves the server holding the
-// start of a message; its rest is kept and written first by the next
-// write, so that the stream stays framed and no later message is glued to
-// a broken one.
-func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	dl, _ := ctx.Deadline()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_ = s.stdin.W.SetWriteDeadline(dl)
-	if len(s.stdinRest) > 0 {
-		n, err := s.stdin.W.Write(s.stdinRest)
-		s.mu.Lock()
-		s.stats.StdinBytes += int64(n)
-		s.mu.Unlock()
-		s.stdinRest = s.stdinRest[n:]
-		s.stdinRestLen.Store(int64(len(s.stdinRest)))
-		if err != nil {
-			return s.stdinError(fmt.Sprintf("the %d bytes left of an earlier message, before %s", len(s.stdinRest)+n, what), n, err)
-		}
-	}
-	n, err := s.stdin.W.Write(b)
-	frame := bytes.TrimSuffix(b, []byte("\n"))
+	holders := holders(s.stdout.R)
+	ex := s.proc.exit()
+	err := fmt.Errorf("mcptest: the server has ended (%s) but its stdout is still held open by another process%s, %v later", ex, holders, s.cfg.grace)
 	s.mu.Lock()
-	s.stats.StdinBytes += int64(n)
-	s.recordLocked("→", int64(len(frame)), frame)
+	s.heldOpen = holders
+	s.logLocked("%v", err)
+	s.endLocked(err)
 	s.mu.Unlock()
-	if err == nil {
-		return nil
-	}
-	if n > 0 && n < len(b) {
-		s.stdinRest = bytes.Clone(b[n:])
-		s.stdinRestLen.Store(int64(len(s.stdinRest)))
-		return fmt.Errorf("%w (%w: the remaining %d bytes will be written before the next message, so the server still gets it whole)",
-			s.stdinError(fmt.Sprintf("%s (%d bytes)", what, len(b)), n, err), errPartialWrite, len(b)-n)
-	}
-	return s.stdinError(fmt.Sprintf("%s (%d bytes)", what, len(b)), n, err)
 }
 
-// errPartialWrite marks a write that timed out part-way: the message will
-// still reach the server whole, when the next write sends its rest.
-var errPartialWrite = errors.New("the message was partly written")
-
-// stdinError explains a failed write of what to stdin, of which n bytes got
-// through.
-func (s *Session) stdinError(what string, n int, err error) error {
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return s.waitError(fmt.Sprintf("writing %s to server stdin, %d bytes written", what, n),
-			fmt.Errorf("the server stopped reading stdin: %s: %w", s.stdinFill(), context.DeadlineExceeded))
-	case errors.Is(err, syscall.EPIPE):
-		return s.waitError(fmt.Sprintf("writing %s to server stdin", what), fmt.Errorf("the server closed its stdin (exited?): %w", err))
-	case errors.Is(err, os.ErrClosed):
-		return fmt.Errorf("mcptest: writing %s: %w", what, ErrClosed)
+// holders describes the other processes that hold the pipe of which f is
+// our end, as " (pid 123: sleep 1000)", or "" where the platform cannot
+// tell (Linux reads /proc/*/fd).
+func holders(f *os.File) string {
+	hs := pipeHolders(f)
+	if len(hs) == 0 {
+		return ""
 	}
-	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
+	return " (held by " + strings.Join(hs, ", ") + ")"
 }
 
-// progressKey returns the canonical JSON of a progress notification's
-// token, or "" if it has none.
-func progressKey(params json.RawMessage) string {
-	var p struct {
-		Token json.RawMessage `json:"progressToken"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	return tokenKey(p.Token)
+// Close stops the server and the host, within a bound of about 7×grace
+// (WithGrace). At once, every pending request fails with an error wrapping
+// ErrClosed, as does every later operation. Then it resumes host reads
+// (stdout is drained to the end), closes the server's stdin, waits the grace
+// period, then sends SIGTERM, SIGQUIT (a Go server dumps its goroutines into
+// the stderr capture) and SIGKILL to its process group, waiting the grace
+// period after each; an in-process server's context is cancelled with its
+// stdin closed, and its pipes closed if it does not return. It then waits,
+// at most the grace period, for stdout and stderr to end, together; a
+// process that still holds them open (one the server started in a session of
+// its own, out of reach of the process group) is named in the error, not
+// killed. Every goroutine the session started is then waited for, within
+// bounds.
+//
+// Close reports a server that would not end, a goroutine that would not
+// stop, a held pipe and a panic in a server-request handler, instead of
+// waiting forever. Stats.Exit says how the server ended. Close is safe to
+// call more than once and from several goroutines; later calls return the
+// first call's result.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
 }
 
-// tokenKey returns a token's canonical JSON, so that encoders that escape
-// differently ("a\u0026b" and "a&b") agree; "" if raw is not a token.
-func tokenKey(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil || v == nil {
-		return ""
-	}
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if e.Encode(v) != nil {
-		return ""
-	}
-	return string(bytes.TrimSpace(b.Bytes()))
-}
-
-// ProgressCount returns how many notifications/progress have arrived with
-// the given progress token (as JSON: a string token is quoted), which must
-// be the token of a request this session sent (see Pending.ProgressToken):
-// progress for tokens the host never gave out is not counted by token. Every
-// one is counted, however many arrive and however large; tokens compare as
-// JSON values, so "a&b" and "a\u0026b" are the same token.
-func (s *Session) ProgressCount(token json.RawMessage) int64 {
-	key := tokenKey(token)
+func (s *Session) close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.progress[key]
+	s.closed = true
+	s.stallWanted = false
+	how := "while the server was running"
+	switch {
+	case s.ended != nil:
+		how = "after the session had ended: " + s.ended.Error()
+	case s.proc.exit().How != "":
+		how = "after the server had ended: " + s.proc.exit().String()
+	}
+	s.ended = fmt.Errorf("%w (%s)", ErrClosed, how)
+	s.failPendingLocked(s.ended)
+	s.bumpLocked()
+	s.mu.Unlock()
+	s.logf("Close")
+	s.valve.Resume()
+	if isClosed(s.readerDone) {
+		// The server closed its stdout before Close, most likely by
+		// exiting: a process's descriptors close before it can be reaped.
+		// Give the exit a moment, so that Stats.Exit says it ended on its
+		// own rather than because its stdin closed.
+		waitChan(s.proc.done(), min(s.cfg.grace, 500*time.Millisecond))
+	}
+	var errs []error
+	// Closing the file directly, not under writeMu: a write blocked on a
+	// full stdin returns at once instead of holding Close up.
+	if err := s.proc.stop(s.cfg.grace, func() { s.stdin.W.Close() }); err != nil {
+		errs = append(errs, err)
+	}
+	// The server has ended: its stdout and stderr end too, unless something
+	// it started still holds them. Wait for both at once, then stop reading.
+	expired := make(chan struct{})
+	t := time.AfterFunc(s.cfg.grace, func() { close(expired) })
+	for _, ch := range []chan struct{}{s.readerDone, s.stderrDone} {
+		select {
+		case <-ch:
+		case <-expired:
+		}
+	}
+	t.Stop()
+	var held []string
+	if !isClosed(s.readerDone) {
+		held = append(held, "stdout"+holders(s.stdout.R))
+		s.valve.Close()
+		s.stdout.R.Close()
+	}
+	if !isClosed(s.stderrDone) {
+		held = append(held, "stderr"+holders(s.stderr.R))
+		s.stderr.R.Close()
+	}
+	if len(held) > 0 {
+		err := fmt.Errorf("mcptest: the server has ended (%s) but its %s still open %v later: a process it started holds it; closed our end, left the process running",
+			s.proc.exit(), strings.Join(held, " and "), s.cfg.grace)
+		s.logf("%v", err)
+		errs = append(errs, err)
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	if !waitChan(done, 2*s.cfg.grace) {
+		errs = append(errs, fmt.Errorf("mcptest: session goroutines still running %v after the server ended (a WithServerRequests handler that ignores its context, or a WithStderr writer that blocks):\n%s", 2*s.cfg.grace, s.Diagnose()))
+	}
+	s.stdin.Close()
+	s.stdout.Close()
+	s.stderr.Close()
+	s.mu.Lock()
+	for _, p := range s.panics {
+		errs = append(errs, errors.New(p))
+	}
+	s.failPendingLocked(s.ended) // requests a server-request reply raced in
+	s.bumpLocked()
+	s.mu.Unlock()
+	return errors.Join(errs...)
 }

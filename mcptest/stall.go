@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
-	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // pollInterval is how often waits on kernel state (pipe fill levels, /proc)
@@ -18,27 +17,38 @@ const pollInterval = 2 * time.Millisecond
 // level: when it returns, no further byte leaves the kernel pipe until
 // ResumeReads, so the pipe fills and the server's writes block.
 func (s *Session) StallReads() {
+	if s.isClosed() {
+		return
+	}
 	s.valve.Stall()
 	s.startMonitor()
-	s.note("host reads stalled at %d stdout bytes", s.valve.BytesRead())
+	s.logf("host reads stalled at %d stdout bytes", s.valve.BytesRead())
 }
 
 // StallReadsAfter lets exactly n more bytes of stdout through and then
 // stalls reads, as StallReads.
 func (s *Session) StallReadsAfter(n int64) {
+	if s.isClosed() {
+		return
+	}
 	s.valve.StallAfter(n)
 	s.startMonitor()
-	s.note("host reads stall after %d more stdout bytes (at %d)", n, s.valve.BytesRead())
+	s.logf("host reads stall after %d more stdout bytes (at %d)", n, s.valve.BytesRead())
 }
 
-// ResumeReads lets the host read the server's stdout again.
+// ResumeReads lets the host read the server's stdout again. On a closed
+// session, StallReads, StallReadsAfter and ResumeReads do nothing: Close
+// reads stdout to its end.
 func (s *Session) ResumeReads() {
+	if s.isClosed() {
+		return
+	}
 	s.sampleFull()
 	s.mu.Lock()
 	s.stallWanted = false
 	s.mu.Unlock()
 	s.valve.Resume()
-	s.note("host reads resumed at %d stdout bytes", s.valve.BytesRead())
+	s.logf("host reads resumed at %d stdout bytes", s.valve.BytesRead())
 }
 
 // startMonitor samples the stdout pipe while reads are stalled, to measure
@@ -47,7 +57,7 @@ func (s *Session) startMonitor() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stallWanted = true
-	if s.monitoring || s.closing {
+	if s.monitoring || s.closed {
 		return
 	}
 	s.monitoring = true
@@ -78,7 +88,7 @@ func (s *Session) monitor() {
 		s.sampleFull()
 		now := time.Now()
 		s.mu.Lock()
-		if !s.stallWanted || s.closing {
+		if !s.stallWanted || s.closed {
 			if !s.pipeFullAt.IsZero() {
 				s.stats.StdoutFullTime += now.Sub(s.pipeFullAt)
 				s.pipeFullAt = time.Time{}
@@ -107,10 +117,11 @@ type WriterEvidence struct {
 	Buffered int // bytes in the stdout pipe, if known
 	Capacity int // the stdout pipe's capacity, if known
 	// Threads are the server process's threads seen blocked writing
-	// stdout: (Linux) /proc/<pid>/task/<tid>/syscall shows write or writev
-	// on a descriptor of the session's stdout pipe; wchan (pipe_write,
-	// anon_pipe_write) is shown beside it.
-	Threads []ThreadState
+	// stdout, as "tid: syscall N (write fd F), wchan W": (Linux)
+	// /proc/<pid>/task/<tid>/syscall shows write or writev on a descriptor
+	// of the session's stdout pipe; wchan (pipe_write, anon_pipe_write) is
+	// shown beside it.
+	Threads []string
 }
 
 // String lists the evidence, or says "none".
@@ -123,27 +134,27 @@ func (e WriterEvidence) String() string {
 		parts = append(parts, fmt.Sprintf("stdout pipe effectively full (%d/%d bytes) and not draining with host reads stalled", e.Buffered, e.Capacity))
 	}
 	for _, t := range e.Threads {
-		parts = append(parts, "thread "+t.String())
+		parts = append(parts, "thread "+t)
 	}
 	return strings.Join(parts, "; ")
 }
 
-// ThreadState is a server thread as Linux /proc shows it.
-type ThreadState struct {
-	TID     int
-	Syscall int64  // the system call it is in; -1 if running in user space
-	Fd      int64  // its first argument (for write: the file descriptor), if in a call
-	Wchan   string // the kernel function it waits in, "0" or "" if none
-	Write   bool   // blocked writing stdout: write/writev on the session's stdout pipe (fd 1 if /proc/<pid>/fd is unreadable)
+// threadState is a server thread as Linux /proc shows it.
+type threadState struct {
+	tid     int
+	syscall int64  // the system call it is in; -1 if running in user space
+	fd      int64  // its first argument (for write: the file descriptor), if in a call
+	wchan   string // the kernel function it waits in, "0" or "" if none
+	write   bool   // blocked writing stdout: write/writev on the session's stdout pipe (fd 1 if /proc/<pid>/fd is unreadable)
 }
 
 // String formats the thread as "tid: syscall N (name fd F), wchan W".
-func (t ThreadState) String() string {
+func (t threadState) String() string {
 	call := "running"
-	if t.Syscall >= 0 {
-		call = fmt.Sprintf("syscall %d (%s fd %d)", t.Syscall, syscallName(t.Syscall), t.Fd)
+	if t.syscall >= 0 {
+		call = fmt.Sprintf("syscall %d (%s fd %d)", t.syscall, syscallName(t.syscall), t.fd)
 	}
-	return fmt.Sprintf("%d: %s, wchan %s", t.TID, call, t.Wchan)
+	return fmt.Sprintf("%d: %s, wchan %s", t.tid, call, t.wchan)
 }
 
 // WaitWriterBlocked returns once host reads are stalled and the server is
@@ -168,6 +179,12 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	defer t.Stop()
 	prevFull := -1
 	for {
+		s.mu.Lock()
+		err := s.closedErrLocked("waiting for the server to block writing stdout")
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		if s.valve.Stalled() {
 			ev := WriterEvidence{At: time.Now()}
 			s.sampleFull()
@@ -184,23 +201,27 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 			if pid := s.proc.pid(); pid > 0 {
 				ts, _ := threadStates(pid, s.stdout.R)
 				for _, th := range ts {
-					if th.Write {
-						ev.Threads = append(ev.Threads, th)
+					if th.write {
+						ev.Threads = append(ev.Threads, th.String())
 					}
 				}
 			}
 			if ev.PipeFull || len(ev.Threads) > 0 {
 				s.mu.Lock()
 				s.evidence = ev
+				s.logLocked("writer blocked: %s", ev)
 				s.mu.Unlock()
-				s.note("writer blocked: %s", ev)
 				return nil
 			}
 		} else {
 			prevFull = -1
 		}
+		s.mu.Lock()
+		ch := s.changedLocked()
+		s.mu.Unlock()
 		select {
 		case <-t.C:
+		case <-ch: // closed, or the server ended
 		case <-ctx.Done():
 			what := "waiting for the server to block writing stdout"
 			if !s.valve.Stalled() {
@@ -227,7 +248,11 @@ func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 		s.mu.Lock()
 		ch := s.changedLocked()
 		ended := s.stdoutErr != nil
+		err := s.closedErrLocked(fmt.Sprintf("waiting for %d stdout bytes (got %d)", n, s.valve.BytesRead()))
 		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		if ended && s.valve.BytesRead() < n {
 			return s.waitError(fmt.Sprintf("waiting for %d stdout bytes (got %d)", n, s.valve.BytesRead()), fmt.Errorf("stdout ended"))
 		}
@@ -236,36 +261,6 @@ func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 		case <-t.C:
 		case <-ctx.Done():
 			return s.waitError(fmt.Sprintf("waiting for %d stdout bytes (got %d)", n, s.valve.BytesRead()), ctx.Err())
-		}
-	}
-}
-
-// WaitNotification returns the oldest notification with the given method
-// that no earlier WaitNotification returned, waiting for one to arrive,
-// bounded by ctx and the session timeout. The session keeps the last 1024
-// notifications.
-func (s *Session) WaitNotification(ctx context.Context, method string) (*wire.Message, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	for {
-		s.mu.Lock()
-		for i := range s.notes {
-			if n := &s.notes[i]; !n.taken && n.msg.Method == method {
-				n.taken = true
-				s.mu.Unlock()
-				return n.msg, nil
-			}
-		}
-		ch := s.changedLocked()
-		ended := s.failErr != nil && s.stdoutErr != nil
-		s.mu.Unlock()
-		if ended {
-			return nil, s.waitError("waiting for notification "+method, fmt.Errorf("server stdout ended"))
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, s.waitError("waiting for notification "+method, ctx.Err())
 		}
 	}
 }
@@ -279,4 +274,10 @@ func (s *Session) stdoutFull() (full bool, buffered, capacity int) {
 	}
 	c := s.stdout.Capacity()
 	return pipes.EffectivelyFull(b, c), b, c
+}
+
+func (s *Session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }

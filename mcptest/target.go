@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -86,8 +87,9 @@ const (
 )
 
 var (
-	helpersMu sync.Mutex
-	helpers   = map[string]ServeFunc{}
+	helpersMu   sync.Mutex
+	helpers     = map[string]ServeFunc{}
+	helpersUsed = map[string]bool{} // started by Helper or HelperCommand
 )
 
 // RegisterHelper registers serve under name, to be run in a child process
@@ -112,13 +114,24 @@ func RegisterHelper(name string, serve ServeFunc) {
 // package's TestMain must call Main (or ServeHelper). Helper panics if name
 // is not registered in this process.
 func Helper(name string, args ...string) Target {
-	helpersMu.Lock()
-	_, ok := helpers[name]
-	helpersMu.Unlock()
-	if !ok {
-		panic("mcptest: Helper(" + name + "): no such helper; register it with RegisterHelper in init")
-	}
+	useHelper("Helper", name)
 	return &helperTarget{name: name, args: args}
+}
+
+// useHelper panics if name is not registered, and marks it used.
+func useHelper(caller, name string) {
+	helpersMu.Lock()
+	defer helpersMu.Unlock()
+	if _, ok := helpers[name]; !ok {
+		panic("mcptest: " + caller + "(" + name + "): no such helper; register it with RegisterHelper in init")
+	}
+	helpersUsed[name] = true
+}
+
+// errNoMain explains a helper that cannot start: the child would run the
+// tests instead of serving.
+func errNoMain(name string) error {
+	return fmt.Errorf("mcptest: Helper(%s): this test binary's TestMain does not call mcptest.Main (or ServeHelper), so the re-executed binary would run the tests instead of serving the helper; add\n\tfunc TestMain(m *testing.M) { mcptest.Main(m) }", name)
 }
 
 type helperTarget struct {
@@ -129,6 +142,9 @@ type helperTarget struct {
 func (t *helperTarget) String() string { return fmt.Sprintf("helper %s%q", t.name, t.args) }
 
 func (t *helperTarget) start(s *Session) (process, error) {
+	if !helpersEnabled.Load() {
+		return nil, errNoMain(t.name)
+	}
 	cmd, err := helperCommand(t.name, s.deadline, t.args)
 	if err != nil {
 		return nil, err
@@ -141,23 +157,31 @@ func (t *helperTarget) start(s *Session) (process, error) {
 // code that starts the server itself, such as a host under test (see
 // assertions.HostCriteria). Like exec.CommandContext, the process is killed
 // when ctx ends; the helper's own context ends at ctx's deadline.
-// HelperCommand panics if name is not registered.
-func HelperCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+// HelperCommand fails if name is not registered, or if the package's
+// TestMain does not call Main (or ServeHelper): the child would then run the
+// tests instead of serving.
+func HelperCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
 	helpersMu.Lock()
 	_, ok := helpers[name]
+	if ok {
+		helpersUsed[name] = true
+	}
 	helpersMu.Unlock()
 	if !ok {
-		panic("mcptest: HelperCommand(" + name + "): no such helper; register it with RegisterHelper in init")
+		return nil, fmt.Errorf("mcptest: HelperCommand(%s): no such helper; register it with RegisterHelper in init", name)
+	}
+	if !helpersEnabled.Load() {
+		return nil, errNoMain(name)
 	}
 	deadline, _ := ctx.Deadline()
 	cmd, err := helperCommand(name, deadline, args)
 	if err != nil {
-		panic("mcptest: HelperCommand(" + name + "): " + err.Error())
+		return nil, err
 	}
 	// Rebuild it bound to ctx; exec has no other way to attach one.
 	bound := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	bound.Env = cmd.Env
-	return bound
+	return bound, nil
 }
 
 func helperCommand(name string, deadline time.Time, args []string) (*exec.Cmd, error) {
@@ -183,18 +207,9 @@ var helperArgs []string
 // helpersEnabled records that this binary's TestMain serves helpers.
 var helpersEnabled atomic.Bool
 
-// HelpersEnabled reports whether ServeHelper (or Main) has run in this
-// process, so that a child started with Helper or HelperCommand would serve
-// its helper rather than run the tests. Code that starts helpers on behalf of
-// its caller checks it to fail with a clear message.
-func HelpersEnabled() bool { return helpersEnabled.Load() }
-
 // HelperArgs returns, in a helper child, the args given to Helper; in any
 // other process, nil.
 func HelperArgs() []string { return append([]string(nil), helperArgs...) }
-
-// IsHelper reports whether this process is a helper child started by Helper.
-func IsHelper() bool { return os.Getenv(helperEnv) != "" }
 
 // ServeHelper, in a helper child, runs the registered helper on os.Stdin,
 // os.Stdout and os.Stderr and exits: 0 when it returns nil, 1 when it
@@ -243,14 +258,52 @@ func ServeHelper() {
 
 // Main is a TestMain for packages that use Helper: in a helper child it
 // serves and exits (ServeHelper); otherwise it runs the tests under
-// goleak.VerifyTestMain, so the package both has helpers and
+// goleak.VerifyTestMain with opts, so the package both has helpers and
 // checks for leaked goroutines:
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
 //
-// A package that needs more in its TestMain calls ServeHelper first and then
+// When every test ran (no -run, -skip or -short), a registered helper that
+// no test started fails the run, as os/exec's own helper tests do: a
+// helper nothing uses is dead code that looks tested. A package that needs
+// more in its TestMain calls ServeHelper first and then
 // goleak.VerifyTestMain itself.
-func Main(m *testing.M) {
+func Main(m *testing.M, opts ...goleak.Option) {
 	ServeHelper()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(runner{m}, opts...)
+}
+
+type runner struct{ m *testing.M }
+
+func (r runner) Run() int {
+	code := r.m.Run()
+	defer removeBuilt()
+	if code != 0 || testing.Short() || flagSet("test.run") || flagSet("test.skip") || flagSet("test.list") {
+		return code
+	}
+	for _, name := range unusedHelpers() {
+		fmt.Printf("mcptest: helper %q registered but never started by a test (RegisterHelper with no Helper or HelperCommand)\n", name)
+		code = 1
+	}
+	return code
+}
+
+// unusedHelpers lists the registered helpers no Helper or HelperCommand
+// has asked for, sorted.
+func unusedHelpers() []string {
+	helpersMu.Lock()
+	defer helpersMu.Unlock()
+	var unused []string
+	for name := range helpers {
+		if !helpersUsed[name] {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	return unused
+}
+
+func flagSet(name string) bool {
+	f := flag.Lookup(name)
+	return f != nil && f.Value.String() != ""
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Protocol revisions.
@@ -123,10 +124,29 @@ func (m *Message) IntID() (int64, bool) {
 // neither decoded nor scanned again.
 func ParseMessage(frame []byte) (*Message, error) {
 	if !json.Valid(frame) {
-		var v any
-		return nil, fmt.Errorf("wire: not JSON-RPC: %w", json.Unmarshal(frame, &v))
+		return nil, invalid(frame)
 	}
-	b := bytes.Clone(frame) // the Message must not alias the caller's buffer
+	return parseValid(bytes.Clone(frame)) // the Message must not alias the caller's buffer
+}
+
+// ParseMessageInPlace is ParseMessage without the copy: the Message's raw
+// fields (ID, Params, Result, Error.Data) alias frame, which the caller must
+// neither change nor reuse while it uses them. It is for a reader that keeps
+// only some parts of some messages and copies just those.
+func ParseMessageInPlace(frame []byte) (*Message, error) {
+	if !json.Valid(frame) {
+		return nil, invalid(frame)
+	}
+	return parseValid(frame)
+}
+
+func invalid(frame []byte) error {
+	var v any
+	return fmt.Errorf("wire: not JSON-RPC: %w", json.Unmarshal(frame, &v))
+}
+
+// parseValid slices the envelope out of b, which is valid JSON.
+func parseValid(b []byte) (*Message, error) {
 	i := skipSpace(b, 0)
 	switch b[i] {
 	case '{':
@@ -173,7 +193,8 @@ func ParseMessage(frame []byte) (*Message, error) {
 		}
 	}
 	if method != nil {
-		if err := json.Unmarshal(method, &m.Method); err != nil {
+		var err error
+		if m.Method, err = decodeString(method); err != nil {
 			return nil, fmt.Errorf("wire: not JSON-RPC: method: %w", err)
 		}
 	}
@@ -182,13 +203,28 @@ func ParseMessage(frame []byte) (*Message, error) {
 			return nil, fmt.Errorf("wire: not JSON-RPC: error: %w", err)
 		}
 	}
-	if err := json.Unmarshal(version, &m.JSONRPC); version == nil || err != nil || m.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
+	if !bytes.Equal(version, []byte(`"2.0"`)) {
+		if v, err := decodeString(version); version == nil || err != nil || v != "2.0" {
+			return nil, fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
+		}
 	}
+	m.JSONRPC = "2.0"
 	if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
 		return nil, fmt.Errorf("wire: not JSON-RPC: neither request, notification nor response")
 	}
 	return &m, nil
+}
+
+// decodeString decodes a valid JSON value that should be a string, without
+// reflection when it has no escapes.
+func decodeString(raw json.RawMessage) (string, error) {
+	// encoding/json also replaces invalid UTF-8 with U+FFFD.
+	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : n-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 func orAbsent(v json.RawMessage) string {
@@ -204,27 +240,37 @@ func orAbsent(v json.RawMessage) string {
 // decoded, so a large object costs one pass over its bytes. Of duplicate
 // keys the last wins, as in encoding/json.
 func Member(obj json.RawMessage, key string) json.RawMessage {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+	start, end := MemberAt(obj, key)
+	if start < 0 {
 		return nil
 	}
-	var found json.RawMessage
+	return obj[start:end:end]
+}
+
+// MemberAt is Member giving the value's offsets in obj: obj[start:end] is
+// the value; start is -1 when there is none.
+func MemberAt(obj json.RawMessage, key string) (start, end int) {
+	start, end = -1, -1
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return start, end
+	}
 	i = skipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
 		keyEnd := valueEnd(obj, i)
 		k := obj[i:keyEnd]
 		i = skipSpace(obj, keyEnd)
 		i = skipSpace(obj, i+1)
-		end := valueEnd(obj, i)
+		e := valueEnd(obj, i)
 		if len(k) == len(key)+2 && string(k[1:len(k)-1]) == key {
-			found = obj[i:end:end]
+			start, end = i, e
 		}
-		i = skipSpace(obj, end)
+		i = skipSpace(obj, e)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
 	}
-	return found
+	return start, end
 }
 
 // skipSpace returns the index of the first non-space byte at or after i.
@@ -270,17 +316,24 @@ func valueEnd(b []byte, i int) int {
 }
 
 // stringEnd returns the index just past the JSON string that starts at i.
+// It looks for quotes with bytes.IndexByte (vectorized) and decides whether
+// each is escaped by the run of backslashes before it: in valid JSON an odd
+// run escapes the quote.
 func stringEnd(b []byte, i int) int {
 	for j := i + 1; j < len(b); {
-		k := bytes.IndexAny(b[j:], `"\`)
-		if k < 0 {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
 			return len(b)
 		}
-		j += k
-		if b[j] == '"' {
-			return j + 1
+		q += j
+		k := q
+		for k > i+1 && b[k-1] == '\\' {
+			k--
 		}
-		j += 2 // an escape: skip the backslash and the byte after it
+		if (q-k)%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
 	}
 	return len(b)
 }

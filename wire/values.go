@@ -11,9 +11,10 @@ import (
 // key, and values of different JSON types never do (1 and "1"). It returns
 // "" for an empty value, null or invalid JSON.
 //
-// The common case, a string without escapes or an integer, costs no
-// allocation beyond the result and no decoding; only values with escapes or
-// structure are decoded and re-encoded.
+// The common case, a string without escapes or an integer, is its own key
+// (Key returns string(raw) without surrounding spaces) and costs no
+// decoding; only values with escapes or structure are decoded and
+// re-encoded.
 func Key(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {

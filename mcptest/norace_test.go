@@ -1,0 +1,5 @@
+//go:build !race
+
+package mcptest_test
+
+const raceEnabled = false

@@ -1,0 +1,343 @@
+package mcptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// stdoutSource is what the framer reads: the stall valve, with every byte
+// passed through an envelope scanner (so that a frame over the transport
+// limit, which is never parsed, still names its request) and the time the
+// reader spends between reads measured. It is owned by the reader
+// goroutine; busy is read by Stats.
+type stdoutSource struct {
+	r       io.Reader
+	scanner *wire.Scanner
+	limit   int64
+
+	oversized []wire.Envelope // envelopes of oversized lines not yet claimed, in order
+	lastRead  time.Time       // when the last read returned
+	busy      atomic.Int64    // nanoseconds spent between reads
+}
+
+func newStdoutSource(r io.Reader, limit int) *stdoutSource {
+	src := &stdoutSource{r: r, limit: int64(limit)}
+	src.scanner = wire.NewScanner(func(e wire.Envelope) {
+		if e.Size > src.limit {
+			e.ID, e.Method = bytes.Clone(e.ID), nil
+			src.oversized = append(src.oversized, e)
+		}
+	})
+	return src
+}
+
+func (src *stdoutSource) Read(p []byte) (int, error) {
+	if !src.lastRead.IsZero() {
+		src.busy.Add(int64(time.Since(src.lastRead)))
+	}
+	n, err := src.r.Read(p)
+	src.lastRead = time.Now()
+	src.scanner.Write(p[:n])
+	return n, err
+}
+
+// pop returns the envelope of the oldest oversized line not yet claimed.
+func (src *stdoutSource) pop() wire.Envelope {
+	if len(src.oversized) == 0 {
+		return wire.Envelope{}
+	}
+	e := src.oversized[0]
+	src.oversized = src.oversized[1:]
+	return e
+}
+
+// readLoop is the stdout reader and dispatcher. It runs for the whole life
+// of the server and waits for nothing but the kernel and its own CPU work:
+// parsing, routing a response to its Pending, keeping a notification in a
+// bounded store, queueing a server request for the handler goroutine (or
+// dropping it when that queue is full). Nothing it does runs test code or
+// waits on a lock held across a wait.
+func (s *Session) readLoop() {
+	defer s.wg.Done()
+	for {
+		frame, err := s.framer.Next()
+		if err == nil {
+			s.dispatch(frame)
+			continue
+		}
+		var tooLarge *pipes.FrameTooLargeError
+		if errors.As(err, &tooLarge) {
+			s.oversized(err, s.in.pop())
+			continue
+		}
+		s.stdoutEnded(err)
+		return
+	}
+}
+
+// stdoutEnded records how stdout ended and fails what can no longer be
+// answered. readerDone is closed first: whoever sees a request failed by
+// the end of stdout also sees readerDone closed.
+func (s *Session) stdoutEnded(err error) {
+	var trunc *pipes.TruncatedFrameError
+	if errors.As(err, &trunc) && trunc.Oversized {
+		s.oversized(err, s.in.scanner.Current())
+	}
+	if errors.Is(err, pipes.ErrValveClosed) || errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	s.mu.Lock()
+	s.stdoutErr = err
+	if trunc != nil {
+		s.logLocked("%v", err)
+	}
+	close(s.readerDone)
+	var end error
+	switch {
+	case errors.Is(err, io.EOF), trunc != nil:
+		end = errors.New("mcptest: server closed its stdout")
+		if ex := s.proc.exit(); ex.How != "" {
+			end = fmt.Errorf("mcptest: server closed its stdout: it has ended (%s)", ex)
+		}
+	case err == ErrClosed:
+		end = err
+	default:
+		end = fmt.Errorf("mcptest: reading server stdout: %w", err)
+	}
+	s.endLocked(end)
+	s.mu.Unlock()
+}
+
+// oversized handles a frame over the transport limit: it is never parsed;
+// the request its envelope names fails at once.
+func (s *Session) oversized(err error, e wire.Envelope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastFrame = time.Now()
+	dup := ""
+	if e.DuplicateID {
+		dup = ` (with a second "id" key: routed by the first)`
+	}
+	s.logLocked("oversized frame (id %s%s): %v", orNone(e.ID), dup, err)
+	if n, ok := (&wire.Message{ID: e.ID}).IntID(); ok {
+		if p := s.pending[n]; p != nil {
+			delete(s.pending, n)
+			p.complete(nil, fmt.Errorf("mcptest: response to %s id=%d: %w", p.method, p.id, err))
+		}
+	}
+	s.bumpLocked()
+}
+
+func orNone(id []byte) string {
+	if len(id) == 0 {
+		return "not found"
+	}
+	return string(id)
+}
+
+// dispatch handles one frame, which aliases the framer's buffer: what is
+// kept is copied.
+func (s *Session) dispatch(frame []byte) {
+	now := time.Now()
+	msg, perr := wire.ParseMessageInPlace(frame)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastFrame = now
+	s.recordLocked("←", int64(len(frame)), frame)
+	switch {
+	case perr != nil:
+		s.transcript.at(s.transcript.n - 1).Junk = true
+		s.badFrameLocked(frame, perr)
+	case msg.IsResponse():
+		s.routeLocked(msg)
+	case msg.IsRequest():
+		s.serverRequestLocked(msg, len(frame))
+	default:
+		s.notificationLocked(msg, frame, now)
+	}
+	s.bumpLocked()
+}
+
+// badFrameLocked counts and keeps a frame that is not a JSON-RPC message.
+func (s *Session) badFrameLocked(frame []byte, err error) {
+	switch {
+	case errors.Is(err, wire.ErrBatch):
+		s.stats.Batches++
+		s.stats.ProtocolViolations++
+		s.batchLocked(frame)
+	case errors.Is(err, wire.ErrDuplicateKey):
+		s.stats.ParseErrors++
+		s.stats.ProtocolViolations++
+		s.duplicateKeyLocked(frame, err)
+	case looksJSON(frame):
+		s.stats.ParseErrors++
+	default:
+		s.stats.JunkLines++
+	}
+	slot := s.junk.slot(0)
+	*slot = append((*slot)[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
+	if s.junk.dropped > s.stats.JunkDropped {
+		s.stats.JunkDropped = s.junk.dropped
+		s.overflowLocked("junk", s.cfg.limits.Junk)
+	}
+}
+
+func looksJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+// batchLocked notes a JSON-RPC batch and fails, at once, each pending
+// request a response in it names: MCP has no batches since 2025-06-18, and
+// no host built on this package sends one, so none is routed.
+func (s *Session) batchLocked(frame []byte) {
+	var elems []json.RawMessage
+	_ = json.Unmarshal(frame, &elems)
+	s.logLocked("protocol violation: a JSON-RPC batch of %d messages on stdout (MCP has no batches since %s); not routed", len(elems), wire.Version20250618)
+	for _, e := range elems {
+		m, err := wire.ParseMessage(e)
+		if err != nil || !m.IsResponse() {
+			continue
+		}
+		if n, ok := m.IntID(); ok {
+			s.failLocked(n, fmt.Errorf("the server answered it inside a JSON-RPC batch (%d messages), which MCP does not allow since %s", len(elems), wire.Version20250618))
+		}
+	}
+}
+
+// duplicateKeyLocked notes a frame with an envelope key twice. The rule is
+// the one for oversized frames (which are only scanned): the request named
+// by the first "id" fails, whatever the later one says.
+func (s *Session) duplicateKeyLocked(frame []byte, err error) {
+	var first wire.Envelope
+	wire.NewScanner(func(e wire.Envelope) { first = e; first.ID = bytes.Clone(e.ID) }).Write(append(bytes.Clone(frame), '\n'))
+	s.logLocked("protocol violation: %v (first id %s); not routed", err, orNone(first.ID))
+	if n, ok := (&wire.Message{ID: first.ID}).IntID(); ok {
+		s.failLocked(n, fmt.Errorf("a response naming it has a duplicate envelope key (%v), so it was not routed", err))
+	}
+}
+
+// failLocked fails pending request id, if there is one, with why.
+func (s *Session) failLocked(id int64, why error) {
+	p := s.pending[id]
+	if p == nil {
+		return
+	}
+	delete(s.pending, id)
+	p.complete(nil, fmt.Errorf("mcptest: %s id=%d: %w", p.method, id, why))
+}
+
+// routeLocked delivers a response to its Pending.
+func (s *Session) routeLocked(msg *wire.Message) {
+	id, ok := msg.IntID()
+	p := s.pending[id]
+	if !ok || p == nil {
+		s.stats.UnknownIDs++
+		s.logLocked("response with unknown id %s", msg.ID)
+		s.mismatchLocked(msg.ID)
+		return
+	}
+	delete(s.pending, id)
+	late := p.cancelled.Load()
+	if late {
+		s.stats.LateResponses++
+	}
+	s.stats.Responses++
+	// The error object was decoded, so it owns its bytes; the result
+	// aliases the framer's buffer.
+	p.complete(&Response{ID: id, Result: bytes.Clone(msg.Result), Error: msg.Error, Late: late}, nil)
+}
+
+// mismatchLocked fails, at once, the pending request whose id an unknown
+// response id equals by value but not as JSON ("2" or 2.0 for 2): JSON-RPC
+// requires the very id, and a host that compares ids as JSON would never
+// route it, so the request cannot be answered.
+func (s *Session) mismatchLocked(id json.RawMessage) {
+	n, kind, ok := looseID(id)
+	if !ok || s.pending[n] == nil {
+		return
+	}
+	s.failLocked(n, fmt.Errorf("a response with id %s (%s) arrived; this request's id is %d (a number): JSON-RPC requires the same id, so it was counted as an unknown id (Stats.UnknownIDs)", id, kind, n))
+}
+
+// looseID reads an id that is not a plain integer as one, if its value is:
+// a string holding an integer, or a number written with a fraction or an
+// exponent.
+func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
+	id = bytes.TrimSpace(id)
+	if len(id) == 0 {
+		return 0, "", false
+	}
+	if id[0] == '"' {
+		var str string
+		if json.Unmarshal(id, &str) != nil {
+			return 0, "", false
+		}
+		n, err := strconv.ParseInt(str, 10, 64)
+		return n, "a string", err == nil
+	}
+	f, err := strconv.ParseFloat(string(id), 64)
+	if err != nil || f != float64(int64(f)) {
+		return 0, "", false
+	}
+	return int64(f), "a number written differently", true
+}
+
+// notificationLocked counts a notification and keeps it, bounded.
+func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
+	s.stats.Notifications++
+	if msg.Method == wire.MethodProgress {
+		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
+	}
+	l := s.cfg.limits
+	n := Notification{Method: msg.Method, Size: int64(len(frame)), At: at}
+	size := int64(len(frame))
+	if len(frame) <= l.NotificationHead {
+		n.Params = bytes.Clone(msg.Params)
+	} else {
+		n.Head = bytes.Clone(frame[:l.NotificationHead])
+		size = int64(len(n.Head))
+		s.stats.NotificationsCut++
+	}
+	s.notifications.push(kept{n: n}, size)
+	if d := s.notifications.dropped; d > s.stats.NotificationsDropped {
+		s.stats.NotificationsDropped = d
+		s.overflowLocked("notifications", l.Notifications)
+	}
+}
+
+// countProgressLocked counts a progress notification for its token, if the
+// token is one the host gave out: the map stays bounded. A plain token is
+// its own key (wire.Key), so the common case needs no allocation.
+func (s *Session) countProgressLocked(tok json.RawMessage) {
+	if _, ok := s.progress[string(tok)]; ok {
+		s.progress[string(tok)]++
+		return
+	}
+	if k := wire.Key(tok); k != "" && k != string(tok) {
+		if _, ok := s.progress[k]; ok {
+			s.progress[k]++
+		}
+	}
+}
+
+// overflowLocked applies Limits.OverflowEndSession when the bound of what
+// was dropped is reached.
+func (s *Session) overflowLocked(what string, bound int) {
+	if !s.cfg.limits.OverflowEndSession || s.ended != nil {
+		return
+	}
+	err := fmt.Errorf("%w: the server's %s exceeded what the host keeps (%d, or the byte budget); stdout is still read", ErrOverflow, what, bound)
+	s.logLocked("%v", err)
+	s.endLocked(err)
+}

@@ -1,0 +1,67 @@
+package mcptest
+
+// ring keeps the newest items within a count and a byte budget: adding
+// beyond either drops the oldest. It is how the session bounds every store
+// it keeps (notifications, junk, transcript). Not safe for concurrent use.
+type ring[T any] struct {
+	items    []T
+	sizes    []int64
+	start, n int
+	bytes    int64
+	maxBytes int64 // 0: no byte budget
+
+	dropped int64 // items dropped to make room
+}
+
+func newRing[T any](count int, maxBytes int64) *ring[T] {
+	return &ring[T]{items: make([]T, count), sizes: make([]int64, count), maxBytes: maxBytes}
+}
+
+// push adds v, of size bytes, dropping the oldest items to make room; an
+// item larger than the whole byte budget is still kept, alone. Dropped items
+// are cleared, so that what they held can be collected.
+func (r *ring[T]) push(v T, size int64) {
+	var zero T
+	for r.n > 0 && (r.n == len(r.items) || (r.maxBytes > 0 && r.bytes+size > r.maxBytes)) {
+		r.items[r.start] = zero
+		r.drop()
+	}
+	*r.add(size) = v
+}
+
+// slot makes room for an item of size bytes, as push does, and returns the
+// slot to fill. The slot still holds what was last in it, so that its
+// buffers can be reused: only for rings without a byte budget, whose only
+// drop is that very slot.
+func (r *ring[T]) slot(size int64) *T {
+	if r.n == len(r.items) {
+		r.drop()
+	}
+	return r.add(size)
+}
+
+func (r *ring[T]) drop() {
+	r.bytes -= r.sizes[r.start]
+	r.sizes[r.start] = 0
+	r.start = (r.start + 1) % len(r.items)
+	r.n--
+	r.dropped++
+}
+
+func (r *ring[T]) add(size int64) *T {
+	i := (r.start + r.n) % len(r.items)
+	r.sizes[i] = size
+	r.n++
+	r.bytes += size
+	return &r.items[i]
+}
+
+// at returns a pointer to the i-th oldest item.
+func (r *ring[T]) at(i int) *T { return &r.items[(r.start+i)%len(r.items)] }
+
+// resize records that the i-th oldest item now holds size bytes.
+func (r *ring[T]) resize(i int, size int64) {
+	j := (r.start + i) % len(r.items)
+	r.bytes += size - r.sizes[j]
+	r.sizes[j] = size
+}

@@ -1,0 +1,130 @@
+package mcptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Notification is a notification the server sent, as the session keeps it
+// (see Limits).
+type Notification struct {
+	Method string
+	// Params are the notification's params, or nil if it was longer than
+	// Limits.NotificationHead: then Head holds its first bytes.
+	Params json.RawMessage
+	Head   []byte
+	Size   int64     // the frame's bytes on the wire, without the newline
+	At     time.Time // when the host read it
+}
+
+// kept is a notification in the store.
+type kept struct {
+	n     Notification
+	taken bool // returned by WaitNotification; its bytes are released
+}
+
+// WaitNotification returns the oldest kept notification with the given
+// method that no earlier WaitNotification returned, waiting for one to
+// arrive, bounded by ctx and the session timeout. The session keeps the
+// newest notifications within Limits (by default 1024 and 16 MiB); older
+// ones are counted in Stats.NotificationsDropped and cannot be waited for.
+// On a closed session it returns a kept notification if there is one, and
+// otherwise fails at once with an error wrapping ErrClosed.
+func (s *Session) WaitNotification(ctx context.Context, method string) (*Notification, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		for i := range s.notifications.n {
+			if k := s.notifications.at(i); !k.taken && k.n.Method == method {
+				n := k.n
+				k.taken, k.n = true, Notification{}
+				s.notifications.resize(i, 0)
+				s.mu.Unlock()
+				return &n, nil
+			}
+		}
+		ch := s.changedLocked()
+		err := s.closedErrLocked("waiting for notification " + method)
+		ended := s.stdoutErr != nil
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if ended {
+			return nil, s.waitError("waiting for notification "+method, fmt.Errorf("server stdout ended"))
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, s.waitError("waiting for notification "+method, ctx.Err())
+		}
+	}
+}
+
+// TranscriptEntry is one frame in the session's transcript, or an event of
+// the session's own.
+type TranscriptEntry struct {
+	At   time.Time
+	Dir  string // "→" host to server, "←" server to host, "!" an event (negotiation, errors, stalls)
+	Size int64  // bytes on the wire, without the newline
+	Head []byte // the first bytes of the frame (Limits.Head), or the event
+	// Junk marks a frame from the server that is not a JSON-RPC message
+	// (counted in Stats.JunkLines, ParseErrors or Batches).
+	Junk bool
+}
+
+// String formats the entry as one line: time, direction, head and size.
+func (e TranscriptEntry) String() string {
+	if e.Dir == "!" {
+		return fmt.Sprintf("%s ! %s", e.At.Format("15:04:05.000"), e.Head)
+	}
+	more := ""
+	if int64(len(e.Head)) < e.Size {
+		more = fmt.Sprintf("… (%d bytes)", e.Size)
+	}
+	return fmt.Sprintf("%s %s %s%s", e.At.Format("15:04:05.000"), e.Dir, e.Head, more)
+}
+
+// Transcript returns the newest entries of the transcript (Limits.Transcript,
+// by default 256), oldest first: frames both ways, each cut to Limits.Head
+// bytes, and the session's events.
+func (s *Session) Transcript() []TranscriptEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TranscriptEntry, s.transcript.n)
+	for i := range out {
+		out[i] = *s.transcript.at(i)
+		out[i].Head = bytes.Clone(out[i].Head) // the ring reuses its buffers
+	}
+	return out
+}
+
+// recordLocked adds a frame to the transcript, reusing the buffer of the
+// entry it replaces; s.mu held.
+func (s *Session) recordLocked(dir string, size int64, frame []byte) {
+	e := s.transcript.slot(0)
+	e.At, e.Dir, e.Size, e.Junk = time.Now(), dir, size, false
+	e.Head = append(e.Head[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
+	s.stats.TranscriptDropped = s.transcript.dropped
+}
+
+// logf records an event of the session's own in the transcript.
+func (s *Session) logf(format string, args ...any) {
+	s.mu.Lock()
+	s.logLocked(format, args...)
+	s.mu.Unlock()
+}
+
+// logLocked is logf with s.mu held. Events are kept whole, not cut to
+// Limits.Head.
+func (s *Session) logLocked(format string, args ...any) {
+	e := s.transcript.slot(0)
+	e.At, e.Dir, e.Junk = time.Now(), "!", false
+	e.Head = fmt.Appendf(e.Head[:0], format, args...)
+	e.Size = int64(len(e.Head))
+	s.stats.TranscriptDropped = s.transcript.dropped
+}
