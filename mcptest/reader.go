@@ -153,7 +153,7 @@ func (s *Session) dispatch(frame []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastFrame = now
-	s.recordLocked("←", int64(len(frame)), frame)
+	s.recordLocked(now, "←", int64(len(frame)), frame)
 	switch {
 	case perr != nil:
 		s.transcript.at(s.transcript.n - 1).Junk = true

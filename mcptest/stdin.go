@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -101,7 +102,7 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	frame := bytes.TrimSuffix(b, []byte("\n"))
 	s.mu.Lock()
 	s.stats.StdinBytes += int64(n)
-	s.recordLocked("→", int64(len(frame)), frame)
+	s.recordLocked(time.Now(), "→", int64(len(frame)), frame)
 	s.mu.Unlock()
 	if err == nil {
 		return nil

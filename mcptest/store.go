@@ -105,9 +105,9 @@ func (s *Session) Transcript() []TranscriptEntry {
 
 // recordLocked adds a frame to the transcript, reusing the buffer of the
 // entry it replaces; s.mu held.
-func (s *Session) recordLocked(dir string, size int64, frame []byte) {
+func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byte) {
 	e := s.transcript.slot(0)
-	e.At, e.Dir, e.Size, e.Junk = time.Now(), dir, size, false
+	e.At, e.Dir, e.Size, e.Junk = at, dir, size, false
 	e.Head = append(e.Head[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
 	s.stats.TranscriptDropped = s.transcript.dropped
 }
