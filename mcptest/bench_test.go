@@ -225,4 +225,3 @@ func BenchmarkReceive1MiB(b *testing.B) {
 		})
 	}
 }
-
