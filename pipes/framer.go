@@ -68,9 +68,9 @@ type FramerStats struct {
 // transport frames JSON-RPC messages. It does not parse or validate what the
 // frames contain.
 //
-// Memory stays within the limit plus a 64 KiB read buffer whatever arrives:
-// a frame longer than the limit is skipped up to its newline without being
-// stored. A Framer is not safe for concurrent calls to Next; Stats may be
+// Memory stays below limit + 128 KiB whatever arrives (a 64 KiB read buffer,
+// and a frame buffer of at most limit + 64 KiB + 1 bytes): a frame longer
+// than the limit is skipped up to its newline without being stored. A Framer is not safe for concurrent calls to Next; Stats may be
 // called from any goroutine.
 type Framer struct {
 	r     io.Reader
@@ -158,10 +158,16 @@ func (c *frameCount) load() (frames, n, crs int64) {
 // NewFramer returns a Framer reading from r that accepts frames of at most
 // limit bytes, not counting the line terminator. A limit below 1 is taken as 1.
 func NewFramer(r io.Reader, limit int) *Framer {
+	return newFramer(r, limit, readSize)
+}
+
+// newFramer is NewFramer with a read buffer of size bytes (tests use tiny
+// ones to reach every path with small inputs).
+func newFramer(r io.Reader, limit, size int) *Framer {
 	if limit < 1 {
 		limit = 1
 	}
-	return &Framer{r: r, limit: limit, rbuf: make([]byte, readSize)}
+	return &Framer{r: r, limit: limit, rbuf: make([]byte, size)}
 }
 
 // Limit returns the Framer's frame limit in bytes.
@@ -216,7 +222,15 @@ func (f *Framer) Next() ([]byte, error) {
 			if f.err != nil {
 				return nil, f.finish()
 			}
-			if err := f.fill(); err != nil {
+			if f.direct() {
+				if frame, err, ok := f.fillFrame(); ok {
+					return frame, err
+				}
+				continue
+			}
+			n, err := f.fill(f.rbuf)
+			f.rpos, f.rend = 0, n
+			if err != nil {
 				f.err = err
 			}
 			continue
@@ -244,42 +258,68 @@ func (f *Framer) Next() ([]byte, error) {
 	}
 }
 
-// appendFrame appends b to dst, growing it at most to limit+1 bytes of
-// capacity so that one long line costs O(limit) memory in all.
-func (f *Framer) appendFrame(dst, b []byte) []byte {
-	if need := len(dst) + len(b); need > cap(dst) {
-		c := min(max(2*cap(dst), need, 4096), f.limit+1+readSize)
+// direct reports whether the next read should go straight into the frame
+// being assembled: it already fills a read buffer, so it is probably long,
+// and it has room for a whole read below the limit.
+func (f *Framer) direct() bool {
+	n := len(f.rbuf)
+	return !f.over && len(f.frame) >= n && f.limit+1-len(f.frame) >= n
+}
+
+// fillFrame reads once into the frame's spare capacity, which saves copying
+// a long frame from the read buffer. Bytes after a newline go to the empty
+// read buffer. ok reports whether Next should return frame, err.
+func (f *Framer) fillFrame() (frame []byte, err error, ok bool) {
+	start := len(f.frame)
+	f.frame = f.grow(f.frame, len(f.rbuf))
+	n, rerr := f.fill(f.frame[start : start+len(f.rbuf)])
+	if rerr != nil {
+		f.err = rerr
+	}
+	got := f.frame[start : start+n]
+	i := bytes.IndexByte(got, '\n')
+	if i < 0 {
+		f.frame = f.frame[:start+n]
+		return nil, nil, false
+	}
+	f.rpos, f.rend = 0, copy(f.rbuf, got[i+1:])
+	f.frame = f.frame[:start+i]
+	return f.endLine(nil)
+}
+
+// grow returns dst with room for extra more bytes, growing it at most to
+// limit+1+len(rbuf) bytes of capacity, so that one long line costs O(limit)
+// memory in all. The frame never holds more than limit+1 bytes before its
+// last read, so that bound is never in the way.
+func (f *Framer) grow(dst []byte, extra int) []byte {
+	if need := len(dst) + extra; need > cap(dst) {
+		c := min(max(2*cap(dst), need, 4096), f.limit+1+len(f.rbuf))
 		grown := make([]byte, len(dst), c)
 		copy(grown, dst)
 		dst = grown
 	}
-	return append(dst, b...)
+	return dst
 }
 
-// fill reads once into the empty read buffer. A reader that returns no bytes
-// and no error many times in a row is reported, as bufio does.
-func (f *Framer) fill() error {
+// appendFrame appends b to dst within the bounds of grow.
+func (f *Framer) appendFrame(dst, b []byte) []byte {
+	return append(f.grow(dst, len(b)), b...)
+}
+
+// fill reads once into dst and counts what it got. A reader that returns no
+// bytes and no error many times in a row is reported, as bufio does.
+func (f *Framer) fill(dst []byte) (int, error) {
 	for range 100 {
-		if err := f.fill1(); err != errNoBytes {
-			return err
+		n, err := f.r.Read(dst)
+		if n < 0 || n > len(dst) {
+			return 0, fmt.Errorf("pipes: reader returned %d bytes for a %d-byte buffer", n, len(dst))
+		}
+		f.count.bytes.Add(int64(n))
+		if n > 0 || err != nil {
+			return n, err
 		}
 	}
-	return io.ErrNoProgress
-}
-
-var errNoBytes = errors.New("no bytes")
-
-func (f *Framer) fill1() error {
-	n, err := f.r.Read(f.rbuf)
-	if n < 0 || n > len(f.rbuf) {
-		return fmt.Errorf("pipes: reader returned %d bytes for a %d-byte buffer", n, len(f.rbuf))
-	}
-	f.rpos, f.rend = 0, n
-	f.count.bytes.Add(int64(n))
-	if err == nil && n == 0 {
-		return errNoBytes
-	}
-	return err
+	return 0, io.ErrNoProgress
 }
 
 // absorb takes bytes of a line whose end has not arrived yet.

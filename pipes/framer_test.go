@@ -52,6 +52,7 @@ func collect(t *testing.T, f *pipes.Framer) []item {
 func TestFramer(t *testing.T) {
 	const limit = 10
 	big8 := strings.Repeat("x", 8<<20)
+	mib := strings.Repeat("m", 1<<20)
 	tests := []struct {
 		name  string
 		limit int
@@ -79,6 +80,10 @@ func TestFramer(t *testing.T) {
 		{"eof mid oversized frame", limit, "a\n" + strings.Repeat("q", 50), []item{{Frame: "a"}, {Lost: 50, Head: strings.Repeat("q", 50)}}},
 		{"8 MiB line with no newline", 1 << 20, big8, []item{{Lost: 8 << 20, Head: big8[:pipes.HeadSize]}}},
 		{"8 MiB line then a frame", 1 << 20, big8 + "\nnext\n", []item{{TooLarge: 8 << 20, Head: big8[:pipes.HeadSize]}, {Frame: "next"}}},
+		{"1 MiB frames read straight into the frame", 2 << 20, mib + "\n" + mib[1:] + "\r\nz\n" + mib + "\n",
+			[]item{{Frame: mib}, {Frame: mib[1:]}, {Frame: "z"}, {Frame: mib}}},
+		{"at the limit after direct reads", 1<<20 - 1, mib[1:] + "\r\n" + mib + "\n" + mib[1:] + "\n",
+			[]item{{Frame: mib[1:]}, {TooLarge: 1 << 20, Head: mib[:pipes.HeadSize]}, {Frame: mib[1:]}}},
 		{"empty input", limit, "", nil},
 	}
 	readers := map[string]func(string) io.Reader{
