@@ -29,6 +29,23 @@ func makeFrame(size int) []byte {
 // measured loop, so that only the reading side's allocations are counted.
 func benchPipe(b *testing.B, count int, chunks ...[]byte) (*os.File, func()) {
 	b.Helper()
+	return startPipeWriter(b, func(w io.Writer) error {
+		for range count {
+			for _, c := range chunks {
+				if _, err := w.Write(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// startPipeWriter runs write on the write end of a fresh os.Pipe in another
+// goroutine, then closes that end. It returns the read end and a function
+// that closes it and waits for the writer.
+func startPipeWriter(b *testing.B, write func(io.Writer) error) (*os.File, func()) {
+	b.Helper()
 	p, err := pipes.New()
 	if err != nil {
 		b.Fatal(err)
@@ -37,13 +54,7 @@ func benchPipe(b *testing.B, count int, chunks ...[]byte) (*os.File, func()) {
 	go func() {
 		defer close(done)
 		defer p.W.Close()
-		for range count {
-			for _, c := range chunks {
-				if _, err := p.W.Write(c); err != nil {
-					return
-				}
-			}
-		}
+		_ = write(p.W) // an error means the reader closed: the pass has failed or ended
 	}()
 	return p.R, func() { p.R.Close(); <-done }
 }
@@ -76,25 +87,18 @@ func newStream(frame int) stream {
 // function that closes it and waits for the writer.
 func (s stream) open(b *testing.B) (*os.File, func()) {
 	b.Helper()
-	p, err := pipes.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer p.W.Close()
+	return startPipeWriter(b, func(w io.Writer) error {
 		off := 0
 		for left := s.total; left > 0; {
 			piece := s.tape[off : off+min(writeSize, left)]
-			if _, err := p.W.Write(piece); err != nil {
-				return
+			if _, err := w.Write(piece); err != nil {
+				return err
 			}
 			left -= len(piece)
 			off = (off + len(piece)) % s.frame
 		}
-	}()
-	return p.R, func() { p.R.Close(); <-done }
+		return nil
+	})
 }
 
 // consumer reads one pass of a stream from r and returns the bytes it

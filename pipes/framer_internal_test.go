@@ -37,6 +37,20 @@ func TestFrameCountFlush(t *testing.T) {
 	}
 }
 
+// SplitReader reads in whole, one byte at a time, or half of what is asked,
+// as split%3 chooses. It is exported for the fuzz tests of package
+// pipes_test, and exists only in tests.
+func SplitReader(in []byte, split uint8) io.Reader {
+	var r io.Reader = bytes.NewReader(in)
+	switch split % 3 {
+	case 1:
+		r = iotest.OneByteReader(r)
+	case 2:
+		r = iotest.HalfReader(r)
+	}
+	return r
+}
+
 // FuzzFramerBufferSize checks that the read buffer's size changes nothing
 // but memory: a Framer with a buffer of a few bytes, which reads long frames
 // straight into the frame and hands bytes back to its buffer, returns the
@@ -47,18 +61,8 @@ func FuzzFramerBufferSize(f *testing.F) {
 	f.Add([]byte(strings.Repeat("z", 90)+"\r"), 200, uint8(8), uint8(2))
 	f.Fuzz(func(t *testing.T, in []byte, limit int, size, split uint8) {
 		limit = 1 + (limit&0x7fffffff)%512
-		reader := func() io.Reader {
-			var r io.Reader = bytes.NewReader(in)
-			switch split % 3 {
-			case 1:
-				r = iotest.OneByteReader(r)
-			case 2:
-				r = iotest.HalfReader(r)
-			}
-			return r
-		}
-		want := NewFramer(reader(), limit)
-		got := newFramer(reader(), limit, 1+int(size%64))
+		want := NewFramer(SplitReader(in, split), limit)
+		got := newFramer(SplitReader(in, split), limit, 1+int(size%64))
 		for i := 0; ; i++ {
 			wf, werr := want.Next()
 			gf, gerr := got.Next()

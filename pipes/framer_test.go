@@ -179,14 +179,7 @@ func FuzzFramer(f *testing.F) {
 	f.Add([]byte("\r\r\n\r\n"), 1, uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, limit int, split uint8) {
 		limit = 1 + (limit&0x7fffffff)%512
-		var r io.Reader = bytes.NewReader(in)
-		switch split % 3 {
-		case 1:
-			r = iotest.OneByteReader(r)
-		case 2:
-			r = iotest.HalfReader(r)
-		}
-		fr := pipes.NewFramer(r, limit)
+		fr := pipes.NewFramer(pipes.SplitReader(in, split), limit)
 		var frames, frameBytes int64
 		for {
 			frame, err := fr.Next()
