@@ -208,21 +208,18 @@ func (v *Valve) WaitStalled(ctx context.Context) error {
 }
 
 // Stall stops reading. When it returns, no further byte is taken from the
-// underlying reader until the next Resume or StallAfter: a read blocked in
-// the kernel has been interrupted (with a read deadline) and has ended, and
-// the bytes it got were delivered. Stalling a stalled valve changes nothing.
+// underlying reader until a Resume or StallAfter that began after this Stall
+// did: a read in flight has been interrupted (with a read deadline) and has
+// ended, and the bytes it got were delivered. Stalling a stalled valve
+// changes nothing, and Stalls racing each other each wait for the read.
 //
-// Stall returns without waiting for the interrupted read to end, and that
-// read may still deliver bytes afterwards, in these cases only:
-//   - a Resume or StallAfter began after this Stall did (a race): the later
-//     call supersedes the stall, which Stall does not wait to enforce;
-//   - Close was called;
-//   - the reader cannot be interrupted (see NewValve);
-//   - the read did not end within a second of being interrupted: the reader
-//     ignores its deadline, as an *os.File does once its Fd method has put it
-//     in blocking mode.
-//
-// Another Stall racing this one does not shorten its wait.
+// A Resume or StallAfter that begins while Stall waits for the read
+// supersedes the stall: Stall then returns no later than that call opens
+// the valve. Stall returns without waiting for the read in flight, which may
+// then still deliver bytes, only if Close was called, if the reader cannot
+// be interrupted (see NewValve), or if the read has not ended a second after
+// being interrupted (the reader ignores its deadline, as an *os.File does
+// once its Fd method has put it in blocking mode).
 func (v *Valve) Stall() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
