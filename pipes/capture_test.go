@@ -136,6 +136,7 @@ func TestCaptureDrainsChild(t *testing.T) {
 // testBound is the upper bound for one blocking step of a test: generous,
 // and inside the test binary's deadline so a hang fails the test by name.
 func testBound(t *testing.T) time.Duration {
+	t.Helper()
 	bound := 60 * time.Second
 	if dl, ok := t.Deadline(); ok {
 		if left := time.Until(dl) - 5*time.Second; left < bound {

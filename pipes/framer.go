@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"runtime"
+	"sync/atomic"
 )
 
 // HeadSize is the most bytes of a lost or oversized frame that errors keep,
@@ -60,16 +61,16 @@ type FramerStats struct {
 	Oversized   int64 // frames over the limit, discarded
 	Discarded   int64 // bytes of oversized frames and of a frame cut off by EOF
 	Truncated   int64 // frames cut off by EOF (0 or 1)
-	Pending     int64 // bytes of the current unfinished frame, not yet accounted elsewhere
+	Pending     int64 // bytes read and not yet accounted elsewhere: the unfinished frame, and bytes buffered after it
 }
 
 // Framer splits a byte stream into newline-terminated frames, as MCP's stdio
 // transport frames JSON-RPC messages. It does not parse or validate what the
 // frames contain.
 //
-// Memory stays within the limit plus a 64 KiB read buffer whatever arrives:
-// a frame longer than the limit is skipped up to its newline without being
-// stored. A Framer is not safe for concurrent calls to Next; Stats may be
+// Memory stays below limit + 128 KiB whatever arrives (a 64 KiB read buffer,
+// and a frame buffer of at most limit + 64 KiB + 1 bytes): a frame longer
+// than the limit is skipped up to its newline without being stored. A Framer is not safe for concurrent calls to Next; Stats may be
 // called from any goroutine.
 type Framer struct {
 	r     io.Reader
@@ -81,30 +82,127 @@ type Framer struct {
 	head       []byte // head of the frame being discarded
 	over       bool   // discarding an oversized frame
 	overSize   int64  // its bytes so far
-	overCR     bool   // its last byte was '\r'
+	overCR     bool   // its last byte so far is a '\r', not yet counted: it may be a terminator's
+	largest    int64  // the reading goroutine's copy of count.largest
 	err        error  // sticky read error
 
-	mu    sync.Mutex
-	stats FramerStats
+	// count is written only by the goroutine calling Next and read by
+	// Stats, without a lock: a returned frame costs one atomic store.
+	// Terminators and Pending are derived (see Stats).
+	count struct {
+		frames                                                      frameCount
+		bytes, largest, emptyLines, oversized, discarded, truncated atomic.Int64
+	}
+}
+
+// frameCount counts frames, their bytes and the '\r's of their terminators
+// with one atomic store per frame, so that Stats sees all three of a frame
+// at once. Recent counts are packed into one word; when a field of it
+// reaches its top bit (8,192 frames or '\r's, or 32 GiB), the word is moved
+// into the totals under a sequence lock.
+type frameCount struct {
+	packed             atomic.Uint64 // since the last flush: see the pack constants
+	seq                atomic.Uint64 // odd while a flush runs
+	frames, bytes, crs atomic.Int64  // totals as of the last flush
+	local              uint64        // the writer's copy of packed
+}
+
+// The packed word: bytes in bits 0-35, frames in 36-49, '\r's in 50-63. A
+// field is flushed once its top bit is set, before it can overflow.
+const (
+	packFrameShift = 36
+	packCRShift    = 50
+	packTopBits    = 1<<(packFrameShift-1) | 1<<(packCRShift-1) | 1<<63
+	packBigN       = 1 << (packFrameShift - 2) // larger byte counts go straight to the totals
+)
+
+// add counts frames frames (0 or 1) of n bytes in all, and crs '\r's (0 or
+// 1). Only the goroutine calling Next calls it.
+func (c *frameCount) add(frames, n, crs uint64) {
+	if n < packBigN {
+		if p := c.local + frames<<packFrameShift + n + crs<<packCRShift; p&packTopBits == 0 {
+			c.local = p
+			c.packed.Store(p)
+			return
+		}
+	}
+	c.flush(frames, n, crs)
+}
+
+// flush moves the packed counts, and the given ones, into the totals.
+func (c *frameCount) flush(frames, n, crs uint64) {
+	p := c.local
+	c.seq.Add(1)
+	c.frames.Add(int64(p>>packFrameShift&(1<<(packCRShift-packFrameShift)-1) + frames))
+	c.bytes.Add(int64(p&(1<<packFrameShift-1) + n))
+	c.crs.Add(int64(p>>packCRShift + crs))
+	c.packed.Store(0)
+	c.seq.Add(1)
+	c.local = 0
+}
+
+// load returns the counts; any goroutine may call it.
+func (c *frameCount) load() (frames, n, crs int64) {
+	for {
+		if s := c.seq.Load(); s&1 == 0 {
+			p := c.packed.Load()
+			frames, n, crs = c.frames.Load(), c.bytes.Load(), c.crs.Load()
+			if c.seq.Load() == s {
+				return frames + int64(p>>packFrameShift&(1<<(packCRShift-packFrameShift)-1)), n + int64(p&(1<<packFrameShift-1)), crs + int64(p>>packCRShift)
+			}
+		}
+		runtime.Gosched() // a flush is running: it is a few instructions long
+	}
 }
 
 // NewFramer returns a Framer reading from r that accepts frames of at most
 // limit bytes, not counting the line terminator. A limit below 1 is taken as 1.
 func NewFramer(r io.Reader, limit int) *Framer {
+	return newFramer(r, limit, readSize)
+}
+
+// newFramer is NewFramer with a read buffer of size bytes (tests use tiny
+// ones to reach every path with small inputs).
+func newFramer(r io.Reader, limit, size int) *Framer {
 	if limit < 1 {
 		limit = 1
 	}
-	return &Framer{r: r, limit: limit, rbuf: make([]byte, readSize)}
+	return &Framer{r: r, limit: limit, rbuf: make([]byte, size)}
 }
 
 // Limit returns the Framer's frame limit in bytes.
 func (f *Framer) Limit() int { return f.limit }
 
-// Stats returns a snapshot of the Framer's counters.
+// Stats returns a snapshot of the Framer's counters. It may be called from
+// any goroutine at any time, and never waits for Next.
+//
+// Everything done by the Next calls that returned before Stats was called is
+// counted; no counter is negative or ever goes down; and the accounting
+// invariant of FramerStats holds in every snapshot. A snapshot taken while
+// Next runs may count part of that call's work: bytes it has read and not
+// yet accounted are in Pending; a frame it is about to return is counted
+// in Frames, FrameBytes and Terminators together, and maybe not yet in
+// Largest; the bytes of an oversized frame are added to Discarded as they
+// stream past, before its newline counts it in Oversized.
 func (f *Framer) Stats() FramerStats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stats
+	c := &f.count
+	// Bytes are added to c.bytes before any of them is accounted, and
+	// every counter only grows: loading c.bytes last keeps Pending >= 0.
+	frames, frameBytes, crs := c.frames.load()
+	s := FramerStats{
+		Frames:     frames,
+		FrameBytes: frameBytes,
+		Largest:    c.largest.Load(),
+		EmptyLines: c.emptyLines.Load(),
+		Oversized:  c.oversized.Load(),
+		Discarded:  c.discarded.Load(),
+		Truncated:  c.truncated.Load(),
+	}
+	// One '\n' per line, and a '\r' before some.
+	s.Terminators = s.Frames + s.EmptyLines + s.Oversized + crs
+	s.Bytes = c.bytes.Load()
+	s.Pending = s.Bytes - s.FrameBytes - s.Terminators - s.Discarded
+	return s
 }
 
 // Next returns the next frame without its "\n" and without a "\r" before it.
@@ -124,7 +222,15 @@ func (f *Framer) Next() ([]byte, error) {
 			if f.err != nil {
 				return nil, f.finish()
 			}
-			if err := f.fill(); err != nil {
+			if f.direct() {
+				if frame, err, ok := f.fillFrame(); ok {
+					return frame, err
+				}
+				continue
+			}
+			n, err := f.fill(f.rbuf)
+			f.rpos, f.rend = 0, n
+			if err != nil {
 				f.err = err
 			}
 			continue
@@ -137,51 +243,83 @@ func (f *Framer) Next() ([]byte, error) {
 			continue
 		}
 		f.rpos += i + 1
+		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
+			// The common case, a whole frame in the read buffer: no copy.
+			f.count.frames.add(1, uint64(i), 0)
+			if int64(i) > f.largest {
+				f.largest = int64(i)
+				f.count.largest.Store(f.largest)
+			}
+			return chunk[:i], nil
+		}
 		if frame, err, ok := f.endLine(chunk[:i]); ok {
 			return frame, err
 		}
 	}
 }
 
-// appendFrame appends b to dst, growing it at most to limit+1 bytes of
-// capacity so that one long line costs O(limit) memory in all.
-func (f *Framer) appendFrame(dst, b []byte) []byte {
-	if need := len(dst) + len(b); need > cap(dst) {
-		c := min(max(2*cap(dst), need, 4096), f.limit+1+readSize)
+// direct reports whether the next read should go straight into the frame
+// being assembled: it already fills a read buffer, so it is probably long,
+// and it has room for a whole read below the limit.
+func (f *Framer) direct() bool {
+	n := len(f.rbuf)
+	return !f.over && len(f.frame) >= n && f.limit+1-len(f.frame) >= n
+}
+
+// fillFrame reads once into the frame's spare capacity, which saves copying
+// a long frame from the read buffer. Bytes after a newline go to the empty
+// read buffer. ok reports whether Next should return frame, err.
+func (f *Framer) fillFrame() (frame []byte, err error, ok bool) {
+	start := len(f.frame)
+	f.frame = f.grow(f.frame, len(f.rbuf))
+	n, rerr := f.fill(f.frame[start : start+len(f.rbuf)])
+	if rerr != nil {
+		f.err = rerr
+	}
+	got := f.frame[start : start+n]
+	i := bytes.IndexByte(got, '\n')
+	if i < 0 {
+		f.frame = f.frame[:start+n]
+		return nil, nil, false
+	}
+	f.rpos, f.rend = 0, copy(f.rbuf, got[i+1:])
+	f.frame = f.frame[:start+i]
+	return f.endLine(nil)
+}
+
+// grow returns dst with room for extra more bytes, growing it at most to
+// limit+1+len(rbuf) bytes of capacity, so that one long line costs O(limit)
+// memory in all. The frame never holds more than limit+1 bytes before its
+// last read, so that bound is never in the way.
+func (f *Framer) grow(dst []byte, extra int) []byte {
+	if need := len(dst) + extra; need > cap(dst) {
+		c := min(max(2*cap(dst), need, 4096), f.limit+1+len(f.rbuf))
 		grown := make([]byte, len(dst), c)
 		copy(grown, dst)
 		dst = grown
 	}
-	return append(dst, b...)
+	return dst
 }
 
-// fill reads once into the empty read buffer. A reader that returns no bytes
-// and no error many times in a row is reported, as bufio does.
-func (f *Framer) fill() error {
+// appendFrame appends b to dst within the bounds of grow.
+func (f *Framer) appendFrame(dst, b []byte) []byte {
+	return append(f.grow(dst, len(b)), b...)
+}
+
+// fill reads once into dst and counts what it got. A reader that returns no
+// bytes and no error many times in a row is reported, as bufio does.
+func (f *Framer) fill(dst []byte) (int, error) {
 	for range 100 {
-		if err := f.fill1(); err != errNoBytes {
-			return err
+		n, err := f.r.Read(dst)
+		if n < 0 || n > len(dst) {
+			return 0, fmt.Errorf("pipes: reader returned %d bytes for a %d-byte buffer", n, len(dst))
+		}
+		f.count.bytes.Add(int64(n))
+		if n > 0 || err != nil {
+			return n, err
 		}
 	}
-	return io.ErrNoProgress
-}
-
-var errNoBytes = errors.New("no bytes")
-
-func (f *Framer) fill1() error {
-	n, err := f.r.Read(f.rbuf)
-	if n < 0 || n > len(f.rbuf) {
-		return fmt.Errorf("pipes: reader returned %d bytes for a %d-byte buffer", n, len(f.rbuf))
-	}
-	f.rpos, f.rend = 0, n
-	f.mu.Lock()
-	f.stats.Bytes += int64(n)
-	f.stats.Pending += int64(n)
-	f.mu.Unlock()
-	if err == nil && n == 0 {
-		return errNoBytes
-	}
-	return err
+	return 0, io.ErrNoProgress
 }
 
 // absorb takes bytes of a line whose end has not arrived yet.
@@ -200,6 +338,7 @@ func (f *Framer) absorb(b []byte) {
 	// The frame is over the limit whatever follows: stop storing it.
 	f.over = true
 	f.overSize = 0
+	f.overCR = false
 	f.head = f.head[:0]
 	stored := f.frame
 	f.frame = f.frame[:0]
@@ -207,7 +346,8 @@ func (f *Framer) absorb(b []byte) {
 	f.discard(b)
 }
 
-// discard drops bytes of an oversized frame.
+// discard drops bytes of an oversized frame. A final '\r' is held back from
+// Discarded until the next byte shows whether it begins the terminator.
 func (f *Framer) discard(b []byte) {
 	if len(b) == 0 {
 		return
@@ -216,11 +356,14 @@ func (f *Framer) discard(b []byte) {
 		f.head = append(f.head, b[:min(len(b), HeadSize-len(f.head))]...)
 	}
 	f.overSize += int64(len(b))
-	f.overCR = b[len(b)-1] == '\r'
-	f.mu.Lock()
-	f.stats.Discarded += int64(len(b))
-	f.stats.Pending -= int64(len(b))
-	f.mu.Unlock()
+	d := int64(len(b))
+	if f.overCR {
+		d++ // the '\r' held back was not a terminator's
+	}
+	if f.overCR = b[len(b)-1] == '\r'; f.overCR {
+		d--
+	}
+	f.count.discarded.Add(d)
 }
 
 // endLine completes the current line with its final bytes b (the "\n" is
@@ -228,19 +371,14 @@ func (f *Framer) discard(b []byte) {
 func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 	if f.over {
 		f.discard(b)
-		size, term := f.overSize, int64(1)
+		size := f.overSize
 		if f.overCR {
-			size, term = size-1, 2
+			size-- // the '\r' of "\r\n"
+			f.count.frames.add(0, 0, 1)
 		}
-		f.mu.Lock()
-		f.stats.Oversized++
-		// The '\r' was counted as discarded; it is a terminator.
-		f.stats.Discarded -= term - 1
-		f.stats.Terminators += term
-		f.stats.Pending -= 1
-		f.mu.Unlock()
-		f.over = false
-		head := f.head[:min(int64(len(f.head)), size)] // not the '\r' of "\r\n"
+		f.count.oversized.Add(1)
+		f.over, f.overCR = false, false
+		head := f.head[:min(int64(len(f.head)), size)]
 		return nil, &FrameTooLargeError{Size: size, Limit: f.limit, Head: bytes.Clone(head)}, true
 	}
 	if len(f.frame) == 0 {
@@ -249,34 +387,30 @@ func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 		frame = f.appendFrame(f.frame, b)
 		f.frame = frame
 	}
-	term := int64(1)
+	var cr uint64
 	if n := len(frame); n > 0 && frame[n-1] == '\r' {
-		frame, term = frame[:n-1], 2
+		frame, cr = frame[:n-1], 1
 	}
-	if len(frame) > f.limit {
-		f.mu.Lock()
-		f.stats.Oversized++
-		f.stats.Discarded += int64(len(frame))
-		f.stats.Terminators += term
-		f.stats.Pending -= int64(len(frame)) + term
-		f.mu.Unlock()
+	switch n := int64(len(frame)); {
+	case n > int64(f.limit):
+		f.count.frames.add(0, 0, cr)
+		f.count.discarded.Add(n)
+		f.count.oversized.Add(1)
 		f.frame = f.frame[:0]
-		return nil, &FrameTooLargeError{Size: int64(len(frame)), Limit: f.limit, Head: bytes.Clone(frame[:min(len(frame), HeadSize)])}, true
-	}
-	f.mu.Lock()
-	f.stats.Terminators += term
-	f.stats.Pending -= int64(len(frame)) + term
-	if len(frame) == 0 {
-		f.stats.EmptyLines++
-		f.mu.Unlock()
+		return nil, &FrameTooLargeError{Size: n, Limit: f.limit, Head: bytes.Clone(frame[:min(n, HeadSize)])}, true
+	case n == 0:
+		f.count.frames.add(0, 0, cr)
+		f.count.emptyLines.Add(1)
 		f.frame = f.frame[:0]
 		return nil, nil, false
+	default:
+		f.count.frames.add(1, uint64(n), cr)
+		if n > f.largest {
+			f.largest = n
+			f.count.largest.Store(n)
+		}
+		return frame, nil, true
 	}
-	f.stats.Frames++
-	f.stats.FrameBytes += int64(len(frame))
-	f.stats.Largest = max(f.stats.Largest, int64(len(frame)))
-	f.mu.Unlock()
-	return frame, nil, true
 }
 
 // finish reports the end of input once the read buffer is drained.
@@ -290,18 +424,16 @@ func (f *Framer) finish() error {
 	var e *TruncatedFrameError
 	if f.over {
 		e = &TruncatedFrameError{Lost: f.overSize, Oversized: true, Head: bytes.Clone(f.head)}
-		f.over = false
+		if f.overCR {
+			f.count.discarded.Add(1) // no terminator came after all
+		}
+		f.over, f.overCR = false, false
 	} else {
 		e = &TruncatedFrameError{Lost: int64(len(f.frame)), Head: bytes.Clone(f.frame[:min(len(f.frame), HeadSize)])}
-		f.mu.Lock()
-		f.stats.Discarded += int64(len(f.frame))
-		f.stats.Pending -= int64(len(f.frame))
-		f.mu.Unlock()
+		f.count.discarded.Add(int64(len(f.frame)))
 		f.frame = f.frame[:0]
 	}
-	f.mu.Lock()
-	f.stats.Truncated++
-	f.mu.Unlock()
+	f.count.truncated.Add(1)
 	if !errors.Is(f.err, io.EOF) {
 		// The reader failed rather than ended: report both.
 		f.err = fmt.Errorf("%w (%v)", f.err, e)

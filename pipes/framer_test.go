@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 
@@ -51,6 +52,7 @@ func collect(t *testing.T, f *pipes.Framer) []item {
 func TestFramer(t *testing.T) {
 	const limit = 10
 	big8 := strings.Repeat("x", 8<<20)
+	mib := strings.Repeat("m", 1<<20)
 	tests := []struct {
 		name  string
 		limit int
@@ -78,6 +80,10 @@ func TestFramer(t *testing.T) {
 		{"eof mid oversized frame", limit, "a\n" + strings.Repeat("q", 50), []item{{Frame: "a"}, {Lost: 50, Head: strings.Repeat("q", 50)}}},
 		{"8 MiB line with no newline", 1 << 20, big8, []item{{Lost: 8 << 20, Head: big8[:pipes.HeadSize]}}},
 		{"8 MiB line then a frame", 1 << 20, big8 + "\nnext\n", []item{{TooLarge: 8 << 20, Head: big8[:pipes.HeadSize]}, {Frame: "next"}}},
+		{"1 MiB frames read straight into the frame", 2 << 20, mib + "\n" + mib[1:] + "\r\nz\n" + mib + "\n",
+			[]item{{Frame: mib}, {Frame: mib[1:]}, {Frame: "z"}, {Frame: mib}}},
+		{"at the limit after direct reads", 1<<20 - 1, mib[1:] + "\r\n" + mib + "\n" + mib[1:] + "\n",
+			[]item{{Frame: mib[1:]}, {TooLarge: 1 << 20, Head: mib[:pipes.HeadSize]}, {Frame: mib[1:]}}},
 		{"empty input", limit, "", nil},
 	}
 	readers := map[string]func(string) io.Reader{
@@ -173,14 +179,7 @@ func FuzzFramer(f *testing.F) {
 	f.Add([]byte("\r\r\n\r\n"), 1, uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, limit int, split uint8) {
 		limit = 1 + (limit&0x7fffffff)%512
-		var r io.Reader = bytes.NewReader(in)
-		switch split % 3 {
-		case 1:
-			r = iotest.OneByteReader(r)
-		case 2:
-			r = iotest.HalfReader(r)
-		}
-		fr := pipes.NewFramer(r, limit)
+		fr := pipes.NewFramer(pipes.SplitReader(in, split), limit)
 		var frames, frameBytes int64
 		for {
 			frame, err := fr.Next()
@@ -222,4 +221,87 @@ func FuzzFramer(f *testing.F) {
 			t.Errorf("frames %d + empty %d + oversized %d != newlines %d", s.Frames, s.EmptyLines, s.Oversized, nl)
 		}
 	})
+}
+
+// TestFramerStatsConcurrent takes snapshots while Next runs on a real pipe:
+// each one keeps the accounting invariant with no negative counter, no
+// counter goes down, and every frame returned before a snapshot is in it.
+func TestFramerStatsConcurrent(t *testing.T) {
+	p := newPipe(t)
+	const limit = 100
+	var in bytes.Buffer
+	for i := range 60_000 { // enough frames and "\r"s to move the packed counts into the totals several times
+		switch i % 7 {
+		case 0:
+			in.WriteString(strings.Repeat("o", limit+1+i%300) + "\r\n") // oversized
+		case 1:
+			in.WriteString("\r\n") // empty
+		case 2:
+			in.WriteString(strings.Repeat("c", 1+i%limit) + "\r\n")
+		default:
+			in.WriteString(strings.Repeat("f", 1+i%limit) + "\n")
+		}
+	}
+	in.WriteString("unfinished")
+	wdone := startWriter(t, p, in.Bytes())
+	f := pipes.NewFramer(p.R, limit)
+	var returned atomic.Int64 // frames Next has returned
+	rdone := make(chan error, 1)
+	go func() {
+		for {
+			_, err := f.Next()
+			var big *pipes.FrameTooLargeError
+			switch {
+			case err == nil:
+				returned.Add(1)
+			case errors.As(err, &big):
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				rdone <- nil
+				return
+			default:
+				rdone <- err
+				return
+			}
+		}
+	}()
+	var prev pipes.FramerStats
+	for snapshots := 0; ; snapshots++ {
+		done := false
+		select {
+		case err := <-rdone:
+			if err != nil {
+				t.Fatalf("Next: %v", err)
+			}
+			done = true
+		default:
+		}
+		before := returned.Load()
+		s := f.Stats()
+		if sum := s.FrameBytes + s.Terminators + s.Discarded + s.Pending; sum != s.Bytes || s.Pending < 0 {
+			t.Fatalf("snapshot %d: FrameBytes %d + Terminators %d + Discarded %d + Pending %d = %d, want Bytes %d, Pending >= 0",
+				snapshots, s.FrameBytes, s.Terminators, s.Discarded, s.Pending, sum, s.Bytes)
+		}
+		if s.Frames < before {
+			t.Fatalf("snapshot %d: Frames = %d, but Next had returned %d frames before Stats was called", snapshots, s.Frames, before)
+		}
+		for name, pair := range map[string][2]int64{
+			"Bytes": {prev.Bytes, s.Bytes}, "Frames": {prev.Frames, s.Frames}, "FrameBytes": {prev.FrameBytes, s.FrameBytes},
+			"Largest": {prev.Largest, s.Largest}, "Terminators": {prev.Terminators, s.Terminators}, "EmptyLines": {prev.EmptyLines, s.EmptyLines},
+			"Oversized": {prev.Oversized, s.Oversized}, "Discarded": {prev.Discarded, s.Discarded}, "Truncated": {prev.Truncated, s.Truncated},
+		} {
+			if pair[1] < pair[0] {
+				t.Fatalf("snapshot %d: %s went down from %d to %d", snapshots, name, pair[0], pair[1])
+			}
+		}
+		prev = s
+		if done {
+			t.Logf("%d snapshots", snapshots)
+			break
+		}
+	}
+	wait(t, wdone, "writer")
+	checkAccounting(t, prev, int64(in.Len()))
+	if prev.Pending != 0 || prev.Truncated != 1 || prev.Frames != returned.Load() {
+		t.Errorf("at the end: Pending %d, Truncated %d, Frames %d; want 0, 1, %d", prev.Pending, prev.Truncated, prev.Frames, returned.Load())
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,7 +26,8 @@ func pattern(n int) []byte {
 	return b
 }
 
-// reader drains a Valve in its own goroutine and reports what it read.
+// reader drains a Valve in its own goroutine and reports what it read. It
+// ends without error at io.EOF or ErrValveClosed.
 type reader struct {
 	got  bytes.Buffer
 	done chan error
@@ -38,7 +41,7 @@ func startReader(v *pipes.Valve) *reader {
 			n, err := v.Read(buf)
 			r.got.Write(buf[:n])
 			if err != nil {
-				if err == io.EOF {
+				if err == io.EOF || errors.Is(err, pipes.ErrValveClosed) {
 					err = nil
 				}
 				r.done <- err
@@ -249,5 +252,245 @@ func TestValveWithoutDeadlines(t *testing.T) {
 	rest, err := io.ReadAll(v)
 	if string(rest) != "llo" || err != nil {
 		t.Errorf("after Resume read %q, %v; want \"llo\"", rest, err)
+	}
+}
+
+// gateReader is a reader whose reads end only when the test says so, and
+// which reports every read deadline set on it: it makes one interleaving of
+// a Valve's reader and its callers happen on purpose, with no timing.
+type gateReader struct {
+	entered   chan struct{} // one value per read begun
+	interrupt chan struct{} // one value per past deadline set
+	release   chan struct{} // a value ends one read with os.ErrDeadlineExceeded
+	eof       chan struct{} // closed: reads end with io.EOF
+}
+
+func newGateReader() *gateReader {
+	return &gateReader{
+		entered:   make(chan struct{}, 64),
+		interrupt: make(chan struct{}, 64),
+		release:   make(chan struct{}),
+		eof:       make(chan struct{}),
+	}
+}
+
+func (g *gateReader) Read([]byte) (int, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return 0, os.ErrDeadlineExceeded
+	case <-g.eof:
+		return 0, io.EOF
+	}
+}
+
+func (g *gateReader) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() {
+		g.interrupt <- struct{}{}
+	}
+	return nil
+}
+
+// await waits for a value on ch, within the test's bound.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(testBound(t)):
+		t.Fatalf("%s: did not happen within %v", what, testBound(t))
+		panic("unreachable")
+	}
+}
+
+// TestValveStallRacingResume reproduces the reported hang step by step: the
+// reader is blocked in a read; Stall interrupts it and waits for it to end;
+// Resume runs meanwhile; the interrupted read ends and the reader, resumed,
+// blocks in a new read. Stall must return (the later Resume supersedes it)
+// and the valve must be open.
+func TestValveStallRacingResume(t *testing.T) {
+	g := newGateReader()
+	v := pipes.NewValve(g)
+	r := startReader(v)
+	await(t, g.entered, "the reader's first read")
+	stalled := make(chan struct{})
+	go func() {
+		v.Stall()
+		close(stalled)
+	}()
+	await(t, g.interrupt, "Stall interrupting the read in flight")
+	v.Resume()
+	select {
+	case g.release <- struct{}{}: // the interrupted read ends
+	case <-time.After(testBound(t)):
+		t.Fatal("the interrupted read was not waiting to end")
+	}
+	await(t, g.entered, "the resumed reader's next read")
+	await(t, stalled, "Stall racing Resume to return (Stall is stuck waiting for a read that Resume let start)")
+	if v.Stalled() {
+		t.Error("Stalled() = true, want false: the Resume began after the Stall")
+	}
+	v.Close()
+	close(g.eof)
+	wait(t, r.done, "reader")
+}
+
+// signalReader is an *os.File that reports each read it begins.
+type signalReader struct {
+	*os.File
+	entered chan struct{}
+}
+
+func (s signalReader) Read(p []byte) (int, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	return s.File.Read(p)
+}
+
+// TestValveStallRacingResumeOnPipe is the reported scenario on a real pipe,
+// 400 times: the reader blocked in read(2) on an idle pipe, Stall and Resume
+// started together from two goroutines. Neither may hang, and the valve must
+// still deliver what is written once it is open.
+func TestValveStallRacingResumeOnPipe(t *testing.T) {
+	for i := range 400 {
+		p, err := pipes.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr := signalReader{p.R, make(chan struct{}, 1)}
+		v := pipes.NewValve(sr)
+		r := startReader(v)
+		await(t, sr.entered, "the reader's first read")
+		start := make(chan struct{})
+		stallDone, resumeDone := make(chan error, 1), make(chan error, 1)
+		go func() { <-start; v.Stall(); stallDone <- nil }()
+		go func() { <-start; v.Resume(); resumeDone <- nil }()
+		close(start)
+		wait(t, stallDone, fmt.Sprintf("run %d: Stall racing Resume", i))
+		wait(t, resumeDone, fmt.Sprintf("run %d: Resume racing Stall", i))
+		v.Resume()
+		if _, err := p.W.Write([]byte("after")); err != nil {
+			t.Fatal(err)
+		}
+		p.W.Close()
+		wait(t, r.done, fmt.Sprintf("run %d: reader", i))
+		if got := r.got.String(); got != "after" {
+			t.Fatalf("run %d: read %q, want \"after\"", i, got)
+		}
+		v.Close()
+		p.Close()
+	}
+}
+
+// TestValveCloseReleasesStall: a Stall waiting for a read that does not end
+// returns when the valve is closed, well before its one-second bound.
+func TestValveCloseReleasesStall(t *testing.T) {
+	g := newGateReader()
+	v := pipes.NewValve(g)
+	r := startReader(v)
+	await(t, g.entered, "the reader's first read")
+	stalled := make(chan time.Time, 1)
+	go func() {
+		v.Stall()
+		stalled <- time.Now()
+	}()
+	await(t, g.interrupt, "Stall interrupting the read in flight")
+	closed := time.Now()
+	v.Close()
+	if d := await(t, stalled, "Stall after Close").Sub(closed); d >= time.Second {
+		t.Errorf("Stall returned %v after Close: it waited out its bound instead of returning on Close", d)
+	}
+	close(g.eof)
+	wait(t, r.done, "reader")
+}
+
+// TestValveStallAfterRacingStall: a StallAfter waiting for the read in flight
+// is superseded by a Stall that begins meanwhile, and must not open the
+// valve once that read ends.
+func TestValveStallAfterRacingStall(t *testing.T) {
+	g := newGateReader()
+	v := pipes.NewValve(g)
+	r := startReader(v)
+	await(t, g.entered, "the reader's first read")
+	afterDone, stallDone := make(chan error, 1), make(chan error, 1)
+	go func() { v.StallAfter(100); afterDone <- nil }()
+	await(t, g.interrupt, "StallAfter interrupting the read in flight")
+	go func() { v.Stall(); stallDone <- nil }()
+	wait(t, afterDone, "StallAfter superseded by a later Stall")
+	select {
+	case g.release <- struct{}{}:
+	case <-time.After(testBound(t)):
+		t.Fatal("the interrupted read was not waiting to end")
+	}
+	wait(t, stallDone, "Stall")
+	if !v.Stalled() {
+		t.Error("Stalled() = false after StallAfter then Stall: the earlier StallAfter opened the valve")
+	}
+	if n := v.Reads(); n != 1 {
+		t.Errorf("Reads() = %d after the stall, want 1 (no read after the interrupted one)", n)
+	}
+	v.Close()
+	wait(t, r.done, "reader")
+}
+
+// TestValveStallBlockingFile: an *os.File whose Fd method was called is in
+// blocking mode and ignores read deadlines. Stall cannot interrupt its read
+// and returns after its bound instead of hanging; the read's bytes are still
+// delivered, not lost.
+func TestValveStallBlockingFile(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t)
+	_ = p.R.Fd() // puts the read end in blocking mode
+	sr := signalReader{p.R, make(chan struct{}, 1)}
+	v := pipes.NewValve(sr)
+	r := startReader(v)
+	await(t, sr.entered, "the reader's first read")
+	stalled := make(chan error, 1)
+	go func() { v.Stall(); stalled <- nil }()
+	wait(t, stalled, "Stall on a reader that ignores its deadline")
+	if _, err := p.W.Write([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	p.W.Close()
+	v.Close()
+	wait(t, r.done, "reader")
+	if got := r.got.String(); got != "late" {
+		t.Errorf("the read in flight delivered %q, want \"late\"", got)
+	}
+}
+
+// noDeadline is a reader with a SetReadDeadline that always fails.
+type noDeadline struct{ *gateReader }
+
+func (noDeadline) SetReadDeadline(time.Time) error { return os.ErrNoDeadline }
+
+// TestValveStallDeadlineFails: when the reader refuses the deadline, Stall
+// does not wait for a read it cannot interrupt.
+func TestValveStallDeadlineFails(t *testing.T) {
+	g := newGateReader()
+	v := pipes.NewValve(noDeadline{g})
+	r := startReader(v)
+	await(t, g.entered, "the reader's first read")
+	stalled := make(chan error, 1)
+	go func() { v.Stall(); stalled <- nil }()
+	wait(t, stalled, "Stall on a reader that refuses deadlines")
+	v.Close()
+	close(g.eof)
+	wait(t, r.done, "reader")
+}
+
+func TestValveWaitStalledClosed(t *testing.T) {
+	p := newPipe(t)
+	v := pipes.NewValve(p.R)
+	done := make(chan error, 1)
+	go func() { done <- v.WaitStalled(t.Context()) }()
+	v.Close()
+	if err := await(t, done, "WaitStalled after Close"); !errors.Is(err, pipes.ErrValveClosed) {
+		t.Errorf("WaitStalled on a valve closed while open = %v, want ErrValveClosed", err)
+	}
+	if err := v.WaitStalled(t.Context()); !errors.Is(err, pipes.ErrValveClosed) {
+		t.Errorf("WaitStalled on a closed valve = %v, want ErrValveClosed", err)
 	}
 }
