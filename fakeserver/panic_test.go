@@ -32,14 +32,14 @@ func (p panicWriter) Write(b []byte) (int, error) {
 // escaped would fail this test rather than end the test binary.
 func TestPanicRecovered(t *testing.T) {
 	if os.Getenv(envPanicChild) == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), bound(t))
+		ctx, cancel := context.WithTimeout(context.Background(), testBound(t))
 		defer cancel()
 		// The child's own deadline comes first, so a child that hangs
 		// says where.
-		timeout := "-test.timeout=" + (bound(t) * 3 / 4).String()
+		timeout := "-test.timeout=" + (testBound(t) * 3 / 4).String()
 		cmd := exec.CommandContext(ctx, testBinary(t), "-test.run=^TestPanicRecovered$", "-test.v", "-test.count=1", timeout)
 		cmd.Env = append(os.Environ(), envPanicChild+"=1", "GORACE=atexit_sleep_ms=0")
-		cmd.WaitDelay = bound(t)
+		cmd.WaitDelay = testBound(t)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestPanicRecovered")) {
 			t.Fatalf("the test in a child process: %v\n%s", err, out)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 // remoteSource is the slow streaming HTTP source of the remote tool: an
@@ -97,7 +99,7 @@ func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
 	}
 	for i := range chunks {
 		if i > 0 {
-			if err := wait(req.Context(), interval); err != nil {
+			if err := bound.Pass(req.Context(), interval); err != nil {
 				break
 			}
 		}

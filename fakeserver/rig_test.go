@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -43,17 +44,8 @@ type rigOpt struct {
 	wrapStdout func(io.WriteCloser) io.WriteCloser
 }
 
-// bound is the generous upper bound on any wait in these tests, derived from
-// the test deadline.
-func bound(t testing.TB) time.Duration {
-	d := 30 * time.Second
-	if tt, ok := t.(*testing.T); ok {
-		if dl, ok := tt.Deadline(); ok {
-			d = min(d, time.Until(dl)/2)
-		}
-	}
-	return d
-}
+// testBound is the generous upper bound on any wait in these tests.
+func testBound(t testing.TB) time.Duration { return bound.For(t, 30*time.Second) }
 
 // rigPipes makes the stdin and stdout pipes of a rig, stdout of ro.outCap
 // bytes if set.
@@ -121,8 +113,8 @@ func (r *rig) wait() error {
 	select {
 	case r.served = <-r.done:
 		r.ended = true
-	case <-time.After(bound(r.t)):
-		r.t.Fatalf("Serve did not return within %v; report: %+v", bound(r.t), r.srv.Report())
+	case <-time.After(testBound(r.t)):
+		r.t.Fatalf("Serve did not return within %v; report: %+v", testBound(r.t), r.srv.Report())
 	}
 	return r.served
 }
@@ -143,7 +135,7 @@ func (r *rig) meta(extra map[string]any) map[string]any {
 // writeLine writes one line to the server's stdin, bounded.
 func (r *rig) writeLine(b []byte) {
 	r.t.Helper()
-	r.in.W.SetWriteDeadline(time.Now().Add(bound(r.t)))
+	r.in.W.SetWriteDeadline(time.Now().Add(testBound(r.t)))
 	if _, err := r.in.W.Write(append(b, '\n')); err != nil {
 		r.t.Fatalf("writing to the server's stdin: %v", err)
 	}
@@ -193,10 +185,10 @@ func (r *rig) cancelReq(id int64) {
 // next reads the next frame from the server's stdout, bounded.
 func (r *rig) next() ([]byte, error) {
 	r.t.Helper()
-	r.out.R.SetReadDeadline(time.Now().Add(bound(r.t)))
+	r.out.R.SetReadDeadline(time.Now().Add(testBound(r.t)))
 	f, err := r.fr.Next()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		r.t.Fatalf("no frame from the server within %v; report: %+v", bound(r.t), r.srv.Report())
+		r.t.Fatalf("no frame from the server within %v; report: %+v", testBound(r.t), r.srv.Report())
 	}
 	return append([]byte(nil), f...), err
 }
@@ -255,12 +247,12 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // waitForDiag is waitFor with a diagnosis for the failure message.
 func waitForDiag(t testing.TB, what string, cond func() bool, diag func() string) {
 	t.Helper()
-	deadline := time.Now().Add(bound(t))
+	deadline := time.Now().Add(testBound(t))
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s\n%s", bound(t), what, diag())
+			t.Fatalf("timed out after %v waiting for %s\n%s", testBound(t), what, diag())
 		}
 		<-tick.C
 	}

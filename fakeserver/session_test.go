@@ -62,7 +62,7 @@ func (f *fixture) waitReport(what string, cond func(Report) bool) Report {
 }
 
 func (f *fixture) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), bound(f.t))
+	ctx, cancel := context.WithTimeout(context.Background(), testBound(f.t))
 	f.t.Cleanup(cancel)
 	return ctx
 }

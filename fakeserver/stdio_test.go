@@ -51,7 +51,7 @@ func startChild(t *testing.T, ro rigOpt, args ...string) *child {
 	cmd := exec.Command(testBinary(t), "-test.run=^TestHelperServeStdio$")
 	cmd.Env = append(os.Environ(), envStdioArgs+"="+string(mustJSON(t, args)), "GORACE=atexit_sleep_ms=0")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in.R, out.W, stderr
-	cmd.WaitDelay = bound(t)
+	cmd.WaitDelay = testBound(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func (c *child) waitExit() error {
 	case err := <-c.exit:
 		c.exit <- err
 		return err
-	case <-time.After(bound(c.t)):
-		c.t.Fatalf("the child did not exit within %v; stderr: %s", bound(c.t), c.stderr)
+	case <-time.After(testBound(c.t)):
+		c.t.Fatalf("the child did not exit within %v; stderr: %s", testBound(c.t), c.stderr)
 		return nil
 	}
 }

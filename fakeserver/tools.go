@@ -1,12 +1,13 @@
 package fakeserver
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 // Tool names, as listed by tools/list and called by tools/call.
@@ -90,21 +91,6 @@ func (s *Server) toolEcho(w *work, a echoArgs) (*frame, error) {
 	return textResult(w, a.Text, nil), nil
 }
 
-// wait blocks for d or until ctx is done.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // toolSlow makes steps progress notifications (when the request has a
 // progressToken), the first at once and the others intervalMs apart.
 type slowArgs struct {
@@ -120,7 +106,7 @@ func (s *Server) toolSlow(w *work, a slowArgs) (*frame, error) {
 		}
 		s.progress(w, float64(i), float64(steps), fmt.Sprintf("slow: step %d of %d", i, steps))
 		if i < steps {
-			if err := wait(w.ctx, time.Duration(a.IntervalMs)*time.Millisecond); err != nil {
+			if err := bound.Pass(w.ctx, time.Duration(a.IntervalMs)*time.Millisecond); err != nil {
 				return nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 var (
@@ -52,7 +55,7 @@ func goBuild(t testing.TB, pkg string) (string, error) {
 	if runtime.GOOS == "windows" {
 		exe += ".exe"
 	}
-	ctx, cancel, _ := testContext(t)
+	ctx, cancel, _ := bound.Context(context.Background(), t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", exe, pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 // ExitHow says how a server ended; the zero value means it is still
@@ -275,7 +277,7 @@ func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
 	p.setStage(ExitAfterStdinClose)
 	closeStdin()
 	p.cancel()
-	if waitChan(p.ended, grace) {
+	if bound.Wait(p.ended, grace) {
 		return nil
 	}
 	// Closing the files wakes any Read or Write blocked on them.
@@ -286,7 +288,7 @@ func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
 	p.s.stdin.R.Close()
 	p.s.stdout.W.Close()
 	p.s.stderr.W.Close()
-	if waitChan(p.ended, grace) {
+	if bound.Wait(p.ended, grace) {
 		return nil
 	}
 	p.mu.Lock()
@@ -327,17 +329,6 @@ func funcName(f any) string {
 		return fn.Name()
 	}
 	return ""
-}
-
-func waitChan(c <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 func isClosed(c <-chan struct{}) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
@@ -112,7 +113,7 @@ func Start(ctx context.Context, target Target, opts ...Option) (*Session, error)
 // or to negotiate.
 func StartServer(t testing.TB, target Target, opts ...Option) *Session {
 	t.Helper()
-	ctx, cancel, dl := testContext(t)
+	ctx, cancel, dl := bound.Context(context.Background(), t)
 	defer cancel()
 	s, err := start(ctx, target, dl, opts)
 	if err != nil {
@@ -124,23 +125,6 @@ func StartServer(t testing.TB, target Target, opts ...Option) *Session {
 		}
 	})
 	return s
-}
-
-// testContext returns a context that ends a little before t's deadline,
-// leaving room to report and clean up before the test binary's own timeout
-// panics, and that deadline (zero if t has none).
-func testContext(t testing.TB) (context.Context, context.CancelFunc, time.Time) {
-	d, ok := t.(interface{ Deadline() (time.Time, bool) })
-	if !ok {
-		return context.Background(), func() {}, time.Time{}
-	}
-	dl, ok := d.Deadline()
-	if !ok {
-		return context.Background(), func() {}, time.Time{}
-	}
-	dl = dl.Add(-min(time.Until(dl)/10, 5*time.Second))
-	ctx, cancel := context.WithDeadline(context.Background(), dl)
-	return ctx, cancel, dl
 }
 
 func start(ctx context.Context, target Target, deadline time.Time, opts []Option) (*Session, error) {
@@ -197,7 +181,7 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 		}
 	}
 	s.valve = pipes.NewValve(s.stdout.R)
-	s.in = newStdoutSource(s.valve, cfg.maxFrame)
+	s.in = newStdoutSource(s.valve, cfg.maxFrame, s.responseBegins)
 	s.framer = pipes.NewFramer(s.in, cfg.maxFrame)
 
 	s.proc, err = target.start(s)
@@ -368,7 +352,7 @@ func (s *Session) close() error {
 		// exiting: a process's descriptors close before it can be reaped.
 		// Give the exit a moment, so that Stats.Exit says it ended on its
 		// own rather than because its stdin closed.
-		waitChan(s.proc.done(), min(s.cfg.grace, 500*time.Millisecond))
+		bound.Wait(s.proc.done(), min(s.cfg.grace, 500*time.Millisecond))
 	}
 	var errs []error
 	// Closing the file directly, not under writeMu: a write blocked on a
@@ -406,7 +390,7 @@ func (s *Session) close() error {
 	s.cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	if !waitChan(done, 2*s.cfg.grace) {
+	if !bound.Wait(done, 2*s.cfg.grace) {
 		errs = append(errs, fmt.Errorf("mcptest: session goroutines still running %v after the server ended (a WithServerRequests handler that ignores its context, or a WithStderr writer that blocks):\n%s", 2*s.cfg.grace, s.Diagnose()))
 	}
 	s.stdin.Close()

@@ -1,6 +1,10 @@
 package mcptest
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+)
 
 // drainStderr reads the server's stderr to its end into a bounded capture,
 // so that a server that logs much never blocks on it, and tees it to the
@@ -44,7 +48,7 @@ func (s *Session) drainStderr() {
 		close(tee)
 		// The tee's writer is the caller's; wait for it within the grace
 		// period only, so a stuck writer cannot hang Close.
-		if !waitChan(teeDone, s.cfg.grace) {
+		if !bound.Wait(teeDone, s.cfg.grace) {
 			s.logf("stderr tee writer still blocked after %v; abandoned", s.cfg.grace)
 		}
 	}
