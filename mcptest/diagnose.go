@@ -37,6 +37,26 @@ func (s *Session) stdinFill() string {
 	return fmt.Sprintf("stdin pipe %d/%d bytes buffered%s", b, c, fullWord(b, c))
 }
 
+// stdinMotion says whether the server is reading its stdin, from two looks
+// at the stdin pipe 50ms apart: a write that timed out may face a server
+// that stopped reading or one that reads slowly, and the fill level alone
+// cannot tell them apart.
+func (s *Session) stdinMotion() string {
+	b0, c, err := pipeFill(s.stdin.W)
+	if err != nil {
+		return fmt.Sprintf("the write did not complete within the bound (stdin pipe fill unknown: %v)", err)
+	}
+	time.Sleep(50 * time.Millisecond) // a measurement window, in an error path
+	b1, _, err := pipeFill(s.stdin.W)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the write did not complete within the bound (stdin pipe %d/%d bytes buffered%s)", b0, c, fullWord(b0, c))
+	case b1 < b0:
+		return fmt.Sprintf("the server is reading stdin, slowly: it took %d bytes from the pipe in 50ms after the bound (stdin pipe %d/%d bytes buffered%s)", b0-b1, b1, c, fullWord(b1, c))
+	}
+	return fmt.Sprintf("the server stopped reading stdin: nothing taken from the pipe in 50ms after the bound (stdin pipe %d/%d bytes buffered%s)", b1, c, fullWord(b1, c))
+}
+
 func fullWord(b, c int) string {
 	if pipes.EffectivelyFull(b, c) {
 		return " (full)"
@@ -164,7 +184,7 @@ func (s *Session) Diagnose() string {
 	if tr := s.Transcript(); len(tr) > 0 {
 		b.WriteString("transcript tail:\n")
 		for _, e := range tr[max(0, len(tr)-10):] {
-			line := e.String()
+			line := e.line()
 			if len(line) > 300 {
 				line = line[:300] + "…"
 			}

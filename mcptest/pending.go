@@ -34,6 +34,8 @@ type Pending struct {
 	resp      *Response
 	err       error
 	cancelled atomic.Bool
+	respStart atomic.Int64 // stdout offset where the response frame began; -1 until its id is seen
+	respSize  atomic.Int64 // the whole response frame's bytes, once routed
 }
 
 // ID returns the request's JSON-RPC id.
@@ -52,6 +54,23 @@ func (p *Pending) Progress() int64 {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	return p.s.progress[key]
+}
+
+// Received returns how many bytes of the request's response the host has
+// read so far: the whole frame once it has arrived, the part read of one
+// still arriving, 0 before it begins. A response is recognized by its
+// top-level "id": one whose id comes after a long result is seen only when
+// the id arrives. With StallReadsAfter it shows how much of a response was
+// on the host's side when the test acted.
+func (p *Pending) Received() int64 {
+	if n := p.respSize.Load(); n > 0 {
+		return n
+	}
+	start := p.respStart.Load()
+	if start < 0 {
+		return 0
+	}
+	return max(0, p.s.valve.BytesRead()-start)
 }
 
 // Done returns a channel closed once the response has arrived or the request
@@ -183,6 +202,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolRes
 
 func (s *Session) send(ctx context.Context, method string, params any, meta bool) *Pending {
 	p := &Pending{s: s, id: s.nextID.Add(1), method: method, done: make(chan struct{})}
+	p.respStart.Store(-1)
 	raw, err := s.encodeParams(params, meta)
 	if err != nil {
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))

@@ -30,7 +30,7 @@ type stdoutSource struct {
 	busy      atomic.Int64    // nanoseconds spent between reads
 }
 
-func newStdoutSource(r io.Reader, limit int) *stdoutSource {
+func newStdoutSource(r io.Reader, limit int, onID func(wire.Envelope)) *stdoutSource {
 	src := &stdoutSource{r: r, limit: int64(limit)}
 	src.scanner = wire.NewScanner(func(e wire.Envelope) {
 		if e.Size > src.limit {
@@ -38,7 +38,23 @@ func newStdoutSource(r io.Reader, limit int) *stdoutSource {
 			src.oversized = append(src.oversized, e)
 		}
 	})
+	src.scanner.OnID(onID)
 	return src
+}
+
+// responseBegins notes where the response to a pending request begins on
+// stdout, as soon as its id has passed (Pending.Received).
+func (s *Session) responseBegins(e wire.Envelope) {
+	n, ok := (&wire.Message{ID: e.ID}).IntID()
+	if !ok || len(e.Method) > 0 { // a request of the server's own
+		return
+	}
+	s.mu.Lock()
+	p := s.pending[n]
+	s.mu.Unlock()
+	if p != nil {
+		p.respStart.CompareAndSwap(-1, e.Start)
+	}
 }
 
 func (src *stdoutSource) Read(p []byte) (int, error) {
@@ -159,7 +175,7 @@ func (s *Session) dispatch(frame []byte) {
 		s.transcript.at(s.transcript.n - 1).Junk = true
 		s.badFrameLocked(frame, perr)
 	case msg.IsResponse():
-		s.routeLocked(msg)
+		s.routeLocked(msg, len(frame))
 	case msg.IsRequest():
 		s.serverRequestLocked(msg, len(frame))
 	default:
@@ -238,7 +254,7 @@ func (s *Session) failLocked(id int64, why error) {
 }
 
 // routeLocked delivers a response to its Pending.
-func (s *Session) routeLocked(msg *wire.Message) {
+func (s *Session) routeLocked(msg *wire.Message, size int) {
 	id, ok := msg.IntID()
 	p := s.pending[id]
 	if !ok || p == nil {
@@ -248,6 +264,7 @@ func (s *Session) routeLocked(msg *wire.Message) {
 		return
 	}
 	delete(s.pending, id)
+	p.respSize.Store(int64(size))
 	late := p.cancelled.Load()
 	if late {
 		s.stats.LateResponses++

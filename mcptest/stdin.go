@@ -129,7 +129,7 @@ func (s *Session) stdinError(what string, n, total int, err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return s.waitError(fmt.Sprintf("writing %s to server stdin, %d of %d bytes written", what, n, total),
-			fmt.Errorf("the server stopped reading stdin: %s: %w", s.stdinFill(), context.DeadlineExceeded))
+			fmt.Errorf("%s: %w", s.stdinMotion(), context.DeadlineExceeded))
 	case errors.Is(err, syscall.EPIPE):
 		return s.waitError(fmt.Sprintf("writing %s to server stdin, %d of %d bytes written", what, n, total),
 			fmt.Errorf("the server closed its stdin (exited?): %w", err))
@@ -152,7 +152,7 @@ func (s *Session) stdinError(what string, n, total int, err error) error {
 // an error that says so. As for every write, bytes a timed-out write could
 // not deliver are written first by the next one.
 func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
-	return s.writeRaw(ctx, fmt.Sprintf("%d raw bytes", len(b)), b)
+	return s.writeRaw(ctx, "raw bytes", b)
 }
 
 // CloseStdin closes the server's stdin, the graceful shutdown signal of the

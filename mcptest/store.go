@@ -77,8 +77,8 @@ type TranscriptEntry struct {
 	Junk bool
 }
 
-// String formats the entry as one line: time, direction, head and size.
-func (e TranscriptEntry) String() string {
+// line formats the entry as one line: time, direction, head and size.
+func (e TranscriptEntry) line() string {
 	if e.Dir == "!" {
 		return fmt.Sprintf("%s ! %s", e.At.Format("15:04:05.000"), e.Head)
 	}

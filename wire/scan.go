@@ -4,7 +4,11 @@ import "bytes"
 
 // Envelope is what a Scanner found of one frame's top level.
 type Envelope struct {
-	// Size is the frame's length in bytes, without its "\n" or "\r\n".
+	// Start is the offset of the frame's first byte among all the bytes
+	// written to the Scanner.
+	Start int64
+	// Size is the frame's length in bytes, without its "\n" or "\r\n"
+	// (in OnID's callback and Current: the bytes so far).
 	Size int64
 	// ID is the raw JSON of the top-level "id" (its first 128 bytes), nil
 	// if the frame has none.
@@ -30,6 +34,8 @@ const keepValue = 128
 // A Scanner is not safe for concurrent use.
 type Scanner struct {
 	onFrame func(Envelope)
+	onID    func(Envelope)
+	total   int64 // bytes written so far
 
 	env       Envelope
 	prev      byte
@@ -55,6 +61,12 @@ func NewScanner(onFrame func(Envelope)) *Scanner {
 	return &Scanner{onFrame: onFrame, key: make([]byte, 0, 8), val: make([]byte, 0, keepValue)}
 }
 
+// OnID makes the Scanner call f as soon as a frame's top-level "id" has
+// passed, before the rest of the frame: for a host that wants to know which
+// request a long response answers while it is still arriving. f gets the
+// envelope so far and must not keep its slices.
+func (s *Scanner) OnID(f func(Envelope)) { s.onID = f }
+
 // Current returns what has been found of the unfinished frame (the bytes
 // written since the last newline), with copies of its slices.
 func (s *Scanner) Current() Envelope {
@@ -65,11 +77,13 @@ func (s *Scanner) Current() Envelope {
 
 // Write scans p. It never fails.
 func (s *Scanner) Write(p []byte) (int, error) {
-	s.scan(p)
+	base := s.total
+	s.total += int64(len(p))
+	s.scan(p, base)
 	return len(p), nil
 }
 
-func (s *Scanner) endLine() {
+func (s *Scanner) endLine(next int64) {
 	if s.prev == '\r' && s.env.Size > 0 {
 		s.env.Size--
 	}
@@ -77,7 +91,7 @@ func (s *Scanner) endLine() {
 	if s.onFrame != nil {
 		s.onFrame(s.env)
 	}
-	s.env = Envelope{}
+	s.env = Envelope{Start: next}
 	s.prev, s.depth = 0, 0
 	s.inStr, s.esc, s.expectKey, s.inKey, s.wantVal, s.inVal = false, false, false, false, false, false
 	s.member = 0
@@ -96,17 +110,20 @@ func (s *Scanner) finishVal() {
 		}
 		s.idBuf = append(s.idBuf[:0], s.val...)
 		s.env.ID = s.idBuf
+		if s.onID != nil {
+			s.onID(s.env)
+		}
 	case 'm':
 		s.methodBuf = append(s.methodBuf[:0], s.val...)
 		s.env.Method = s.methodBuf
 	}
 }
 
-func (s *Scanner) scan(b []byte) {
+func (s *Scanner) scan(b []byte, base int64) {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if c == '\n' {
-			s.endLine()
+			s.endLine(base + int64(i) + 1)
 			continue
 		}
 		if s.inStr && !s.esc && !s.inKey && !s.inVal {

@@ -35,6 +35,7 @@ func TestScanner(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := c.want
 			want.Size = int64(len(strings.TrimSuffix(c.line, "\r")))
+			want.Start = int64(len("{\"id\":99}\n"))
 			for _, chunk := range []int{1, 7, 4096} {
 				var got []wire.Envelope
 				s := wire.NewScanner(func(e wire.Envelope) {
@@ -67,5 +68,17 @@ func TestScannerCurrent(t *testing.T) {
 	e := s.Current()
 	if string(e.ID) != "5" || e.Size != 37 {
 		t.Errorf("Current() = id %q size %d, want id 5 size 37", e.ID, e.Size)
+	}
+}
+
+// TestScannerOnID: the id is reported as soon as it has passed, with the
+// frame's start, before the frame ends.
+func TestScannerOnID(t *testing.T) {
+	var seen []wire.Envelope
+	s := wire.NewScanner(nil)
+	s.OnID(func(e wire.Envelope) { e.ID = append([]byte(nil), e.ID...); seen = append(seen, e) })
+	s.Write([]byte("{\"id\":1,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":22,\"result\":\"" + strings.Repeat("x", 100)))
+	if len(seen) != 2 || string(seen[1].ID) != "22" || seen[1].Start != 21 || seen[1].Size != 25 {
+		t.Errorf("OnID saw %+v, want id 22 starting at 21 with 25 bytes so far (up to the comma after it)", seen)
 	}
 }
