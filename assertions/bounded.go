@@ -2,13 +2,18 @@ package assertions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// CheckResultBounded checks a tools/call result against the result contract
+// CheckResultContract checks a tools/call result against the result contract
 // for a content budget of budget bytes:
 //
 //   - the serialized "content" plus "structuredContent", counted in bytes as
@@ -19,14 +24,14 @@ import (
 //   - a structuredContent.totalEstimate, if present, is a number not smaller
 //     than the number of structuredContent.items returned.
 //
-// It returns nil if all hold, and otherwise an error listing every problem.
-func CheckResultBounded(result json.RawMessage, budget int) error {
+// It passes if all hold, and otherwise fails listing every problem.
+func CheckResultContract(result json.RawMessage, budget int) Result {
 	var res struct {
 		Content           json.RawMessage `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(result, &res); err != nil {
-		return fmt.Errorf("CheckResultBounded: result is not a JSON object: %v", err)
+		return fail(ruleResultContract, "the result is not a JSON object: %v", err)
 	}
 	var errs []error
 	size := len(res.Content) + len(res.StructuredContent)
@@ -59,9 +64,13 @@ func CheckResultBounded(result json.RawMessage, budget int) error {
 		}
 	}
 	if len(errs) == 0 {
-		return nil
+		return pass("a result of %d bytes keeps to the %d-byte content budget and the contract", len(result), budget)
 	}
-	return fmt.Errorf("CheckResultBounded(budget %d bytes): %w", budget, errors.Join(errs...))
+	var problems []string
+	for _, err := range errs {
+		problems = append(problems, err.Error())
+	}
+	return fail(ruleResultContract, "the result (budget %d bytes) breaks the contract: %s", budget, strings.Join(problems, "; "))
 }
 
 func nonEmptyString(raw json.RawMessage) bool {
@@ -69,10 +78,33 @@ func nonEmptyString(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &s) == nil && s != ""
 }
 
-// AssertResultBounded reports through t the problems CheckResultBounded finds.
-func AssertResultBounded(t testing.TB, result json.RawMessage, budget int) {
+// AssertResultContract is CheckResultContract for tests.
+func AssertResultContract(t testing.TB, result json.RawMessage, budget int) {
 	t.Helper()
-	if err := CheckResultBounded(result, budget); err != nil {
-		t.Error(err)
+	report(t, CheckResultContract(result, budget))
+}
+
+// CheckResultBounded calls cfg.Bounded, a tool that could return a lot, and
+// checks its result against the contract for cfg.ContentBudget (see
+// CheckResultContract).
+func CheckResultBounded(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Bounded == nil {
+		return skip("no Bounded tool call configured")
 	}
+	resp, err := s.Call(ctx, wire.MethodToolsCall, cfg.Bounded.params(nil))
+	if err != nil {
+		return failErr(ruleResultContract, "tools/call "+cfg.Bounded.Name, err)
+	}
+	res := CheckResultContract(resp.Result, cfg.ContentBudget)
+	if res.Verdict == Fail {
+		res.Evidence = "tools/call " + cfg.Bounded.String() + ": " + res.Evidence
+	}
+	return res
+}
+
+// AssertResultBounded is CheckResultBounded for tests.
+func AssertResultBounded(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckResultBounded(testContext(t), s, cfg))
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/assertions"
 )
 
-func TestCheckResultBounded(t *testing.T) {
+func TestCheckResultContract(t *testing.T) {
 	tests := []struct {
 		name    string
 		result  string
@@ -31,12 +31,13 @@ func TestCheckResultBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := assertions.CheckResultBounded(json.RawMessage(tt.result), tt.budget)
+			res := assertions.CheckResultContract(json.RawMessage(tt.result), tt.budget)
+			err := res.Err()
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Errorf("CheckResultBounded(%s, %d) = %v, want nil", tt.result, tt.budget, err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("CheckResultBounded(%s, %d) = %v, want an error containing %q", tt.result, tt.budget, err, tt.wantErr)
+				t.Errorf("CheckResultContract(%s, %d) = %v, want a pass", tt.result, tt.budget, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || res.Rule == ""):
+				t.Errorf("CheckResultContract(%s, %d) = %v (rule %q), want a failure containing %q, with the rule", tt.result, tt.budget, err, res.Rule, tt.wantErr)
 			}
 		})
 	}

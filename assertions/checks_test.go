@@ -38,7 +38,7 @@ func TestCheckCancelStopsWork(t *testing.T) {
 			if _, err := s.WaitNotification(t.Context(), wire.MethodProgress); err != nil {
 				t.Fatal(err)
 			}
-			err := assertions.CheckCancelStopsWork(t.Context(), s, p, 200*time.Millisecond)
+			err := assertions.CheckCancelStopsWork(t.Context(), s, p, assertions.ServerConfig{CancelGrace: 200 * time.Millisecond}).Err()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("CheckCancelStopsWork = %v, want nil", err)
@@ -67,7 +67,7 @@ func TestCheckNoDeadlock(t *testing.T) {
 		err := assertions.CheckNoDeadlock(t.Context(), s, 10*time.Second, func(ctx context.Context) error {
 			_, err := s.Call(ctx, wire.MethodToolsCall, bigCall(1<<20))
 			return err
-		})
+		}).Err()
 		if err != nil {
 			t.Errorf("CheckNoDeadlock = %v, want nil", err)
 		}
@@ -76,14 +76,14 @@ func TestCheckNoDeadlock(t *testing.T) {
 		s := fake(t)
 		s.StallReads()
 		begin := time.Now()
-		err := assertions.CheckNoDeadlock(t.Context(), s, 300*time.Millisecond, func(ctx context.Context) error {
+		res := assertions.CheckNoDeadlock(t.Context(), s, 300*time.Millisecond, func(ctx context.Context) error {
 			p := s.Send(wire.MethodToolsCall, bigCall(1<<20))
 			<-p.Done() // ignores ctx: only killing the server ends this
 			_, err := p.Wait(ctx)
 			return err
 		})
-		if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || !strings.Contains(err.Error(), "diagnosis") {
-			t.Fatalf("CheckNoDeadlock = %v, want a deadlock report with a diagnosis", err)
+		if err := res.Err(); err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || !strings.Contains(res.Details, "diagnosis") {
+			t.Fatalf("CheckNoDeadlock = %v (details %q), want a deadlock report with a diagnosis", err, res.Details)
 		}
 		if s.Stats().Exit.How == "" {
 			t.Error("the server is still alive after CheckNoDeadlock reported a deadlock")
@@ -98,22 +98,22 @@ func TestCheckWriterBlockedAndSecondRequest(t *testing.T) {
 	s := fake(t)
 	s.StallReads()
 	big := s.Send(wire.MethodToolsCall, bigCall(1<<20))
-	if err := assertions.CheckWriterBlocked(t.Context(), s, 10*time.Second); err != nil {
+	if err := assertions.CheckWriterBlocked(t.Context(), s, 10*time.Second).Err(); err != nil {
 		t.Fatalf("CheckWriterBlocked with a 1 MiB response and 4 KiB pipes: %v", err)
 	}
 	big.Cancel("test")
 	s.ResumeReads()
-	if err := assertions.CheckSecondRequestCompletes(t.Context(), s, 10*time.Second); err != nil {
+	if err := assertions.CheckSecondRequestCompletes(t.Context(), s, 10*time.Second).Err(); err != nil {
 		t.Errorf("CheckSecondRequestCompletes after resuming: %v", err)
 	}
-	if err := assertions.CheckStdoutClean(s); err != nil {
+	if err := assertions.CheckStdoutClean(t.Context(), s, assertions.ServerConfig{}).Err(); err != nil {
 		t.Errorf("CheckStdoutClean on the good fake: %v", err)
 	}
 }
 
 func TestCheckWriterBlockedFailsWithoutOutput(t *testing.T) {
 	s := fake(t)
-	err := assertions.CheckWriterBlocked(t.Context(), s, 300*time.Millisecond)
+	err := assertions.CheckWriterBlocked(t.Context(), s, 300*time.Millisecond).Err()
 	if err == nil || !strings.Contains(err.Error(), "did not block writing stdout") {
 		t.Errorf("CheckWriterBlocked with nothing being written = %v, want an error saying the server did not block", err)
 	}
@@ -127,7 +127,7 @@ func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reads stay stalled: the naive loop is stuck writing, so nothing answers.
-	err := assertions.CheckSecondRequestCompletes(t.Context(), s, 300*time.Millisecond)
+	err := assertions.CheckSecondRequestCompletes(t.Context(), s, 300*time.Millisecond).Err()
 	if err == nil || !strings.Contains(err.Error(), "got no answer within 300ms") {
 		t.Errorf("CheckSecondRequestCompletes against a blocked naive loop = %v, want no answer", err)
 	}
@@ -135,7 +135,7 @@ func TestCheckSecondRequestFailsOnNaiveLoop(t *testing.T) {
 
 func TestCheckStdoutCleanSeesBanner(t *testing.T) {
 	s := fake(t, fakeserver.Faults{Banner: "starting up..."})
-	err := assertions.CheckStdoutClean(s)
+	err := assertions.CheckStdoutClean(t.Context(), s, assertions.ServerConfig{}).Err()
 	if err == nil || !strings.Contains(err.Error(), `"starting up..."`) {
 		t.Errorf("CheckStdoutClean with a banner = %v, want an error quoting the banner", err)
 	}

@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -32,7 +35,9 @@ type Host interface {
 
 // HostFactory starts a host against the server that cmd runs: the host must
 // start cmd itself (with its own stdin, stdout and stderr handling, which is
-// part of what is tested) and be ready to call tools when it returns.
+// part of what is tested) and be ready to call tools when it returns. Its
+// result is used only if err is nil; a host it returns with an error is
+// closed if it is not a nil pointer.
 type HostFactory func(ctx context.Context, cmd *exec.Cmd) (Host, error)
 
 // HostConfig configures HostCriteria and CheckHost.
@@ -57,6 +62,9 @@ type HostConfig struct {
 	IdleNotifications int64
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
+	// Expect names the verdicts a host is known to get, as
+	// ServerConfig.Expect does; keys are HostCriterionNames.
+	Expect map[string]Verdict
 }
 
 func (c HostConfig) withDefaults() HostConfig {
@@ -85,19 +93,30 @@ func (c HostConfig) withDefaults() HostConfig {
 	return c
 }
 
-// fakeHelper is the name under which this package registers the fake as an
+// fakeHelper is the name under which Main registers the fake as an
 // mcptest helper, for the hosts under test to start as a child.
 const fakeHelper = "mcpstdio-assertions-fake"
 
-func init() {
+// Main is the TestMain of a package that runs HostCriteria or CheckHost:
+// those run the fake server (package fakeserver) as a child of the test
+// binary, so the binary must serve it when re-executed. Main registers it
+// and then does what mcptest.Main does (helpers, goleak with opts):
+//
+//	func TestMain(m *testing.M) { assertions.Main(m) }
+//
+// It registers nothing in any other program: importing assertions has no
+// side effect.
+func Main(m *testing.M, opts ...goleak.Option) {
 	mcptest.RegisterHelper(fakeHelper, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
+	mcptest.Main(m, opts...)
 }
 
-// hostRun is one host criterion's fixture: a fresh fake and a fresh host.
-type hostRun struct {
+// hostFixture is one host criterion's fake and host.
+type hostFixture struct {
 	kill    context.CancelFunc // kills the fake
+	ctx     context.Context    // ends when the criterion ends
 	cfg     HostConfig
 	newHost HostFactory
 	dir     string
@@ -108,13 +127,13 @@ type hostRun struct {
 }
 
 // start starts the fake with the given flags and a host against it.
-func (r *hostRun) start(ctx context.Context, flags ...string) error {
+func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	r.report = filepath.Join(r.dir, r.name+".json")
 	flags = append([]string{"-report", r.report}, flags...)
 	// The fake is killed when the criterion ends, whatever the host does.
-	cmd, err := mcptest.HelperCommand(ctx, fakeHelper, flags...)
+	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { assertions.Main(m) }`)", err)
 	}
 	r.cmd = cmd
 	type started struct {
@@ -123,6 +142,11 @@ func (r *hostRun) start(ctx context.Context, flags ...string) error {
 	}
 	done := make(chan started, 1)
 	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- started{nil, fmt.Errorf("the HostFactory panicked: %v\n%s", v, stack())}
+			}
+		}()
 		h, err := r.newHost(ctx, r.cmd)
 		done <- started{h, err}
 	}()
@@ -130,9 +154,12 @@ func (r *hostRun) start(ctx context.Context, flags ...string) error {
 	defer t.Stop()
 	select {
 	case s := <-done:
-		r.host = s.h // closed at the end even if it failed to get ready
+		r.keep(s.h)
 		if s.err != nil {
 			return fmt.Errorf("starting the host against the fake (%s): %w", strings.Join(flags, " "), s.err)
+		}
+		if r.host == nil {
+			return fmt.Errorf("starting the host against the fake (%s): the HostFactory returned a nil Host and no error", strings.Join(flags, " "))
 		}
 		return nil
 	case <-t.C:
@@ -140,17 +167,28 @@ func (r *hostRun) start(ctx context.Context, flags ...string) error {
 	r.kill() // unblocks a host stuck reading the fake
 	select {
 	case s := <-done:
-		if s.h != nil {
-			r.host = s.h
-		}
+		r.keep(s.h)
 	case <-time.After(5 * time.Second):
 	}
 	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v", strings.Join(flags, " "), r.cfg.Within)
 }
 
+// keep keeps h to be closed at the end, unless it is nil or a nil pointer
+// (a factory that returns (*Client)(nil), err).
+func (r *hostFixture) keep(h Host) {
+	if h == nil {
+		return
+	}
+	if v := reflect.ValueOf(h); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Map || v.Kind() == reflect.Slice ||
+		v.Kind() == reflect.Func || v.Kind() == reflect.Interface || v.Kind() == reflect.Chan) && v.IsNil() {
+		return
+	}
+	r.host = h
+}
+
 // call calls a tool with the criterion's bound. A host that ignores its
 // context is reported as hung, not waited for.
-func (r *hostRun) call(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
+func (r *hostFixture) call(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
 	return callBounded(ctx, r.host, r.cfg.Within, name, args)
 }
 
@@ -167,6 +205,11 @@ func callBounded(ctx context.Context, h Host, within time.Duration, name string,
 	}
 	done := make(chan out, 1)
 	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- out{nil, fmt.Errorf("the host's CallTool panicked: %v\n%s", v, stack())}
+			}
+		}()
 		res, err := h.CallTool(cctx, name, args)
 		done <- out{res, err}
 	}()
@@ -191,16 +234,35 @@ func callBounded(ctx context.Context, h Host, within time.Duration, name string,
 }
 
 // fakeReport reads the fake's report file.
-func (r *hostRun) fakeReport() (fakeserver.Report, error) {
+func (r *hostFixture) fakeReport() (fakeserver.Report, error) {
 	return fakeserver.ReadReportFile(r.report)
 }
 
-// close ends the host and makes sure the fake is gone.
-func (r *hostRun) close() error {
+func (r *hostFixture) diagnose() string {
+	rep, err := r.fakeReport()
+	if err != nil {
+		return "the fake's report: " + err.Error()
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	return "the fake's report:\n" + string(b)
+}
+
+func (r *hostFixture) abort() { r.kill() }
+
+// close ends the host, within 5s, and makes sure the fake is gone.
+func (r *hostFixture) close() (string, error) {
+	defer os.RemoveAll(r.dir)
 	var err error
 	if r.host != nil {
 		done := make(chan error, 1)
-		go func() { done <- r.host.Close() }()
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					done <- fmt.Errorf("the host's Close panicked: %v\n%s", v, stack())
+				}
+			}()
+			done <- r.host.Close()
+		}()
 		t := time.NewTimer(5 * time.Second)
 		select {
 		case err = <-done:
@@ -210,15 +272,10 @@ func (r *hostRun) close() error {
 		}
 	}
 	r.kill() // the host should have stopped the fake; make sure
-	return err
+	return "", err
 }
 
-type hostCriterion struct {
-	name string
-	run  func(ctx context.Context, r *hostRun) Result
-}
-
-var hostCriteria = []hostCriterion{
+var hostCriteria = []criterion[*hostFixture]{
 	{"under-limit", hostUnderLimit},
 	{"over-limit", hostOverLimit},
 	{"huge-field", hostHugeField},
@@ -232,76 +289,52 @@ var hostCriteria = []hostCriterion{
 	{"era-modern", hostEra(fakeserver.EraModern)},
 }
 
-// HostCriterionNames lists the criteria of HostCriteria in the order they run.
-func HostCriterionNames() []string {
-	var names []string
-	for _, c := range hostCriteria {
-		names = append(names, c.name)
+// HostCriterionNames lists the host criteria in the order they run.
+func HostCriterionNames() []string { return (&battery[*hostFixture]{criteria: hostCriteria}).names() }
+
+func hostBattery(ctx context.Context, newHost HostFactory, cfg HostConfig) *battery[*hostFixture] {
+	cfg = cfg.withDefaults()
+	return &battery[*hostFixture]{
+		subject:  "host",
+		criteria: hostCriteria,
+		fixture: func(name string) *hostFixture {
+			fctx, kill := context.WithCancel(ctx)
+			dir, err := os.MkdirTemp("", "mcpstdio-host-")
+			if err != nil {
+				dir = os.TempDir()
+			}
+			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, dir: dir, name: name}
+		},
+		budget: func(string) time.Duration { return 8 * cfg.Within },
+		run:    cfg.Run,
+		expect: cfg.Expect,
 	}
-	return names
 }
 
 // CheckHost runs the host release criteria: for each, it starts a fresh fake
 // server (package fakeserver, as a child process of this test binary) with
 // the criterion's faults, starts a host against it with newHost, and judges
 // what the host did, using the fake's report. The test binary's TestMain
-// must call mcptest.Main (or mcptest.ServeHelper), so that the fake can run
-// as a child.
+// must call Main, so that the fake can run as a child. A factory or a host
+// that panics, returns a nil host, or does not return is a failed criterion
+// with what it did; the other criteria run.
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
-	cfg = cfg.withDefaults()
-	start := time.Now()
-	rep := &Report{Subject: "host"}
-	for _, c := range hostCriteria {
-		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
-			continue
-		}
-		rep.Results = append(rep.Results, runHostCriterion(ctx, newHost, cfg, c))
-	}
-	rep.Duration = time.Since(start)
-	return rep
+	return hostBattery(ctx, newHost, cfg).all(ctx, nil)
 }
 
 // HostCriteria runs the host release criteria as named subtests of t, each
-// with a fresh fake and a fresh host.
+// with a fresh fake and a fresh host (see CheckHost).
 func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 	t.Helper()
-	cfg = cfg.withDefaults()
-	for _, c := range hostCriteria {
-		if cfg.Run != nil && !cfg.Run.MatchString(c.name) {
-			continue
-		}
-		t.Run(c.name, func(t *testing.T) {
-			reportResult(t, runHostCriterion(testContext(t), newHost, cfg, c))
-		})
-	}
+	hostBattery(t.Context(), newHost, cfg).tests(t)
 }
 
-func runHostCriterion(ctx context.Context, newHost HostFactory, cfg HostConfig, c hostCriterion) Result {
-	start := time.Now()
-	res := func() Result {
-		dir, err := os.MkdirTemp("", "mcpstdio-host-")
-		if err != nil {
-			return failErr("temporary directory for the fake's report", err)
-		}
-		defer os.RemoveAll(dir)
-		cctx, cancel := context.WithTimeout(ctx, 6*cfg.Within)
-		defer cancel()
-		r := &hostRun{kill: cancel, cfg: cfg, newHost: newHost, dir: dir, name: c.name}
-		res := c.run(cctx, r)
-		if err := r.close(); err != nil && res.Verdict != Fail {
-			res.Details = strings.TrimSpace(res.Details + "\nclosing the host: " + err.Error())
-		}
-		return res
-	}()
-	res.Name = c.name
-	res.Duration = time.Since(start)
-	return res
+func hostStartFailed(err error) Result {
+	return failErr(ruleHostAdapter, "the host did not start", err)
 }
-
-func hostStartFailed(err error) Result { return failErr("the host did not start", err) }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.
-func (r *hostRun) checkFollowUp(ctx context.Context) error {
+func (r *hostFixture) checkFollowUp(ctx context.Context) error {
 	res, err := r.call(ctx, "echo", map[string]any{"text": "still there?"})
 	if err != nil {
 		return fmt.Errorf("a further tools/call echo failed: %w", err)
@@ -314,7 +347,7 @@ func (r *hostRun) checkFollowUp(ctx context.Context) error {
 
 // bigResult calls big and checks that the payload arrived whole: the
 // result's text adds up to at least want bytes in at least blocks blocks.
-func (r *hostRun) bigResult(ctx context.Context, args fakeserver.BigArgs, want, blocks int) (int, error) {
+func (r *hostFixture) bigResult(ctx context.Context, args fakeserver.BigArgs, want, blocks int) (int, error) {
 	res, err := r.call(ctx, "big", args.Map())
 	if err != nil {
 		return 0, err
@@ -340,209 +373,6 @@ func (r *hostRun) bigResult(ctx context.Context, args fakeserver.BigArgs, want, 
 		return got, fmt.Errorf("result holds %d bytes of text in %d blocks, want at least %d bytes in %d blocks: the payload did not arrive intact", got, len(out.Content), want, blocks)
 	}
 	return got, nil
-}
-
-func hostUnderLimit(ctx context.Context, r *hostRun) Result {
-	if r.cfg.MaxFrame <= 0 {
-		return skip("HostConfig.MaxFrame not set")
-	}
-	if err := r.start(ctx); err != nil {
-		return hostStartFailed(err)
-	}
-	// 1 KiB under: hosts differ in whether the newline and their
-	// decoder's read-ahead count towards the limit.
-	size := r.cfg.MaxFrame - 1024
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadMultibyte}, size-1024, 1)
-	if err != nil {
-		return failErr(fmt.Sprintf("a %d-byte response (limit %d)", size, r.cfg.MaxFrame), err)
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("after a response just under the limit", err)
-	}
-	return pass("a %d-byte response (multibyte UTF-8) arrived intact (%d bytes of text); a further call succeeded", size, got)
-}
-
-func hostOverLimit(ctx context.Context, r *hostRun) Result {
-	if r.cfg.MaxFrame <= 0 {
-		return skip("HostConfig.MaxFrame not set")
-	}
-	if err := r.start(ctx); err != nil {
-		return hostStartFailed(err)
-	}
-	size := r.cfg.MaxFrame + 1024
-	begin := time.Now()
-	_, err := r.call(ctx, "big", fakeserver.BigArgs{FrameSize: size}.Map())
-	took := time.Since(begin)
-	switch {
-	case err == nil:
-		return Result{Verdict: Fail, Evidence: fmt.Sprintf("a %d-byte response over the host's %d-byte limit was accepted", size, r.cfg.MaxFrame),
-			Rule: "transport limit: the host never parses a frame over its limit"}
-	case errors.Is(err, errHostHung) || errors.Is(err, context.DeadlineExceeded):
-		return failErr(fmt.Sprintf("a %d-byte response over the limit", size), err)
-	}
-	evidence := fmt.Sprintf("a %d-byte response over the limit gave a bounded error in %v (%s)", size, took.Round(time.Millisecond), firstLine(err.Error()))
-	if ferr := r.checkFollowUp(ctx); ferr != nil {
-		if errors.Is(ferr, errHostHung) || errors.Is(ferr, context.DeadlineExceeded) {
-			return failErr(evidence+"; then", ferr)
-		}
-		return pass("%s; the host then reported the session ended (%s)", evidence, firstLine(ferr.Error()))
-	}
-	return pass("%s; a further call succeeded", evidence)
-}
-
-func hostHugeField(ctx context.Context, r *hostRun) Result {
-	if err := r.start(ctx); err != nil {
-		return hostStartFailed(err)
-	}
-	// Quotes and backslashes take twice their size on the wire.
-	size := r.cfg.HugeField
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadQuotes}, (size-1024)/2, 1)
-	if err != nil {
-		return failErr(fmt.Sprintf("a %d-byte response that is one text field of quotes and backslashes", size), err)
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("after one huge field", err)
-	}
-	return pass("a %d-byte response holding one field of %d bytes of quotes and backslashes arrived intact; a further call succeeded", size, got)
-}
-
-func hostManyBlocks(ctx context.Context, r *hostRun) Result {
-	if err := r.start(ctx); err != nil {
-		return hostStartFailed(err)
-	}
-	// Each block carries about 40 bytes of envelope and 64 of text.
-	size := r.cfg.Blocks * 64
-	got, err := r.bigResult(ctx, fakeserver.BigArgs{Bytes: size, Layout: fakeserver.LayoutBlocks, Blocks: r.cfg.Blocks, Kind: fakeserver.PayloadNewlines}, size, r.cfg.Blocks)
-	if err != nil {
-		return failErr(fmt.Sprintf("%d content blocks", r.cfg.Blocks), err)
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("after many blocks", err)
-	}
-	return pass("%d content blocks (%d bytes of text with escaped newlines) arrived intact; a further call succeeded", r.cfg.Blocks, got)
-}
-
-// followUpAfter is the shape of the fault criteria: start the fake with
-// flags, make calls, and see that they work.
-func followUpAfter(what string, flags ...string) func(ctx context.Context, r *hostRun) Result {
-	return func(ctx context.Context, r *hostRun) Result {
-		if err := r.start(ctx, flags...); err != nil {
-			return hostStartFailed(err)
-		}
-		for range 2 {
-			if err := r.checkFollowUp(ctx); err != nil {
-				return failErr("after "+what, err)
-			}
-		}
-		return pass("after %s two calls succeeded", what)
-	}
-}
-
-func hostInvalidJSON(ctx context.Context, r *hostRun) Result {
-	return followUpAfter("an invalid JSON line on stdout", "-invalid-json-after", "1")(ctx, r)
-}
-
-func hostStderrNoise(ctx context.Context, r *hostRun) Result {
-	return followUpAfter(fmt.Sprintf("%d bytes of stderr", r.cfg.StderrNoise), "-stderr-noise", fmt.Sprint(r.cfg.StderrNoise))(ctx, r)
-}
-
-func hostJunk(ctx context.Context, r *hostRun) Result {
-	return followUpAfter("a banner and a log line on stdout", "-banner", "fake server ready", "-stdout-log-after", "2")(ctx, r)
-}
-
-func hostEra(era fakeserver.Era) func(ctx context.Context, r *hostRun) Result {
-	return func(ctx context.Context, r *hostRun) Result {
-		return followUpAfter("negotiating with a "+string(era)+"-only server", "-era", string(era))(ctx, r)
-	}
-}
-
-func hostCancel(ctx context.Context, r *hostRun) Result {
-	// The fake answers even a cancelled request, as the Go SDKs do today:
-	// the late response must not break the host.
-	if err := r.start(ctx, "-respond-after-cancel"); err != nil {
-		return hostStartFailed(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := callBounded(cctx, r.host, r.cfg.Within, "slow", map[string]any{"steps": 1000000, "intervalMs": 10})
-		done <- err
-	}()
-	// Wait until the fake runs the call, then cancel it.
-	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool {
-		for _, q := range rep.Requests {
-			if q.Tool == "slow" && q.State == fakeserver.StateRunning {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		return failErr("waiting for the fake to run the slow call", err)
-	}
-	cancel()
-	err := <-done
-	if errors.Is(err, errHostHung) {
-		return failErr("cancelling the call", err)
-	}
-	var cancelled fakeserver.CancelRecord
-	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool {
-		if len(rep.Cancels) > 0 {
-			cancelled = rep.Cancels[0]
-			return true
-		}
-		return false
-	}); err != nil {
-		return Result{Verdict: Fail, Evidence: "the call was cancelled but the fake never received notifications/cancelled",
-			Rule: "cancellation: a host that abandons a request MUST send notifications/cancelled so the work stops"}
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("after the cancel and the fake's late response", err)
-	}
-	return pass("the fake received notifications/cancelled (work %s, stopped after %v); its late response did not break the host; a further call succeeded",
-		cancelled.State, cancelled.StoppedAfter.Round(time.Millisecond))
-}
-
-func hostIdleNotifications(ctx context.Context, r *hostRun) Result {
-	if err := r.start(ctx, "-idle-notify-bytes", fmt.Sprint(r.cfg.IdleNotifications)); err != nil {
-		return hostStartFailed(err)
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("first call", err)
-	}
-	// The fake now writes its notifications while the host is idle: it
-	// must get them all out without blocking long.
-	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.IdleNotifyDone }); err != nil {
-		rep, _ := r.fakeReport()
-		res := failErr(fmt.Sprintf("the fake got only %d of %d bytes of notifications out while the host was idle: the host does not read stdout between calls", rep.IdleNotifyBytes, r.cfg.IdleNotifications), err)
-		res.Rule = "the host reads the server's stdout for the whole life of the server, whatever it is doing"
-		return res
-	}
-	if err := r.checkFollowUp(ctx); err != nil {
-		return failErr("after the notifications", err)
-	}
-	rep, _ := r.fakeReport()
-	return pass("%d bytes of notifications written while the host was idle, longest stdout block %v; a further call succeeded", r.cfg.IdleNotifications, rep.StdoutLongestBlock.Round(time.Millisecond))
-}
-
-// waitReport polls the fake's report file until ok, bounded by ctx and the
-// criterion's bound: the report is a file the fake rewrites as it changes,
-// with no notification to wait on.
-func (r *hostRun) waitReport(ctx context.Context, ok func(fakeserver.Report) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Within)
-	defer cancel()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if rep, err := r.fakeReport(); err == nil && ok(rep) {
-			return nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("the fake's report did not show it within %v: %w", r.cfg.Within, ctx.Err())
-		}
-	}
 }
 
 // SessionHost is a HostFactory for this library's own host, mcptest.Session,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -26,6 +27,7 @@ func serveFake(args []string) mcptest.ServeFunc {
 	}
 }
 
-// TestMain serves the fake as a helper child and otherwise runs the tests
-// under goleak.VerifyTestMain (that is what mcptest.Main does).
-func TestMain(m *testing.M) { mcptest.Main(m) }
+// TestMain serves the fake as a helper child (for the server criteria's
+// child targets, as "fake", and for the host criteria) and otherwise runs
+// the tests under goleak.VerifyTestMain.
+func TestMain(m *testing.M) { assertions.Main(m) }

@@ -9,7 +9,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
+const pipeCapacitySettable = true
 
 // peakMemoryKB returns a process's peak resident set size (VmHWM) in KiB.
 func peakMemoryKB(pid int) (int64, error) {
@@ -30,5 +34,86 @@ func peakMemoryKB(pid int) (int64, error) {
 	return 0, errors.New("no VmHWM in /proc status")
 }
 
-// pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
-const pipeCapacitySettable = true
+// clockTick is the unit of the times in /proc/<pid>/stat (USER_HZ), 100 on
+// every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// procStat is what /proc/<pid>/stat says of one process.
+type procStat struct {
+	ppid int
+	cpu  time.Duration // utime + stime
+	dead time.Duration // cutime + cstime: its reaped children's
+}
+
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command is in parentheses and may hold anything: the fields
+	// start after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 { // f[0] is field 3 (state)
+		return procStat{}, false
+	}
+	n := func(k int) int64 { v, _ := strconv.ParseInt(f[k-3], 10, 64); return v }
+	return procStat{ppid: int(n(4)), cpu: time.Duration(n(14)+n(15)) * clockTick, dead: time.Duration(n(16)+n(17)) * clockTick}, true
+}
+
+// processTree returns the CPU time used so far by pid and every process
+// descended from it (the server and what it started, including what has
+// exited and been reaped), and the live descendants with their command
+// lines. ok is false where /proc cannot tell.
+func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok bool) {
+	if pid <= 0 {
+		return 0, nil, false
+	}
+	root, ok := readProcStat(pid)
+	if !ok {
+		return 0, nil, false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil, false
+	}
+	parent := map[int]int{}
+	stats := map[int]procStat{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == pid {
+			continue
+		}
+		if st, ok := readProcStat(p); ok {
+			parent[p] = st.ppid
+			stats[p] = st
+		}
+	}
+	cpu = root.cpu + root.dead
+	descendants = map[int]string{}
+	for p := range parent {
+		for q, hops := parent[p], 0; q > 1 && hops < 64; q, hops = parent[q], hops+1 {
+			if q == pid {
+				descendants[p] = commandLine(p)
+				cpu += stats[p].cpu + stats[p].dead
+				break
+			}
+		}
+	}
+	return cpu, descendants, true
+}
+
+func commandLine(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return "?"
+	}
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}

@@ -1,6 +1,7 @@
 package assertions
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +11,9 @@ import (
 // Verdict is the outcome of one criterion.
 type Verdict string
 
-// Verdicts. Warn is for SHOULD-level rules: the behaviour is allowed by the
-// specification but is known to cause trouble.
+// Verdicts. Warn is for SHOULD-level rules (the behaviour is allowed by the
+// specification but is known to cause trouble) and for a check that could
+// not be verified; its evidence says which.
 const (
 	Pass Verdict = "pass"
 	Fail Verdict = "fail"
@@ -19,22 +21,81 @@ const (
 	Skip Verdict = "skip"
 )
 
-// Result is the outcome of one criterion of a battery.
+// Result is the outcome of one criterion, or of one Check… call.
 type Result struct {
-	Name     string        `json:"name"`               // stable name, as matched by -run
-	Verdict  Verdict       `json:"verdict"`            // pass, fail, warn or skip
-	Evidence string        `json:"evidence"`           // one line: what was seen
-	Rule     string        `json:"rule,omitempty"`     // the rule checked, with the spec revision when it depends on it
-	Details  string        `json:"details,omitempty"`  // full evidence and the session's diagnosis, when useful
-	Duration time.Duration `json:"duration_ns"`        // how long the criterion took
-	Era      string        `json:"protocol,omitempty"` // protocol revision the session negotiated
+	Name     string        // stable name, as matched by Run; empty for a Check… call
+	Verdict  Verdict       // pass, fail, warn or skip
+	Expected Verdict       // the verdict the configuration's Expect names, if it names one
+	Evidence string        // one line: what was seen, with numbers taken when it was seen
+	Rule     string        // the rule checked, with the spec revision when it depends on it
+	Details  string        // the full evidence and the session's diagnosis, when useful
+	Duration time.Duration // how long the criterion took
+	Era      string        // the protocol revision the session negotiated
 }
+
+// Err returns nil when the result is acceptable, and otherwise an error
+// saying why: a failure that Expect does not name, or any verdict other than
+// the one Expect names (an expectation that no longer holds, even a failure
+// that now passes, must be updated, so that stale expectations surface).
+func (r Result) Err() error {
+	name := r.Name
+	if name == "" {
+		name = "check"
+	}
+	switch {
+	case r.Expected != "" && r.Verdict != r.Expected:
+		return fmt.Errorf("%s: %s, but Expect says %s: update Expect (%s)", name, r.Verdict, r.Expected, r.Evidence)
+	case r.Verdict == Fail && r.Expected != Fail:
+		return fmt.Errorf("%s: %s", name, r.Evidence)
+	}
+	return nil
+}
+
+// Line formats the result as one line: verdict, name, duration, evidence.
+func (r Result) Line() string {
+	v := strings.ToUpper(string(r.Verdict))
+	if r.Expected != "" && r.Expected == r.Verdict && r.Verdict != Pass {
+		v += "*" // as expected
+	}
+	return fmt.Sprintf("  %-5s %-28s %8v  %s", v, r.Name, r.Duration.Round(time.Millisecond), r.Evidence)
+}
+
+// resultJSON is a Result as JSON: durations in milliseconds.
+type resultJSON struct {
+	Name       string  `json:"name"`
+	Verdict    Verdict `json:"verdict"`
+	Expected   Verdict `json:"expected,omitempty"`
+	Evidence   string  `json:"evidence"`
+	Rule       string  `json:"rule,omitempty"`
+	Details    string  `json:"details,omitempty"`
+	DurationMs float64 `json:"duration_ms"`
+	Protocol   string  `json:"protocol,omitempty"`
+}
+
+// MarshalJSON encodes the result with its duration in milliseconds.
+func (r Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(resultJSON{r.Name, r.Verdict, r.Expected, r.Evidence, r.Rule, r.Details, ms(r.Duration), r.Era})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var j resultJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Result{j.Name, j.Verdict, j.Expected, j.Evidence, j.Rule, j.Details, fromMs(j.DurationMs), j.Protocol}
+	return nil
+}
+
+func ms(d time.Duration) float64     { return float64(d.Microseconds()) / 1000 }
+func fromMs(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 
 // Report lists every criterion of a battery run with its verdict.
 type Report struct {
-	Subject  string        `json:"subject"` // what was checked: a command line or a target name
-	Results  []Result      `json:"results"`
-	Duration time.Duration `json:"duration_ns"`
+	Subject  string   // what was checked, in words
+	Command  []string // the server's command line, when the subject is one
+	Results  []Result
+	Duration time.Duration
 }
 
 // Count returns how many results have verdict v.
@@ -58,13 +119,13 @@ func (r *Report) Verdicts() map[string]Verdict {
 	return m
 }
 
-// Err returns nil if no criterion failed, and otherwise one error listing
-// every failure, each as "name: evidence".
+// Err returns nil if every result is acceptable (see Result.Err), and
+// otherwise one error listing every one that is not.
 func (r *Report) Err() error {
 	var errs []error
 	for _, res := range r.Results {
-		if res.Verdict == Fail {
-			errs = append(errs, fmt.Errorf("%s: %s", res.Name, res.Evidence))
+		if err := res.Err(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -78,12 +139,60 @@ func (r *Report) String() string {
 		b.WriteString(res.Line())
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "%d passed, %d failed, %d warned, %d skipped in %v\n",
-		r.Count(Pass), r.Count(Fail), r.Count(Warn), r.Count(Skip), r.Duration.Round(time.Millisecond))
+	b.WriteString(r.Summary())
+	b.WriteByte('\n')
 	return b.String()
 }
 
-// Line formats the result as one line: verdict, name, duration, evidence.
-func (res Result) Line() string {
-	return fmt.Sprintf("  %-4s  %-28s %8v  %s", strings.ToUpper(string(res.Verdict)), res.Name, res.Duration.Round(time.Millisecond), res.Evidence)
+// Summary is one line of counts: "9 passed, 1 failed, 1 warned, 1 skipped
+// in 3.5s", with the expected ones named.
+func (r *Report) Summary() string {
+	s := fmt.Sprintf("%d passed, %d failed, %d warned, %d skipped in %v",
+		r.Count(Pass), r.Count(Fail), r.Count(Warn), r.Count(Skip), r.Duration.Round(time.Millisecond))
+	expected := 0
+	for _, res := range r.Results {
+		if res.Expected != "" && res.Expected == res.Verdict && res.Verdict != Pass {
+			expected++
+		}
+	}
+	if expected > 0 {
+		s += fmt.Sprintf(" (%d as expected, marked *)", expected)
+	}
+	return s
+}
+
+// reportJSON is a Report as JSON: a summary first, durations in
+// milliseconds.
+type reportJSON struct {
+	Subject    string         `json:"subject"`
+	Command    []string       `json:"command,omitempty"`
+	Passed     bool           `json:"passed"`
+	Counts     map[string]int `json:"counts"`
+	DurationMs float64        `json:"duration_ms"`
+	Results    []Result       `json:"results"`
+}
+
+// MarshalJSON encodes the report with a summary: passed (Err is nil) and
+// the count of each verdict.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	counts := map[string]int{}
+	for _, v := range []Verdict{Pass, Fail, Warn, Skip} {
+		counts[string(v)] = r.Count(v)
+	}
+	results := r.Results
+	if results == nil {
+		results = []Result{}
+	}
+	return json.Marshal(reportJSON{r.Subject, r.Command, r.Err() == nil, counts, ms(r.Duration), results})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes (the summary is derived,
+// and not read back).
+func (r *Report) UnmarshalJSON(b []byte) error {
+	var j reportJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Report{Subject: j.Subject, Command: j.Command, Results: j.Results, Duration: fromMs(j.DurationMs)}
+	return nil
 }

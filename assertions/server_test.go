@@ -1,11 +1,12 @@
 package assertions_test
 
 import (
+	"cmp"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -19,6 +20,7 @@ func fakeConfig() assertions.ServerConfig {
 		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
 		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
 		OversizedRequest: 4 << 20,
+		CancelGrace:      100 * time.Millisecond,
 	}
 }
 
@@ -53,42 +55,47 @@ func with(m map[string]assertions.Verdict, changes ...any) map[string]assertions
 // naive configurations and checks each criterion's verdict: the good fake
 // passes everything, each fault fails exactly the criteria that catch it.
 func TestCheckServerVerdicts(t *testing.T) {
+	// within bounds each step: a row whose criteria fail by waiting out a
+	// bound gets a short one, the others the default (passing steps never
+	// wait it out). grace is the shutdown grace, also how long each
+	// criterion's server gets to exit on stdin EOF before signals.
 	tests := []struct {
 		name   string
 		args   []string
 		within time.Duration
+		grace  time.Duration
 		want   func(path string) map[string]assertions.Verdict
 	}{
-		{"good", nil, 0, allPass},
-		{"naive loop", []string{"-naive"}, 0, func(p string) map[string]assertions.Verdict {
+		{"good", nil, 0, 0, allPass},
+		{"naive loop", []string{"-naive"}, time.Second, 0, func(p string) map[string]assertions.Verdict {
 			// Reads stdin only between writes: a blocked stdout stops its
 			// reader, and a long tool call keeps cancels unread.
 			return with(allPass(p), "reads-while-blocked", assertions.Fail, "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
 		}},
-		{"ignore cancel", []string{"-ignore-cancel"}, 0, func(p string) map[string]assertions.Verdict {
+		{"ignore cancel", []string{"-ignore-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
 		}},
-		{"unbounded results", []string{"-unbounded"}, 0, func(p string) map[string]assertions.Verdict {
+		{"unbounded results", []string{"-unbounded"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "result-bounded", assertions.Fail)
 		}},
-		{"banner on stdout", []string{"-banner", "fakeserver starting"}, 0, func(p string) map[string]assertions.Verdict {
+		{"banner on stdout", []string{"-banner", "fakeserver starting"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "stdout-clean", assertions.Fail)
 		}},
-		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, func(p string) map[string]assertions.Verdict {
+		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// A MUST NOT on the 2026-07-28 stdio transport.
 			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
 		}},
-		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, func(p string) map[string]assertions.Verdict {
+		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// Only a SHOULD NOT in 2025-11-25.
 			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
 		}},
-		{"server request on stdout, modern", []string{"-server-request-after", "2"}, 0, func(p string) map[string]assertions.Verdict {
+		{"server request on stdout, modern", []string{"-server-request-after", "2"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// The 2026-07-28 stdio transport forbids requests from the
 			// server; the fake sends one right after the second message.
 			return with(allPass(p), "stdout-clean", assertions.Fail, "era", assertions.Fail)
 		}},
-		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, allPass},
-		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, func(p string) map[string]assertions.Verdict {
+		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, 0, allPass},
+		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
 			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
 			if p == "child" {
 				m["shutdown-sigterm"] = assertions.Warn
@@ -102,9 +109,9 @@ func TestCheckServerVerdicts(t *testing.T) {
 				t.Parallel()
 				cfg := fakeConfig()
 				cfg.Within = tt.within
-				cfg.ShutdownGrace = time.Second
+				cfg.ShutdownGrace = cmp.Or(tt.grace, time.Second)
 				rep := assertions.CheckServer(t.Context(), target, cfg)
-				if diff := cmp.Diff(tt.want(path), rep.Verdicts()); diff != "" {
+				if diff := gocmp.Diff(tt.want(path), rep.Verdicts()); diff != "" {
 					t.Errorf("CheckServer(%s %q) verdicts mismatch (-want +got):\n%s\nreport:\n%s", path, tt.args, diff, rep)
 				}
 				for _, res := range rep.Results {

@@ -1,0 +1,266 @@
+package assertions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// CheckNoDeadlock runs scenario under a watchdog. If scenario has not
+// returned within the bound, it records the session's diagnosis, closes the
+// session (which kills the server and closes every pipe, so whatever the
+// scenario is blocked on fails), waits for scenario to return and fails with
+// the diagnosis. Otherwise the verdict is scenario's: pass if it returns nil.
+// The context scenario gets ends at the bound too; well-behaved scenarios use
+// it for every wait.
+func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) Result {
+	sctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- scenario(sctx) }()
+	select {
+	case err := <-done:
+		return scenarioResult(err)
+	case <-sctx.Done():
+	}
+	select { // it may have returned just as the bound fired
+	case err := <-done:
+		return scenarioResult(err)
+	default:
+	}
+	diag := s.Diagnose()
+	closeErr := s.Close()
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(within + 10*time.Second):
+		serr = fmt.Errorf("the scenario did not return even after the session was closed: it blocks on something outside the session")
+	}
+	return Result{Verdict: Fail, Rule: ruleSecondRequest,
+		Evidence: fmt.Sprintf("the scenario did not finish within %v; the server was killed (Close: %v); the scenario then returned: %v", within, closeErr, firstLine(fmt.Sprint(serr))),
+		Details:  "diagnosis at the deadline:\n" + diag}
+}
+
+func scenarioResult(err error) Result {
+	if err != nil {
+		return failErr("", "the scenario failed", err)
+	}
+	return pass("the scenario finished")
+}
+
+// AssertNoDeadlock is CheckNoDeadlock for tests: it fails t with the
+// diagnosis instead of letting the test binary time out.
+func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) {
+	t.Helper()
+	report(t, CheckNoDeadlock(testContext(t), s, within, scenario))
+}
+
+// CheckSecondRequestCompletes sends one small independent request with a
+// fresh id, Session.Ping (ping or server/discover, by era), and checks that
+// it is answered within the bound. An error response to the ping counts as
+// an answer: what is checked is that the server still responds.
+func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
+	begin := time.Now()
+	if err := checkCheap(ctx, s, within, nil); err != nil {
+		return failErr(ruleSecondRequest, "second request", err)
+	}
+	return pass("the second request was answered in %v", time.Since(begin).Round(time.Millisecond))
+}
+
+// AssertSecondRequestCompletes is CheckSecondRequestCompletes for tests.
+func AssertSecondRequestCompletes(t testing.TB, s *mcptest.Session, within time.Duration) {
+	t.Helper()
+	report(t, CheckSecondRequestCompletes(testContext(t), s, within))
+}
+
+// CheckWriterBlocked checks that, with the host's reads stalled, the server
+// ends up blocked writing its stdout within the bound: the reproduction step
+// of every back-pressure bug. It stalls reads if they are not stalled yet;
+// the caller has started something that writes a lot.
+func CheckWriterBlocked(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	s.StallReads()
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr("", fmt.Sprintf("the server did not block writing stdout within %v with reads stalled", within), err)
+	}
+	return pass("writer blocked: %s", s.Stats().WriterEvidence)
+}
+
+// AssertWriterBlocked is CheckWriterBlocked for tests.
+func AssertWriterBlocked(t testing.TB, s *mcptest.Session, within time.Duration) {
+	t.Helper()
+	report(t, CheckWriterBlocked(testContext(t), s, within))
+}
+
+// notLarge fails a check whose Large call did not produce a response larger
+// than the pipe: then a "blocked writer" may have been a short response
+// sitting in a small pipe, and the check proved nothing.
+func notLarge(s *mcptest.Session, resp *mcptest.Response, large *ToolCall) (Result, bool) {
+	capacity := s.Stats().WriterEvidence.Capacity // what the pipe really was
+	switch {
+	case resp.Error != nil:
+		return fail(ruleLargeCall, "the Large call (%s) failed: %v: configure a call that returns a large result", large, resp.Error), true
+	case len(resp.Result) <= capacity:
+		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large, len(resp.Result), capacity), true
+	}
+	return Result{}, false
+}
+
+// floodRequest is one request of the reads-while-blocked flood: the cheap
+// call if configured, else a call of a tool that does not exist, padded so
+// that the flood is large; either goes through the server's tool-call path,
+// which is where a server may queue work behind its blocked writes.
+func floodRequest(cfg ServerConfig) map[string]any {
+	if cfg.Cheap != nil {
+		return cfg.Cheap.params(nil)
+	}
+	return map[string]any{"name": "mcpstdio-no-such-tool", "arguments": map[string]any{"pad": strings.Repeat("x", 256)}}
+}
+
+// CheckReadsWhileBlocked blocks the server's stdout with the Large call
+// (reads stalled), then writes a flood of tools/call requests to its stdin
+// — at least cfg.Flood, and at least 8 times the stdin pipe's capacity in
+// bytes — and checks that the server keeps reading them: every write
+// completes while its stdout is still blocked. After reads resume, the large
+// response and an answer to every flood request (a result or an error) must
+// arrive.
+func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s.StallReads()
+	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr(ruleLargeCall, "the Large call did not block the server's stdout", err)
+	}
+	capacity := cfg.PipeCapacity
+	if capacity <= 0 {
+		capacity = 64 << 10 // Linux's default, the largest of the usual ones
+	}
+	req := floodRequest(cfg)
+	before := s.Stats().StdinBytes
+	begin := time.Now()
+	var flood []*mcptest.Pending
+	for i := 0; i < cfg.Flood || s.Stats().StdinBytes-before < 8*int64(capacity); i++ {
+		p := s.Send(wire.MethodToolsCall, req)
+		flood = append(flood, p)
+		if ended(p) && !responded(p) {
+			_, err := p.Wait(ctx)
+			if e := serverEnded(s); e != "" {
+				return fail(ruleReadsBlocked, "tools/call %d of the flood could not be written while the server's stdout was blocked: %s", i+1, e)
+			}
+			return failErr(ruleReadsBlocked, fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written while the server's stdout was blocked", i+1, s.Stats().StdinBytes-before), err)
+		}
+	}
+	sent := s.Stats().StdinBytes - before
+	took := time.Since(begin)
+	evidence := s.Stats().WriterEvidence
+	s.ResumeReads()
+	resp, err := big.Wait(ctx)
+	if err != nil {
+		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
+	}
+	if res, bad := notLarge(s, resp, cfg.Large); bad {
+		return res
+	}
+	for i, p := range flood {
+		if _, err := p.Wait(ctx); err != nil {
+			return failErr(ruleReadsBlocked, fmt.Sprintf("the answer to tools/call %d of the flood after resuming reads", i+1), err)
+		}
+	}
+	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) were read from stdin in %v while stdout was blocked (%s); all answered after resuming",
+		len(flood), sent, float64(sent)/float64(capacity), capacity, took.Round(time.Millisecond), evidence)
+}
+
+// AssertReadsWhileBlocked is CheckReadsWhileBlocked for tests.
+func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckReadsWhileBlocked(testContext(t), s, cfg))
+}
+
+// CheckStallCancelRecover is the seed's scenario: reads stalled → the Large
+// call → the writer blocked → notifications/cancelled → reads resumed → a
+// second request completes.
+func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	before := s.Stats().StdoutBytes
+	s.StallReads()
+	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr(ruleLargeCall, "the Large call did not block the server's stdout", err)
+	}
+	blocked := s.Stats().WriterEvidence
+	if err := big.Cancel("mcpstdio: result exceeded the client budget"); err != nil {
+		return failErr(ruleReadsBlocked, "sending notifications/cancelled while the server's stdout was blocked", err)
+	}
+	s.ResumeReads()
+	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
+		return failErr(ruleSecondRequest, "stall → large call → writer blocked → cancel → resume", err)
+	}
+	// A writer that was really blocked had more than a pipeful to write, and
+	// bytes handed to write(2) cannot be recalled: more than the pipe held
+	// must have arrived. Otherwise a short response sat in the pipe.
+	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
+		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large)
+	}
+	late := "no response to the cancelled call (suppressed, or still to come)"
+	if ended(big) {
+		switch resp, err := big.Wait(ctx); {
+		case err != nil:
+			late = "the cancelled call ended with: " + firstLine(err.Error())
+		case resp.Late:
+			late = "the cancelled call's response arrived late: " + responseKind(resp)
+		default:
+			late = "the large response had arrived before the cancel"
+		}
+	}
+	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, late)
+}
+
+// AssertStallCancelRecover is CheckStallCancelRecover for tests.
+func AssertStallCancelRecover(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckStallCancelRecover(testContext(t), s, cfg))
+}
+
+// responseKind names what a response carried: an error code, an isError
+// result, or a plain result.
+func responseKind(r *mcptest.Response) string {
+	if r.Error != nil {
+		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
+	}
+	if isErrorResult(r.Result) {
+		return fmt.Sprintf("an isError result (%.120s)", r.Result)
+	}
+	return fmt.Sprintf("a result of %d bytes", len(r.Result))
+}
+
+// ended reports whether p has ended: answered, or failed.
+func ended(p *mcptest.Pending) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// responded reports whether p's response has arrived (not merely whether
+// p has ended: a failed write or a closed session ends it too).
+func responded(p *mcptest.Pending) bool {
+	if !ended(p) {
+		return false
+	}
+	r, err := p.Wait(context.Background())
+	return err == nil && r != nil
+}

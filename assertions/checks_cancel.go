@@ -1,0 +1,414 @@
+package assertions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// A cancel can be judged only by what shows the work: progress
+// notifications for the request's token, the server's CPU time and the
+// processes it started (Linux, child servers: /proc), and the response. The
+// criteria first learn what the Slow call looks like while it works (its
+// signature), then cancel and watch: work that goes on shows in one of them;
+// work that stopped shows as the signature going quiet. When the signature
+// has nothing to go quiet (no progress, no CPU use, no processes, unknown
+// duration), the verdict is "unverified", never "stopped".
+
+// workSample is what can be seen of the server's work at one moment.
+type workSample struct {
+	at       time.Time
+	progress int64 // progress notifications for the request
+	answered bool  // its response has arrived
+	cpu      time.Duration
+	procs    map[int]string // the server's live descendants
+	visible  bool           // cpu and procs are known
+}
+
+// sampleWork samples the server's work, and p's (nil for none).
+func sampleWork(s *mcptest.Session, p *mcptest.Pending) workSample {
+	w := workSample{at: time.Now()}
+	if p != nil {
+		w.progress, w.answered = p.Progress(), responded(p)
+	}
+	w.cpu, w.procs, w.visible = processTree(s.PID())
+	return w
+}
+
+// signature is what the Slow call looks like while it works.
+type signature struct {
+	progressEvery time.Duration  // the mean interval of its progress; 0 if it sent none
+	cpuShare      float64        // CPU time per wall-clock time; -1 if unknown
+	procs         map[int]string // the processes it started
+}
+
+func (g signature) String() string {
+	var parts []string
+	if g.progressEvery > 0 {
+		parts = append(parts, fmt.Sprintf("progress every %v", g.progressEvery.Round(time.Millisecond)))
+	} else {
+		parts = append(parts, "no progress")
+	}
+	if g.cpuShare >= 0 {
+		parts = append(parts, fmt.Sprintf("%.0f%% CPU", 100*g.cpuShare))
+	}
+	if len(g.procs) > 0 {
+		parts = append(parts, fmt.Sprintf("%d processes started", len(g.procs)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// observe watches p work for up to window, or until it has sent three
+// progress notifications, and returns its signature; from is a sample taken
+// before p was sent.
+func observe(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, from workSample, window time.Duration) signature {
+	ctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	for p.Progress() < 3 && !ended(p) {
+		// Progress and CPU time are state with no event to wait on.
+		if bound.Pass(ctx, 5*time.Millisecond) != nil {
+			break
+		}
+	}
+	return signatureOf(from, sampleWork(s, p))
+}
+
+func signatureOf(from, to workSample) signature {
+	g := signature{cpuShare: -1}
+	d := to.at.Sub(from.at)
+	if n := to.progress - from.progress; n > 0 {
+		g.progressEvery = d / time.Duration(n)
+	}
+	if from.visible && to.visible && d > 0 {
+		g.cpuShare = float64(to.cpu-from.cpu) / float64(d)
+		g.procs = newProcs(from.procs, to.procs)
+	}
+	return g
+}
+
+// newProcs returns the processes in to that are not in from.
+func newProcs(from, to map[int]string) map[int]string {
+	out := map[int]string{}
+	for pid, cmd := range to {
+		if _, old := from[pid]; !old {
+			out[pid] = cmd
+		}
+	}
+	return out
+}
+
+// cancelled is what was seen of a cancelled request: samples at the cancel,
+// after the grace and at the end of the watch.
+type cancelled struct {
+	p                         *mcptest.Pending
+	atCancel, afterGrace, end workSample
+	grace, watch              time.Duration
+	started                   map[int]string // processes the server started since the call was sent
+}
+
+// cancelAndWatch cancels p, lets the grace pass, then watches for
+// cfg.cancelWatch() or until the response arrives.
+func cancelAndWatch(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig, before workSample) (cancelled, error) {
+	c := cancelled{p: p, grace: cfg.CancelGrace, watch: cfg.cancelWatch()}
+	c.atCancel = sampleWork(s, p)
+	if err := p.Cancel("mcpstdio: cancel criterion"); err != nil {
+		return c, err
+	}
+	if err := bound.Pass(ctx, c.grace); err != nil {
+		return c, err
+	}
+	c.afterGrace = sampleWork(s, p)
+	t := time.NewTimer(c.watch)
+	defer t.Stop()
+	select {
+	case <-p.Done():
+	case <-t.C:
+	case <-ctx.Done():
+		return c, ctx.Err()
+	}
+	c.end = sampleWork(s, p)
+	if c.end.visible && before.visible {
+		c.started = newProcs(before.procs, c.end.procs)
+	}
+	return c, nil
+}
+
+// judge turns what was seen after a cancel into a verdict, with the
+// signature g of the call at work.
+func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx context.Context) Result {
+	era := s.ProtocolVersion()
+	window := c.end.at.Sub(c.afterGrace.at)
+	var went []string
+	if n := c.end.progress - c.afterGrace.progress; n > 0 {
+		went = append(went, fmt.Sprintf("%d progress notifications for id=%d arrived %v–%v after the cancel", n, c.p.ID(), c.grace, c.grace+window.Round(time.Millisecond)))
+	}
+	share := -1.0
+	if c.end.visible && c.afterGrace.visible && window > 0 {
+		share = float64(c.end.cpu-c.afterGrace.cpu) / float64(window)
+		if share >= 0.25 {
+			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
+		}
+	}
+	if len(c.started) > 0 {
+		var ps []string
+		for _, pid := range slices.Sorted(maps.Keys(c.started)) {
+			ps = append(ps, fmt.Sprintf("pid %d (%s)", pid, c.started[pid]))
+		}
+		went = append(went, fmt.Sprintf("processes it started for the call are still running %v after the cancel: %s", (c.grace+window).Round(time.Millisecond), strings.Join(ps, ", ")))
+	}
+	answer := ""
+	if c.end.answered {
+		resp, _ := c.p.Wait(ctx)
+		answer = "a response to the cancelled request arrived: " + responseKind(resp)
+	}
+	switch {
+	case len(went) > 0:
+		r := Result{Verdict: Fail, Rule: cancelRule(era), Evidence: "work went on after notifications/cancelled: " + strings.Join(went, "; ")}
+		if answer != "" {
+			r.Evidence += "; " + answer
+		}
+		if !isModernEra(era) {
+			r.Verdict = Warn // a SHOULD before 2026-07-28
+		}
+		r.Details = s.Diagnose()
+		return r
+	case answer != "":
+		r := Result{Verdict: Fail, Rule: cancelRule(era), Evidence: answer}
+		if !isModernEra(era) {
+			r.Verdict = Warn
+		}
+		return r
+	}
+	var stopped []string
+	if g.progressEvery > 0 && window >= 3*g.progressEvery {
+		stopped = append(stopped, fmt.Sprintf("no progress in the %v after the grace (at work it sent one every %v)", window.Round(time.Millisecond), g.progressEvery.Round(time.Millisecond)))
+	}
+	if g.cpuShare >= 0.25 && share >= 0 && share < 0.05 {
+		stopped = append(stopped, fmt.Sprintf("its CPU use fell from %.0f%% to %.0f%%", 100*g.cpuShare, 100*share))
+	}
+	if len(g.procs) > 0 && c.end.visible && len(c.started) == 0 {
+		stopped = append(stopped, fmt.Sprintf("none of the processes the call starts (%d while at work) is left running", len(g.procs)))
+	}
+	if cfg.SlowDuration > 0 && c.grace+window >= cfg.SlowDuration {
+		stopped = append(stopped, fmt.Sprintf("no response within the Slow call's own duration (%v)", cfg.SlowDuration))
+	}
+	if len(stopped) > 0 {
+		return pass("the work stopped: %s; no response", strings.Join(stopped, "; "))
+	}
+	why := []string{"the call sent no progress"}
+	if !c.end.visible {
+		why = append(why, "its CPU time and processes cannot be seen ("+invisibleWhy(s)+")")
+	} else {
+		why = append(why, fmt.Sprintf("used little CPU at work (%s)", g))
+	}
+	return Result{Verdict: Warn, Rule: ruleCancelEvidence,
+		Evidence: fmt.Sprintf("unverified: nothing arrived within %v of the cancel, but nothing showed the work running either: %s; set SlowDuration to watch for a late response for as long as the call lasts",
+			(c.grace + window).Round(time.Millisecond), strings.Join(why, ", "))}
+}
+
+func invisibleWhy(s *mcptest.Session) string {
+	if s.PID() == 0 {
+		return "an in-process server"
+	}
+	return "no /proc here"
+}
+
+// tokens numbers the progress tokens the criteria give their requests.
+var tokens atomic.Int64
+
+// newProgressToken returns a progress token no other request of this
+// process carries, so progress can be attributed to its request.
+func newProgressToken() string { return fmt.Sprintf("mcpstdio-%d", tokens.Add(1)) }
+
+// calibrationWindow bounds how long a criterion watches the Slow call at
+// work before it cancels.
+func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 10*c.CancelGrace) }
+
+// CheckCancelStopsWork watches p, a request at work, for a while (until it
+// has sent three progress notifications, or min(Within, 10×CancelGrace)),
+// to learn what its work looks like; then cancels it and judges, by the
+// evidence described at the top of this file, whether the work stopped. A
+// response after the cancel fails in 2026-07-28 (MUST NOT) and warns before
+// it (SHOULD NOT), as does work that went on. Without evidence either way
+// the verdict is a warning that says "unverified". Processes the server
+// already ran when CheckCancelStopsWork was called are not taken for the
+// call's.
+func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig) Result {
+	return cancelStopsWork(ctx, s, p, cfg.withDefaults(), sampleWork(s, nil))
+}
+
+// cancelStopsWork is CheckCancelStopsWork with a sample from before p was
+// sent.
+func cancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig, before workSample) Result {
+	g := observe(ctx, s, p, before, cfg.calibrationWindow())
+	switch {
+	case responded(p):
+		return fail(ruleCancelEvidence, "the call finished before it could be cancelled (%s): configure a slower call", g)
+	case ended(p):
+		_, err := p.Wait(ctx)
+		return failErr("", "the call failed before it could be cancelled", err)
+	}
+	c, err := cancelAndWatch(ctx, s, p, cfg, before)
+	if err != nil {
+		return failErr("", "cancelling the call", err)
+	}
+	res := c.judge(s, g, cfg, ctx)
+	if res.Verdict == Pass {
+		res.Evidence = fmt.Sprintf("at work (%s), cancelled: %s", g, res.Evidence)
+	}
+	return res
+}
+
+// AssertCancelStopsWork is CheckCancelStopsWork for tests.
+func AssertCancelStopsWork(t testing.TB, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckCancelStopsWork(testContext(t), s, p, cfg))
+}
+
+// CheckCancelDuringWork sends the Slow call with a progress token, lets it
+// work, cancels it (see CheckCancelStopsWork), and checks that a second
+// request completes.
+func CheckCancelDuringWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Slow == nil {
+		return skip("no Slow tool call configured")
+	}
+	before := sampleWork(s, nil)
+	p := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
+	return thenSecondRequest(ctx, s, cfg, cancelStopsWork(ctx, s, p, cfg, before))
+}
+
+// thenSecondRequest makes the second request after a cancel criterion and
+// adds what happened to res: a pass that is not followed by an answer is a
+// failure; another verdict keeps its own and says so.
+func thenSecondRequest(ctx context.Context, s *mcptest.Session, cfg ServerConfig, res Result) Result {
+	err := checkCheap(ctx, s, cfg.Within, cfg.Cheap)
+	switch {
+	case err != nil && res.Verdict == Pass:
+		return failErr(ruleSecondRequest, "second request after the cancel ("+res.Evidence+")", err)
+	case err != nil:
+		res.Evidence += "; the second request then got no answer: " + firstLine(err.Error())
+	case res.Verdict == Pass:
+		res.Evidence += "; the second request completed"
+	}
+	return res
+}
+
+// AssertCancelDuringWork is CheckCancelDuringWork for tests.
+func AssertCancelDuringWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckCancelDuringWork(testContext(t), s, cfg))
+}
+
+// CheckCancelBeforeWork sends the Slow call and notifications/cancelled
+// right behind it, before the server can have done any work worth speaking
+// of, and watches. To know what the work would have looked like, it then
+// sends the Slow call again, watches it at work for a while and cancels it
+// too: the first call's silence is evidence only where the second shows
+// that the work is visible. A second request must complete.
+func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Slow == nil {
+		return skip("no Slow tool call configured")
+	}
+	before := sampleWork(s, nil)
+	p := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
+	c, err := cancelAndWatch(ctx, s, p, cfg, before)
+	if err != nil {
+		return failErr("", "cancelling the call right behind it", err)
+	}
+	// The signature, from a call left to work.
+	q := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
+	from := sampleWork(s, q)
+	g := observe(ctx, s, q, from, cfg.calibrationWindow())
+	if !ended(q) {
+		_ = q.Cancel("mcpstdio: the cancel criterion's second call")
+	}
+	res := c.judge(s, g, cfg, ctx)
+	if res.Verdict == Pass {
+		res.Evidence += fmt.Sprintf(" (the call at work: %s)", g)
+	}
+	return thenSecondRequest(ctx, s, cfg, res)
+}
+
+// AssertCancelBeforeWork is CheckCancelBeforeWork for tests.
+func AssertCancelBeforeWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckCancelBeforeWork(testContext(t), s, cfg))
+}
+
+// CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
+// lets its response through a few KiB at a time until some of it has
+// arrived, cancels it there, resumes reads, and checks that the session
+// goes on: a second request completes. The cancel may be ignored (the
+// response is already on the wire) or answered; it must not break anything.
+func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s.StallReads()
+	p := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+	wctx, cancel := context.WithTimeout(ctx, cfg.Within)
+	defer cancel()
+	// Step through stdout until the response has begun (notifications may
+	// come first): exactly step bytes at a time.
+	const step = 4 << 10
+	for p.Received() == 0 && !ended(p) {
+		at := s.Stats().StdoutBytes
+		s.StallReadsAfter(step)
+		if err := s.WaitStdoutBytes(wctx, at+step); err != nil {
+			s.ResumeReads()
+			if ended(p) {
+				break
+			}
+			return failErr(ruleCancelAfter, "the Large response did not begin", err)
+		}
+	}
+	got := p.Received()
+	if ended(p) {
+		s.ResumeReads()
+		if _, err := p.Wait(ctx); err != nil {
+			return failErr(ruleCancelAfter, "the Large call", err)
+		}
+		return fail(ruleLargeCall, "the whole %d-byte response to the Large call (%s) arrived before it could be cancelled mid-way: configure a larger one", got, cfg.Large)
+	}
+	if err := p.Cancel("mcpstdio: cancelled after the response began"); err != nil {
+		return failErr(ruleCancelAfter, fmt.Sprintf("sending notifications/cancelled after %d bytes of the response", got), err)
+	}
+	s.ResumeReads()
+	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
+		return failErr(ruleCancelAfter, fmt.Sprintf("second request after cancelling a response %d bytes in", got), err)
+	}
+	outcome := "no response to the cancelled request (yet)"
+	if ended(p) {
+		switch resp, err := p.Wait(ctx); {
+		case err != nil:
+			outcome = "the cancelled request ended with: " + firstLine(err.Error())
+		case resp.Late:
+			outcome = fmt.Sprintf("its response arrived complete (%d bytes), counted as late", p.Received())
+		}
+	}
+	return pass("cancelled after %d bytes of its response had arrived; %s; the second request completed", got, outcome)
+}
+
+// AssertCancelAfterOutputBegan is CheckCancelAfterOutputBegan for tests.
+func AssertCancelAfterOutputBegan(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckCancelAfterOutputBegan(testContext(t), s, cfg))
+}
+
+// isErrorResult reports whether a tools/call result says isError.
+func isErrorResult(result json.RawMessage) bool {
+	return string(wire.Member(result, "isError")) == "true"
+}

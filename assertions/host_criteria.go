@@ -1,0 +1,211 @@
+package assertions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+)
+
+func hostUnderLimit(ctx context.Context, r *hostFixture) Result {
+	if r.cfg.MaxFrame <= 0 {
+		return skip("HostConfig.MaxFrame not set")
+	}
+	if err := r.start(ctx); err != nil {
+		return hostStartFailed(err)
+	}
+	// 1 KiB under: hosts differ in whether the newline and their
+	// decoder's read-ahead count towards the limit.
+	size := r.cfg.MaxFrame - 1024
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadMultibyte}, size-1024, 1)
+	if err != nil {
+		return failErr(ruleHostIntact, fmt.Sprintf("a %d-byte response (limit %d)", size, r.cfg.MaxFrame), err)
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostGoesOn, "after a response just under the limit", err)
+	}
+	return pass("a %d-byte response (multibyte UTF-8) arrived intact (%d bytes of text); a further call succeeded", size, got)
+}
+
+func hostOverLimit(ctx context.Context, r *hostFixture) Result {
+	if r.cfg.MaxFrame <= 0 {
+		return skip("HostConfig.MaxFrame not set")
+	}
+	if err := r.start(ctx); err != nil {
+		return hostStartFailed(err)
+	}
+	size := r.cfg.MaxFrame + 1024
+	begin := time.Now()
+	_, err := r.call(ctx, "big", fakeserver.BigArgs{FrameSize: size}.Map())
+	took := time.Since(begin)
+	switch {
+	case err == nil:
+		return Result{Verdict: Fail, Evidence: fmt.Sprintf("a %d-byte response over the host's %d-byte limit was accepted", size, r.cfg.MaxFrame),
+			Rule: ruleHostLimit}
+	case errors.Is(err, errHostHung) || errors.Is(err, context.DeadlineExceeded):
+		return failErr(ruleHostLimit, fmt.Sprintf("a %d-byte response over the limit", size), err)
+	}
+	evidence := fmt.Sprintf("a %d-byte response over the limit gave a bounded error in %v (%s)", size, took.Round(time.Millisecond), firstLine(err.Error()))
+	if ferr := r.checkFollowUp(ctx); ferr != nil {
+		if errors.Is(ferr, errHostHung) || errors.Is(ferr, context.DeadlineExceeded) {
+			return failErr(ruleHostLimit, evidence+"; then", ferr)
+		}
+		return pass("%s; the host then reported the session ended (%s)", evidence, firstLine(ferr.Error()))
+	}
+	return pass("%s; a further call succeeded", evidence)
+}
+
+func hostHugeField(ctx context.Context, r *hostFixture) Result {
+	if err := r.start(ctx); err != nil {
+		return hostStartFailed(err)
+	}
+	// Quotes and backslashes take twice their size on the wire.
+	size := r.cfg.HugeField
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{FrameSize: size, Kind: fakeserver.PayloadQuotes}, (size-1024)/2, 1)
+	if err != nil {
+		return failErr(ruleHostIntact, fmt.Sprintf("a %d-byte response that is one text field of quotes and backslashes", size), err)
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostGoesOn, "after one huge field", err)
+	}
+	return pass("a %d-byte response holding one field of %d bytes of quotes and backslashes arrived intact; a further call succeeded", size, got)
+}
+
+func hostManyBlocks(ctx context.Context, r *hostFixture) Result {
+	if err := r.start(ctx); err != nil {
+		return hostStartFailed(err)
+	}
+	// Each block carries about 40 bytes of envelope and 64 of text.
+	size := r.cfg.Blocks * 64
+	got, err := r.bigResult(ctx, fakeserver.BigArgs{Bytes: size, Layout: fakeserver.LayoutBlocks, Blocks: r.cfg.Blocks, Kind: fakeserver.PayloadNewlines}, size, r.cfg.Blocks)
+	if err != nil {
+		return failErr(ruleHostIntact, fmt.Sprintf("%d content blocks", r.cfg.Blocks), err)
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostGoesOn, "after many blocks", err)
+	}
+	return pass("%d content blocks (%d bytes of text with escaped newlines) arrived intact; a further call succeeded", r.cfg.Blocks, got)
+}
+
+// followUpAfter is the shape of the fault criteria: start the fake with
+// flags, make calls, and see that they work.
+func followUpAfter(what string, flags ...string) func(ctx context.Context, r *hostFixture) Result {
+	return func(ctx context.Context, r *hostFixture) Result {
+		if err := r.start(ctx, flags...); err != nil {
+			return hostStartFailed(err)
+		}
+		for range 2 {
+			if err := r.checkFollowUp(ctx); err != nil {
+				return failErr(ruleHostGoesOn, "after "+what, err)
+			}
+		}
+		return pass("after %s two calls succeeded", what)
+	}
+}
+
+func hostInvalidJSON(ctx context.Context, r *hostFixture) Result {
+	return followUpAfter("an invalid JSON line on stdout", "-invalid-json-after", "1")(ctx, r)
+}
+
+func hostStderrNoise(ctx context.Context, r *hostFixture) Result {
+	return followUpAfter(fmt.Sprintf("%d bytes of stderr", r.cfg.StderrNoise), "-stderr-noise", fmt.Sprint(r.cfg.StderrNoise))(ctx, r)
+}
+
+func hostJunk(ctx context.Context, r *hostFixture) Result {
+	return followUpAfter("a banner and a log line on stdout", "-banner", "fake server ready", "-stdout-log-after", "2")(ctx, r)
+}
+
+func hostEra(era fakeserver.Era) func(ctx context.Context, r *hostFixture) Result {
+	return func(ctx context.Context, r *hostFixture) Result {
+		return followUpAfter("negotiating with a "+string(era)+"-only server", "-era", string(era))(ctx, r)
+	}
+}
+
+func hostCancel(ctx context.Context, r *hostFixture) Result {
+	// The fake answers even a cancelled request, as the Go SDKs do today:
+	// the late response must not break the host.
+	if err := r.start(ctx, "-respond-after-cancel"); err != nil {
+		return hostStartFailed(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := callBounded(cctx, r.host, r.cfg.Within, "slow", map[string]any{"steps": 1000000, "intervalMs": 10})
+		done <- err
+	}()
+	// Wait until the fake runs the call, then cancel it.
+	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool {
+		for _, q := range rep.Requests {
+			if q.Tool == "slow" && q.State == fakeserver.StateRunning {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return failErr(ruleHostCancel, "waiting for the fake to run the slow call", err)
+	}
+	cancel()
+	err := <-done
+	if errors.Is(err, errHostHung) {
+		return failErr(ruleHostCancel, "cancelling the call", err)
+	}
+	var cancelled fakeserver.CancelRecord
+	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool {
+		if len(rep.Cancels) > 0 {
+			cancelled = rep.Cancels[0]
+			return true
+		}
+		return false
+	}); err != nil {
+		return Result{Verdict: Fail, Evidence: "the call was cancelled but the fake never received notifications/cancelled",
+			Rule: ruleHostCancel}
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostGoesOn, "after the cancel and the fake's late response", err)
+	}
+	return pass("the fake received notifications/cancelled (work %s, stopped after %v); its late response did not break the host; a further call succeeded",
+		cancelled.State, cancelled.StoppedAfter.Round(time.Millisecond))
+}
+
+func hostIdleNotifications(ctx context.Context, r *hostFixture) Result {
+	if err := r.start(ctx, "-idle-notify-bytes", fmt.Sprint(r.cfg.IdleNotifications)); err != nil {
+		return hostStartFailed(err)
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostReads, "first call", err)
+	}
+	// The fake now writes its notifications while the host is idle: it
+	// must get them all out without blocking long.
+	if err := r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.IdleNotifyDone }); err != nil {
+		rep, _ := r.fakeReport()
+		return failErr(ruleHostReads, fmt.Sprintf("the fake got only %d of %d bytes of notifications out while the host was idle: the host does not read stdout between calls", rep.IdleNotifyBytes, r.cfg.IdleNotifications), err)
+	}
+	if err := r.checkFollowUp(ctx); err != nil {
+		return failErr(ruleHostReads, "after the notifications", err)
+	}
+	rep, _ := r.fakeReport()
+	return pass("%d bytes of notifications written while the host was idle, longest stdout block %v; a further call succeeded", r.cfg.IdleNotifications, rep.StdoutLongestBlock.Round(time.Millisecond))
+}
+
+// waitReport polls the fake's report file until ok, bounded by ctx and the
+// criterion's bound: the report is a file the fake rewrites as it changes,
+// with no notification to wait on.
+func (r *hostFixture) waitReport(ctx context.Context, ok func(fakeserver.Report) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Within)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if rep, err := r.fakeReport(); err == nil && ok(rep) {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("the fake's report did not show it within %v: %w", r.cfg.Within, ctx.Err())
+		}
+	}
+}

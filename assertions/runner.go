@@ -1,0 +1,237 @@
+package assertions
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+)
+
+// fixture is what one criterion runs against, made fresh for it: the
+// runner's watchdog diagnoses and aborts it, and the runner always closes
+// it.
+type fixture interface {
+	// diagnose describes what the fixture's session looks like now.
+	diagnose() string
+	// abort ends the server so that whatever the criterion waits on fails.
+	abort()
+	// close ends what the criterion started and says, for the next
+	// criterion's verdict, whether the server had to be forced to end.
+	close() (forced string, err error)
+}
+
+// criterion is one named check of a battery.
+type criterion[F fixture] struct {
+	name string
+	run  func(ctx context.Context, f F) Result
+}
+
+// battery is a list of criteria with what every run of it shares.
+type battery[F fixture] struct {
+	subject  string
+	criteria []criterion[F]
+	fixture  func(name string) F
+	budget   func(name string) time.Duration // the watchdog's budget for one criterion
+	run      *regexp.Regexp
+	expect   map[string]Verdict
+}
+
+// names lists the battery's criteria in the order they run.
+func (b *battery[F]) names() []string {
+	var names []string
+	for _, c := range b.criteria {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// checkExpect reports an Expect that names no criterion of the battery.
+func (b *battery[F]) checkExpect() error {
+	var unknown []string
+	for name := range b.expect {
+		if !slices.Contains(b.names(), name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("Expect names no criterion of this battery: %q (the criteria: %s)", unknown, strings.Join(b.names(), ", "))
+}
+
+// selected returns the criteria Run selects.
+func (b *battery[F]) selected() []criterion[F] {
+	var out []criterion[F]
+	for _, c := range b.criteria {
+		if b.run == nil || b.run.MatchString(c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// all runs every selected criterion in order and returns the report;
+// progress, if set, gets each result as soon as it is known.
+func (b *battery[F]) all(ctx context.Context, progress func(Result)) *Report {
+	start := time.Now()
+	rep := &Report{Subject: b.subject}
+	if err := b.checkExpect(); err != nil {
+		rep.Results = append(rep.Results, Result{Name: "expect", Verdict: Fail, Evidence: err.Error()})
+	}
+	forced := ""
+	for _, c := range b.selected() {
+		if ctx.Err() != nil {
+			break
+		}
+		var res Result
+		res, forced = b.one(ctx, c, forced)
+		rep.Results = append(rep.Results, res)
+		if progress != nil {
+			progress(res)
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep
+}
+
+// tests runs every selected criterion as a named subtest of t.
+func (b *battery[F]) tests(t *testing.T) {
+	t.Helper()
+	if err := b.checkExpect(); err != nil {
+		t.Fatal(err)
+	}
+	forced := ""
+	for _, c := range b.selected() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Helper()
+			ctx, cancel, _ := bound.Context(context.Background(), t)
+			defer cancel()
+			var res Result
+			res, forced = b.one(ctx, c, forced)
+			report(t, res)
+		})
+	}
+}
+
+// one runs criterion c against a fresh fixture under the watchdog, and
+// always closes the fixture. after says how the previous criterion's server
+// ended if it had to be forced, which this verdict then mentions: a server
+// killed that way may have left state (a lock file) that changes the next
+// one.
+func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res Result, forced string) {
+	start := time.Now()
+	f := b.fixture(c.name)
+	budget := b.budget(c.name)
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() { done <- runRecovered(cctx, c, f) }()
+	select {
+	case res = <-done:
+	case <-cctx.Done():
+		diag := f.diagnose()
+		f.abort()
+		// Every step inside is bounded by cctx, which has ended, and the
+		// server is gone; a criterion that still does not return is stuck
+		// in something else (a Target or a host that ignores its context).
+		if !bound.Wait(doneSignal(done, &res), 10*time.Second) {
+			diag += "\nthe criterion itself did not return after the server was ended: its goroutine is left running"
+		}
+		if err := ctx.Err(); err != nil {
+			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("interrupted by the caller (%v)", err), Details: diag}
+		} else {
+			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("the criterion did not finish within its budget of %v: the watchdog ended the server", budget), Details: diag}
+		}
+	}
+	forced, err := f.close()
+	if err != nil && res.Verdict != Fail {
+		res.Details = strings.TrimSpace(res.Details + "\nclosing: " + err.Error())
+	}
+	if after != "" {
+		res.Evidence += fmt.Sprintf(" [the previous criterion's server had to be forced to end (%s)]", after)
+	}
+	res.Name = c.name
+	res.Duration = time.Since(start)
+	if v, ok := b.expect[c.name]; ok {
+		res.Expected = v
+	}
+	return res, forced
+}
+
+// doneSignal returns a channel closed once done delivers, storing the
+// result.
+func doneSignal(done <-chan Result, res *Result) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		*res = <-done
+		close(ch)
+	}()
+	return ch
+}
+
+// runRecovered runs a criterion, turning a panic in it (or in the code it
+// calls: a Target, a host adapter) into a failed verdict with the stack.
+func runRecovered[F fixture](ctx context.Context, c criterion[F], f F) (res Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = Result{Verdict: Fail, Evidence: fmt.Sprintf("panic: %v", v), Details: stack()}
+		}
+	}()
+	return c.run(ctx, f)
+}
+
+// report turns a result into the test's outcome. Its lines point at the
+// caller's test, not at this package.
+func report(t testing.TB, res Result) {
+	t.Helper()
+	msg := res.Evidence
+	if res.Rule != "" {
+		msg += "\nrule: " + res.Rule
+	}
+	if res.Details != "" {
+		msg += "\n" + res.Details
+	}
+	name := res.Name
+	if name == "" {
+		name = "check"
+	}
+	switch err := res.Err(); {
+	case err != nil && res.Expected != "" && res.Expected != res.Verdict:
+		t.Errorf("%s: %s, but Expect says %s: update Expect\n%s", name, res.Verdict, res.Expected, msg)
+	case err != nil:
+		t.Errorf("%s: %s", name, msg)
+	case res.Verdict == Skip:
+		t.Skipf("%s: %s", name, msg)
+	case res.Verdict != Pass:
+		t.Logf("%s: %s (as Expect says): %s", name, strings.ToUpper(string(res.Verdict)), msg)
+	default:
+		t.Logf("%s: %s", name, res.Evidence)
+	}
+}
+
+// Results are built with these.
+
+func pass(format string, args ...any) Result {
+	return Result{Verdict: Pass, Evidence: fmt.Sprintf(format, args...)}
+}
+
+func skip(format string, args ...any) Result {
+	return Result{Verdict: Skip, Evidence: fmt.Sprintf(format, args...)}
+}
+
+func fail(rule, format string, args ...any) Result {
+	return Result{Verdict: Fail, Rule: rule, Evidence: fmt.Sprintf(format, args...)}
+}
+
+// failErr makes a failing result from err: what failed, then the error's
+// first line as evidence and the rest (a diagnosis) as details.
+func failErr(rule, what string, err error) Result {
+	first, rest, _ := strings.Cut(err.Error(), "\n")
+	return Result{Verdict: Fail, Rule: rule, Evidence: what + ": " + first, Details: rest}
+}
