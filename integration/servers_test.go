@@ -119,6 +119,16 @@ func goSDKServerVerdicts(path string) map[string]assertions.Verdict {
 // mcp-go v1.2.1.
 func mcpGoServerVerdicts(path string) map[string]assertions.Verdict {
 	return want(path,
+		// tools/call requests go to a queue of 100 for 5 workers (MCPGO
+		// server/stdio.go:379-380, 599-610); when the workers are blocked
+		// writing a response to a stdout nobody reads, the queue fills, and
+		// a tools/call that finds it full is handled synchronously on the
+		// read loop (MCPGO server/stdio.go:611-617), whose response write
+		// blocks too: the read loop stops, and stdin with it. A flood of
+		// ping or server/discover, answered off the queue, does not show
+		// it; a flood of tools/call does, with a configured tool or not
+		// (TestReadsWhileBlockedToolFlood).
+		"reads-while-blocked", assertions.Fail,
 		// The worker that runs a cancelled tools/call still writes its
 		// response, -32603 "context canceled" (MCPGO server/stdio.go:464-468);
 		// a MUST NOT in 2026-07-28. Cancelled right behind the request, the
@@ -204,5 +214,31 @@ func TestServerVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadsWhileBlockedToolFlood: reads-while-blocked floods stdin with
+// tools/call whether or not a cheap tool call is configured, so that a
+// server whose tool-call path stops its read loop fails either way.
+func TestReadsWhileBlockedToolFlood(t *testing.T) {
+	for _, tt := range []struct {
+		server string
+		want   assertions.Verdict
+	}{{"go-sdk", assertions.Pass}, {"mcp-go", assertions.Fail}} {
+		for _, cheap := range []*assertions.ToolCall{nil, {Name: "echo", Arguments: map[string]any{"text": "hi"}}} {
+			name := tt.server + "/no-such-tool"
+			if cheap != nil {
+				name = tt.server + "/cheap-echo"
+			}
+			t.Run(name, func(t *testing.T) {
+				cfg := serverConfig()
+				cfg.Cheap = cheap
+				cfg.Run = regexp.MustCompile(`^reads-while-blocked$`)
+				rep := assertions.CheckServer(t.Context(), mcptest.Helper(tt.server), cfg)
+				if got := rep.Verdicts()["reads-while-blocked"]; got != tt.want {
+					t.Errorf("reads-while-blocked = %s, want %s\n%s", got, tt.want, rep)
+				}
+			})
+		}
 	}
 }
