@@ -4,20 +4,19 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
 // BenchmarkCheckServer times the whole server battery against the good
 // fake, in-process and as a child process.
 func BenchmarkCheckServer(b *testing.B) {
-	for _, path := range []string{"in-process", "child"} {
-		b.Run(path, func(b *testing.B) {
-			target := targets()[path]
-			for b.Loop() {
-				rep := assertions.CheckServer(b.Context(), target, fakeConfig())
-				if rep.Count(assertions.Fail) > 0 {
-					b.Fatalf("the good fake failed:\n%s", rep)
-				}
+	testkit.EachWayB(b, func(b *testing.B, child bool) {
+		target := target(child)
+		for b.Loop() {
+			rep := assertions.CheckServer(b.Context(), target, fakeConfig())
+			if rep.Count(assertions.Fail) > 0 {
+				b.Fatalf("the good fake failed:\n%s", rep)
 			}
-		})
-	}
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 // that ignores it fails, even when it floods progress (every notification
 // counts, however many arrive).
 func TestCheckCancelStopsWork(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name       string
 		opts       []fakeserver.Option
@@ -28,6 +29,7 @@ func TestCheckCancelStopsWork(t *testing.T) {
 		{"ignores cancel, progress flood", []fakeserver.Option{fakeserver.Faults{IgnoreCancel: true}}, 1, "progress notifications for id="},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
 				return fakeserver.New(tt.opts...).Serve(ctx, in, out, errw)
 			}))

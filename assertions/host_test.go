@@ -19,6 +19,7 @@ import (
 )
 
 func TestCheckHostSession(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	rep := assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit, StderrNoise: 8 << 20})
 	want := map[string]assertions.Verdict{}
@@ -104,7 +105,8 @@ func (h *naiveHost) Close() error {
 }
 
 func TestCheckHostNaive(t *testing.T) {
-	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20}
+	t.Parallel()
+	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: time.Second, StderrNoise: 1 << 20}
 	rep := assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	want := map[string]assertions.Verdict{}
 	for _, n := range assertions.HostCriterionNames() {

@@ -3,12 +3,14 @@ package assertions_test
 import (
 	"cmp"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -24,12 +26,20 @@ func fakeConfig() assertions.ServerConfig {
 	}
 }
 
-// targets returns the fake configured by args, in-process and as a child.
-func targets(args ...string) map[string]mcptest.Target {
-	return map[string]mcptest.Target{
-		"in-process": mcptest.InProcess(serveFake(args)),
-		"child":      mcptest.Helper("fake", args...),
+// target returns the fake configured by args, as a child or in-process.
+func target(child bool, args ...string) mcptest.Target {
+	if child {
+		return mcptest.Helper("fake", args...)
 	}
+	return mcptest.InProcess(serveFake(args))
+}
+
+// way names a way of running the fake, as testkit.EachWay's subtests do.
+func way(child bool) string {
+	if child {
+		return testkit.Ways[1]
+	}
+	return testkit.Ways[0]
 }
 
 // allPass is every criterion passing, SIGTERM skipped for in-process.
@@ -67,7 +77,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 		want   func(path string) map[string]assertions.Verdict
 	}{
 		{"good", nil, 0, 0, allPass},
-		{"naive loop", []string{"-naive"}, time.Second, 0, func(p string) map[string]assertions.Verdict {
+		{"naive loop", []string{"-naive"}, time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
 			// Reads stdin only between writes: a blocked stdout stops its
 			// reader, and a long tool call keeps cancels unread.
 			return with(allPass(p), "reads-while-blocked", assertions.Fail, "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
@@ -103,14 +113,35 @@ func TestCheckServerVerdicts(t *testing.T) {
 			return m
 		}},
 	}
-	for _, tt := range tests {
-		for path, target := range targets(tt.args...) {
-			t.Run(tt.name+"/"+path, func(t *testing.T) {
-				t.Parallel()
+	// The batteries mostly wait (observation windows, bounds running
+	// out): run them side by side, more than go test's -parallel (the
+	// number of CPUs) would, and compare as subtests afterwards.
+	t.Parallel()
+	reports := make([][2]*assertions.Report, len(tests))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, tt := range tests {
+		for w, child := range []bool{false, true} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
 				cfg := fakeConfig()
 				cfg.Within = tt.within
 				cfg.ShutdownGrace = cmp.Or(tt.grace, time.Second)
-				rep := assertions.CheckServer(t.Context(), target, cfg)
+				reports[i][w] = assertions.CheckServer(t.Context(), target(child, tt.args...), cfg)
+			}()
+		}
+	}
+	wg.Wait()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testkit.EachWay(t, func(t *testing.T, child bool) {
+				path, rep := way(child), reports[i][0]
+				if child {
+					rep = reports[i][1]
+				}
 				if diff := gocmp.Diff(tt.want(path), rep.Verdicts()); diff != "" {
 					t.Errorf("CheckServer(%s %q) verdicts mismatch (-want +got):\n%s\nreport:\n%s", path, tt.args, diff, rep)
 				}
@@ -120,7 +151,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 					}
 				}
 			})
-		}
+		})
 	}
 }
 
@@ -129,11 +160,9 @@ func TestCheckServerVerdicts(t *testing.T) {
 func TestServerCriteria(t *testing.T) {
 	cfg := fakeConfig()
 	cfg.Run = regexp.MustCompile(`^(stdout-clean|stall-cancel-recover|shutdown-sigterm)$`)
-	for path, target := range targets() {
-		t.Run(path, func(t *testing.T) {
-			assertions.ServerCriteria(t, target, cfg)
-		})
-	}
+	testkit.EachWay(t, func(t *testing.T, child bool) {
+		assertions.ServerCriteria(t, target(child), cfg)
+	})
 }
 
 // TestLargeCallTooSmall: a "Large" response that merely fills most of the
@@ -144,17 +173,15 @@ func TestLargeCallTooSmall(t *testing.T) {
 	cfg.Large = &assertions.ToolCall{Name: "big", Arguments: map[string]any{"frameSize": 15000}} // < 16 KiB pipe
 	cfg.Within = 2 * time.Second
 	cfg.Run = regexp.MustCompile(`^(reads-while-blocked|stall-cancel-recover)$`)
-	for path, target := range targets() {
-		t.Run(path, func(t *testing.T) {
-			rep := assertions.CheckServer(t.Context(), target, cfg)
-			for _, res := range rep.Results {
-				if res.Verdict != assertions.Fail {
-					t.Errorf("%s with a 15000-byte Large response: %s (%s), want fail", res.Name, res.Verdict, res.Evidence)
-				}
+	testkit.EachWay(t, func(t *testing.T, child bool) {
+		rep := assertions.CheckServer(t.Context(), target(child), cfg)
+		for _, res := range rep.Results {
+			if res.Verdict != assertions.Fail {
+				t.Errorf("%s with a 15000-byte Large response: %s (%s), want fail", res.Name, res.Verdict, res.Evidence)
 			}
-			if len(rep.Results) != 2 {
-				t.Errorf("ran %d criteria, want 2", len(rep.Results))
-			}
-		})
-	}
+		}
+		if len(rep.Results) != 2 {
+			t.Errorf("ran %d criteria, want 2", len(rep.Results))
+		}
+	})
 }

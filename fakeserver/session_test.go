@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -31,16 +32,17 @@ const stopBound = 10 * time.Second
 // eachTarget runs fn against the fake started with flags, in-process and as
 // a child.
 func eachTarget(t *testing.T, flags []string, opts []mcptest.Option, fn func(t *testing.T, f *fixture)) {
-	t.Run("in-process", func(t *testing.T) {
-		parsed, err := ParseArgs(flags)
-		if err != nil {
-			t.Fatal(err)
+	testkit.EachWay(t, func(t *testing.T, child bool) {
+		if !child {
+			parsed, err := ParseArgs(flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := New(parsed...)
+			s := mcptest.StartServer(t, mcptest.InProcess(srv.Serve), opts...)
+			fn(t, &fixture{t: t, s: s, report: func() (Report, error) { return srv.Report(), nil }})
+			return
 		}
-		srv := New(parsed...)
-		s := mcptest.StartServer(t, mcptest.InProcess(srv.Serve), opts...)
-		fn(t, &fixture{t: t, s: s, report: func() (Report, error) { return srv.Report(), nil }})
-	})
-	t.Run("child", func(t *testing.T) {
 		if runtime.GOOS == "windows" {
 			t.Skip("the subprocess and signal paths of the child need Unix")
 		}

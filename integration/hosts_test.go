@@ -36,9 +36,59 @@ func allHostPass() map[string]assertions.Verdict {
 	return m
 }
 
+// goSDKHostVerdicts is what the host criteria say about a client of the
+// official Go SDK v1.8.0. See servers_test.go for the GOSDK and MCPGO source
+// references.
+func goSDKHostVerdicts() map[string]assertions.Verdict {
+	want := allHostPass()
+	// The SDK reads stdout with a json.Decoder over the whole stream
+	// (GOSDK mcp/transport.go:524-549), not line by line. The fake's
+	// invalid line is a truncated object ending in `"data":` and a
+	// newline; the decoder takes the newline for whitespace and the
+	// next line, the response to server/discover, for the value of
+	// "data", then waits for the rest of the object forever. Connect
+	// has no bound of its own (GOSDK mcp/client.go:320-330) and hangs
+	// until the battery gives up: the host never gets ready.
+	want["invalid-json-response"] = assertions.Fail
+	// A banner line on stdout is a decode error, which ends the read
+	// loop (GOSDK internal/jsonrpc2/conn.go:517-519): the session is
+	// closed and Connect fails with "invalid character 'k' in literal
+	// false".
+	want["junk-on-stdout"] = assertions.Fail
+	// A frame over the limit is errFrameTooLarge (GOSDK
+	// mcp/transport.go:562-579), a bounded error for the call; it also ends
+	// the session, which the criterion accepts ("the host then reported the
+	// session ended").
+	want["over-limit"] = assertions.Pass
+	return want
+}
+
+// mcpGoHostVerdicts is what the host criteria say about a client of mcp-go
+// v1.2.1.
+func mcpGoHostVerdicts() map[string]assertions.Verdict {
+	want := allHostPass()
+	// mcp-go's client has no transport limit: it reads stdout with
+	// bufio.Reader.ReadString('\n') and json.Unmarshal on the whole line
+	// (MCPGO client/transport/stdio.go:535-553), so a frame of any size is
+	// buffered and parsed. probeFrame is only the size the criterion
+	// tries; it would pass any size that fits memory.
+	want["over-limit"] = assertions.Fail
+	return want
+}
+
+// only returns the verdicts of want for the criteria cfg.Run selects.
+func only(want map[string]assertions.Verdict, cfg assertions.HostConfig) map[string]assertions.Verdict {
+	out := map[string]assertions.Verdict{}
+	for k, v := range want {
+		if cfg.Run == nil || cfg.Run.MatchString(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // TestHostVerdicts runs the host criteria against clients built with each
 // SDK and compares every verdict with the one observed for this SDK version.
-// See servers_test.go for the GOSDK and MCPGO source references.
 func TestHostVerdicts(t *testing.T) {
 	t.Run("go-sdk", func(t *testing.T) {
 		t.Parallel()
@@ -47,47 +97,17 @@ func TestHostVerdicts(t *testing.T) {
 		// criteria run below with the same framer set to probeFrame.
 		cfg := hostConfig(0)
 		cfg.Run = allBut(assertions.HostCriterionNames(), "under-limit", "over-limit")
-		want := allHostPass()
-		delete(want, "under-limit")
-		delete(want, "over-limit")
-		// The SDK reads stdout with a json.Decoder over the whole stream
-		// (GOSDK mcp/transport.go:524-549), not line by line. The fake's
-		// invalid line is a truncated object ending in `"data":` and a
-		// newline; the decoder takes the newline for whitespace and the
-		// next line, the response to server/discover, for the value of
-		// "data", then waits for the rest of the object forever. Connect
-		// has no bound of its own (GOSDK mcp/client.go:320-330) and hangs
-		// until the battery gives up: the host never gets ready.
-		want["invalid-json-response"] = assertions.Fail
-		// A banner line on stdout is a decode error, which ends the read
-		// loop (GOSDK internal/jsonrpc2/conn.go:517-519): the session is
-		// closed and Connect fails with "invalid character 'k' in literal
-		// false".
-		want["junk-on-stdout"] = assertions.Fail
-		checkHost(t, integration.GoSDKHost, cfg, want)
+		checkHost(t, integration.GoSDKHost, cfg, only(goSDKHostVerdicts(), cfg))
 	})
 	t.Run("go-sdk/limit", func(t *testing.T) {
 		t.Parallel()
 		cfg := hostConfig(probeFrame)
 		cfg.Run = regexp.MustCompile(`^(?:under|over)-limit$`)
-		// A frame over the limit is errFrameTooLarge (GOSDK
-		// mcp/transport.go:562-579), a bounded error for the call; it also
-		// ends the session, which the criterion accepts ("the host then
-		// reported the session ended").
-		want := map[string]assertions.Verdict{"under-limit": assertions.Pass, "over-limit": assertions.Pass}
-		checkHost(t, integration.GoSDKIOHost(probeFrame), cfg, want)
+		checkHost(t, integration.GoSDKIOHost(probeFrame), cfg, only(goSDKHostVerdicts(), cfg))
 	})
 	t.Run("mcp-go", func(t *testing.T) {
 		t.Parallel()
-		cfg := hostConfig(probeFrame)
-		want := allHostPass()
-		// mcp-go's client has no transport limit: it reads stdout with
-		// bufio.Reader.ReadString('\n') and json.Unmarshal on the whole
-		// line (MCPGO client/transport/stdio.go:535-553), so a frame of
-		// any size is buffered and parsed. probeFrame is only the size
-		// the criterion tries; it would pass any size that fits memory.
-		want["over-limit"] = assertions.Fail
-		checkHost(t, integration.MCPGoHost, cfg, want)
+		checkHost(t, integration.MCPGoHost, hostConfig(probeFrame), mcpGoHostVerdicts())
 	})
 }
 

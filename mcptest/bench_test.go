@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -174,18 +175,16 @@ func BenchmarkCallsInFlight(b *testing.B) {
 // BenchmarkCall measures a round-trip tools/call (echo) latency against the
 // test server, in-process and as a child.
 func BenchmarkCall(b *testing.B) {
-	for _, child := range []bool{false, true} {
-		b.Run(map[bool]string{false: "inprocess", true: "child"}[child], func(b *testing.B) {
-			s := mcptest.StartServer(b, target(child))
-			params := call("echo", map[string]any{"text": "hi"})
-			ctx := b.Context()
-			for b.Loop() {
-				if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
-					b.Fatal(err)
-				}
+	testkit.EachWayB(b, func(b *testing.B, child bool) {
+		s := mcptest.StartServer(b, target(child))
+		params := call("echo", map[string]any{"text": "hi"})
+		ctx := b.Context()
+		for b.Loop() {
+			if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkStartHelper measures starting a Helper child up to a negotiated
@@ -211,17 +210,15 @@ func BenchmarkStartHelper(b *testing.B) {
 
 // BenchmarkReceive1MiB measures receiving 1 MiB responses.
 func BenchmarkReceive1MiB(b *testing.B) {
-	for _, child := range []bool{false, true} {
-		b.Run(map[bool]string{false: "inprocess", true: "child"}[child], func(b *testing.B) {
-			s := mcptest.StartServer(b, target(child))
-			params := call("big", map[string]any{"size": 1 << 20})
-			ctx := b.Context()
-			b.SetBytes(1 << 20)
-			for b.Loop() {
-				if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
-					b.Fatal(err)
-				}
+	testkit.EachWayB(b, func(b *testing.B, child bool) {
+		s := mcptest.StartServer(b, target(child))
+		params := call("big", map[string]any{"size": 1 << 20})
+		ctx := b.Context()
+		b.SetBytes(1 << 20)
+		for b.Loop() {
+			if _, err := s.Call(ctx, wire.MethodToolsCall, params); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -27,7 +28,7 @@ func checkAccounting(t *testing.T, st mcptest.Stats) {
 // TestJunkBurstAtStart: a server that logs 5,000 lines on stdout before its
 // first answer is survived with defaults, every line counted.
 func TestJunkBurstAtStart(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "junk=5000"))
 		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
@@ -47,7 +48,7 @@ func TestJunkBurstAtStart(t *testing.T) {
 // notifications: the call succeeds every time and every notification is
 // counted.
 func TestResponseThenBurst(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		for run := range 20 {
@@ -71,7 +72,7 @@ func TestResponseThenBurst(t *testing.T) {
 // TestNotificationFloodExact: 100,000 progress notifications, then two
 // calls: both succeed, and every notification is counted, by token too.
 func TestNotificationFloodExact(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		const n = 100_000
@@ -107,7 +108,7 @@ func TestNotificationFloodExact(t *testing.T) {
 // TestManyCallsInFlight: 1,000 concurrent calls on one session with
 // defaults all succeed.
 func TestManyCallsInFlight(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		const n = 1000
@@ -184,7 +185,7 @@ func TestLargeNotificationsBoundedHeap(t *testing.T) {
 // does not return holds up neither the reader nor other calls; a flood of
 // server requests behind it is dropped beyond the bound, counted.
 func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		entered := make(chan struct{}, 1)
 		h := func(ctx context.Context, req *wire.Message) (any, error) {
@@ -223,7 +224,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 // stalled blocks the server, and once reads resume every notification
 // arrives and other requests work.
 func TestFloodWhileStalled(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		s.StallReads()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -17,7 +18,7 @@ import (
 // TestClosedSession: every operation on a closed session, and every request
 // pending at Close, fails at once with an error wrapping ErrClosed.
 func TestClosedSession(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s, err := mcptest.Start(ctx, target(child))
 		if err != nil {
@@ -193,7 +194,7 @@ func TestIDMismatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
-			both(t, func(t *testing.T, child bool) {
+			testkit.EachWay(t, func(t *testing.T, child bool) {
 				s := mcptest.StartServer(t, target(child))
 				start := time.Now()
 				p := s.Send(wire.MethodToolsCall, call("badid", map[string]any{"kind": c.kind}))

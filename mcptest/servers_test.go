@@ -34,12 +34,6 @@ func target(child bool, opts ...string) mcptest.Target {
 	return mcptest.InProcess(newServer(opts, false))
 }
 
-// both runs f once with an in-process server and once with a child.
-func both(t *testing.T, f func(t *testing.T, child bool)) {
-	t.Run("inprocess", func(t *testing.T) { f(t, false) })
-	t.Run("child", func(t *testing.T) { f(t, true) })
-}
-
 // testServer is a naive MCP server, one goroutine: it reads a line, handles
 // it, writes the answer in one Write and only then reads the next line,
 // the seed article's victim. Options:

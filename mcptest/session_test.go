@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -38,7 +39,7 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 // TestBlockedWriter reproduces the seed article's blocked server: host
 // reads stop while a naive server writes an 8 MiB response in one Write.
 func TestBlockedWriter(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		s.StallReads()
@@ -90,7 +91,7 @@ func TestBlockedWriter(t *testing.T) {
 func TestBlockedWriterOverLimit(t *testing.T) {
 	for _, idLast := range []bool{false, true} {
 		t.Run(map[bool]string{false: "id-first", true: "id-last"}[idLast], func(t *testing.T) {
-			both(t, func(t *testing.T, child bool) {
+			testkit.EachWay(t, func(t *testing.T, child bool) {
 				ctx := t.Context()
 				s := mcptest.StartServer(t, target(child), mcptest.WithMaxFrame(1<<20))
 				s.StallReads()
@@ -119,7 +120,7 @@ func TestBlockedWriterOverLimit(t *testing.T) {
 }
 
 func TestNegotiation(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		t.Run("legacy", func(t *testing.T) {
 			s := mcptest.StartServer(t, target(child, "legacy"))
@@ -196,7 +197,7 @@ func transcriptHas(s *mcptest.Session, sub string) bool {
 }
 
 func TestJunkOnStdout(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("junk", nil))
 		if err != nil {
@@ -215,7 +216,7 @@ func TestJunkOnStdout(t *testing.T) {
 }
 
 func TestStderrFlood(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		const n = 64 << 20
 		s := mcptest.StartServer(t, target(child, "stderr="+itoa(n)))
 		if err := s.Ping(t.Context()); err != nil {
@@ -239,7 +240,7 @@ func itoa(n int) string {
 }
 
 func TestLateResponse(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil))
@@ -263,7 +264,7 @@ func TestLateResponse(t *testing.T) {
 }
 
 func TestUnknownID(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("unknown-id", nil))
 		if err != nil {
@@ -279,7 +280,7 @@ func TestUnknownID(t *testing.T) {
 }
 
 func TestServerPing(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
@@ -299,7 +300,7 @@ func TestServerPing(t *testing.T) {
 }
 
 func TestNotifications(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		if _, err := s.Call(ctx, wire.MethodToolsCall, call("notify", map[string]any{"text": "hello"})); err != nil {
@@ -324,9 +325,9 @@ func TestCloseEscalation(t *testing.T) {
 		last  string        // the signal that ended it
 		grace time.Duration // long where the server ends by itself: it costs nothing then
 	}{
-		{"exits-on-eof/inprocess", false, nil, mcptest.ExitAfterStdinClose, "", 10 * time.Second},
+		{"exits-on-eof/in-process", false, nil, mcptest.ExitAfterStdinClose, "", 10 * time.Second},
 		{"exits-on-eof/child", true, nil, mcptest.ExitAfterStdinClose, "", 10 * time.Second},
-		{"ignores-eof/inprocess", false, []string{"ignore-eof"}, mcptest.ExitAfterStdinClose, "", 10 * time.Second},
+		{"ignores-eof/in-process", false, []string{"ignore-eof"}, mcptest.ExitAfterStdinClose, "", 10 * time.Second},
 		{"ignores-eof/child", true, []string{"ignore-eof"}, mcptest.ExitForced, "SIGTERM", 300 * time.Millisecond},
 		{"ignores-sigterm/child", true, []string{"ignore-eof", "ignore-sigterm"}, mcptest.ExitForced, "SIGQUIT", time.Second},
 	}
@@ -383,7 +384,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 }
 
 func TestStdoutClosedEarly(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child), mcptest.WithGrace(200*time.Millisecond))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
@@ -396,7 +397,7 @@ func TestStdoutClosedEarly(t *testing.T) {
 }
 
 func TestExitMidFrame(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("exit-mid-frame", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") && !errors.Is(err, pipes.ErrValveClosed) {
@@ -424,7 +425,7 @@ func TestStdinNotRead(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "no-read"), mcptest.WithoutHandshake(),
 			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), mcptest.WithGrace(200*time.Millisecond))
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -19,7 +20,7 @@ import (
 // TestWaitTimeoutDiagnosis: a wait that hits its bound returns a
 // *WaitError that names the pending request and the pipes.
 func TestWaitTimeoutDiagnosis(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
@@ -53,7 +54,7 @@ func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 // TestCloseWhileBlocked: Close ends a server blocked writing stdout with
 // host reads stalled (it resumes reading so stdout drains).
 func TestCloseWhileBlocked(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s, err := mcptest.Start(t.Context(), target(child), mcptest.WithGrace(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +76,7 @@ func TestCloseWhileBlocked(t *testing.T) {
 
 // TestWaitStdoutBytes: cancel once the response has started.
 func TestWaitStdoutBytes(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		start := s.Stats().StdoutBytes
@@ -104,7 +105,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 // TestModernServerRequest: in the modern era a request from the server is
 // a protocol violation, counted and refused.
 func TestModernServerRequest(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "modern"))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
@@ -131,7 +132,7 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 
 func TestStderrTee(t *testing.T) {
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		var buf syncBuffer
 		s := mcptest.StartServer(t, target(child, "stderr=1000"), mcptest.WithStderr(&buf))
 		if err := s.Close(); err != nil {
@@ -180,7 +181,7 @@ func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}
-	both(t, func(t *testing.T, child bool) {
+	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child), mcptest.WithPipeCapacity(4096))
 		s.StallReads()
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
