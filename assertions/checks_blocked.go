@@ -213,18 +213,21 @@ func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg Server
 	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
 		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large)
 	}
-	late := "no response to the cancelled call (suppressed, or still to come)"
-	if ended(big) {
-		switch resp, err := big.Wait(ctx); {
-		case err != nil:
-			late = "the cancelled call ended with: " + firstLine(err.Error())
-		case resp.Late:
-			late = "the cancelled call's response arrived late: " + responseKind(resp)
-		default:
-			late = "the large response had arrived before the cancel"
-		}
+	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, afterCancel(ctx, big))
+}
+
+// afterCancel says what became of a cancelled request so far.
+func afterCancel(ctx context.Context, p *mcptest.Pending) string {
+	if !ended(p) {
+		return "no response to the cancelled request (suppressed, or still to come)"
 	}
-	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, late)
+	switch resp, err := p.Wait(ctx); {
+	case err != nil:
+		return "the cancelled request ended with: " + firstLine(err.Error())
+	case resp.Late:
+		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), responseKind(resp))
+	}
+	return "its response had arrived before the cancel"
 }
 
 // AssertStallCancelRecover is CheckStallCancelRecover for tests.

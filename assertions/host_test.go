@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,7 +108,7 @@ func (h *naiveHost) Close() error {
 
 func TestCheckHostNaive(t *testing.T) {
 	t.Parallel()
-	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: time.Second, StderrNoise: 1 << 20}
+	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20}
 	rep := assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	want := map[string]assertions.Verdict{}
 	for _, n := range assertions.HostCriterionNames() {
@@ -131,4 +133,77 @@ func TestHostCriteria(t *testing.T) {
 		MaxFrame: limit,
 		Run:      regexp.MustCompile(`^(over-limit|junk-on-stdout|era-legacy)$`),
 	})
+}
+
+// badClient is a host adapter that fails in the ways adapters do.
+type badClient struct {
+	inner      assertions.Host
+	panicCall  bool
+	closeBlock chan struct{} // Close waits for it before closing inner
+}
+
+func (c *badClient) CallTool(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
+	if c.panicCall {
+		panic("adapter bug in CallTool")
+	}
+	return c.inner.CallTool(ctx, name, args)
+}
+
+func (c *badClient) Close() error {
+	if c.closeBlock != nil {
+		<-c.closeBlock
+	}
+	return c.inner.Close()
+}
+
+// TestHostAdapterFaults: a factory that returns a typed nil with an error,
+// one that panics, a host whose CallTool panics and one whose Close hangs
+// each fail their criterion with what happened; the test binary goes on and
+// the other criteria run.
+func TestHostAdapterFaults(t *testing.T) {
+	t.Parallel()
+	cfg := assertions.HostConfig{Within: 2 * time.Second, Run: regexp.MustCompile(`^(junk-on-stdout|era-legacy)$`)}
+	real := assertions.SessionHost()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	tests := []struct {
+		name    string
+		factory assertions.HostFactory
+		want    string // in every criterion's evidence or details
+	}{
+		{"typed nil and an error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			var c *badClient
+			return c, errors.New("connect failed")
+		}, "connect failed"},
+		{"factory panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			panic("adapter bug in the factory")
+		}, "the HostFactory panicked: adapter bug in the factory"},
+		{"nil host, no error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			return nil, nil
+		}, "returned a nil Host and no error"},
+		{"CallTool panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			h, err := real(ctx, cmd)
+			return &badClient{inner: h, panicCall: true}, err
+		}, "the host's CallTool panicked: adapter bug in CallTool"},
+	}
+	for _, tt := range tests {
+		rep := assertions.CheckHost(t.Context(), tt.factory, cfg)
+		if len(rep.Results) != 2 {
+			t.Errorf("%s: %d results, want both criteria to run:\n%s", tt.name, len(rep.Results), rep)
+		}
+		for _, res := range rep.Results {
+			if res.Verdict != assertions.Fail || !strings.Contains(res.Evidence+res.Details, tt.want) {
+				t.Errorf("%s: %s = %s (%s), want a failure saying %q", tt.name, res.Name, res.Verdict, res.Evidence, tt.want)
+			}
+		}
+	}
+	// A Close that does not return: the criterion still ends, and says so.
+	cfg.Run = regexp.MustCompile(`^era-legacy$`)
+	rep := assertions.CheckHost(t.Context(), func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+		h, err := real(ctx, cmd)
+		return &badClient{inner: h, closeBlock: release}, err
+	}, cfg)
+	if res := rep.Results[0]; !strings.Contains(res.Details, "Close did not return within 5s") {
+		t.Errorf("a host whose Close hangs: %+v, want the details to say so", res)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
 // pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
@@ -97,23 +99,11 @@ func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok boo
 	for p := range parent {
 		for q, hops := parent[p], 0; q > 1 && hops < 64; q, hops = parent[q], hops+1 {
 			if q == pid {
-				descendants[p] = commandLine(p)
+				descendants[p] = proc.CommandLine(p)
 				cpu += stats[p].cpu + stats[p].dead
 				break
 			}
 		}
 	}
 	return cpu, descendants, true
-}
-
-func commandLine(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
-		return "?"
-	}
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return s
 }

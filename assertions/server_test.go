@@ -21,7 +21,7 @@ func fakeConfig() assertions.ServerConfig {
 		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
 		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
 		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
-		OversizedRequest: 4 << 20,
+		OversizedRequest: 1 << 20, // the criterion's logic at any size; small for -race
 		CancelGrace:      100 * time.Millisecond,
 	}
 }
@@ -77,7 +77,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 		want   func(path string) map[string]assertions.Verdict
 	}{
 		{"good", nil, 0, 0, allPass},
-		{"naive loop", []string{"-naive"}, time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
+		{"naive loop", []string{"-naive"}, 2 * time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
 			// Reads stdin only between writes: a blocked stdout stops its
 			// reader, and a long tool call keeps cancels unread.
 			return with(allPass(p), "reads-while-blocked", assertions.Fail, "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)

@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -205,18 +206,21 @@ func WithLimits(l Limits) Option {
 	})
 }
 
+// durationOption is an option setting a duration of the config, where 0
+// means the default.
+func durationOption(name string, d, def time.Duration, field func(*config) *time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		*field(c) = cmp.Or(d, def)
+		return nonNegative(name, d, def)
+	})
+}
+
 // WithTimeout sets the bound of every wait that the caller does not bound
 // more tightly by a context: waits for responses, writes to stdin, the
 // handshake. The default (and 0) is 10s; StartServer also stays within the
 // test deadline.
 func WithTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) error {
-		if d == 0 {
-			d = defaultTimeout
-		}
-		c.timeout = d
-		return nonNegative("WithTimeout", d, defaultTimeout)
-	})
+	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
 // WithGrace sets how long Close waits at each step of stopping the server:
@@ -224,13 +228,7 @@ func WithTimeout(d time.Duration) Option {
 // how long the host waits for the server's stdout to close once the server
 // has exited. The default (and 0) is 2s.
 func WithGrace(d time.Duration) Option {
-	return optionFunc(func(c *config) error {
-		if d == 0 {
-			d = defaultGrace
-		}
-		c.grace = d
-		return nonNegative("WithGrace", d, defaultGrace)
-	})
+	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }
 
 // WithProbeTimeout sets how long negotiation waits for the answer to the
@@ -238,13 +236,7 @@ func WithGrace(d time.Duration) Option {
 // sends initialize. The default (and 0) is 5s, as in mcp-go's client. The
 // bound includes the server's start-up time.
 func WithProbeTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) error {
-		if d == 0 {
-			d = defaultProbeTimeout
-		}
-		c.probeTimeout = d
-		return nonNegative("WithProbeTimeout", d, defaultProbeTimeout)
-	})
+	return durationOption("WithProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
 }
 
 var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -140,23 +141,10 @@ func pipeHolders(f *os.File) []string {
 		}
 		for _, fd := range fds {
 			if t, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); err == nil && t == link {
-				out = append(out, fmt.Sprintf("pid %d: %s", pid, cmdline(pid)))
+				out = append(out, fmt.Sprintf("pid %d: %s", pid, proc.CommandLine(pid)))
 				break
 			}
 		}
 	}
 	return out
-}
-
-// cmdline returns a process's command line, shortened.
-func cmdline(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
-		return "?"
-	}
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

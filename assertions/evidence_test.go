@@ -1,0 +1,187 @@
+package assertions_test
+
+import (
+	"errors"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// quiet returns the quiet server with args, as a child or in-process.
+func quiet(child bool, args ...string) mcptest.Target {
+	if child {
+		return mcptest.Helper("quiet", args...)
+	}
+	return mcptest.InProcess(quietServer(args))
+}
+
+func quietConfig() assertions.ServerConfig {
+	return assertions.ServerConfig{
+		Slow:        &assertions.ToolCall{Name: "slow"},
+		Large:       &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
+		CancelGrace: 100 * time.Millisecond,
+		Within:      2 * time.Second,
+		Run:         regexp.MustCompile(`^cancel-during-work$`),
+	}
+}
+
+// TestCancelEvidence: the cancel criteria say "stopped" only with evidence,
+// see work going on by its CPU time and by the processes it started, and
+// say "unverified" when nothing can show either. The quiet server speaks
+// 2025-11-25, where going on after a cancel is a SHOULD NOT: a warning.
+func TestCancelEvidence(t *testing.T) {
+	t.Parallel()
+	linux := runtime.GOOS == "linux"
+	tests := []struct {
+		name     string
+		args     []string
+		child    bool
+		slowFor  time.Duration // ServerConfig.SlowDuration
+		want     assertions.Verdict
+		evidence string
+	}{
+		// A sleeping call with no progress that ignores the cancel and
+		// answers when done: nothing shows it within the watch.
+		{"sleeps, ignores cancel", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 0, assertions.Warn, "unverified"},
+		// The same, watched for the call's own duration: its late answer
+		// is seen.
+		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 3 * time.Second, assertions.Warn, "a response to the cancelled request arrived"},
+		// A call that honours the cancel, watched for its whole duration.
+		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
+		// Burning CPU after the cancel is work going on.
+		{"burns, ignores cancel", []string{"work=burn", "ignore-cancel", "for=5s"}, true, 0, assertions.Warn, "of CPU"},
+		// CPU use that falls to nothing is work that stopped.
+		{"burns, honours cancel", []string{"work=burn", "for=5s"}, true, 0, assertions.Pass, "CPU use fell"},
+		// In-process, CPU time cannot be told apart: unverified.
+		{"burns, in-process", []string{"work=burn", "for=5s"}, false, 0, assertions.Warn, "an in-process server"},
+		// A process started for the call and left running is work going on.
+		{"spawns, ignores cancel", []string{"work=spawn", "ignore-cancel", "for=5s"}, true, 0, assertions.Warn, "sleep 30"},
+		{"spawns, honours cancel", []string{"work=spawn", "for=5s"}, true, 0, assertions.Pass, "processes the call starts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.child && !linux && tt.want != assertions.Warn {
+				t.Skip("CPU time and child processes are read from /proc: Linux only")
+			}
+			cfg := quietConfig()
+			cfg.SlowDuration = tt.slowFor
+			rep := assertions.CheckServer(t.Context(), quiet(tt.child, tt.args...), cfg)
+			if len(rep.Results) != 1 {
+				t.Fatalf("%d results, want 1:\n%s", len(rep.Results), rep)
+			}
+			res := rep.Results[0]
+			if res.Verdict != tt.want || !strings.Contains(res.Evidence, tt.evidence) {
+				t.Errorf("cancel-during-work = %s (%s), want %s with %q", res.Verdict, res.Evidence, tt.want, tt.evidence)
+			}
+		})
+	}
+}
+
+// TestCancelBeforeWorkEvidence: the early cancel is judged by what the same
+// call shows when left to work.
+func TestCancelBeforeWorkEvidence(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("CPU time is read from /proc: Linux only")
+	}
+	for _, tt := range []struct {
+		args []string
+		want assertions.Verdict
+	}{{[]string{"work=burn", "for=5s"}, assertions.Pass}, {[]string{"work=burn", "ignore-cancel", "for=5s"}, assertions.Warn}} {
+		cfg := quietConfig()
+		cfg.Run = regexp.MustCompile(`^cancel-before-work$`)
+		rep := assertions.CheckServer(t.Context(), quiet(true, tt.args...), cfg)
+		if got := rep.Verdicts()["cancel-before-work"]; got != tt.want {
+			t.Errorf("%q: cancel-before-work = %s, want %s\n%s", tt.args, got, tt.want, rep)
+		}
+	}
+}
+
+// TestInvalidJSONSameRead: a server that drops the rest of a read after an
+// invalid line loses the request written behind it; the criterion sees it.
+func TestInvalidJSONSameRead(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^invalid-json-input$`)
+	cfg.Within = time.Second
+	testkit.EachWay(t, func(t *testing.T, child bool) {
+		for _, tt := range []struct {
+			args []string
+			want assertions.Verdict
+		}{{nil, assertions.Pass}, {[]string{"drop-after-bad"}, assertions.Fail}} {
+			rep := assertions.CheckServer(t.Context(), quiet(child, tt.args...), cfg)
+			res := rep.Results[0]
+			// Depending on what the server's read held, the request behind
+			// the invalid line or the next one is lost: either way the
+			// verdict names the write that held both.
+			if res.Verdict != tt.want || tt.want == assertions.Fail && !strings.Contains(res.Evidence, "in one write") && !strings.Contains(res.Evidence, "same write as an invalid JSON line") {
+				t.Errorf("%q: invalid-json-input = %s (%s), want %s", tt.args, res.Verdict, res.Evidence, tt.want)
+			}
+		}
+	})
+}
+
+// TestOversizedSlowReader: a server still reading when the bound runs out
+// is "still reading", with its rate, not "stopped".
+func TestOversizedSlowReader(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^oversized-input$`)
+	cfg.OversizedRequest = 4 << 20
+	cfg.Within = 500 * time.Millisecond // 0.5s + 4×250ms: 1.5s for 4 MiB at 512 KiB/s
+	rep := assertions.CheckServer(t.Context(), quiet(false, "slow-read=512"), cfg)
+	res := rep.Results[0]
+	if res.Verdict != assertions.Fail || !regexp.MustCompile(`still reading the 4194304-byte request line when the bound of 1.5s ran out: \d+ bytes read in .* \(\d+ KiB/s\)`).MatchString(res.Evidence) {
+		t.Errorf("oversized-input against a slow reader = %s (%s), want a failure saying it was still reading, at what rate", res.Verdict, res.Evidence)
+	}
+}
+
+// TestCancelAfterOutputCountsItsResponse: log notifications before the
+// response are not bytes of the response; the cancel comes once the
+// response itself has begun.
+func TestCancelAfterOutputCountsItsResponse(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^cancel-after-output-began$`)
+	testkit.EachWay(t, func(t *testing.T, child bool) {
+		rep := assertions.CheckServer(t.Context(), quiet(child, "chatty"), cfg)
+		res := rep.Results[0]
+		m := regexp.MustCompile(`cancelled after (\d+) bytes of its response`).FindStringSubmatch(res.Evidence)
+		if res.Verdict != assertions.Pass || m == nil || m[1] == "0" || len(m[1]) > 5 {
+			t.Errorf("cancel-after-output-began = %s (%s), want a pass cancelling after a few KiB of the response itself (64 KiB of notifications came first)", res.Verdict, res.Evidence)
+		}
+	})
+}
+
+// TestExpect: an expected verdict is accepted, a changed one must be
+// updated, an unknown name is an error.
+func TestExpect(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig()
+	cfg.Run = regexp.MustCompile(`^(stdout-clean|era)$`)
+	banner := target(false, "-banner", "hello")
+	cfg.Expect = map[string]assertions.Verdict{"stdout-clean": assertions.Fail}
+	if err := assertions.CheckServer(t.Context(), banner, cfg).Err(); err != nil {
+		t.Errorf("an expected failure: Err() = %v, want nil", err)
+	}
+	good := target(false)
+	err := assertions.CheckServer(t.Context(), good, cfg).Err()
+	if err == nil || !strings.Contains(err.Error(), "update Expect") {
+		t.Errorf("an expected failure that now passes: Err() = %v, want update Expect", err)
+	}
+	cfg.Expect = map[string]assertions.Verdict{"no-such-criterion": assertions.Fail}
+	if err := assertions.CheckServer(t.Context(), good, cfg).Err(); err == nil || !strings.Contains(err.Error(), "no-such-criterion") {
+		t.Errorf("Expect naming no criterion: Err() = %v, want an error naming it", err)
+	}
+	var rep assertions.Report
+	if errors.Is(rep.Err(), nil) != true {
+		t.Error("an empty report has an error")
+	}
+}

@@ -1,0 +1,191 @@
+package assertions_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+func init() {
+	mcptest.RegisterHelper("quiet", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		return quietServer(mcptest.HelperArgs())(ctx, in, out, errw)
+	})
+}
+
+// quietServer is a legacy-era server whose "slow" tool does its work in a
+// way the wire does not show: no progress notifications. How, and what it
+// does when cancelled, its options say:
+//
+//	work=sleep     the work sleeps (no CPU)
+//	work=burn      the work burns CPU
+//	work=spawn     the work runs "sleep 30" as a child process
+//	ignore-cancel  the work goes on after a cancel, and answers when done
+//	for=D          the work lasts D (default 3s)
+//	drop-after-bad on an invalid JSON line, drop the rest of what was read
+//	slow-read=N    read stdin at about N KiB/s
+//	chatty         "big" writes 64 KiB of log notifications before its response
+//
+// Tools: slow (the work), big {bytes} (a text result), echo.
+func quietServer(args []string) mcptest.ServeFunc {
+	opts := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		opts[k] = v
+	}
+	return func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
+		var mu sync.Mutex
+		write := func(v any) {
+			b, _ := json.Marshal(v)
+			mu.Lock()
+			defer mu.Unlock()
+			out.Write(append(b, '\n'))
+		}
+		var rd io.Reader = in
+		if n := opts["slow-read"]; n != "" {
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			rd = &slowReader{r: in, chunk: max(atoiOr(n, 256)<<10/20, 1), tick: tick.C}
+		}
+		r := bufio.NewReaderSize(rd, 64<<10)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		cancels := map[string]context.CancelFunc{}
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				for _, c := range cancels {
+					c()
+				}
+				return nil
+			}
+			m, err := wire.ParseMessage(line)
+			if err != nil {
+				if _, drop := opts["drop-after-bad"]; drop {
+					r.Discard(r.Buffered()) // the naive reader's bug: the rest of the read goes too
+				}
+				continue
+			}
+			switch {
+			case m.Method == wire.MethodCancelled:
+				id := string(wire.Member(m.Params, "requestId"))
+				if c := cancels[id]; c != nil {
+					if _, ignore := opts["ignore-cancel"]; !ignore {
+						c()
+					}
+				}
+				continue
+			case !m.IsRequest():
+				continue
+			}
+			reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+			switch m.Method {
+			case wire.MethodInitialize:
+				reply["result"] = map[string]any{"protocolVersion": wire.Version20251125, "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "quiet", "version": "1"}}
+			case wire.MethodPing:
+				reply["result"] = map[string]any{}
+			case wire.MethodToolsCall:
+				name := string(wire.Member(m.Params, "name"))
+				switch name {
+				case `"slow"`:
+					wctx, cancel := context.WithCancel(ctx)
+					cancels[string(m.ID)] = cancel
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if quietWork(wctx, opts) {
+							reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}}
+							write(reply)
+						}
+					}()
+					continue
+				case `"big"`:
+					if _, chatty := opts["chatty"]; chatty {
+						for i := range 256 {
+							write(map[string]any{"jsonrpc": "2.0", "method": wire.MethodMessage, "params": map[string]any{"level": "info", "data": fmt.Sprintf("%03d %s", i, strings.Repeat("l", 230))}})
+						}
+					}
+					var a struct {
+						Bytes int `json:"bytes"`
+					}
+					json.Unmarshal(wire.Member(m.Params, "arguments"), &a)
+					reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", a.Bytes)}}}
+				default:
+					reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "echo"}}}
+				}
+			default:
+				reply["error"] = map[string]any{"code": wire.CodeMethodNotFound, "message": "method not found"}
+			}
+			write(reply)
+		}
+	}
+}
+
+// quietWork does the slow tool's work for its duration, or until ctx ends
+// (a cancel the server honours); it reports whether to answer.
+func quietWork(ctx context.Context, opts map[string]string) bool {
+	d, err := time.ParseDuration(opts["for"])
+	if err != nil {
+		d = 3 * time.Second
+	}
+	end := time.Now().Add(d)
+	switch opts["work"] {
+	case "burn":
+		for time.Now().Before(end) {
+			if ctx.Err() != nil {
+				return false
+			}
+			for i := 0; i < 1e5; i++ { // spin
+			}
+		}
+	case "spawn":
+		cmd := exec.CommandContext(ctx, "sleep", "30")
+		if cmd.Start() != nil {
+			return false
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	default: // sleep
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// slowReader reads one chunk per tick: a server that is slow, not stuck.
+type slowReader struct {
+	r     io.Reader
+	chunk int
+	tick  <-chan time.Time
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	<-s.tick
+	return s.r.Read(p[:min(len(p), s.chunk)])
+}
+
+func atoiOr(s string, d int) int {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		return d
+	}
+	return n
+}
