@@ -250,7 +250,7 @@ func TestFloodWhileStalled(t *testing.T) {
 // gets a session that ends, with ErrOverflow, when a bound is reached.
 func TestOverflowEndSession(t *testing.T) {
 	ctx := t.Context()
-	s := mcptest.StartServer(t, target(false), mcptest.WithLimits(mcptest.Limits{Notifications: 10, OverflowEndSession: true}))
+	s := mcptest.StartServer(t, target(false), mcptest.Limits{Notifications: 10, OverflowEndSession: true})
 	p := s.Send(wire.MethodToolsCall, call("burst", map[string]any{"n": 100}))
 	r, err := p.Wait(ctx)
 	if err != nil || r.Error != nil {
@@ -272,7 +272,7 @@ func TestOverflowEndSession(t *testing.T) {
 // budget, oldest first out.
 func TestNotificationByteBudget(t *testing.T) {
 	ctx := t.Context()
-	s := mcptest.StartServer(t, target(false), mcptest.WithLimits(mcptest.Limits{NotificationBytes: 10_000}))
+	s := mcptest.StartServer(t, target(false), mcptest.Limits{NotificationBytes: 10_000})
 	if _, err := s.Call(ctx, wire.MethodToolsCall, call("notes", map[string]any{"n": 100, "size": 1000})); err != nil {
 		t.Fatal(err)
 	}

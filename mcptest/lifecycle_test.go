@@ -147,7 +147,7 @@ func TestHandlerPanic(t *testing.T) {
 // fail naming the option.
 func TestOptionValues(t *testing.T) {
 	zero := []mcptest.Option{mcptest.WithGrace(0), mcptest.WithTimeout(0), mcptest.WithProbeTimeout(0),
-		mcptest.WithMaxFrame(0), mcptest.WithPipeCapacity(0), mcptest.WithLimits(mcptest.Limits{}),
+		mcptest.WithMaxFrame(0), mcptest.WithPipeCapacity(0), mcptest.Limits{},
 		mcptest.WithProtocolVersion(""), mcptest.WithServerRequests(nil), mcptest.WithStderr(nil), nil}
 	s := mcptest.StartServer(t, target(false), zero...)
 	if _, err := s.CallTool(t.Context(), "echo", map[string]any{"text": "defaults"}); err != nil {
@@ -159,8 +159,8 @@ func TestOptionValues(t *testing.T) {
 		"WithProbeTimeout(-1ms)":        mcptest.WithProbeTimeout(-time.Millisecond),
 		"WithMaxFrame(-5)":              mcptest.WithMaxFrame(-5),
 		"WithPipeCapacity(-4096)":       mcptest.WithPipeCapacity(-4096),
-		"Limits.Junk = -1":              mcptest.WithLimits(mcptest.Limits{Junk: -1}),
-		"Limits.NotificationBytes = -1": mcptest.WithLimits(mcptest.Limits{NotificationBytes: -1}),
+		"Limits.Junk = -1":              mcptest.Limits{Junk: -1},
+		"Limits.NotificationBytes = -1": mcptest.Limits{NotificationBytes: -1},
 		`WithProtocolVersion("latest")`: mcptest.WithProtocolVersion("latest"),
 	}
 	for name, o := range bad {

@@ -29,7 +29,8 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 // ctx ends when the session closes.
 type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
 
-// Limits are the host's bounds on what it keeps of the server's output. They
+// Limits are the host's bounds on what it keeps of the server's output, and
+// an Option that sets them. They
 // bound memory, never traffic: a bound that is reached drops the oldest kept
 // item, counts it in Stats and names it in Diagnose, and the session goes on
 // (unless OverflowEndSession). Responses are never dropped: each reaches its
@@ -184,10 +185,10 @@ func WithMaxFrame(n int) Option {
 	})
 }
 
-// WithLimits sets the host's bounds on what it keeps (see Limits); zero
-// fields keep their defaults.
-func WithLimits(l Limits) Option {
-	return optionFunc(func(c *config) error {
+// apply makes Limits an Option: mcptest.Start(ctx, target,
+// mcptest.Limits{Notifications: 100}). Zero fields keep their defaults.
+func (l Limits) apply(c *config) error {
+	{
 		for _, f := range []struct {
 			name string
 			v    int64
@@ -198,12 +199,12 @@ func WithLimits(l Limits) Option {
 			{"ServerRequests", int64(l.ServerRequests)}, {"ServerRequestBytes", l.ServerRequestBytes},
 		} {
 			if f.v < 0 {
-				return fmt.Errorf("mcptest: WithLimits: Limits.%s = %d: must not be negative (0 means the default)", f.name, f.v)
+				return fmt.Errorf("mcptest: Limits.%s = %d: must not be negative (0 means the default)", f.name, f.v)
 			}
 		}
 		c.limits = l
 		return nil
-	})
+	}
 }
 
 // durationOption is an option setting a duration of the config, where 0
