@@ -10,6 +10,9 @@
 //
 //   - [github.com/mcpstdio/mcpstdio/pipes]: kernel pipes, a read valve that
 //     stalls at the read(2) level, a bounded framer, a draining capture.
+//   - [github.com/mcpstdio/mcpstdio/wire]: the JSON-RPC and MCP stdio
+//     vocabulary: messages, parsing, codes, methods, _meta keys, versions,
+//     and a constant-memory scanner of a frame's id and method.
 //   - [github.com/mcpstdio/mcpstdio/mcptest]: the test host: start a server,
 //     stall its stdout, cancel, count, diagnose.
 //   - [github.com/mcpstdio/mcpstdio/fakeserver]: an MCP server that
