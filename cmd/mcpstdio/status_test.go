@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -161,5 +162,66 @@ func TestLiveStatusRedraws(t *testing.T) {
 	defer w.mu.Unlock()
 	if got := screen(w.buf.String()); len(got) != 1 || got[0] != "" {
 		t.Errorf("screen after close = %q, want one empty line", got)
+	}
+}
+
+// TestPrinterLive prints a report as probe does on a terminal, the live
+// status and the results on the same screen: what remains is exactly the
+// plain lines, and the status was shown for each criterion before its
+// result.
+func TestPrinterLive(t *testing.T) {
+	clock := newFakeClock()
+	var live, plain bytes.Buffer
+	cfg := assertions.ServerConfig{Run: regexp.MustCompile(`^(stdout-clean|era)$`)}
+	results := []assertions.Result{
+		{Name: "stdout-clean", Verdict: assertions.Pass, Evidence: "clean", Duration: time.Second},
+		{Name: "era", Verdict: assertions.Fail, Evidence: "no", Duration: 2 * time.Second},
+	}
+	for _, tt := range []struct {
+		w    *bytes.Buffer
+		live bool
+	}{{&live, true}, {&plain, false}} {
+		p := &printer{w: tt.w, ctx: t.Context()}
+		if tt.live {
+			p.live = newLiveStatus(tt.w, 80, clock.now)
+		}
+		p.begin("./server --stdio", cfg)
+		if tt.live && !strings.HasSuffix(tt.w.String(), statusText("(starting the server)", 0, 80)) {
+			t.Errorf("no status while the server starts: %q", tt.w.String())
+		}
+		p.heading("2026-07-28", time.Millisecond, nil)
+		for _, res := range results {
+			clock.add(time.Second)
+			p.live.redraw()
+			if tt.live && !strings.HasSuffix(tt.w.String(), statusText(res.Name, time.Second, 80)) {
+				t.Errorf("before the result of %s, the screen ends %q, want its status", res.Name, tt.w.String())
+			}
+			p.result(res)
+		}
+		p.summary(&assertions.Report{Results: results, Duration: 3 * time.Second})
+		p.close()
+	}
+	if strings.Contains(plain.String(), "\r") {
+		t.Errorf("plain output holds a carriage return: %q", plain.String())
+	}
+	if diff := cmp.Diff(strings.Split(plain.String(), "\n"), screen(live.String())); diff != "" {
+		t.Errorf("terminal screen differs from the plain lines (-plain +screen):\n%s", diff)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"./server", "--stdio", "-addr=:80", "a,b@c%d+e"}, "./server --stdio -addr=:80 a,b@c%d+e"},
+		{[]string{"node", "my server.js", ""}, "node 'my server.js' ''"},
+		{[]string{"sh", "-c", "echo 'hi' $HOME"}, `sh -c 'echo '\''hi'\'' $HOME'`},
+		{[]string{"grüß"}, "'grüß'"},
+	}
+	for _, tt := range tests {
+		if got := shellQuote(tt.argv); got != tt.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tt.argv, got, tt.want)
+		}
 	}
 }
