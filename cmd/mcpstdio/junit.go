@@ -14,24 +14,26 @@ import (
 // Jenkins, GitLab and GitHub reporters read it): a testsuite per report, a
 // testcase per criterion.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name string `xml:"name,attr"`
+	junitCounts
+	Cases []junitCase `xml:"testcase"`
+}
+
+// junitCounts are the counts of a testsuite, and of all of them. Errors
+// (the test itself broke) stay 0: a criterion that breaks is a failure.
+type junitCounts struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
 }
 
 type junitCase struct {
@@ -65,7 +67,7 @@ func junitReport(reports []*assertions.Report) junitSuites {
 	all := junitSuites{Name: "mcpstdio probe"}
 	var total time.Duration
 	for _, rep := range reports {
-		suite := junitSuite{Name: rep.Subject, Time: seconds(rep.Duration)}
+		suite := junitSuite{Name: rep.Subject, junitCounts: junitCounts{Time: seconds(rep.Duration)}}
 		for _, res := range rep.Results {
 			c := junitCase{Name: res.Name, Classname: rep.Subject, Time: seconds(res.Duration), SystemOut: &junitText{xmlSafe(resultText(res))}}
 			switch err := res.Err(); {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,20 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 )
+
+// junitOf writes rep as JUnit XML and parses it back.
+func junitOf(t *testing.T, rep *assertions.Report) (xmlSuites, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := writeJUnit(&buf, []*assertions.Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	var s xmlSuites
+	if err := xml.Unmarshal(buf.Bytes(), &s); err != nil {
+		t.Fatalf("the JUnit XML does not parse: %v\n%q", err, buf.Bytes())
+	}
+	return s, buf.String()
+}
 
 // TestJUnitOutcomes checks which results are JUnit failures and skips:
 // what Result.Err refuses fails, so an expected failure (-expect) passes
@@ -23,14 +38,7 @@ func TestJUnitOutcomes(t *testing.T) {
 		{Name: "e", Verdict: assertions.Fail, Expected: assertions.Fail, Evidence: "known"},
 		{Name: "f", Verdict: assertions.Pass, Expected: assertions.Fail, Evidence: "fixed", Duration: 1500 * time.Millisecond},
 	}}
-	var buf bytes.Buffer
-	if err := writeJUnit(&buf, []*assertions.Report{rep}); err != nil {
-		t.Fatal(err)
-	}
-	var s xmlSuites
-	if err := xml.Unmarshal(buf.Bytes(), &s); err != nil {
-		t.Fatalf("the JUnit XML does not parse: %v\n%s", err, buf.Bytes())
-	}
+	s, xmlText := junitOf(t, rep)
 	got := map[string]string{}
 	for _, c := range s.Suites[0].Cases {
 		switch {
@@ -51,7 +59,7 @@ func TestJUnitOutcomes(t *testing.T) {
 		"f": "failure: f: pass, but Expect says fail: update Expect (fixed)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("JUnit outcomes mismatch (-want +got):\n%s\n%s", diff, buf.Bytes())
+		t.Errorf("JUnit outcomes mismatch (-want +got):\n%s\n%s", diff, xmlText)
 	}
 	if s.Failures != 2 || s.Skipped != 1 || s.Tests != 6 || s.Time != "3.000" || s.Suites[0].Cases[5].Time != "1.500" {
 		t.Errorf("counts %d failures, %d skipped, %d tests, time %s (f: %s); want 2, 1, 6, 3.000 (1.500)", s.Failures, s.Skipped, s.Tests, s.Time, s.Suites[0].Cases[5].Time)
@@ -66,17 +74,10 @@ func TestJUnitJunk(t *testing.T) {
 	rep := &assertions.Report{Subject: "s\x01", Results: []assertions.Result{
 		{Name: "a", Verdict: assertions.Fail, Evidence: junk, Details: junk},
 	}}
-	var buf bytes.Buffer
-	if err := writeJUnit(&buf, []*assertions.Report{rep}); err != nil {
-		t.Fatal(err)
-	}
-	var s xmlSuites
-	if err := xml.Unmarshal(buf.Bytes(), &s); err != nil {
-		t.Fatalf("the JUnit XML does not parse: %v\n%q", err, buf.Bytes())
-	}
+	s, _ := junitOf(t, rep)
 	c := s.Suites[0].Cases[0]
 	want := "junk \uFFFD\uFFFD[31m\uFFFD]]> end"
-	if c.Failure == nil || c.Failure.Message != "a: "+want || !bytes.Contains([]byte(c.SystemOut), []byte("evidence: "+want+"\n")) {
+	if c.Failure == nil || c.Failure.Message != "a: "+want || !strings.Contains(c.SystemOut, "evidence: "+want+"\n") {
 		t.Errorf("failure %+v, system-out %q; want the junk replaced, %q", c.Failure, c.SystemOut, want)
 	}
 }
