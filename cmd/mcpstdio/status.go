@@ -26,22 +26,24 @@ type liveStatus struct {
 	since time.Time
 	drawn int // columns the line occupies on the screen, 0 when erased
 
-	stop chan struct{} // closed by close; nil when no redraw loop runs
-	done chan struct{}
+	stop    chan struct{} // closed by close; nil when no redraw loop runs
+	done    chan struct{}
+	stopped sync.Once
 }
 
 // startLiveStatus returns a live status on w, a terminal of width columns
 // (0: unknown, taken as 80), redrawn every interval until close.
 func startLiveStatus(w io.Writer, width int, every time.Duration) *liveStatus {
 	l := newLiveStatus(w, width, time.Now)
-	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
+	l.stop, l.done = stop, done
 	go func() {
-		defer close(l.done)
+		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-l.stop:
+			case <-stop:
 				return
 			case <-t.C:
 				l.redraw()
@@ -102,13 +104,11 @@ func (l *liveStatus) close() {
 		return
 	}
 	l.pause()
-	l.mu.Lock()
-	stop := l.stop
-	l.stop = nil
-	l.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-l.done
+	if l.stop != nil {
+		l.stopped.Do(func() {
+			close(l.stop)
+			<-l.done
+		})
 	}
 }
 
