@@ -32,7 +32,7 @@ type liveStatus struct {
 }
 
 // startLiveStatus returns a live status on w, a terminal of width columns
-// (0: unknown, taken as 80), redrawn every interval until close.
+// (0: unknown, taken as 80), redrawn every "every" until close.
 func startLiveStatus(w io.Writer, width int, every time.Duration) *liveStatus {
 	l := newLiveStatus(w, width, time.Now)
 	stop, done := make(chan struct{}), make(chan struct{})
