@@ -29,9 +29,10 @@ const (
 	ruleHostAdapter = "a HostFactory returns a usable Host or an error, and a Host's methods return"
 )
 
-// cancelRule is the rule for work or messages after a cancel in era.
+// cancelRule is the rule for work or messages after a cancel in era; with
+// no era negotiated, the latest one's.
 func cancelRule(era string) string {
-	if isModernEra(era) {
+	if era == "" || isModernEra(era) {
 		return ruleCancelModern
 	}
 	return era + ruleCancelLegacy

@@ -207,8 +207,10 @@ func (f *serverFixture) close() (string, error) {
 }
 
 // serverCriterion makes a criterion that starts a session with the
-// battery's options (and extra ones) and runs check on it.
-func serverCriterion(name string, check func(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result, extra func(ServerConfig) []mcptest.Option) criterion[*serverFixture] {
+// battery's options (and extra ones) and runs check on it. A result that
+// names no rule of its own (a pass, a skip) gets the criterion's, for the
+// negotiated era, so that every verdict says what was checked.
+func serverCriterion(name string, rule func(era string) string, check func(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result, extra func(ServerConfig) []mcptest.Option) criterion[*serverFixture] {
 	return criterion[*serverFixture]{name: name, run: func(ctx context.Context, f *serverFixture) Result {
 		var opts []mcptest.Option
 		if extra != nil {
@@ -216,29 +218,37 @@ func serverCriterion(name string, check func(ctx context.Context, s *mcptest.Ses
 		}
 		s, err := f.start(ctx, opts...)
 		if err != nil {
-			return failErr("", "the server did not start", err)
+			res := failErr("", "the server did not start", err)
+			res.Rule = rule("")
+			return res
 		}
 		res := check(ctx, s, f.cfg)
 		res.Era = s.ProtocolVersion()
+		if res.Rule == "" {
+			res.Rule = rule(res.Era)
+		}
 		return res
 	}}
 }
 
+// always is the rule of a criterion whose rule does not depend on the era.
+func always(rule string) func(string) string { return func(string) string { return rule } }
+
 var serverCriteria = []criterion[*serverFixture]{
-	serverCriterion("stdout-clean", CheckStdoutClean, nil),
-	serverCriterion("invalid-json-input", CheckInvalidJSONInput, nil),
-	serverCriterion("oversized-input", CheckOversizedInput, func(cfg ServerConfig) []mcptest.Option {
+	serverCriterion("stdout-clean", always(ruleStdoutClean), CheckStdoutClean, nil),
+	serverCriterion("invalid-json-input", always(ruleInvalidJSON), CheckInvalidJSONInput, nil),
+	serverCriterion("oversized-input", always(ruleOversizedInput), CheckOversizedInput, func(cfg ServerConfig) []mcptest.Option {
 		return []mcptest.Option{mcptest.WithTimeout(cfg.Within + oversizedAllowance(cfg))}
 	}),
-	serverCriterion("reads-while-blocked", CheckReadsWhileBlocked, nil),
-	serverCriterion("stall-cancel-recover", CheckStallCancelRecover, nil),
-	serverCriterion("cancel-before-work", CheckCancelBeforeWork, nil),
-	serverCriterion("cancel-during-work", CheckCancelDuringWork, nil),
-	serverCriterion("cancel-after-output-began", CheckCancelAfterOutputBegan, nil),
-	serverCriterion("shutdown-stdin-eof", CheckShutdownStdinEOF, nil),
-	serverCriterion("shutdown-sigterm", CheckShutdownSIGTERM, nil),
-	serverCriterion("result-bounded", CheckResultBounded, nil),
-	serverCriterion("era", CheckEra, nil),
+	serverCriterion("reads-while-blocked", always(ruleReadsBlocked), CheckReadsWhileBlocked, nil),
+	serverCriterion("stall-cancel-recover", always(ruleSecondRequest), CheckStallCancelRecover, nil),
+	serverCriterion("cancel-before-work", cancelRule, CheckCancelBeforeWork, nil),
+	serverCriterion("cancel-during-work", cancelRule, CheckCancelDuringWork, nil),
+	serverCriterion("cancel-after-output-began", always(ruleCancelAfter), CheckCancelAfterOutputBegan, nil),
+	serverCriterion("shutdown-stdin-eof", always(ruleShutdownEOF), CheckShutdownStdinEOF, nil),
+	serverCriterion("shutdown-sigterm", always(ruleShutdownTERM), CheckShutdownSIGTERM, nil),
+	serverCriterion("result-bounded", always(ruleResultContract), CheckResultBounded, nil),
+	serverCriterion("era", always(ruleEra), CheckEra, nil),
 }
 
 // ServerCriterionNames lists the server criteria in the order they run.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
-	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
 // demoFake is one configuration of the built-in fake that probe runs
@@ -51,57 +50,40 @@ func demoConfig(cfg assertions.ServerConfig) assertions.ServerConfig {
 	return cfg
 }
 
-// demoOutput is the JSON of a run against the fakes.
-type demoOutput struct {
-	Good       *assertions.Report `json:"good"`
-	Naive      *assertions.Report `json:"naive"`
-	AsExpected bool               `json:"as_expected"`
-	Unexpected []string           `json:"unexpected,omitempty"` // "fake: criterion: got X, want Y"
-	Error      string             `json:"error,omitempty"`
-}
-
 // runDemo runs the criteria against the fake, good and naive, each a child
-// process re-executing this command as "mcpstdio fake".
-func runDemo(ctx context.Context, f *probeFlags, cfg assertions.ServerConfig, stdout, stderr io.Writer) int {
+// process re-executing this command as "mcpstdio fake", and returns the
+// exit status. Each report holds the fake's expected verdicts (Expect), so
+// it passes when the fake behaved as expected.
+func runDemo(ctx context.Context, cfg assertions.ServerConfig, out *output, stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpstdio probe: cannot find this program to run it as the fake server: %v\n", err)
 		return 1
 	}
 	cfg = demoConfig(cfg)
-	p := &printer{w: stdout, verbose: f.verbose, ctx: ctx}
-	if f.json {
-		p.w = stderr
-	}
+	p := out.p
 	fmt.Fprintln(p.w, "No server command: probing the built-in fake server, first correct, then with its naive loop.")
 	fmt.Fprintln(p.w, "(Probe your own server with: mcpstdio probe [flags] -- <server command...>)")
-	var out demoOutput
+	var unexpected []string
 	for _, fake := range demoFakes {
 		fmt.Fprintf(p.w, "\n== %s fake\n", fake.name)
-		rep, err := probe(ctx, mcptest.Command(exe, append([]string{"fake"}, fake.args...)...), cfg, p)
-		if fake.name == "good" {
-			out.Good = rep
-		} else {
-			out.Naive = rep
-		}
+		cfg.Expect = expected(fake)
+		rep, err := probe(ctx, append([]string{exe, "fake"}, fake.args...), cfg, p)
+		out.add(rep)
 		if err != nil {
-			out.Error = fmt.Sprintf("%s fake: %v", fake.name, err)
-			break
+			fmt.Fprintf(stderr, "mcpstdio probe: %s fake: %v\n", fake.name, err)
+			return 1
 		}
-		out.Unexpected = append(out.Unexpected, unexpected(fake, cfg, rep)...)
+		for _, res := range rep.Results {
+			if res.Err() != nil {
+				unexpected = append(unexpected, fmt.Sprintf("%s fake: %s: got %s, want %s", fake.name, res.Name, res.Verdict, res.Expected))
+			}
+		}
 	}
-	out.AsExpected = out.Error == "" && len(out.Unexpected) == 0
-	if f.json {
-		writeJSON(stdout, out)
-	}
-	switch {
-	case out.Error != "":
-		fmt.Fprintf(stderr, "mcpstdio probe: %s\n", out.Error)
-		return 1
-	case !out.AsExpected:
+	if len(unexpected) > 0 {
 		fmt.Fprintln(p.w)
 		fmt.Fprintln(p.w, "NOT as expected:")
-		for _, u := range out.Unexpected {
+		for _, u := range unexpected {
 			fmt.Fprintf(p.w, "  %s\n", u)
 		}
 		return 1
@@ -110,14 +92,10 @@ func runDemo(ctx context.Context, f *probeFlags, cfg assertions.ServerConfig, st
 	return 0
 }
 
-// expected returns the verdict each selected criterion should have for
-// fake.
-func expected(fake demoFake, cfg assertions.ServerConfig) map[string]assertions.Verdict {
+// expected returns the verdict each criterion should have for fake.
+func expected(fake demoFake) map[string]assertions.Verdict {
 	want := map[string]assertions.Verdict{}
 	for _, name := range assertions.ServerCriterionNames() {
-		if cfg.Run != nil && !cfg.Run.MatchString(name) {
-			continue
-		}
 		want[name] = assertions.Pass
 		if slices.Contains(fake.fails, name) {
 			want[name] = assertions.Fail
@@ -126,42 +104,17 @@ func expected(fake demoFake, cfg assertions.ServerConfig) map[string]assertions.
 	return want
 }
 
-// unexpected lists the criteria whose verdict for fake is not the expected
-// one.
-func unexpected(fake demoFake, cfg assertions.ServerConfig, rep *assertions.Report) []string {
-	want, got := expected(fake, cfg), rep.Verdicts()
-	var diffs []string
-	for _, name := range assertions.ServerCriterionNames() {
-		w, inWant := want[name]
-		g, inGot := got[name]
-		if inWant != inGot || w != g {
-			diffs = append(diffs, fmt.Sprintf("%s fake: %s: got %s, want %s", fake.name, name, orNone(g), orNone(w)))
-		}
-	}
-	return diffs
-}
-
-func orNone(v assertions.Verdict) string {
-	if v == "" {
-		return "no result"
-	}
-	return string(v)
-}
-
 // expectedSummary says what the run showed, for the selected criteria.
 func expectedSummary(cfg assertions.ServerConfig) string {
 	var fails []string
-	for name, v := range expected(demoFakes[1], cfg) {
-		if v == assertions.Fail {
+	for _, name := range assertions.ServerCriterionNames() {
+		if (cfg.Run == nil || cfg.Run.MatchString(name)) && slices.Contains(demoFakes[1].fails, name) {
 			fails = append(fails, name)
 		}
 	}
 	if len(fails) == 0 {
 		return "both fakes passed the selected criteria."
 	}
-	slices.SortFunc(fails, func(a, b string) int {
-		return slices.Index(assertions.ServerCriterionNames(), a) - slices.Index(assertions.ServerCriterionNames(), b)
-	})
 	return fmt.Sprintf(`the good fake passed every criterion; the naive fake failed %s and passed the rest.
 The naive fake reads stdin only between writes to stdout: while a large response is blocked
 on a full pipe, neither new requests nor notifications/cancelled get through, and a long tool

@@ -12,14 +12,18 @@
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server started from the command after "--", each criterion with a fresh
 // server process. It prints one line per criterion as it finishes (verdict,
-// name, duration, evidence) and a summary; -v adds each criterion's rule and
-// diagnosis; -json prints the report as JSON on stdout instead (progress
-// goes to stderr). The criteria that need a tool call are skipped unless a
-// flag names it: -large (a response much larger than the pipe), -slow (a
-// call that runs for a while and honours cancellation), -bounded (a call
-// that could return a lot) and -cheap (the "second request"; default ping
-// or server/discover). Each takes a tool name, optionally followed by a
-// space and its arguments as a JSON object:
+// name, duration, evidence) and a summary, with a live status line on
+// stderr when that is a terminal; -v adds each criterion's rule and
+// diagnosis; -json prints the report (an assertions.Report) as one line of
+// JSON on stdout instead (progress goes to stderr); -junit writes it as
+// JUnit XML; -baseline compares it with an earlier -json report; -expect
+// names known verdicts. The criteria that need a tool call are skipped
+// unless a flag names it: -large (a response much larger than the pipe),
+// -slow (a call that runs for a while and honours cancellation) and -bounded
+// (a call that could return a lot); -cheap replaces the "second request"
+// (default ping or server/discover) and the requests of the
+// reads-while-blocked flood. Each takes a tool name, optionally followed by
+// a space and its arguments as a JSON object:
 //
 //	mcpstdio probe -large 'read_file {"path":"/var/log/big.log"}' -slow sleep -- ./myserver --stdio
 //
@@ -27,10 +31,11 @@
 // server that does not start or does not speak MCP ends the probe there
 // with one error line.
 //
-// With no server command, probe runs the criteria against the built-in fake
-// server twice, as child processes of this command: once correct, once with
-// its naive single-goroutine loop (-naive), and says whether each behaved as
-// expected. It takes a few seconds and shows what the criteria catch:
+// With no server command (and no "--"), probe runs the criteria against the
+// built-in fake server twice, as child processes of this command: once
+// correct, once with its naive single-goroutine loop (-naive), and says
+// whether each behaved as expected. It takes seconds and shows what the
+// criteria catch:
 //
 //	go run ./cmd/mcpstdio probe
 //
@@ -38,10 +43,12 @@
 // stdout; its flags (see "mcpstdio fake -h") pick the tools and the faults
 // and name a file for its JSON report of what the host did.
 //
-// Exit status: 0 when no criterion failed (warnings and skips allowed) or,
-// without a server command, when both fakes behaved as expected; 1 when a
-// criterion failed, the server could not be probed, or the fake server
-// ended on an error; 2 for a usage error.
+// Exit status: 0 when no criterion failed (warnings and skips allowed;
+// with -expect, every verdict is the expected one; with -baseline, nothing
+// got worse) or, without a server command, when both fakes behaved as
+// expected; 1 when a criterion failed, something got worse than the
+// baseline, the server could not be probed, or the fake server ended on an
+// error; 2 for a usage error.
 package main
 
 import (

@@ -92,8 +92,9 @@ var fakeCalls = []string{
 	"-oversized-request", "4194304",
 }
 
-// verdictLine matches a criterion's progress line.
-var verdictLine = regexp.MustCompile(`(?m)^  (PASS|FAIL|WARN|SKIP)\s+(\S+)\s`)
+// verdictLine matches a criterion's progress line (* marks an expected
+// verdict).
+var verdictLine = regexp.MustCompile(`(?m)^  (PASS|FAIL|WARN|SKIP)\*?\s+(\S+)\s`)
 
 // verdicts collects the criterion lines of text.
 func verdicts(text string) map[string]assertions.Verdict {
@@ -142,7 +143,8 @@ func TestProbeWithoutServer(t *testing.T) {
 }
 
 // TestProbeJSON checks the report of the good fake in JSON: stdout is the
-// report alone, and every criterion passes.
+// report alone, on one line, with the command's argv, and every criterion
+// passes. stderr is not a terminal: it gets plain progress lines.
 func TestProbeJSON(t *testing.T) {
 	t.Parallel()
 	args := append(append([]string{"probe", "-json"}, fakeCalls...), "--", binary, "fake")
@@ -150,12 +152,26 @@ func TestProbeJSON(t *testing.T) {
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
+	if n := strings.Count(res.stdout, "\n"); n != 1 || !strings.HasSuffix(res.stdout, "\n") {
+		t.Errorf("stdout has %d lines, want the report on one line:\n%s", n, res.stdout)
+	}
 	var rep assertions.Report
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
 	}
 	if diff := cmp.Diff(want(), rep.Verdicts()); diff != "" {
 		t.Errorf("good fake verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, &rep)
+	}
+	if diff := cmp.Diff([]string{binary, "fake"}, rep.Command); diff != "" {
+		t.Errorf("report command mismatch (-want +got):\n%s", diff)
+	}
+	var summary struct {
+		Passed *bool          `json:"passed"`
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &summary); err != nil || summary.Passed == nil || !*summary.Passed ||
+		summary.Counts["pass"] != len(assertions.ServerCriterionNames()) {
+		t.Errorf("report summary: passed %v, counts %v (%v); want passed and every criterion counted as a pass", summary.Passed, summary.Counts, err)
 	}
 	for _, r := range rep.Results {
 		if r.Evidence == "" || r.Duration <= 0 || r.Era == "" {
@@ -165,9 +181,16 @@ func TestProbeJSON(t *testing.T) {
 	if !strings.Contains(rep.Subject, binary) || rep.Duration <= 0 {
 		t.Errorf("report subject %q, duration %v: want the command and a duration", rep.Subject, rep.Duration)
 	}
-	// Progress went to stderr, one line per criterion.
+	// Progress went to stderr, plain lines (no live status: stderr is a
+	// pipe), one per criterion.
 	if diff := cmp.Diff(want(), verdicts(res.stderr)); diff != "" {
 		t.Errorf("progress on stderr mismatch (-want +got):\n%s\nstderr:\n%s", diff, res.stderr)
+	}
+	if strings.Contains(res.stderr, "\r") || strings.Contains(res.stderr, "(starting the server)") {
+		t.Errorf("stderr is not a terminal but got the live status:\n%q", res.stderr)
+	}
+	if n, want := strings.Count(res.stderr, "\n"), len(assertions.ServerCriterionNames())+2; n != want {
+		t.Errorf("stderr has %d lines, want %d: the heading, one per criterion, the summary:\n%s", n, want, res.stderr)
 	}
 }
 
@@ -223,7 +246,7 @@ func TestProbeNotAServer(t *testing.T) {
 				t.Errorf("stdout %q, want nothing: no criterion ran", res.stdout)
 			}
 			lines := strings.Split(strings.TrimSuffix(res.stderr, "\n"), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "mcpstdio probe: command [") ||
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "mcpstdio probe: "+argv[0]+": ") ||
 				!strings.Contains(lines[0], "could not start it and negotiate MCP") {
 				t.Errorf("stderr:\n%s\nwant one line saying the command could not be started as an MCP server", res.stderr)
 			}
@@ -234,6 +257,16 @@ func TestProbeNotAServer(t *testing.T) {
 // TestUsageErrors checks bad command lines: one line on stderr, exit 2,
 // nothing started.
 func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	report := `{"subject":"s","results":[{"name":"era","verdict":"pass","evidence":"e"}]}` + "\n"
+	empty, two, notJSON := write("empty.json", `{"subject":"s"}`), write("two.json", report+report), write("text.json", "PASS era\n")
 	tests := []struct {
 		args []string
 		want string // in the error line
@@ -248,6 +281,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"probe", "-within", "-1s"}, "-within"},
 		{[]string{"probe", "-flood", "-3"}, "-flood"},
 		{[]string{"probe", "-within", "soon"}, "-within"},
+		{[]string{"probe", "-slow-duration", "-1s"}, "-slow-duration"},
+		{[]string{"probe", "--"}, `no server command after "--"`},
+		{[]string{"probe", "-v", "-json", "--"}, `no server command after "--"`},
+		{[]string{"probe", "-run", "--"}, "matches no criterion"}, // "--" is -run's value, not the end of the flags
+		{[]string{"probe", "-expect", "era"}, "criterion=verdict"},
+		{[]string{"probe", "-expect", "era=maybe", "--", "true"}, "one of pass, fail, warn, skip"},
+		{[]string{"probe", "-expect", "teleport=fail", "--", "true"}, "names no criterion"},
+		{[]string{"probe", "-expect", "era=fail,era=pass", "--", "true"}, "era expected both fail and pass"},
+		{[]string{"probe", "-expect", "era=fail"}, "need a server command"},
+		{[]string{"probe", "-baseline", "report.json"}, "need a server command"},
+		{[]string{"probe", "-baseline", filepath.Join(dir, "missing.json"), "--", "true"}, "-baseline"},
+		{[]string{"probe", "-baseline", empty, "--", "true"}, "a report with no results"},
+		{[]string{"probe", "-baseline", two, "--", "true"}, "holds 2 reports"},
+		{[]string{"probe", "-baseline", notJSON, "--", "true"}, "not a report of mcpstdio probe -json"},
+		{[]string{"probe", "-junit", filepath.Join(dir, "no", "such", "dir", "junit.xml"), "--", "true"}, "-junit"},
 		{[]string{"fake", "-nope"}, "-nope"},
 		{[]string{"fake", "-tools", "echo,teleport"}, "teleport"},
 		{[]string{"fake", "stray"}, "stray"},

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+)
+
+// junitOf writes rep as JUnit XML and parses it back.
+func junitOf(t *testing.T, rep *assertions.Report) (xmlSuites, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := writeJUnit(&buf, []*assertions.Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	var s xmlSuites
+	if err := xml.Unmarshal(buf.Bytes(), &s); err != nil {
+		t.Fatalf("the JUnit XML does not parse: %v\n%q", err, buf.Bytes())
+	}
+	return s, buf.String()
+}
+
+// TestJUnitOutcomes checks which results are JUnit failures and skips:
+// what Result.Err refuses fails, so an expected failure (-expect) passes
+// and an expectation that no longer holds fails.
+func TestJUnitOutcomes(t *testing.T) {
+	rep := &assertions.Report{Subject: "./server", Duration: 3 * time.Second, Results: []assertions.Result{
+		{Name: "a", Verdict: assertions.Pass, Evidence: "fine"},
+		{Name: "b", Verdict: assertions.Fail, Evidence: "broken"},
+		{Name: "c", Verdict: assertions.Warn, Evidence: "should not"},
+		{Name: "d", Verdict: assertions.Skip, Evidence: "no call"},
+		{Name: "e", Verdict: assertions.Fail, Expected: assertions.Fail, Evidence: "known"},
+		{Name: "f", Verdict: assertions.Pass, Expected: assertions.Fail, Evidence: "fixed", Duration: 1500 * time.Millisecond},
+	}}
+	s, xmlText := junitOf(t, rep)
+	got := map[string]string{}
+	for _, c := range s.Suites[0].Cases {
+		switch {
+		case c.Failure != nil:
+			got[c.Name] = "failure: " + c.Failure.Message
+		case c.Skipped != nil:
+			got[c.Name] = "skipped: " + c.Skipped.Message
+		default:
+			got[c.Name] = "passed"
+		}
+	}
+	want := map[string]string{
+		"a": "passed",
+		"b": "failure: b: broken",
+		"c": "passed",
+		"d": "skipped: no call",
+		"e": "passed",
+		"f": "failure: f: pass, but Expect says fail: update Expect (fixed)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JUnit outcomes mismatch (-want +got):\n%s\n%s", diff, xmlText)
+	}
+	if s.Failures != 2 || s.Skipped != 1 || s.Tests != 6 || s.Time != "3.000" || s.Suites[0].Cases[5].Time != "1.500" {
+		t.Errorf("counts %d failures, %d skipped, %d tests, time %s (f: %s); want 2, 1, 6, 3.000 (1.500)", s.Failures, s.Skipped, s.Tests, s.Time, s.Suites[0].Cases[5].Time)
+	}
+}
+
+// TestJUnitJunk checks that a diagnosis holding what XML cannot (control
+// characters, invalid UTF-8, a CDATA end) still makes a document that
+// parses, with that text replaced and the rest kept.
+func TestJUnitJunk(t *testing.T) {
+	junk := "junk \x00\x1b[31m\xff]]> end"
+	rep := &assertions.Report{Subject: "s\x01", Results: []assertions.Result{
+		{Name: "a", Verdict: assertions.Fail, Evidence: junk, Details: junk},
+	}}
+	s, _ := junitOf(t, rep)
+	c := s.Suites[0].Cases[0]
+	want := "junk \uFFFD\uFFFD[31m\uFFFD]]> end"
+	if c.Failure == nil || c.Failure.Message != "a: "+want || !strings.Contains(c.SystemOut, "evidence: "+want+"\n") {
+		t.Errorf("failure %+v, system-out %q; want the junk replaced, %q", c.Failure, c.SystemOut, want)
+	}
+}
