@@ -28,12 +28,16 @@ var demoFakes = []demoFake{
 }
 
 // demoConfig presets the tool calls of the fake, sized so the whole run
-// takes seconds: with 16 KiB pipes a 256 KiB response blocks the writer, and
+// takes seconds: with 16 KiB pipes a 256 KiB response blocks the writer,
 // each step is bounded by 2s, so the naive fake's unread stdin fails
-// quickly. Flags the user gave win.
+// quickly, and a server stuck in its naive loop gets 500ms to exit on stdin
+// EOF before it is sent signals. Flags the user gave win.
 func demoConfig(cfg assertions.ServerConfig) assertions.ServerConfig {
 	if cfg.Within == 0 {
 		cfg.Within = 2 * time.Second
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 500 * time.Millisecond
 	}
 	if cfg.Large == nil {
 		cfg.Large = &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}}
