@@ -11,8 +11,8 @@ import (
 // tenth earlier.
 func ExampleMargin() {
 	now := time.Now()
-	fmt.Println(now.Add(60*time.Second).Sub(bound.Margin(now.Add(60*time.Second))).Round(time.Second))
-	fmt.Println(now.Add(20*time.Second).Sub(bound.Margin(now.Add(20*time.Second))).Round(time.Second))
+	fmt.Println(now.Add(60 * time.Second).Sub(bound.Margin(now.Add(60 * time.Second))).Round(time.Second))
+	fmt.Println(now.Add(20 * time.Second).Sub(bound.Margin(now.Add(20 * time.Second))).Round(time.Second))
 	// Output:
 	// 5s
 	// 2s
