@@ -247,7 +247,7 @@ func TestFloodWhileStalled(t *testing.T) {
 }
 
 // TestOverflowEndSession: a test that wants "this server does not flood me"
-// gets a session that ends, with ErrOverflow, when a bound is reached.
+// gets a session that ends, saying which bound was reached.
 func TestOverflowEndSession(t *testing.T) {
 	ctx := t.Context()
 	s := mcptest.StartServer(t, target(false), mcptest.Limits{Notifications: 10, OverflowEndSession: true})
@@ -256,8 +256,8 @@ func TestOverflowEndSession(t *testing.T) {
 	if err != nil || r.Error != nil {
 		t.Fatalf("the response read before the flood: %v %v; want it delivered", r, err)
 	}
-	if err := s.Ping(ctx); !errors.Is(err, mcptest.ErrOverflow) {
-		t.Fatalf("Ping after the flood = %v, want an error wrapping ErrOverflow", err)
+	if err := s.Ping(ctx); !errors.Is(err, mcptest.ErrClosed) || !strings.Contains(err.Error(), "notifications exceeded what the host keeps (Limits.OverflowEndSession: 10") {
+		t.Fatalf("Ping after the flood = %v, want an error wrapping ErrClosed that names the bound", err)
 	}
 	// Close reads stdout to its end.
 	if err := s.Close(); err != nil {

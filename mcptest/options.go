@@ -71,8 +71,8 @@ type Limits struct {
 	ServerRequestBytes int64
 	// OverflowEndSession makes reaching the Notifications, Junk or
 	// ServerRequests bounds end the session instead: every pending and later
-	// request fails with an error wrapping ErrOverflow, while stdout is
-	// still read and counted. It is for a test that asserts "this server
+	// request fails with an error wrapping ErrClosed that names the bound,
+	// while stdout is still read and counted. It is for a test that asserts "this server
 	// does not flood me"; by default a flood is survived and counted.
 	OverflowEndSession bool
 }

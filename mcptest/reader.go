@@ -354,7 +354,7 @@ func (s *Session) overflowLocked(what string, bound int) {
 	if !s.cfg.limits.OverflowEndSession || s.ended != nil {
 		return
 	}
-	err := fmt.Errorf("%w: the server's %s exceeded what the host keeps (%d, or the byte budget); stdout is still read", ErrOverflow, what, bound)
+	err := fmt.Errorf("%w: the server's %s exceeded what the host keeps (Limits.OverflowEndSession: %d, or the byte budget); stdout is still read", ErrClosed, what, bound)
 	s.logLocked("%v", err)
 	s.endLocked(err)
 }

@@ -20,10 +20,6 @@ import (
 // say how the server ended.
 var ErrClosed = errors.New("mcptest: session closed")
 
-// ErrOverflow is wrapped by the error that ends a session with
-// Limits.OverflowEndSession when a bound is reached.
-var ErrOverflow = errors.New("mcptest: a bound of the host was reached (Limits.OverflowEndSession)")
-
 // Session is a running server and the host connected to it. Its methods are
 // safe for concurrent use.
 //
