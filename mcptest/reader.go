@@ -15,36 +15,71 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// stdoutSource is what the framer reads: the stall valve, with every byte
-// passed through an envelope scanner (so that a frame over the transport
-// limit, which is never parsed, still names its request) and the time the
-// reader spends between reads measured. It is owned by the reader
-// goroutine; busy is read by Stats.
+// stdoutSource is what the framer reads: the stall valve, with the time the
+// reader spends between reads measured, and every long line passed through
+// an envelope scanner: a frame over the transport limit, which is never
+// parsed, still names its request, and a long response still arriving
+// shows whose it is (Pending.Received). Lines up to scanFrom bytes, which
+// the framer hands over whole, are not scanned: a flood of small messages
+// costs the scanner nothing. It is owned by the reader goroutine; busy is
+// read by Stats.
 type stdoutSource struct {
-	r       io.Reader
-	scanner *wire.Scanner
-	limit   int64
+	r        io.Reader
+	scanner  *wire.Scanner
+	limit    int64
+	scanFrom int // a line is scanned once it is longer than this
+
+	offset    int64  // stdout bytes read so far
+	lineStart int64  // stdout offset of the current line
+	head      []byte // the current line's first bytes, until it is scanned
+	scanning  bool   // the current line is being scanned
 
 	oversized []wire.Envelope // envelopes of oversized lines not yet claimed, in order
 	lastRead  time.Time       // when the last read returned
 	busy      atomic.Int64    // nanoseconds spent between reads
 }
 
-func newStdoutSource(r io.Reader, limit int, onID func(wire.Envelope)) *stdoutSource {
-	src := &stdoutSource{r: r, limit: int64(limit)}
+func newStdoutSource(r io.Reader, limit int, onID func(start int64, e wire.Envelope)) *stdoutSource {
+	src := &stdoutSource{r: r, limit: int64(limit), scanFrom: min(4096, limit)}
+	src.head = make([]byte, 0, src.scanFrom)
 	src.scanner = wire.NewScanner(func(e wire.Envelope) {
 		if e.Size > src.limit {
 			e.ID, e.Method = bytes.Clone(e.ID), nil
 			src.oversized = append(src.oversized, e)
 		}
 	})
-	src.scanner.OnID(onID)
+	src.scanner.OnID(func(e wire.Envelope) { onID(src.lineStart, e) })
 	return src
+}
+
+// look follows the lines in b, which starts at stdout offset src.offset.
+func (src *stdoutSource) look(b []byte) {
+	for len(b) > 0 {
+		seg, rest := b, []byte(nil)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			seg, rest = b[:i+1], b[i+1:]
+		}
+		switch {
+		case src.scanning:
+			src.scanner.Write(seg)
+		case len(src.head)+len(seg) <= src.scanFrom || seg[len(seg)-1] == '\n' && len(src.head)+len(seg)-1 <= src.scanFrom:
+			src.head = append(src.head, seg...) // a short line, or not long yet
+		default:
+			src.scanning = true
+			src.scanner.Write(src.head)
+			src.scanner.Write(seg)
+		}
+		src.offset += int64(len(seg))
+		if seg[len(seg)-1] == '\n' {
+			src.lineStart, src.head, src.scanning = src.offset, src.head[:0], false
+		}
+		b = rest
+	}
 }
 
 // responseBegins notes where the response to a pending request begins on
 // stdout, as soon as its id has passed (Pending.Received).
-func (s *Session) responseBegins(e wire.Envelope) {
+func (s *Session) responseBegins(start int64, e wire.Envelope) {
 	n, ok := (&wire.Message{ID: e.ID}).IntID()
 	if !ok || len(e.Method) > 0 { // a request of the server's own
 		return
@@ -53,7 +88,7 @@ func (s *Session) responseBegins(e wire.Envelope) {
 	p := s.pending[n]
 	s.mu.Unlock()
 	if p != nil {
-		p.respStart.CompareAndSwap(-1, e.Start)
+		p.respStart.CompareAndSwap(-1, start)
 	}
 }
 
@@ -63,8 +98,18 @@ func (src *stdoutSource) Read(p []byte) (int, error) {
 	}
 	n, err := src.r.Read(p)
 	src.lastRead = time.Now()
-	src.scanner.Write(p[:n])
+	src.look(p[:n])
 	return n, err
+}
+
+// current returns the envelope of the unfinished line.
+func (src *stdoutSource) current() wire.Envelope {
+	if !src.scanning {
+		sc := wire.NewScanner(nil)
+		sc.Write(src.head)
+		return sc.Current()
+	}
+	return src.scanner.Current()
 }
 
 // pop returns the envelope of the oldest oversized line not yet claimed.
@@ -107,7 +152,7 @@ func (s *Session) readLoop() {
 func (s *Session) stdoutEnded(err error) {
 	var trunc *pipes.TruncatedFrameError
 	if errors.As(err, &trunc) && trunc.Oversized {
-		s.oversized(err, s.in.scanner.Current())
+		s.oversized(err, s.in.current())
 	}
 	if errors.Is(err, pipes.ErrValveClosed) || errors.Is(err, os.ErrClosed) {
 		err = ErrClosed
