@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
@@ -137,11 +138,5 @@ func TestCaptureDrainsChild(t *testing.T) {
 // and inside the test binary's deadline so a hang fails the test by name.
 func testBound(t *testing.T) time.Duration {
 	t.Helper()
-	bound := 60 * time.Second
-	if dl, ok := t.Deadline(); ok {
-		if left := time.Until(dl) - 5*time.Second; left < bound {
-			bound = max(left, time.Second)
-		}
-	}
-	return bound
+	return bound.For(t, 60*time.Second)
 }
