@@ -60,6 +60,7 @@ func TestFaultStderrNoise(t *testing.T) {
 // queues an echo behind the write lock, cancels the echo, and returns the
 // echo's id; the host has not read anything yet.
 func blockedThenCancelled(t *testing.T, r *rig) int64 {
+	t.Helper()
 	r.tool(ToolBig, BigArgs{FrameSize: bigSize}.Map(), nil)
 	r.waitStdoutFull()
 	echo := r.tool(ToolEcho, map[string]any{"text": "queued"}, nil)
@@ -269,6 +270,7 @@ func TestReportFile(t *testing.T) {
 }
 
 func jsonRoundTrip(t *testing.T, r Report) Report {
+	t.Helper()
 	var out Report
 	if err := json.Unmarshal(mustJSON(t, r), &out); err != nil {
 		t.Fatal(err)

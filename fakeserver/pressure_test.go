@@ -247,6 +247,7 @@ func TestSubprocessTestBinaryChild(t *testing.T) {
 }
 
 func testBinary(t *testing.T) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -336,6 +336,7 @@ var progressMeta = map[string]any{"progressToken": "p"}
 
 // needLinux skips a test that sets pipe capacities (F_SETPIPE_SZ).
 func needLinux(t testing.TB) {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skipf("setting pipe capacity needs Linux, not %s", runtime.GOOS)
 	}
@@ -343,6 +344,7 @@ func needLinux(t testing.TB) {
 
 // needShell skips a test whose subprocess is the default sh script.
 func needShell(t testing.TB) {
+	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("the default subprocess script needs sh, head and tr, not on windows")
 	}

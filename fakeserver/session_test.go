@@ -32,6 +32,7 @@ const stopBound = 10 * time.Second
 // eachTarget runs fn against the fake started with flags, in-process and as
 // a child.
 func eachTarget(t *testing.T, flags []string, opts []mcptest.Option, fn func(t *testing.T, f *fixture)) {
+	t.Helper()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		if !child {
 			parsed, err := ParseArgs(flags)

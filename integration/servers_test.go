@@ -59,6 +59,7 @@ func oversizedConfig() assertions.ServerConfig {
 
 // checkServer runs the whole battery against target in two parts.
 func checkServer(t *testing.T, target mcptest.Target) (map[string]assertions.Verdict, []*assertions.Report) {
+	t.Helper()
 	rep := assertions.CheckServer(t.Context(), target, serverConfig())
 	over := assertions.CheckServer(t.Context(), target, oversizedConfig())
 	got := rep.Verdicts()
@@ -166,6 +167,7 @@ func (tr *tracked) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Wri
 
 // wait waits until every instance has returned, bounded by within.
 func (tr *tracked) wait(t *testing.T, within time.Duration) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { tr.wg.Wait(); close(done) }()
 	select {

@@ -207,6 +207,7 @@ func (t *tapeReader) Read(p []byte) (int, error) {
 
 // pass gives one pass of s from src to c and returns how long it took.
 func pass(b *testing.B, src source, s stream, c consumer) time.Duration {
+	b.Helper()
 	r, stop := src(b, s)
 	defer stop()
 	start := time.Now()
@@ -250,6 +251,7 @@ func BenchmarkFramerRatios(b *testing.B) {
 }
 
 func ratios(b *testing.B, src source) {
+	b.Helper()
 	pairs := [][2]string{
 		{"framer", "read64k"}, {"framer", "bufio"}, {"bufio", "read64k"},
 		{"valve", "read64k"}, {"valve+framer", "framer"}, {"valve+framer", "read64k"},
