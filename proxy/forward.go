@@ -50,16 +50,16 @@ type obsEvent struct {
 // It shares no lock with the other directions; the observer gets copies
 // through a channel it never waits on.
 type forwarder struct {
-	p    *Proxy
-	d    dirIndex
-	src  io.Reader
-	dst  io.Writer
-	buf  []byte
-	obs  chan obsEvent
-	free chan []byte // the pool of copy buffers
-	slots int        // the most copy buffers
-	made  int        // copy buffers made so far (lazily: memory is used only when the observer lags)
-	f    *dirFaults
+	p     *Proxy
+	d     dirIndex
+	src   io.Reader
+	dst   io.Writer
+	buf   []byte
+	obs   chan obsEvent
+	free  chan []byte // the pool of copy buffers
+	slots int         // the most copy buffers
+	made  int         // copy buffers made so far (lazily: memory is used only when the observer lags)
+	f     *dirFaults
 
 	readDone chan struct{} // closed when the source has ended or failed
 	done     chan struct{} // closed when the forwarder has ended

@@ -59,7 +59,9 @@ const usageText = `usage:
   mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
   mcpstdio probe [flags]                          run them against the built-in fake, good and naive
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
-  mcpstdio help [probe|fake]                      show this help or a command's flags
+  mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
+  mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
+  mcpstdio help [probe|fake|proxy|status]         show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -74,8 +76,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runProbe(ctx, args[1:], stdout, stderr)
 	case "fake":
 		return runFake(ctx, args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {
