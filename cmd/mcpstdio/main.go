@@ -7,7 +7,9 @@
 //	mcpstdio probe [flags] -- <server command...>
 //	mcpstdio probe [flags]
 //	mcpstdio fake [fake flags]
-//	mcpstdio help [probe|fake]
+//	mcpstdio proxy [flags] -- <server command...>
+//	mcpstdio status [-json] [-all] [-dir DIR]
+//	mcpstdio help [probe|fake|proxy|status]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server started from the command after "--", each criterion with a fresh
@@ -37,6 +39,13 @@
 // fake serves the fakeserver package's server on this process's stdin and
 // stdout; its flags (see "mcpstdio fake -h") pick the tools and the faults
 // and name a file for its JSON report of what the host did.
+//
+// proxy runs a server command with its stdin, stdout and stderr forwarded
+// exactly to and from its own, for use in a host's MCP configuration in
+// place of the server command, and records what passes in a private NDJSON
+// file in the per-user state directory (see the proxy package). It exits
+// with the server's status. status prints what each running proxy sees
+// now: pending requests, blocked directions and verdicts.
 //
 // Exit status: 0 when no criterion failed (warnings and skips allowed) or,
 // without a server command, when both fakes behaved as expected; 1 when a
