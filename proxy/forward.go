@@ -67,6 +67,7 @@ type forwarder struct {
 	// Read by the observer and Status at any time.
 	read       atomic.Int64 // bytes read from the source
 	written    atomic.Int64 // source bytes handled (written on, or dropped by a fault)
+	writes     atomic.Int64 // write calls on the destination
 	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
 	writeLen   atomic.Int64 // bytes of the write in progress
 	lostEvents atomic.Int64 // events the observer's channel had no room for
@@ -186,6 +187,7 @@ func (f *forwarder) write(b []byte) error {
 	f.writeStart.Store(int64(time.Since(f.p.start)) + 1)
 	defer f.writeStart.Store(0)
 	for len(b) > 0 {
+		f.writes.Add(1)
 		n, err := f.dst.Write(b)
 		if err != nil {
 			return err

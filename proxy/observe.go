@@ -402,8 +402,8 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 		}
 	}
 	o.emit(t, ev)
-	if d.d == dErr || ev.Gap {
-		return
+	if d.d == dErr || ev.Gap || unterminated {
+		return // an unterminated line was never received whole
 	}
 	switch ev.Kind {
 	case KindRequest:
@@ -574,7 +574,9 @@ func (o *observer) answered(r *request) {
 	o.forget(r)
 	if r.late || r.afterCancel > 0 {
 		// Keep the evidence for the summary.
-		o.keepVerdict(cancelVerdict(o, r, time.Now()))
+		v := cancelVerdict(o, r, time.Now())
+		o.keepVerdict(v)
+		o.recordVerdict(r.delivered, v)
 	}
 	o.recent = append(o.recent, r)
 	if len(o.recent) > keepRecent {

@@ -192,9 +192,7 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
 func helperCmd(t testing.TB, name string, args ...string) *exec.Cmd {
 	ctx, cancel := context.WithTimeout(context.Background(), bound(t))
 	t.Cleanup(cancel)
-	cmd := mcptest.HelperCommand(ctx, name, args...)
-	cmd.Cancel = nil // the proxy ends it; a context kill would hide a leak
-	return cmd
+	return mcptest.HelperCommand(ctx, name, args...)
 }
 
 // drain reads f to EOF in the background, returning how many bytes and

@@ -34,6 +34,7 @@ type StreamStatus struct {
 	Dir     string `json:"dir"`     // DirIn, DirOut, DirErr
 	Read    int64  `json:"read"`    // bytes read from the source
 	Written int64  `json:"written"` // source bytes written on
+	Writes  int64  `json:"writes"`  // write calls on the destination
 	// BlockedUS is how long the write in progress has taken so far, and
 	// BlockedBytes its size; 0 when no write is in progress.
 	BlockedUS    int64 `json:"blocked_us,omitempty"`
@@ -83,7 +84,7 @@ func (o *observer) status(now time.Time) Status {
 		st.ServerPID = o.p.cmd.Process.Pid
 	}
 	for _, d := range o.dirs {
-		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Ended: !d.eof.IsZero()}
+		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Ended: !d.eof.IsZero()}
 		if b, n := o.blockedWrite(d.d, now); b > 0 {
 			s.BlockedUS, s.BlockedBytes = b.Microseconds(), n
 		}

@@ -214,6 +214,11 @@ func (o *observer) serverNotReading(now time.Time, b time.Duration, n int64) Ver
 			unwritten = append(unwritten, r.name())
 		}
 	}
+	if id, method, sz, ok := o.dirs[dIn].fa.current(); ok && len(id) > 0 && method != "" {
+		// A request whose newline has not arrived: the host is still
+		// writing it, or the proxy has not read all of it.
+		unwritten = append(unwritten, fmt.Sprintf("id %s (%s, %s of it read from the host so far)", id, method, size(sz)))
+	}
 	text := fmt.Sprintf("server is not reading its stdin for %s: a write of %s to it is blocked", dur(b), size(n))
 	if len(unwritten) > 0 {
 		text += fmt.Sprintf(" (%d %s unwritten: %s)", len(unwritten), plural(len(unwritten), "request", "requests"), strings.Join(first(unwritten, 3), ", "))
