@@ -143,7 +143,7 @@ func (c Config) withDefaults() Config {
 //
 // If a stream implements io.Closer, the proxy closes it to pass an end on:
 // Stdout and Stderr when the server closes its own, Stdin when the server
-// closes its stdin. If it has SetReadDeadline or SetWriteDeadline (an
+// closes its stdin or the proxy ends (Wait). If it has SetReadDeadline or SetWriteDeadline (an
 // *os.File on a pipe, in non-blocking mode), the proxy uses them to end a
 // blocked read or write when it stops; otherwise a read of Stdin that never
 // returns keeps one goroutine until it does (see Proxy.Wait).
@@ -502,6 +502,9 @@ func (p *Proxy) Wait() (*Result, error) {
 		<-p.fw[dIn].done
 	}
 	p.stopOnce.Do(func() { close(p.stop) })
+	// The proxy is done, as the server is: the host's writes must fail
+	// rather than wait for a reader that will never come.
+	_ = closeStream(p.host.Stdin)
 	res := p.obs.finish()
 	p.wg.Wait()
 	p.mu.Lock()

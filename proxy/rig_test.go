@@ -293,10 +293,16 @@ func bytesServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser
 	return os.WriteFile(args[1], fmt.Appendf(nil, "%d %x", got, h.Sum(nil)), 0o600)
 }
 
-// exitServer ends as its args say: "code N" exits with N after stdin
-// ends (or at once with "now"), "signal" kills itself with SIGKILL.
+// exitServer ends as its args say: "N" exits with N after stdin ends (or
+// at once with "now"), "signal" kills itself with SIGKILL, "close-stdin"
+// closes its stdin and runs until it is killed.
 func exitServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	args := mcptest.HelperArgs()
+	if args[0] == "close-stdin" {
+		stdin.Close()
+		<-ctx.Done() // until the proxy kills it
+		return nil
+	}
 	if len(args) < 2 || args[1] != "now" {
 		io.Copy(io.Discard, stdin)
 	}
