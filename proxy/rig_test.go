@@ -40,8 +40,8 @@ func bound(t testing.TB) time.Duration {
 }
 
 // recSink is a Record that keeps the events and lets a test wait for one.
-// If hold is set, Write waits until it is closed: the observer is then
-// stuck writing, as on a slow disk.
+// Between block and unblock, Write waits: the observer is then stuck
+// writing, as on a slow disk.
 type recSink struct {
 	mu      sync.Mutex
 	lines   [][]byte
@@ -53,9 +53,28 @@ type recSink struct {
 
 func newRecSink() *recSink { return &recSink{changed: make(chan struct{})} }
 
-func (s *recSink) Write(p []byte) (int, error) {
+// block makes Write wait until unblock.
+func (s *recSink) block() {
+	s.mu.Lock()
+	s.hold = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *recSink) unblock() {
+	s.mu.Lock()
 	if s.hold != nil {
-		<-s.hold
+		close(s.hold)
+		s.hold = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *recSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	hold := s.hold
+	s.mu.Unlock()
+	if hold != nil {
+		<-hold
 	}
 	var e Event
 	err := json.Unmarshal(p, &e)
@@ -147,8 +166,8 @@ type rig struct {
 	closers []io.Closer
 }
 
-// startRig starts cmd behind a proxy configured by cfg; a nil cfg.Record
-// gets a recSink.
+// startRig starts cmd behind a proxy configured by cfg, recording into a
+// recSink as well as cfg.Record.
 func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
 	t.Helper()
 	r := &rig{t: t}
@@ -162,9 +181,11 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
 		r.closers = append(r.closers, pr, pw)
 	}
 	r.stdin, r.stdout, r.stderr = ends[0][1], ends[1][0], ends[2][0]
+	r.rec = newRecSink()
 	if cfg.Record == nil {
-		r.rec = newRecSink()
 		cfg.Record = r.rec
+	} else {
+		cfg.Record = io.MultiWriter(cfg.Record, r.rec)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound(t))
 	p, err := Start(ctx, cmd, Streams{Stdin: ends[0][0], Stdout: ends[1][1], Stderr: ends[2][1]}, cfg)

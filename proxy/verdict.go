@@ -180,17 +180,17 @@ func (o *observer) hostNotReading(now time.Time, b time.Duration, n int64) Verdi
 	if id, method, sz, ok := o.dirs[dOut].fa.current(); ok && len(id) > 0 && method == "" {
 		v.ID = id
 		if r := o.pending[pkey{dIn, wire.Key(id)}]; r != nil {
-			what = fmt.Sprintf("the response to %s (%s of it read from the server so far)", r.name(), size(sz))
+			what = fmt.Sprintf("the response to %s, %s of it read from the server so far,", r.name(), size(sz))
 		} else {
-			what = fmt.Sprintf("a response to id %s (%s of it read from the server so far)", id, size(sz))
+			what = fmt.Sprintf("a response to id %s, %s of it read from the server so far,", id, size(sz))
 		}
 	} else if ok && method != "" {
-		what = fmt.Sprintf("a %s message (%s of it read from the server so far)", method, size(sz))
+		what = fmt.Sprintf("a %s message, %s of it read from the server so far,", method, size(sz))
 	} else if r := o.responding(); r != nil {
 		v.ID = r.id
 		what = fmt.Sprintf("the response to %s (%s, read whole from the server)", r.name(), size(r.respSize))
 	}
-	v.Text = fmt.Sprintf("host is not reading the server's output: %s waiting for %s; the proxy holds %s of it in a blocked write%s",
+	v.Text = fmt.Sprintf("host is not reading the server's output: %s is waiting for %s; the proxy holds %s of it in a blocked write%s",
 		what, dur(b), size(n), o.pipeNote(dOut))
 	return v
 }
