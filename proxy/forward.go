@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,12 +60,15 @@ type forwarder struct {
 	made  int         // copy buffers made so far (lazily: memory is used only when the observer lags)
 	f     *dirFaults
 
+	interruptible bool // a blocked read of src can be ended (read deadlines)
+
 	readDone chan struct{} // closed when the source has ended or failed
 	done     chan struct{} // closed when the forwarder has ended
 
 	// Read by the observer and Status at any time.
 	read       atomic.Int64 // bytes read from the source
 	written    atomic.Int64 // source bytes handled (written on, or dropped by a fault)
+	delivered  atomic.Int64 // bytes written to the destination
 	writes     atomic.Int64 // write calls on the destination
 	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
 	writeLen   atomic.Int64 // bytes of the write in progress
@@ -95,6 +97,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 		done:     make(chan struct{}),
 	}
 	f.f = p.faults.forDir(d, f)
+	f.interruptible = canInterrupt(src)
 	return f
 }
 
@@ -189,6 +192,7 @@ func (f *forwarder) write(b []byte) error {
 	for len(b) > 0 {
 		f.writes.Add(1)
 		n, err := f.dst.Write(b)
+		f.delivered.Add(int64(n))
 		if err != nil {
 			return err
 		}
@@ -254,13 +258,12 @@ func closeStream(s any) error {
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
 type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 
-// interruptible reports whether a blocked read of the source can be ended.
-func (f *forwarder) interruptible() bool {
-	if fi, ok := f.src.(*os.File); ok {
-		return fi.SetReadDeadline(time.Time{}) == nil
-	}
-	_, ok := f.src.(readDeadliner)
-	return ok
+// canInterrupt reports whether a blocked read of src can be ended: it has
+// read deadlines (an *os.File says so only by trying). It is asked once,
+// before the first read, as trying clears a deadline already set.
+func canInterrupt(src io.Reader) bool {
+	d, ok := src.(readDeadliner)
+	return ok && d.SetReadDeadline(time.Time{}) == nil
 }
 
 // interruptRead ends a blocked read of the source, where possible.

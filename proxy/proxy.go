@@ -498,7 +498,7 @@ func (p *Proxy) Wait() (*Result, error) {
 	}
 	// The host's stdin is read until it ends or is interrupted; wait for it
 	// only if it could be interrupted.
-	if p.fw[dIn].interruptible() {
+	if p.fw[dIn].interruptible {
 		<-p.fw[dIn].done
 	}
 	p.stopOnce.Do(func() { close(p.stop) })

@@ -35,6 +35,9 @@ type StreamStatus struct {
 	Read    int64  `json:"read"`    // bytes read from the source
 	Written int64  `json:"written"` // source bytes written on
 	Writes  int64  `json:"writes"`  // write calls on the destination
+	// Delivered is the bytes written to the destination: Written less
+	// what faults dropped or held, plus what they duplicated.
+	Delivered int64 `json:"delivered"`
 	// BlockedUS is how long the write in progress has taken so far, and
 	// BlockedBytes its size; 0 when no write is in progress.
 	BlockedUS    int64 `json:"blocked_us,omitempty"`
@@ -84,7 +87,7 @@ func (o *observer) status(now time.Time) Status {
 		st.ServerPID = o.p.cmd.Process.Pid
 	}
 	for _, d := range o.dirs {
-		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Ended: !d.eof.IsZero()}
+		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Delivered: d.fw.delivered.Load(), Ended: !d.eof.IsZero()}
 		if b, n := o.blockedWrite(d.d, now); b > 0 {
 			s.BlockedUS, s.BlockedBytes = b.Microseconds(), n
 		}
