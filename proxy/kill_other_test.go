@@ -1,0 +1,7 @@
+//go:build !unix
+
+package proxy
+
+import "os"
+
+func killSelf() { os.Exit(137) }
