@@ -113,15 +113,21 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 // counted in Stats.LateResponses. Cancel returns the error of writing the
 // notification.
 func (p *Pending) Cancel(reason string) error {
-	p.cancelled.Store(true)
-	p.s.mu.Lock()
-	p.s.stats.CancelsSent++
-	p.s.mu.Unlock()
+	p.markCancelled()
 	params := strconv.AppendInt([]byte(`{"requestId":`), p.id, 10)
 	if reason != "" {
 		params = appendString(append(params, `,"reason":`...), reason)
 	}
 	return p.s.Notify(wire.MethodCancelled, json.RawMessage(append(params, '}')))
+}
+
+// markCancelled notes that a cancel for p is being sent: a response after
+// it is late.
+func (p *Pending) markCancelled() {
+	p.cancelled.Store(true)
+	p.s.mu.Lock()
+	p.s.stats.CancelsSent++
+	p.s.mu.Unlock()
 }
 
 // Send sends a request and returns at once with its Pending; the write to
@@ -201,30 +207,16 @@ func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolRes
 }
 
 func (s *Session) send(ctx context.Context, method string, params any, meta bool) *Pending {
-	p := &Pending{s: s, id: s.nextID.Add(1), method: method, done: make(chan struct{})}
-	p.respStart.Store(-1)
+	p := s.newPending(s.nextID.Add(1), method)
 	raw, err := s.encodeParams(params, meta)
 	if err != nil {
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))
 		return p
 	}
-	if bytes.Contains(raw, []byte(wire.MetaProgressToken)) {
-		p.token = wire.Member(wire.Member(raw, "_meta"), wire.MetaProgressToken)
-	}
-	s.mu.Lock()
-	if err := s.ended; err != nil {
-		s.mu.Unlock()
+	if err := s.addPending(p, raw); err != nil {
 		p.complete(nil, fmt.Errorf("mcptest: %s: %w", method, err))
 		return p
 	}
-	s.pending[p.id] = p
-	if key := wire.Key(p.token); key != "" {
-		if _, seen := s.progress[key]; !seen {
-			s.progress[key] = 0
-		}
-	}
-	s.stats.Requests++
-	s.mu.Unlock()
 	if err := s.writeRaw(ctx, method, appendRequest(nil, p.id, method, raw)); err != nil {
 		if errors.Is(err, errPartialWrite) {
 			// The server will get the request whole with the next write and
@@ -239,6 +231,35 @@ func (s *Session) send(ctx context.Context, method string, params any, meta bool
 		p.complete(nil, err)
 	}
 	return p
+}
+
+// newPending returns the Pending of a request with id, not yet sent.
+func (s *Session) newPending(id int64, method string) *Pending {
+	p := &Pending{s: s, id: id, method: method, done: make(chan struct{})}
+	p.respStart.Store(-1)
+	return p
+}
+
+// addPending enters p in the pending table before its request is written,
+// with the progress token its params carry, so that the response and the
+// progress notifications find it. It fails if the session has ended.
+func (s *Session) addPending(p *Pending, params json.RawMessage) error {
+	if bytes.Contains(params, []byte(wire.MetaProgressToken)) {
+		p.token = wire.Member(wire.Member(params, "_meta"), wire.MetaProgressToken)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ended; err != nil {
+		return err
+	}
+	s.pending[p.id] = p
+	if key := wire.Key(p.token); key != "" {
+		if _, seen := s.progress[key]; !seen {
+			s.progress[key] = 0
+		}
+	}
+	s.stats.Requests++
+	return nil
 }
 
 // Notify sends a notification, bounded by the session timeout; params are

@@ -65,6 +65,22 @@ func (s *Session) WaitNotification(ctx context.Context, method string) (*Notific
 	}
 }
 
+// takeNotifications returns the kept notifications that no
+// WaitNotification took, oldest first, and takes them.
+func (s *Session) takeNotifications() []Notification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Notification
+	for i := range s.notifications.n {
+		if k := s.notifications.at(i); !k.taken {
+			out = append(out, k.n)
+			k.taken, k.n = true, Notification{}
+			s.notifications.resize(i, 0)
+		}
+	}
+	return out
+}
+
 // TranscriptEntry is one frame in the session's transcript, or an event of
 // the session's own.
 type TranscriptEntry struct {
