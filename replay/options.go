@@ -1,0 +1,165 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Option configures loading, saving, comparing and playing a record.
+// Options are applied in order; an invalid one makes Load, Read, the
+// replay or Serve fail with an error that names it.
+type Option interface{ apply(*options) error }
+
+type options struct {
+	redact   []rule
+	ignore   []rule
+	cmp      []cmp.Option
+	speed    float64 // 0: causal
+	idleCap  time.Duration
+	patience time.Duration
+}
+
+// DefaultPatience is how long a replay waits, by default, beyond the
+// recorded time, for a message the record says comes next (see Patience).
+const DefaultPatience = 2 * time.Second
+
+type optionFunc func(*options) error
+
+func (f optionFunc) apply(o *options) error { return f(o) }
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{patience: DefaultPatience}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt.apply(o); err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// Redact redacts the values at paths in every message of a record, when
+// it is loaded (Load, Read) and again when it is saved (Record.Write), so
+// that a recording can be committed as test data. A path names values from
+// the message root with dot-separated keys, array indexes as numbers and
+// "*" for any one key or index: "params.arguments.query",
+// "result.content.*.text". A value is replaced by a hash of it, the JSON
+// string "sha256:" and 16 hex digits, so equal values stay equal and a
+// replay still compares them; a path written with a leading "-" drops the
+// member instead ("-params._meta"). A value the record holds only part of
+// (a frame's head cut inside it) is cut from the head.
+//
+// A hash of a guessable value (a short number, a word) can be guessed: drop
+// secrets, hash what a comparison needs. Redaction reads JSON; a line that
+// is not JSON (junk on stdout) is kept as it is, and so is the header
+// (command line, working directory, environment variable names).
+// What the server under test sends is redacted the same way before it is
+// compared. Replaying a request with a redacted value sends the
+// redaction.
+func Redact(paths ...string) Option {
+	return optionFunc(func(o *options) error {
+		rs, err := parseRules(paths, false)
+		if err != nil {
+			return fmt.Errorf("Redact: %w", err)
+		}
+		o.redact = append(o.redact, rs...)
+		return nil
+	})
+}
+
+// Ignore leaves the values at paths (as for Redact, without the "-") out
+// when messages are compared: volatile fields such as timestamps.
+func Ignore(paths ...string) Option {
+	return optionFunc(func(o *options) error {
+		for _, s := range paths {
+			p, err := parsePath(s)
+			if err != nil {
+				return fmt.Errorf("Ignore: %w", err)
+			}
+			o.ignore = append(o.ignore, rule{p: p, drop: true})
+		}
+		return nil
+	})
+}
+
+// CmpOptions adds go-cmp options to the comparison of messages, which are
+// compared as decoded JSON (map[string]any, []any, string, json.Number,
+// bool, nil), for what paths cannot say: ids inside text, a tolerance, an
+// order that does not matter (cmpopts.SortSlices).
+func CmpOptions(opts ...cmp.Option) Option {
+	return optionFunc(func(o *options) error {
+		o.cmp = append(o.cmp, opts...)
+		return nil
+	})
+}
+
+// Timed makes a replay keep the recorded time between one side's actions,
+// divided by speed (2 plays twice as fast) with each gap first capped at
+// idleCap (0: no cap), as asciinema's idle_time_limit does. It still waits
+// for what each action depended on. The default is causal: each action as
+// soon as what it depended on has happened.
+func Timed(speed float64, idleCap time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if speed <= 0 || idleCap < 0 {
+			return errors.New("Timed: want a speed above 0 and an idle cap of 0 or more")
+		}
+		o.speed, o.idleCap = speed, idleCap
+		return nil
+	})
+}
+
+// Patience sets how long a replay waits for a message the record says
+// comes next, beyond twice the time it took in the record, before it calls
+// it missing and goes on (default DefaultPatience); the same bound applies
+// to waiting for a recorded stall to block the server.
+func Patience(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d <= 0 {
+			return errors.New("Patience: want a duration above 0")
+		}
+		o.patience = d
+		return nil
+	})
+}
+
+// Pace is how a replay is paced, from its options: what a player of one
+// side (mcptest.Replay, Serve) needs to know.
+type Pace struct {
+	Speed    float64       // 0: causal; else Timed's speed
+	IdleCap  time.Duration // Timed's idle cap, 0 for none
+	Patience time.Duration
+}
+
+// PaceOf returns the pace opts ask for, or the error of the first invalid
+// option.
+func PaceOf(opts ...Option) (Pace, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return Pace{}, err
+	}
+	return Pace{Speed: o.speed, IdleCap: o.idleCap, Patience: o.patience}, nil
+}
+
+// Gap returns how long to wait for a recorded gap between two actions: 0
+// in causal mode; in timed mode, the gap capped at IdleCap and divided by
+// Speed.
+func (p Pace) Gap(recorded time.Duration) time.Duration {
+	if p.Speed <= 0 || recorded <= 0 {
+		return 0
+	}
+	if p.IdleCap > 0 {
+		recorded = min(recorded, p.IdleCap)
+	}
+	return time.Duration(float64(recorded) / p.Speed)
+}
+
+// Bound returns how long to wait for something that took recorded in the
+// record before calling it missing: Patience plus twice recorded.
+func (p Pace) Bound(recorded time.Duration) time.Duration {
+	return p.Patience + 2*max(recorded, 0)
+}
