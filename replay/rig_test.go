@@ -1,0 +1,167 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+func init() {
+	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+}
+
+func TestMain(m *testing.M) { mcptest.Main(m) }
+
+// sink is a proxy record that keeps its lines and lets a test wait for
+// an event.
+type sink struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	events  []proxy.Event
+	changed chan struct{}
+}
+
+func newSink() *sink { return &sink{changed: make(chan struct{})} }
+
+func (s *sink) Write(p []byte) (int, error) {
+	var e proxy.Event
+	_ = json.Unmarshal(p, &e)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	s.events = append(s.events, e)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// wait waits for an event that satisfies pred to be recorded.
+func (s *sink) wait(t *testing.T, what string, pred func(proxy.Event) bool) {
+	t.Helper()
+	timer := time.NewTimer(bound.For(t, time.Minute))
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		for _, e := range s.events {
+			if pred(e) {
+				s.mu.Unlock()
+				return
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			t.Fatalf("the record has no %s event", what)
+		}
+	}
+}
+
+func (s *sink) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.buf.Bytes())
+}
+
+// recordConfig is the proxy's configuration for the tests' records:
+// bodies kept, blocks noticed after 20ms.
+func recordConfig() proxy.Config {
+	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, Version: "test"}
+}
+
+// record runs the helper fake (with args) behind a proxy with mcptest as
+// the host, lets host drive the session, closes it, and returns the
+// record's bytes.
+func record(t *testing.T, cfg proxy.Config, args []string, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
+	t.Helper()
+	rec := newSink()
+	cfg.Record = rec
+	target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
+		if err != nil {
+			return err
+		}
+		p, err := proxy.Start(ctx, cmd, proxy.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, cfg)
+		if err != nil {
+			return err
+		}
+		_, err = p.Wait()
+		return err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), bound.For(t, time.Minute))
+	defer cancel()
+	s, err := mcptest.Start(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host(t, s, rec)
+	// End as a host does: close the server's stdin and let it exit.
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitExit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("closing the recorded session: %v", err)
+	}
+	if ex := s.Stats().Exit; ex.Err != nil {
+		t.Fatalf("the proxy ended with %v", ex.Err)
+	}
+	return rec.bytes()
+}
+
+// save writes b to a file in the test's directory and returns its name.
+func save(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), bound.For(t, 2*time.Minute))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func call(name string, args any) map[string]any {
+	return map[string]any{"name": name, "arguments": args}
+}
+
+// wait waits for a response, failing the test on error.
+func wait(t *testing.T, p *mcptest.Pending) *mcptest.Response {
+	t.Helper()
+	r, err := p.Wait(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// kinds lists the departures' kinds and texts, for failure messages.
+func kinds(rep *replay.Report) string {
+	var b strings.Builder
+	for _, d := range rep.Departures {
+		b.WriteString("\n  " + d.String())
+	}
+	return b.String()
+}
