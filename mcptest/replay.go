@@ -126,6 +126,9 @@ type hostPlayer struct {
 	answers  map[string]int   // recorded server request id → the recorded host's answer (host frame)
 	junkQ    []int            // recorded junk lines
 	unkQ     []int            // recorded responses to no request of the host
+	gaps     []int            // server frames where the record lost detail
+	lastNote map[string]int   // the last recorded notification matched, by method
+	lost     int              // messages that came where the record lost detail
 }
 
 // replayHost runs a replay; started says whether the server started.
@@ -139,7 +142,7 @@ func replayHost(ctx context.Context, target Target, deadline time.Time, rec *rep
 		pend: map[int]*Pending{}, checked: map[int]bool{}, usedIDs: map[int64]bool{}, respFor: map[int]int{},
 		lines: map[int][]byte{}, hostDrops: map[int]bool{},
 		resolved: make([]bool, len(rec.Server)),
-		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{},
+		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
 	}
 	p.index()
 	s, err := start(ctx, target, deadline, p.sessionOptions())
@@ -155,6 +158,9 @@ func replayHost(ctx context.Context, target Target, deadline time.Time, rec *rep
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.lost > 0 {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("%d messages came where the record lost detail: not checked", p.lost))
+	}
 	if st := s.Stats(); st.NotificationsDropped > 0 {
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the host's bounds dropped %d notifications unseen (Limits)", st.NotificationsDropped))
 	}
@@ -169,6 +175,16 @@ func (p *hostPlayer) index() {
 	r := p.rec
 	respQ := map[string][]int{} // responses by id, in order
 	for j, f := range r.Server {
+		if f.Gap {
+			// Nothing in particular is expected there.
+			p.gaps = append(p.gaps, j)
+			p.resolved[j] = true
+			p.report.Departures = append(p.report.Departures, replay.Departure{
+				Kind: replay.Unchecked, Seq: f.Seq, Dir: proxy.DirOut,
+				Text: fmt.Sprintf("the proxy's observer lost detail here (%d bytes from stdout byte %d): what the server sent in them is not known, and what comes in their place is not checked", f.Size, f.Off),
+			})
+			continue
+		}
 		switch f.Kind {
 		case proxy.KindResponse, proxy.KindError:
 			respQ[wire.Key(f.ID)] = append(respQ[wire.Key(f.ID)], j)
@@ -510,7 +526,7 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 	if ok || err != nil {
 		return err
 	}
-	p.missing(unresolved(), fmt.Sprintf("it did not come within %v", p.pace.Bound(gap).Round(time.Millisecond)))
+	p.missing(unresolved(), fmt.Sprintf("did not come within %v", p.pace.Bound(gap).Round(time.Millisecond)))
 	return nil
 }
 
@@ -524,7 +540,7 @@ func (p *hostPlayer) missing(js []int, why string) {
 		}
 		p.resolved[j] = true
 		f := &p.rec.Server[j]
-		d := replay.Departure{Kind: replay.Missing, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: why}
+		d := replay.Departure{Kind: replay.Missing, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
 		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
 			d.Method = p.requestMethod(j)
 			d.Text = "the response " + why
@@ -599,6 +615,10 @@ func (p *hostPlayer) poll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for junk := st.JunkLines + st.ParseErrors + st.Batches; p.junkSeen < junk; p.junkSeen++ {
+		if len(p.junkQ) == 0 && len(p.gaps) > 0 {
+			p.lost++
+			continue
+		}
 		if len(p.junkQ) == 0 {
 			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: "a line that is not JSON-RPC (see the session's junk)"})
 			continue
@@ -607,6 +627,10 @@ func (p *hostPlayer) poll() {
 		p.junkQ = p.junkQ[1:]
 	}
 	for ; p.unkSeen < st.UnknownIDs; p.unkSeen++ {
+		if len(p.unkQ) == 0 && len(p.gaps) > 0 {
+			p.lost++
+			continue
+		}
 		if len(p.unkQ) == 0 {
 			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: "a response to no request the host sent"})
 			continue
@@ -636,6 +660,10 @@ func (p *hostPlayer) response(i int, pd *Pending) {
 		return
 	}
 	if j < 0 {
+		if len(p.gaps) > 0 {
+			p.lost++ // its recorded answer may be in what the record lost
+			return
+		}
 		p.report.Departures = append(p.report.Departures, replay.Departure{
 			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
 			Text: "a response to a request the recorded server never answered",
@@ -663,7 +691,7 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	if !checked {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
 			Kind: replay.Unchecked, Seq: want.Seq, Dir: proxy.DirOut, Method: method, ID: want.ID,
-			Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): it came (%d bytes), not compared", len(want.Head), want.Size, len(got)),
+			Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): it came, not compared", len(want.Head), want.Size),
 		})
 		return
 	}
@@ -685,12 +713,33 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	}
 }
 
-// notification matches one notification.
+// gapBetween reports whether the record lost detail between server
+// frames a and b (exclusive; a may be -1).
+func (p *hostPlayer) gapBetween(a, b int) bool {
+	for _, g := range p.gaps {
+		if g > a && g < b {
+			return true
+		}
+	}
+	return false
+}
+
+// notification matches one notification: to the next recorded one of its
+// method, unless it differs and the record lost detail before that one
+// (then it is taken for one of the lost, and not checked).
 func (p *hostPlayer) notification(n Notification) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	last, ok := p.lastNote[n.Method]
+	if !ok {
+		last = -1
+	}
 	q := p.noteQ[n.Method]
 	if len(q) == 0 {
+		if p.gapBetween(last, len(p.rec.Server)) {
+			p.lost++
+			return
+		}
 		p.report.Departures = append(p.report.Departures, replay.Departure{
 			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: n.Method,
 			Text: fmt.Sprintf("a notification the record has not (%d bytes)", n.Size),
@@ -698,7 +747,19 @@ func (p *hostPlayer) notification(n Notification) {
 		return
 	}
 	j := q[0]
+	got, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", n.Method, n.Params})
+	if p.gapBetween(last, j) {
+		if diff, _ := p.rec.Compare(&p.rec.Server[j], got, p.opts...); diff != "" {
+			p.lost++
+			return
+		}
+	}
 	p.noteQ[n.Method] = q[1:]
+	p.lastNote[n.Method] = j
 	p.resolved[j] = true
 	if n.Params == nil && n.Head != nil {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
@@ -707,11 +768,6 @@ func (p *hostPlayer) notification(n Notification) {
 		})
 		return
 	}
-	got, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", n.Method, n.Params})
 	p.compareLocked(j, got, "")
 }
 
@@ -805,7 +861,9 @@ func (p *hostPlayer) adjustStall(extend bool) {
 		}
 		return
 	}
-	if !extend || p.s.stdoutEmpty() {
+	// Only a frame cut by the stall point can hold the host up: the
+	// frames read whole are being dispatched.
+	if !extend || p.s.stdoutEmpty() || p.s.framer.Stats().Pending == 0 {
 		return
 	}
 	const step = 4 << 10
@@ -884,9 +942,9 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		for j := range p.rec.Server {
 			js = append(js, j)
 		}
-		why := fmt.Sprintf("it did not come within %v of the host's last action", p.pace.Bound(lastOut-lastT).Round(time.Millisecond))
+		why := fmt.Sprintf("did not come within %v of the host's last action", p.pace.Bound(lastOut-lastT).Round(time.Millisecond))
 		if !played {
-			why = "the replay ended first"
+			why = "did not come before the replay ended"
 		}
 		p.missing(js, why)
 	}

@@ -83,6 +83,13 @@ type Frame struct {
 	// its newline; Scanned: it was too long for the proxy to parse, and
 	// only its top-level id and method are known.
 	CRLF, Unterminated, Scanned bool
+	// Gap: the proxy's observer fell behind and lost bytes here (it never
+	// loses traffic, only detail; see proxy.EvDrop). The frame stands for
+	// the bytes from the line where the loss began to the next newline it
+	// saw: any number of messages, whose kinds are unknown. A replay
+	// expects nothing in particular there, and does not call what comes
+	// in their place extra.
+	Gap bool
 }
 
 // line returns the frame's bytes with its terminator, nil if they are not
@@ -238,7 +245,7 @@ func (r *Record) build() {
 			f := Frame{
 				Seq: e.Seq, Dir: e.Dir, T0: us(e.T0), T: us(e.T), Off: e.Off, Size: e.N, Kind: e.Kind,
 				ID: e.ID, Method: e.Method, Tool: e.Tool, Token: e.Token, Code: e.Code,
-				Head: []byte(e.Head), Hash: e.Hash, CRLF: e.CRLF, Unterminated: e.Unterminated, Scanned: e.Scanned,
+				Head: []byte(e.Head), Hash: e.Hash, CRLF: e.CRLF, Unterminated: e.Unterminated, Scanned: e.Scanned, Gap: e.Gap,
 			}
 			if f.T0 == 0 {
 				f.T0 = f.T

@@ -123,7 +123,7 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "replay: %d departures from the record (%s); %d messages checked, %d writes played in %v", n, strings.Join(kinds, ", "), r.Checked, r.Played, r.Elapsed.Round(time.Millisecond))
 	}
 	if c := r.Count(Unchecked); c > 0 {
-		fmt.Fprintf(&b, "; %d unchecked (only heads recorded)", c)
+		fmt.Fprintf(&b, "; %d unchecked (not whole in the record)", c)
 	}
 	for _, d := range r.Departures {
 		b.WriteString("\n  ")
