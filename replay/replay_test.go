@@ -2,7 +2,9 @@ package replay_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -32,8 +34,21 @@ func calls(t *testing.T, s *mcptest.Session, _ *sink) {
 // the session still answers.
 func stallCancelResume(t *testing.T, s *mcptest.Session, rec *sink) {
 	t.Helper()
+	stallCancel(1<<20)(t, s, rec)
+}
+
+// stallCancel is stallCancelResume with a response of size bytes.
+func stallCancel(size int) func(*testing.T, *mcptest.Session, *sink) {
+	return func(t *testing.T, s *mcptest.Session, rec *sink) {
+		t.Helper()
+		stallCancelSized(t, s, rec, size)
+	}
+}
+
+func stallCancelSized(t *testing.T, s *mcptest.Session, rec *sink, size int) {
+	t.Helper()
 	s.StallReads()
-	big := s.Send("tools/call", call(fakeserver.ToolBig, fakeserver.BigArgs{Bytes: 1 << 20}.Map()))
+	big := s.Send("tools/call", call(fakeserver.ToolBig, fakeserver.BigArgs{Bytes: size}.Map()))
 	if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +114,173 @@ func TestReplaySameServer(t *testing.T) {
 			t.Log(rep)
 		})
 	}
+}
+
+// stallSearch: the host stops reading while a search answers; with the
+// fake's unbounded search the answer blocks the server.
+func stallSearch(t *testing.T, s *mcptest.Session, rec *sink) {
+	t.Helper()
+	s.StallReads()
+	p := s.Send("tools/call", call(fakeserver.ToolSearch, map[string]any{"query": "x", "total": 20000}))
+	if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "block of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvBlock && e.Dir == proxy.DirOut })
+	s.ResumeReads()
+	wait(t, p)
+}
+
+// TestReplayDepartures: a record replayed against a changed server
+// reports each kind of departure, where it happened.
+func TestReplayDepartures(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		recordArgs  []string
+		host        func(*testing.T, *mcptest.Session, *sink)
+		replayArgs  []string
+		kind        replay.Kind
+		method      string
+		recordedSeq bool // the departure names a recorded event
+	}{
+		// The recorded server answered a cancelled call; this one does not.
+		{"missing", []string{"-respond-after-cancel"}, stallCancelResume, nil, replay.Missing, "tools/call", true},
+		// The recorded naive server answered the call it could not see
+		// cancelled; the good one honours the cancel.
+		{"missing-naive-fixed", []string{"-naive"}, stallCancelResume, nil, replay.Missing, "tools/call", true},
+		// This server answers a call after its cancel.
+		{"extra", nil, stallCancelResume, []string{"-respond-after-cancel"}, replay.Extra, "tools/call", false},
+		// This server writes a banner on stdout.
+		{"extra-junk", nil, calls, []string{"-banner", "hello from the server"}, replay.Extra, "", false},
+		// This server has no echo tool.
+		{"different", nil, calls, []string{"-tools", "big,search,slow"}, replay.Different, "tools/call", true},
+		// The recorded search returned everything and blocked the server
+		// while the host did not read; this one returns a page.
+		{"stall-not-blocking", []string{"-unbounded"}, stallSearch, nil, replay.StallNotBlocking, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := record(t, recordConfig(), tc.recordArgs, tc.host)
+			rec, err := replay.Read(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake", tc.replayArgs...), rec, replay.Patience(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Err() == nil {
+				t.Fatalf("no departure reported: %s", rep)
+			}
+			var found *replay.Departure
+			for i, d := range rep.Departures {
+				if d.Kind == tc.kind && (tc.method == "" || d.Method == tc.method) {
+					found = &rep.Departures[i]
+					break
+				}
+			}
+			if found == nil {
+				t.Fatalf("no %s departure (method %q): %s", tc.kind, tc.method, rep)
+			}
+			if tc.recordedSeq && found.Seq < 0 || !tc.recordedSeq && found.Seq != -1 {
+				t.Errorf("departure %v: Seq %d, want %s", found, found.Seq, map[bool]string{true: "a recorded event's", false: "-1 (extra)"}[tc.recordedSeq])
+			}
+			if found.Kind == replay.Different && found.Diff == "" {
+				t.Errorf("a Different departure without its diff: %v", found)
+			}
+			t.Log(rep)
+		})
+	}
+}
+
+// loseDetail returns the record b as the proxy writes it when its observer
+// falls behind during the out chunks [from, to): their data and the frames
+// in them are lost, and one frame marked Gap stands for the bytes from the
+// first lost line to the next newline seen.
+func loseDetail(t *testing.T, b []byte, from, to int) []byte {
+	t.Helper()
+	var evs []proxy.Event
+	if err := proxy.ReadRecord(bytes.NewReader(b), func(e proxy.Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi int64 = -1, -1
+	k := 0
+	for i := range evs {
+		if e := &evs[i]; e.Ev == proxy.EvChunk && e.Dir == proxy.DirOut {
+			if k >= from && k < to {
+				if lo < 0 {
+					lo = e.Off
+				}
+				hi = e.Off + e.N
+				e.Data, e.B64, e.Gap = "", nil, true
+			}
+			k++
+		}
+	}
+	if k < to {
+		t.Fatalf("the record has %d out chunks, want more than %d", k, to)
+	}
+	// As the proxy's frame assembler does: the line in progress when the
+	// loss began (or the first one in it) grows to the first newline seen
+	// after it, marked Gap; the lines wholly in the loss are not seen.
+	var out bytes.Buffer
+	start, done := int64(-1), false
+	for _, e := range evs {
+		if e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut && !done && e.Off+e.N+1 > lo {
+			if start < 0 {
+				start = min(e.Off, lo)
+			}
+			if e.Off+e.N+1 <= hi {
+				continue
+			}
+			e = proxy.Event{Seq: e.Seq, T: e.T, Ev: proxy.EvFrame, Dir: proxy.DirOut, Off: start, N: e.Off + e.N - start, Gap: true}
+			done = true
+		}
+		line, _ := json.Marshal(e)
+		out.Write(append(line, '\n'))
+	}
+	return out.Bytes()
+}
+
+// TestLostDetail: a record whose proxy lost detail in a flood (its
+// observer fell behind) replays against the same server: what came in the
+// lost part is not checked, the rest is, and nothing is called extra or
+// different.
+func TestLostDetail(t *testing.T) {
+	b := record(t, recordConfig(), nil, flood)
+	full, err := replay.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range full.Chunks {
+		if c.Dir == proxy.DirOut {
+			n++
+		}
+	}
+	rec, err := replay.Read(bytes.NewReader(loseDetail(t, b, n/3, 2*n/3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps, whole := 0, 0
+	for _, f := range rec.Server {
+		switch {
+		case f.Gap:
+			gaps++
+		case f.Body != nil:
+			whole++
+		}
+	}
+	if gaps != 1 || whole >= len(full.Server)-1 {
+		t.Fatalf("the record with lost detail has %d gaps and %d of %d frames whole, want 1 gap and frames lost", gaps, whole, len(full.Server))
+	}
+	rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil || rep.Count(replay.Unchecked) != 1 || len(rep.Notes) == 0 {
+		t.Errorf("want no departure, the gap unchecked and a note of what came in it: %s", rep)
+	}
+	if rep.Checked != whole {
+		t.Errorf("%d messages checked, want the %d the record has whole", rep.Checked, whole)
+	}
+	t.Log(rep)
 }

@@ -80,15 +80,23 @@ func (s *sink) bytes() []byte {
 }
 
 // recordConfig is the proxy's configuration for the tests' records:
-// bodies kept, blocks noticed after 20ms.
+// bodies kept, blocks noticed after 20ms, and room for the observer to
+// fall far behind without losing detail (a flood of small notifications
+// is thousands of events; a record with lost detail is tested apart).
 func recordConfig() proxy.Config {
-	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, Version: "test"}
+	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, ObserverBuffer: 256 << 20, Version: "test"}
 }
 
 // record runs the helper fake (with args) behind a proxy with mcptest as
 // the host, lets host drive the session, closes it, and returns the
 // record's bytes.
 func record(t *testing.T, cfg proxy.Config, args []string, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
+	t.Helper()
+	return recordWith(t, cfg, args, nil, host)
+}
+
+// recordWith is record with options for the host.
+func recordWith(t *testing.T, cfg proxy.Config, args []string, hostOpts []mcptest.Option, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
 	t.Helper()
 	rec := newSink()
 	cfg.Record = rec
@@ -106,7 +114,7 @@ func record(t *testing.T, cfg proxy.Config, args []string, host func(t *testing.
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), bound.For(t, time.Minute))
 	defer cancel()
-	s, err := mcptest.Start(ctx, target)
+	s, err := mcptest.Start(ctx, target, hostOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

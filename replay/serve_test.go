@@ -1,0 +1,92 @@
+package replay_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/replay"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// TestServeToHost: the server side of a record, played to mcptest as the
+// host under test: a host that does what the recorded one did gets the
+// recorded answers, under its own ids, and Serve ends with no departure.
+func TestServeToHost(t *testing.T) {
+	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mcptest.StartServer(t, mcptest.InProcess(replay.Serve(rec)))
+	ctx := ctxFor(t)
+	// A notification the record has not.
+	if err := s.Notify("notifications/message", map[string]any{"level": "info"}); err != nil {
+		t.Fatal(err)
+	}
+	echo, err := s.CallTool(ctx, fakeserver.ToolEcho, map[string]any{"text": "hello"})
+	if err != nil || echo.Text != "hello" {
+		t.Fatalf("echo: %+v, %v; want the recorded answer hello", echo, err)
+	}
+	big, err := s.CallTool(ctx, fakeserver.ToolBig, fakeserver.BigArgs{Bytes: 300 << 10}.Map())
+	if err != nil || len(big.Text) != 300<<10 {
+		t.Fatalf("big: %d bytes, %v; want the recorded 300 KiB", len(big.Text), err)
+	}
+	if _, err := s.CallTool(ctx, fakeserver.ToolSearch, map[string]any{"query": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// A request the record has not is answered, not left hanging.
+	_, err = s.Call(ctx, "resources/list", nil)
+	var rpc *wire.RPCError
+	if !errors.As(err, &rpc) || rpc.Code != wire.CodeMethodNotFound {
+		t.Errorf("a request the record has not: %v, want error -32601", err)
+	}
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := s.WaitExit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve reports what this host did that the recorded one did not.
+	if ex.Err == nil || !strings.Contains(ex.Err.Error(), "extra") || !strings.Contains(ex.Err.Error(), "resources/list") || !strings.Contains(ex.Err.Error(), "notifications/message") {
+		t.Errorf("Serve's error %v, want the extra request and notification", ex.Err)
+	}
+	if strings.Contains(ex.Err.Error(), "missing") || strings.Contains(ex.Err.Error(), "different") {
+		t.Errorf("Serve's error %v: the host did everything the recorded one did", ex.Err)
+	}
+}
+
+// TestServeDeparture: a host that sends other arguments, or stops early,
+// is reported, and Serve still answers it.
+func TestServeDeparture(t *testing.T) {
+	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mcptest.StartServer(t, mcptest.InProcess(replay.Serve(rec, replay.Patience(200*time.Millisecond))))
+	ctx := ctxFor(t)
+	echo, err := s.CallTool(ctx, fakeserver.ToolEcho, map[string]any{"text": "bye"})
+	if err != nil || echo.Text != "hello" {
+		t.Fatalf("echo: %+v, %v; want the recorded answer", echo, err)
+	}
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := s.WaitExit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := ""
+	if ex.Err != nil {
+		msg = ex.Err.Error()
+	}
+	for _, want := range []string{"different", `string("bye")`, "missing"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Serve's error does not say %q:\n%s", want, msg)
+		}
+	}
+}

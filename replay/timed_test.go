@@ -1,0 +1,144 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+// pauses are the recorded host's pauses between its calls: the gaps timed
+// mode must keep.
+var pauses = []time.Duration{300 * time.Millisecond, 600 * time.Millisecond}
+
+// paced: calls with pauses between them (letting time pass is the point
+// of this session, not a way to wait for something).
+func paced(t *testing.T, s *mcptest.Session, _ *sink) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for i := 0; i <= len(pauses); i++ {
+		if i > 0 {
+			if err := bound.Pass(ctx, pauses[i-1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CallTool(ctx, fakeserver.ToolEcho, map[string]any{"text": "paced"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// arrivals is a server's stdin that notes when each read holding a
+// tools/call returned.
+type arrivals struct {
+	io.ReadCloser
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (a *arrivals) Read(p []byte) (int, error) {
+	n, err := a.ReadCloser.Read(p)
+	if bytes.Contains(p[:n], []byte(`"tools/call"`)) {
+		a.mu.Lock()
+		a.at = append(a.at, time.Now())
+		a.mu.Unlock()
+	}
+	return n, err
+}
+
+func (a *arrivals) gaps() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(a.at); i++ {
+		out = append(out, a.at[i].Sub(a.at[i-1]))
+	}
+	return out
+}
+
+// TestTimed: in timed mode the host's writes keep the recorded gaps
+// (within 20%), scaled by the speed and capped by the idle cap; in causal
+// mode they do not wait for them. The server is the record's own server
+// side (Serve), whose stdin notes when each call arrives.
+func TestTimed(t *testing.T) {
+	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, paced)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded []time.Duration
+	var prev time.Duration
+	for _, f := range rec.Host {
+		if f.Method == "tools/call" {
+			if prev > 0 {
+				recorded = append(recorded, f.T0-prev)
+			}
+			prev = f.T0
+		}
+	}
+	if len(recorded) != len(pauses) {
+		t.Fatalf("the record has %d gaps between calls, want %d", len(recorded), len(pauses))
+	}
+	for _, tc := range []struct {
+		name string
+		opts []replay.Option
+		want func(time.Duration) time.Duration
+	}{
+		{"speed 1", []replay.Option{replay.Timed(1, 0)}, func(g time.Duration) time.Duration { return g }},
+		{"speed 2", []replay.Option{replay.Timed(2, 0)}, func(g time.Duration) time.Duration { return g / 2 }},
+		{"idle cap", []replay.Option{replay.Timed(1, 400*time.Millisecond)}, func(g time.Duration) time.Duration { return min(g, 400*time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &arrivals{}
+			target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+				in.ReadCloser = stdin
+				return replay.Serve(rec)(ctx, in, stdout, stderr)
+			})
+			rep, err := mcptest.Replay(ctxFor(t), target, rec, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Err() != nil {
+				t.Errorf("replay against the record's own server side: %s", rep)
+			}
+			got := in.gaps()
+			if len(got) != len(recorded) {
+				t.Fatalf("%d gaps between calls, want %d", len(got), len(recorded))
+			}
+			for i, g := range recorded {
+				want := tc.want(g)
+				dev := math.Abs(float64(got[i]-want)) / float64(want)
+				t.Logf("gap %d: recorded %v, want %v, replayed %v (%.1f%% off)", i, g.Round(time.Millisecond), want.Round(time.Millisecond), got[i].Round(time.Millisecond), 100*dev)
+				if dev > 0.2 {
+					t.Errorf("gap %d: replayed %v, want %v within 20%%", i, got[i], want)
+				}
+			}
+		})
+	}
+	t.Run("causal", func(t *testing.T) {
+		in := &arrivals{}
+		target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+			in.ReadCloser = stdin
+			return replay.Serve(rec)(ctx, in, stdout, stderr)
+		})
+		rep, err := mcptest.Replay(ctxFor(t), target, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Err() != nil {
+			t.Errorf("replay against the record's own server side: %s", rep)
+		}
+		for i, g := range in.gaps() {
+			if g >= recorded[i]/2 {
+				t.Errorf("causal gap %d: %v, recorded %v: the replay waited for the recorded time", i, g, recorded[i])
+			}
+		}
+	})
+}
