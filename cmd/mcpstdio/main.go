@@ -9,7 +9,9 @@
 //	mcpstdio fake [fake flags]
 //	mcpstdio proxy [flags] -- <server command...>
 //	mcpstdio status [-json] [-all] [-dir DIR]
-//	mcpstdio help [probe|fake|proxy|status]
+//	mcpstdio replay [flags] -record FILE -- <server command...>
+//	mcpstdio replay -serve [flags] -record FILE
+//	mcpstdio help [probe|fake|proxy|status|replay]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server started from the command after "--", each criterion with a fresh
@@ -52,6 +54,12 @@
 // with the server's status. status prints what each running proxy sees
 // now: pending requests, blocked directions and verdicts.
 //
+// replay plays again a session that proxy recorded (see the replay
+// package): with a server command, the host's side against that server,
+// printing where it departs from the recorded one (exit status 1 if it
+// does); with -serve, the server's side on this process's stdio, for a
+// host under test; with -save, the record redacted (-redact) to a file.
+//
 // Exit status: 0 when no criterion failed (warnings and skips allowed;
 // with -expect, every verdict is the expected one; with -baseline, nothing
 // got worse) or, without a server command, when both fakes behaved as
@@ -77,7 +85,10 @@ const usageText = `usage:
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
   mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
   mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
-  mcpstdio help [probe|fake|proxy|status]         show this help or a command's flags
+  mcpstdio replay [flags] -record FILE -- <server command...>
+                                                  play a recorded session's host side against a server
+  mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
+  mcpstdio help [probe|fake|proxy|status|replay]  show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -96,8 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "status":
 		return runStatus(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {
