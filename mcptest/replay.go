@@ -414,7 +414,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 	if l, ok := p.lines[i]; ok {
 		return l
 	}
-	l := rawLine(f)
+	l := f.Line()
 	switch f.Kind {
 	case proxy.KindRequest:
 		id, ok := (&wire.Message{ID: f.ID}).IntID()
@@ -430,7 +430,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 		}
 		p.pend[i] = pd
 		if raw := strconv.AppendInt(nil, id, 10); string(raw) != string(f.ID) {
-			l = setMember(l, raw, "id")
+			l = f.LineWith(raw, "id")
 		}
 	case proxy.KindNotification:
 		if f.Method != wire.MethodCancelled {
@@ -448,7 +448,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 			pd := p.pend[at]
 			pd.markCancelled()
 			if raw := strconv.AppendInt(nil, pd.id, 10); string(raw) != string(rid) {
-				l = setMember(l, raw, "params", "requestId")
+				l = f.LineWith(raw, "params", "requestId")
 			}
 		}
 	case proxy.KindResponse, proxy.KindError:
@@ -456,35 +456,6 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 	}
 	p.lines[i] = l
 	return l
-}
-
-// rawLine returns a frame's line: its body and terminator.
-func rawLine(f *replay.Frame) []byte {
-	l := append([]byte(nil), f.Body...)
-	switch {
-	case f.Unterminated:
-	case f.CRLF:
-		l = append(l, '\r', '\n')
-	default:
-		l = append(l, '\n')
-	}
-	return l
-}
-
-// setMember returns b with the value at the path of object keys replaced
-// by v, or b itself if there is none.
-func setMember(b []byte, v []byte, keys ...string) []byte {
-	off, obj := 0, json.RawMessage(b)
-	for _, k := range keys {
-		s, e := wire.MemberAt(obj, k)
-		if s < 0 {
-			return b
-		}
-		off += s
-		obj = obj[s:e]
-	}
-	out := append(append([]byte(nil), b[:off]...), v...)
-	return append(out, b[off+len(obj):]...)
 }
 
 // depsOf returns the recorded server frames the host had at t: delivered
@@ -614,29 +585,24 @@ func (p *hostPlayer) poll() {
 	st := p.s.Stats()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for junk := st.JunkLines + st.ParseErrors + st.Batches; p.junkSeen < junk; p.junkSeen++ {
-		if len(p.junkQ) == 0 && len(p.gaps) > 0 {
+	p.takeCounted(&p.junkQ, &p.junkSeen, st.JunkLines+st.ParseErrors+st.Batches, "a line that is not JSON-RPC (see the session's junk)")
+	p.takeCounted(&p.unkQ, &p.unkSeen, st.UnknownIDs, "a response to no request the host sent")
+}
+
+// takeCounted matches what the session only counts (junk lines, answers
+// to requests never sent), seen so far of n, to the recorded ones in q, in
+// order; p.mu held.
+func (p *hostPlayer) takeCounted(q *[]int, seen *int64, n int64, extra string) {
+	for ; *seen < n; *seen++ {
+		switch {
+		case len(*q) > 0:
+			p.resolved[(*q)[0]] = true
+			*q = (*q)[1:]
+		case len(p.gaps) > 0:
 			p.lost++
-			continue
+		default:
+			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: extra})
 		}
-		if len(p.junkQ) == 0 {
-			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: "a line that is not JSON-RPC (see the session's junk)"})
-			continue
-		}
-		p.resolved[p.junkQ[0]] = true
-		p.junkQ = p.junkQ[1:]
-	}
-	for ; p.unkSeen < st.UnknownIDs; p.unkSeen++ {
-		if len(p.unkQ) == 0 && len(p.gaps) > 0 {
-			p.lost++
-			continue
-		}
-		if len(p.unkQ) == 0 {
-			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: "a response to no request the host sent"})
-			continue
-		}
-		p.resolved[p.unkQ[0]] = true
-		p.unkQ = p.unkQ[1:]
 	}
 }
 
@@ -861,9 +827,13 @@ func (p *hostPlayer) adjustStall(extend bool) {
 		}
 		return
 	}
-	// Only a frame cut by the stall point can hold the host up: the
-	// frames read whole are being dispatched.
-	if !extend || p.s.stdoutEmpty() || p.s.framer.Stats().Pending == 0 {
+	// Only a frame cut by the stall point can hold the host up: once the
+	// framer has taken every byte the valve let through, frames read whole
+	// are being dispatched, and what it holds beyond them is such a frame.
+	if !extend || p.s.stdoutEmpty() {
+		return
+	}
+	if fs := p.s.framer.Stats(); fs.Bytes < v.BytesRead() || fs.Pending == 0 {
 		return
 	}
 	const step = 4 << 10
@@ -904,7 +874,7 @@ func (p *hostPlayer) blocked(ctx context.Context, k int) error {
 	defer p.mu.Unlock()
 	p.report.Departures = append(p.report.Departures, replay.Departure{
 		Kind: replay.StallNotBlocking, Seq: st.Seq, Dir: proxy.DirOut,
-		Text: fmt.Sprintf("%s; the recorded server blocked writing %d bytes for %v", why, st.N, st.Dur.Round(time.Microsecond)),
+		Text: fmt.Sprintf("%s; in the record, a write of %d bytes to the host's stdout blocked for %v", why, st.N, st.Dur.Round(time.Microsecond)),
 	})
 	return nil
 }

@@ -92,9 +92,9 @@ type Frame struct {
 	Gap bool
 }
 
-// line returns the frame's bytes with its terminator, nil if they are not
-// known.
-func (f *Frame) line() []byte {
+// Line returns the frame's line as the stream had it: Body and its
+// terminator; nil if the record has not the body.
+func (f *Frame) Line() []byte {
 	if f.Body == nil {
 		return nil
 	}
@@ -107,6 +107,14 @@ func (f *Frame) line() []byte {
 		b = append(b, '\n')
 	}
 	return b
+}
+
+// LineWith returns Line with the value at the path of object keys from
+// the message root replaced by v, as a replay remaps an id ("id"), a
+// cancel's request id ("params", "requestId") or a progress token; Line
+// itself if there is no such value.
+func (f *Frame) LineWith(v json.RawMessage, keys ...string) []byte {
+	return setAt(f.Line(), v, keys...)
 }
 
 // Chunk is one read of a stream by the proxy and the write that passed it
@@ -529,7 +537,7 @@ func (r *Record) ChunkBytes(c *Chunk, line func(i int, f *Frame) []byte) (b []by
 			continue
 		}
 		f := &frames[p.Frame]
-		old := f.line()
+		old := f.Line()
 		if old == nil {
 			ok = false
 			continue

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -362,7 +363,7 @@ func (s *server) play(ctx context.Context) error {
 		}
 		if gap := s.pace.Gap(a.t - prevT); gap > 0 {
 			due = later(due, time.Now()).Add(gap)
-			if err := sleepUntil(ctx, due); err != nil {
+			if err := bound.Pass(ctx, time.Until(due)); err != nil { // timed mode's gaps are the point
 				return err
 			}
 		}
@@ -407,22 +408,6 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// sleepUntil lets time pass until t: timed mode's gaps are the point.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // requestsOf returns the host requests answered by the responses a
@@ -604,15 +589,15 @@ func (s *server) frameLine(i int, whole bool) []byte {
 	case f.Kind == proxy.KindResponse || f.Kind == proxy.KindError:
 		id, ok := s.idMap[wire.Key(f.ID)]
 		if ok {
-			l = setAt(f.line(), id, "id")
+			l = f.LineWith(id, "id")
 		} // else the request never came: leave the answer out
 	case f.Kind == proxy.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0:
-		l = f.line()
+		l = f.Line()
 		if tok, ok := s.tokenMap[wire.Key(f.Token)]; ok {
-			l = setAt(l, tok, "params", wire.MetaProgressToken)
+			l = f.LineWith(tok, "params", wire.MetaProgressToken)
 		}
 	default:
-		l = f.line()
+		l = f.Line()
 	}
 	s.lines[i] = l
 	return l
