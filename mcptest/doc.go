@@ -70,6 +70,16 @@
 // legacy server, initialize offering 2025-11-25. In the modern era every
 // request carries the _meta fields.
 //
+// # Replaying a recorded session
+//
+// ReplayHost (and Replay) turn a session recorded by mcpstdio proxy into a
+// test: the recorded host's requests, notifications and cancels, in its
+// chunks and with its stalls of stdout, played against a server under test
+// on a session of its own, and a replay.Report of where the server departs
+// from the recorded one (see package replay):
+//
+//	mcptest.ReplayHost(t, mcptest.Command("./myserver"), "testdata/hang.ndjson")
+//
 // # Lifecycle and diagnosis
 //
 // Every wait is bounded by its context, the session timeout (WithTimeout) and,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/replay"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -116,7 +117,9 @@ type hostPlayer struct {
 	armed     bool           // StallReadsAfter was called for stalls[stall]
 	target    int64          // stdout byte it stops at
 	extended  int64          // bytes let through beyond it
-	hostDrops map[int]bool   // host frames left out (reported once)
+	quiet     int            // consecutive looks at a stalled valve with nothing changing
+	lastLook  pipes.FramerStats
+	hostDrops map[int]bool // host frames left out (reported once)
 
 	mu       sync.Mutex // with the server-request handler
 	report   replay.Report
@@ -230,6 +233,11 @@ func (p *hostPlayer) sessionOptions() []Option {
 	var noteBytes, longestNote, longest int64
 	for _, f := range r.Server {
 		longest = max(longest, f.Size)
+		if f.Gap {
+			// Any number of notifications, of at least 32 bytes each.
+			notes += int(f.Size / 32)
+			noteBytes += f.Size
+		}
 		if f.Kind == proxy.KindNotification {
 			notes++
 			noteBytes += f.Size
@@ -458,9 +466,13 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 	return l
 }
 
-// depsOf returns the recorded server frames the host had at t: delivered
-// by then, and, while a stall held, before the point where the host
-// stopped reading.
+// depsOf returns the recorded server frames the host could have had at t:
+// read whole by the proxy by then (the proxy stamps a read before it
+// starts writing it on, so what the host acted on was stamped before its
+// action; the end of the write is stamped after, sometimes after the host
+// already acted) and, while a stall held, before the point where the host
+// stopped reading. A frame the host did not wait for costs only a wait
+// for what the server sends anyway.
 func (p *hostPlayer) depsOf(t time.Duration) []int {
 	limit := int64(-1)
 	for _, st := range p.stalls {
@@ -470,7 +482,7 @@ func (p *hostPlayer) depsOf(t time.Duration) []int {
 	}
 	var out []int
 	for j, f := range p.rec.Server {
-		if f.Delivered > 0 && f.Delivered <= t && (limit < 0 || f.Off+f.Size <= limit) {
+		if f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) {
 			out = append(out, j)
 		}
 	}
@@ -618,10 +630,14 @@ func (p *hostPlayer) response(i int, pd *Pending) {
 		}
 		if j >= 0 {
 			p.resolved[j] = true
-			p.report.Departures = append(p.report.Departures, replay.Departure{
+			d := replay.Departure{
 				Kind: replay.Different, Seq: p.rec.Server[j].Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
 				Text: "no usable response: " + pd.err.Error(),
-			})
+			}
+			if isClosed(p.s.readerDone) {
+				d.Kind, d.Text = replay.Missing, "the server's stdout ended first: "+pd.err.Error()
+			}
+			p.report.Departures = append(p.report.Departures, d)
 		}
 		return
 	}
@@ -781,7 +797,7 @@ func (p *hostPlayer) arm() {
 	if p.stall >= len(p.stalls) {
 		return
 	}
-	p.armed, p.extended = true, 0
+	p.armed, p.extended, p.quiet = true, 0, 0
 	p.target = p.stallPoint()
 	p.s.StallReadsAfter(max(0, p.target-p.s.valve.BytesRead()))
 }
@@ -807,13 +823,13 @@ func (p *hostPlayer) stallPoint() int64 {
 			shift = pd.respStart.Load() + pd.respSize.Load() + 1 - end
 		}
 	}
-	return st.At + shift + p.extended
+	return st.At + shift
 }
 
 // adjustStall keeps the armed stall at its point as responses come (their
 // sizes move it), and, when extend is set and the host is waiting for
 // messages the recorded host had before it stopped reading, lets 4 KiB
-// more through each time the valve stops short of them: the server under
+// more through each time the valve stops inside a frame: the server under
 // test wrote more before them than the recorded one.
 func (p *hostPlayer) adjustStall(extend bool) {
 	if !p.armed {
@@ -821,44 +837,107 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	}
 	v := p.s.valve
 	if !v.Stalled() {
+		p.quiet = 0
 		if t := p.stallPoint(); t != p.target && t > v.BytesRead() {
 			p.target = t
 			p.s.StallReadsAfter(t - v.BytesRead())
 		}
 		return
 	}
-	// Only a frame cut by the stall point can hold the host up: once the
-	// framer has taken every byte the valve let through, frames read whole
-	// are being dispatched, and what it holds beyond them is such a frame.
 	if !extend || p.s.stdoutEmpty() {
+		p.quiet = 0
 		return
 	}
-	if fs := p.s.framer.Stats(); fs.Bytes < v.BytesRead() || fs.Pending == 0 {
+	// The valve stops inside a frame when the framer has taken every byte
+	// let through and holds the start of a line. Its counters move while
+	// it works on what it read: wait until they stand still for three
+	// looks (the reader has nothing left to do), so that a frame that
+	// ended at the stall point and is still being dispatched is not taken
+	// for a cut one.
+	fs := p.s.framer.Stats()
+	if fs != p.lastLook || fs.Bytes < v.BytesRead() || fs.Pending == 0 {
+		p.lastLook, p.quiet = fs, 0
 		return
 	}
+	if p.quiet++; p.quiet < 3 {
+		return
+	}
+	p.quiet = 0
 	const step = 4 << 10
 	p.extended += step
-	p.target = p.stallPoint()
-	p.s.StallReadsAfter(max(step, p.target-v.BytesRead()))
+	p.s.StallReadsAfter(step)
 	if p.extended == step {
-		p.mu.Lock()
-		p.report.Notes = append(p.report.Notes, fmt.Sprintf("stall seq %d: the host read past the recorded point (stdout byte %d) to get the messages the recorded host had before it stopped", p.stalls[p.stall].Seq, p.stalls[p.stall].At))
-		p.mu.Unlock()
+		p.note(fmt.Sprintf("stall seq %d: the host read past the recorded point (stdout byte %d) to get the messages the recorded host had before it stopped", p.stalls[p.stall].Seq, p.stalls[p.stall].At))
 	}
 }
 
-// blocked checks, when the recorded host's stall began to block the
-// server, that the server under test is blocked too.
+// blocked checks, when the recorded host's stall began, that the server
+// under test blocks writing its stdout. The record shows only that the
+// proxy's write to the host blocked, not the server's own; but a server
+// that had, as recorded, begun messages of at least twice the pipe's
+// capacity past the point where the host stopped (before the host
+// resumed) must block in the replay, whose one pipe cannot hold them. The check is made only then (else noted). The
+// evidence is WaitWriterBlocked's, or the stdout pipe filled to within two
+// pages with reads stalled (small writes fill pipes in fragments, which a
+// writer blocks on before the pipe looks full by a page).
 func (p *hostPlayer) blocked(ctx context.Context, k int) error {
 	st := p.stalls[k]
+	// What the recorded server had begun to write before the stall ended
+	// (a frame's first byte read by then), past where the host stopped.
+	var left int64
+	for _, f := range p.rec.Server {
+		if f.T0 <= st.Since+st.Dur && f.Off+f.Size+1 > st.At {
+			left += f.Off + f.Size + 1 - max(f.Off, st.At)
+		}
+	}
+	capacity := int64(p.s.stdout.Capacity())
+	if capacity <= 0 {
+		capacity = 64 << 10
+	}
+	if left < 2*capacity {
+		p.note(fmt.Sprintf("stall seq %d not checked: the recorded server had begun %d bytes past stdout byte %d when the host resumed, which need not block it behind a %d-byte pipe", st.Seq, left, st.At, capacity))
+		return nil
+	}
 	bctx, cancel := context.WithTimeout(ctx, p.pace.Bound(0))
 	defer cancel()
-	err := p.s.WaitWriterBlocked(bctx)
+	found := make(chan error, 1)
+	go func() { found <- p.s.WaitWriterBlocked(bctx) }()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var err error
+	measured := false
+wait:
+	for {
+		select {
+		case err = <-found:
+			break wait
+		case <-tick.C:
+			if b, berr := p.s.stdout.Buffered(); berr == nil {
+				measured = true
+				if p.s.valve.Stalled() && int64(b) >= capacity-2*4096 {
+					cancel()
+					<-found
+					return nil
+				}
+			}
+		}
+	}
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if p.extended > 0 {
+		// The host had to read on to get what the recorded host had read
+		// before it stopped: the server wrote other output first, and the
+		// stall is not where it was.
+		p.note(fmt.Sprintf("stall seq %d not checked: the host read %d bytes past the recorded point (stdout byte %d) for the messages the recorded host had before it stopped (the server wrote other output before them), so it did not stop where the recorded host did", st.Seq, p.extended, st.At))
+		return nil
+	}
+	if !measured && runtime.GOOS != "linux" {
+		p.note(fmt.Sprintf("stall seq %d not checked: %s shows neither pipe fill levels nor blocked threads", st.Seq, runtime.GOOS))
+		return nil
 	}
 	stats := p.s.Stats()
 	var why string
@@ -867,16 +946,23 @@ func (p *hostPlayer) blocked(ctx context.Context, k int) error {
 	} else {
 		why = fmt.Sprintf("the host stopped reading at stdout byte %d, where the recorded host did; the server did not block writing stdout within %v", p.s.valve.BytesRead(), p.pace.Bound(0))
 		if b, err := p.s.stdout.Buffered(); err == nil {
-			why += fmt.Sprintf(" (its stdout pipe holds %d of %d bytes)", b, p.s.stdout.Capacity())
+			why += fmt.Sprintf(" (its stdout pipe holds %d of %d bytes)", b, capacity)
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.report.Departures = append(p.report.Departures, replay.Departure{
 		Kind: replay.StallNotBlocking, Seq: st.Seq, Dir: proxy.DirOut,
-		Text: fmt.Sprintf("%s; in the record, a write of %d bytes to the host's stdout blocked for %v", why, st.N, st.Dur.Round(time.Microsecond)),
+		Text: fmt.Sprintf("%s; the recorded server had begun %d bytes more by then", why, left),
 	})
 	return nil
+}
+
+// note adds a note to the report.
+func (p *hostPlayer) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.report.Notes = append(p.report.Notes, s)
 }
 
 // finish resumes reading, waits for the rest of the recorded output and

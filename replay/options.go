@@ -51,7 +51,8 @@ func newOptions(opts []Option) (*options, error) {
 // "result.content.*.text". A value is replaced by a hash of it, the JSON
 // string "sha256:" and 16 hex digits, so equal values stay equal and a
 // replay still compares them; a path written with a leading "-" drops the
-// member instead ("-params._meta"). A value the record holds only part of
+// member instead ("-params._meta"), or makes an array element null (so
+// that the other elements keep their places). A value the record holds only part of
 // (a frame's head cut inside it) is cut from the head.
 //
 // A hash of a guessable value (a short number, a word) can be guessed: drop

@@ -78,11 +78,12 @@ type edit struct {
 // A value cut off by the end of the text is cut from the text when a rule
 // names it (its hash would be of a part).
 type rewriter struct {
-	b     []byte
-	rules []rule
-	stack []string // the path to the value being read: keys, and indexes as decimal
-	edits []edit
-	bad   bool // the text is malformed (or cut short): stop
+	b       []byte
+	rules   []rule
+	stack   []string // the path to the value being read: keys, and indexes as decimal
+	inArray bool     // the value being read is an array element
+	edits   []edit
+	bad     bool // the text is malformed (or cut short): stop
 }
 
 // rewrite returns b with the rules applied, and whether anything changed.
@@ -182,6 +183,7 @@ func (w *rewriter) str(i int) int {
 //
 // It returns where the member ends and whether it was dropped.
 func (w *rewriter) member(i, prev, start int, first, skip bool) (int, bool) {
+	inArray := w.inArray // before the value's own members change it
 	var r *rule
 	if !skip {
 		r = w.match()
@@ -199,6 +201,12 @@ func (w *rewriter) member(i, prev, start int, first, skip bool) (int, bool) {
 		if !isHashed(w.b[i:end]) {
 			w.edits = append(w.edits, edit{from: i, to: end, with: hashed(w.b[i:end])})
 		}
+		return end, false
+	}
+	if inArray {
+		// An element keeps its place, so that the paths of the others
+		// (and redacting again) still hold.
+		w.edits = append(w.edits, edit{from: i, to: end, with: []byte("null")})
 		return end, false
 	}
 	if !first {
@@ -258,6 +266,7 @@ func (w *rewriter) object(i int, skip bool) int {
 		i = w.ws(i + 1)
 		w.stack = append(w.stack, key)
 		var dropped bool
+		w.inArray = false
 		i, dropped = w.member(i, prev, start, kept == 0, skip)
 		if !dropped {
 			kept++
@@ -290,6 +299,7 @@ func (w *rewriter) array(i int, skip bool) int {
 		}
 		w.stack = append(w.stack, strconv.Itoa(n))
 		var dropped bool
+		w.inArray = true
 		i, dropped = w.member(i, prev, i, kept == 0, skip)
 		if !dropped {
 			kept++

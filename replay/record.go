@@ -159,7 +159,10 @@ type Stall struct {
 	// the header, or 64 KiB when unknown) was full of what it had not read
 	// when the write blocked, so it stopped about a write's size around
 	// Off+N less that capacity; At is the last end of a frame in that
-	// window (a host most often stops between messages), else its middle.
+	// window (a host most often stops between messages), else its middle;
+	// and at least the end of the frames read whole before the reader's
+	// last message the other way before the stall (it may have answered
+	// them).
 	At int64
 }
 
@@ -508,14 +511,37 @@ func (r *Record) placeStall(s *Stall) {
 	lo, hi := best.Off-int64(capacity)-best.N, best.Off+best.N-int64(capacity)
 	s.At = max(0, best.Off+best.N/2-int64(capacity))
 	for _, f := range *r.frames(s.Dir) {
-		end := f.Off + f.Size + 1
-		if f.CRLF {
-			end++
-		}
-		if end >= lo && end <= hi {
+		if end := frameEnd(&f); end >= lo && end <= hi {
 			s.At = end
 		}
 	}
+	// The reader had read at least what it answered before the stall: the
+	// frames of the stream that were read whole before its last message
+	// the other way, before the stall began.
+	other := r.Host
+	if s.Dir == proxy.DirIn {
+		other = r.Server
+	}
+	var acted time.Duration = -1
+	for _, f := range other {
+		if f.T <= s.Since {
+			acted = max(acted, f.T)
+		}
+	}
+	for _, f := range *r.frames(s.Dir) {
+		if f.T <= acted && !f.Unterminated {
+			s.At = max(s.At, frameEnd(&f))
+		}
+	}
+}
+
+// frameEnd returns the stream offset just past f's terminator.
+func frameEnd(f *Frame) int64 {
+	end := f.Off + f.Size + 1
+	if f.CRLF {
+		end++
+	}
+	return end
 }
 
 // ChunkBytes returns the bytes of chunk c as the record has them, each

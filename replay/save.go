@@ -66,7 +66,7 @@ func (r *Record) redactAll() {
 			if !ok {
 				continue
 			}
-			changed = append(changed, old{d, i, f.line()})
+			changed = append(changed, old{d, i, f.Line()})
 			f.Body = body
 			f.Head = headOf(body, r.Header.Head)
 			f.Hash = sha(body)
@@ -74,7 +74,7 @@ func (r *Record) redactAll() {
 	}
 	for _, o := range changed {
 		f := &(*r.frames(o.dir))[o.i]
-		nl := f.line()
+		nl := f.Line()
 		for ci := range r.Chunks {
 			c := &r.Chunks[ci]
 			if c.Dir != o.dir {

@@ -433,13 +433,23 @@ func (s *server) requestsOf(a action) []int {
 }
 
 // waitHost waits, at most bound, for the host frames the recorded server
-// had received by t, and for those in also; those that do not come are
+// could have had by t, and for those in also; those that do not come are
 // reported Missing.
 func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, bound time.Duration) error {
+	// What the proxy had read whole of the host's by t (its read stamp
+	// comes before it writes the bytes on, so before the server could act
+	// on them), and, while the recorded server was not reading its stdin,
+	// only up to where it stopped.
+	limit := int64(-1)
+	for _, st := range s.rec.Stalls {
+		if st.Dir == proxy.DirIn && st.Since <= t && (!st.Ended || t < st.Since+st.Dur) {
+			limit = st.At
+		}
+	}
 	need := func() []int {
 		var out []int
 		for i, f := range s.rec.Host {
-			if !s.got[i] && f.Delivered > 0 && f.Delivered <= t {
+			if !s.got[i] && f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) {
 				out = append(out, i)
 			}
 		}
