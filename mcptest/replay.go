@@ -31,8 +31,10 @@ import (
 //   - it stops reading stdout where the recorded host did (StallReadsAfter,
 //     at the byte the record's blocked write puts it, moved by how much
 //     longer or shorter the server under test's earlier responses were),
-//     checks that the server then blocks (WaitWriterBlocked; if not:
-//     StallNotBlocking), and resumes when the recorded host did;
+//     checks that the server then blocks writing (WaitWriterBlocked, or its
+//     pipe filled; if not: StallNotBlocking) when the recorded server had
+//     begun at least twice the pipe's capacity past that byte, and resumes
+//     when the recorded host did;
 //   - it closes stdin when the recorded host did.
 //
 // Requests get the recorded ids (a fresh one where a recorded id was a
