@@ -2,10 +2,12 @@ package mcptest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHelperWithoutMain: a Helper target in a binary whose TestMain does not
@@ -31,5 +33,23 @@ func TestUnusedHelpers(t *testing.T) {
 	}()
 	if got := unusedHelpers(); !slices.Contains(got, "registered-but-unused") {
 		t.Errorf("unusedHelpers() = %q, want it to list the helper no test started", got)
+	}
+}
+
+// TestFoldLines: a run of lines that differ only in numbers is one line
+// with a count; others stay as they are.
+func TestFoldLines(t *testing.T) {
+	var tr []TranscriptEntry
+	add := func(dir, head string) {
+		tr = append(tr, TranscriptEntry{At: time.Unix(0, 0), Dir: dir, Head: []byte(head), Size: int64(len(head))})
+	}
+	add("→", `{"id":1,"method":"tools/call"}`)
+	for i := range 50 {
+		add("←", fmt.Sprintf(`{"method":"notifications/progress","params":{"progress":%d}}`, i))
+	}
+	add("←", `{"id":1,"result":{}}`)
+	got := foldLines(tr, 10)
+	if len(got) != 3 || !strings.Contains(got[1], `"progress":49`) || !strings.Contains(got[1], "(× 50 like it") || !strings.Contains(got[2], `"result"`) {
+		t.Errorf("foldLines = %q, want the request, the 50 progress lines folded into one, the response", got)
 	}
 }
