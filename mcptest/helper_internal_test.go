@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -23,9 +24,16 @@ func TestHelperWithoutMain(t *testing.T) {
 	}
 }
 
+var registerUnused sync.Once
+
 // TestUnusedHelpers: a registered helper that no test starts is reported.
 func TestUnusedHelpers(t *testing.T) {
-	RegisterHelper("registered-but-unused", func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error { return nil })
+	registerUnused.Do(func() { // once: -count runs the test again in the same process
+		RegisterHelper("registered-but-unused", func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error { return nil })
+	})
+	helpersMu.Lock()
+	helpersUsed["registered-but-unused"] = false
+	helpersMu.Unlock()
 	defer func() {
 		helpersMu.Lock()
 		helpersUsed["registered-but-unused"] = true // Main must not report this test's own
