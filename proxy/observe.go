@@ -23,6 +23,7 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
+	nudge     chan struct{} // a forwarder's pool is half used
 
 	mu        sync.Mutex
 	pending   map[pkey]*request
@@ -130,6 +131,7 @@ func newObserver(p *Proxy, pol *redactPolicy) *observer {
 	o := &observer{
 		p: p, cfg: p.cfg, start: p.start,
 		finishReq: make(chan chan *Result),
+		nudge:     make(chan struct{}, 1),
 		pending:   map[pkey]*request{},
 		tokens:    map[string]*request{},
 		seen:      map[string]bool{},
@@ -159,14 +161,75 @@ func (o *observer) emit(t time.Time, e Event) {
 	o.p.rec.emit(t, e)
 }
 
+// batchEvery is how long the observer lets events gather while traffic
+// flows before it takes them all: it then wakes once per batch rather than
+// once per chunk, and keeps off the CPU that the forwarders and the two
+// processes need on every round trip (a 2-core machine has no core to
+// spare). Events carry the forwarders' timestamps, so no precision is
+// lost; their copies wait in the pool meanwhile.
+// A forwarder whose copies fill half its pool nudges the observer to come
+// sooner, so that fast traffic loses no detail.
+const batchEvery = 10 * time.Millisecond
+
+// idleAfter: after this long without events, the observer sleeps until the
+// next one instead of waking every batchEvery.
+const idleAfter = 100 * time.Millisecond
+
 // run is the observer's goroutine: it takes events from the three
-// directions, oldest first among those waiting, and ticks to notice blocked
-// writes, find verdicts and rewrite the status file.
+// directions in batches, oldest first, and ticks to notice blocked writes,
+// find verdicts and rewrite the status file.
 func (o *observer) run() {
 	defer o.p.wg.Done()
 	tick := time.NewTicker(min(o.cfg.BlockEvent/2, 50*time.Millisecond))
 	defer tick.Stop()
+	batch := time.NewTimer(batchEvery)
+	defer batch.Stop()
 	nextStatus := time.Now()
+	active, last := true, time.Now()
+	for {
+		if active {
+			select {
+			case now := <-batch.C:
+				if o.drain() > 0 {
+					last = now
+				} else if now.Sub(last) >= idleAfter {
+					active = false
+					continue
+				}
+				batch.Reset(batchEvery)
+			case <-o.nudge:
+				o.drain()
+			case now := <-tick.C:
+				o.tick(now, &nextStatus)
+			case reply := <-o.finishReq:
+				reply <- o.finish1()
+				return
+			}
+			continue
+		}
+		select {
+		case ev, ok := <-o.dirs[dIn].chOrNil():
+			o.take(o.dirs[dIn], ev, ok)
+		case ev, ok := <-o.dirs[dOut].chOrNil():
+			o.take(o.dirs[dOut], ev, ok)
+		case ev, ok := <-o.dirs[dErr].chOrNil():
+			o.take(o.dirs[dErr], ev, ok)
+		case now := <-tick.C:
+			o.tick(now, &nextStatus)
+			continue
+		case reply := <-o.finishReq:
+			reply <- o.finish1()
+			return
+		}
+		active, last = true, time.Now()
+		batch.Reset(batchEvery)
+	}
+}
+
+// drain handles every event waiting in the three channels, oldest first
+// among the directions, and returns how many it handled.
+func (o *observer) drain() int {
+	n := 0
 	for {
 		for _, d := range o.dirs {
 			if !d.has && !d.eofCh {
@@ -183,32 +246,12 @@ func (o *observer) run() {
 				first = d
 			}
 		}
-		if first != nil {
-			first.has = false
-			o.handle(first, first.head)
-			select {
-			case now := <-tick.C:
-				o.tick(now, &nextStatus)
-			case reply := <-o.finishReq:
-				reply <- o.finish1()
-				return
-			default:
-			}
-			continue
+		if first == nil {
+			return n
 		}
-		select {
-		case ev, ok := <-o.dirs[dIn].chOrNil():
-			o.take(o.dirs[dIn], ev, ok)
-		case ev, ok := <-o.dirs[dOut].chOrNil():
-			o.take(o.dirs[dOut], ev, ok)
-		case ev, ok := <-o.dirs[dErr].chOrNil():
-			o.take(o.dirs[dErr], ev, ok)
-		case now := <-tick.C:
-			o.tick(now, &nextStatus)
-		case reply := <-o.finishReq:
-			reply <- o.finish1()
-			return
-		}
+		first.has = false
+		o.handle(first, first.head)
+		n++
 	}
 }
 

@@ -79,9 +79,12 @@ type Event struct {
 	// or "junk" (not JSON-RPC). Scanned: the frame was over the parse limit,
 	// so it was not parsed: Kind comes from the top-level id and method a
 	// constant-memory scan found, and the frame was not validated. Head is the
-	// first HeadBytes of the frame after redaction; Hash is
-	// "sha256:<hex>" of the whole frame after redaction (the frame as it
-	// was forwarded when Redacted is 0). CRLF: the line ended "\r\n".
+	// first HeadBytes of the frame after redaction. Hash is "crc32c:<8 hex
+	// digits>", the CRC-32C of the whole frame after redaction (the frame
+	// as forwarded when Redacted is 0): a checksum for telling frames of
+	// the same size apart in a replay, cheap enough for every byte; it is
+	// not a cryptographic hash and hides nothing (redaction does that).
+	// CRLF: the line ended "\r\n".
 	// Unterminated: the stream ended before its newline. Gap: the observer
 	// lost part of it (see EvDrop), so Hash and Head may be missing.
 	T0           int64           `json:"t0,omitempty"`
