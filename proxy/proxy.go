@@ -107,6 +107,16 @@ type Config struct {
 	LogPath string
 }
 
+// Check reports a configuration Start would refuse: a malformed redaction
+// path or fault.
+func (c Config) Check() error {
+	if _, err := newRedactPolicy(nil, c.Redact); err != nil {
+		return err
+	}
+	_, err := newFaultSet(c.Faults)
+	return err
+}
+
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {
 		if *v <= 0 {
