@@ -266,3 +266,32 @@ func BenchmarkHugeLine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMCPHost: 1 MiB tools/call responses to mcptest's host (which
+// frames and validates every response, as an MCP client does), from the
+// fake server directly, through an io.Copy relay and through a proxy
+// process, one session per sub-benchmark.
+func BenchmarkMCPHost(b *testing.B) {
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cmd := mcptest.HelperCommand(ctx, "fake")
+			if m.relay != "" {
+				cmd = mcptest.HelperCommand(ctx, m.relay, "fake")
+				cmd.Env = append(cmd.Env, "PROXY_LOG="+filepath.Join(b.TempDir(), "rec.ndjson"))
+			}
+			s, err := mcptest.Start(ctx, mcptest.Exec(cmd))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.SetBytes(1 << 20)
+			for b.Loop() {
+				if _, err := s.Call(ctx, "tools/call", bigCall(1<<20)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

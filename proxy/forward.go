@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// errClosed ends a forwarder that the proxy stopped (its reading, or a
+// fault that closed the destination).
+var errClosed = errors.New("proxy: closed")
+
 // dirIndex numbers the three streams.
 type dirIndex int
 

@@ -94,17 +94,15 @@ type dirObs struct {
 	awaiting []await
 	wend     int64 // end of the last chunk event
 
-	blockSeen   int64 // writeStart of the write a block event was written for
-	lastByte    time.Time
-	frames      int64
-	largest     int64
-	blocked     time.Duration // total time of blocked writes
-	longest     time.Duration
-	longestAt   time.Time
-	longestN    int64
-	eof         time.Time
-	eofErr      error
-	writeFailed time.Time
+	blockSeen int64 // writeStart of the write a block event was written for
+	lastByte  time.Time
+	frames    int64
+	largest   int64
+	blocked   time.Duration // total time of blocked writes
+	longest   time.Duration
+	longestAt time.Time
+	longestN  int64
+	eof       time.Time
 }
 
 // await is something that happens when a frame's last byte has been
@@ -283,7 +281,6 @@ func (o *observer) dirEnded(d *dirObs) {
 	dir := dirNames[d.d]
 	o.chunkGap(d, fw.written.Load(), srcEnd)
 	if dstErr != nil {
-		d.writeFailed = dstErrAt
 		ev := Event{Ev: EvClose, Dir: dir, Err: dstErr.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[d.d])}
 		if closedSrc {
 			ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[d.d])
@@ -293,7 +290,7 @@ func (o *observer) dirEnded(d *dirObs) {
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
-	d.eof, d.eofErr = srcEnd, srcErr
+	d.eof = srcEnd
 	ev := Event{Ev: EvEOF, Dir: dir, Text: srcNames[d.d] + " ended"}
 	if !errors.Is(srcErr, io.EOF) {
 		ev.Text, ev.Err = "reading "+srcNames[d.d]+" failed", srcErr.Error()

@@ -64,6 +64,7 @@ func newRawFile(s any) *rawFile {
 
 var errInterrupted = errors.New("interrupted by the proxy")
 
+// Read reads once, waiting in poll(2) while the file has nothing.
 func (r *rawFile) Read(p []byte) (int, error) {
 	defer runtime.KeepAlive(r.f)
 	for {
@@ -84,6 +85,7 @@ func (r *rawFile) Read(p []byte) (int, error) {
 	}
 }
 
+// Write writes all of p, waiting in poll(2) while the file is full.
 func (r *rawFile) Write(p []byte) (int, error) {
 	defer runtime.KeepAlive(r.f)
 	done := 0

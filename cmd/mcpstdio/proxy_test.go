@@ -272,3 +272,38 @@ func TestProxyUsage(t *testing.T) {
 		t.Errorf("proxy with a missing server: exit %d, want 127 (%s)", res.code, res.stderr)
 	}
 }
+
+// TestProxyKilledTakesServer (Linux): a host that kills the proxy kills
+// the server with it, as it would have killed the server itself.
+func TestProxyKilledTakesServer(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux only")
+	}
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	r := startProxy(t, nil, "proxy", "-log", log, "--", binary, "fake")
+	r.call(t, ping)
+	var pid int
+	for _, e := range readRecord(t, log) {
+		if e.Ev == proxy.EvSpawn {
+			pid = e.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no spawn event")
+	}
+	r.cmd.Process.Kill()
+	r.wait(t)
+	// Nothing reports another process's end: watch /proc, bounded.
+	deadline := time.Now().Add(bound(t))
+	for {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return // gone, or a zombie waiting for its new parent
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server (pid %d) outlived the killed proxy", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
