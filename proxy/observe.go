@@ -575,17 +575,7 @@ func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t tim
 			ce.Reason = string(trimRune([]byte(ce.Reason[:256])))
 		}
 		if r != nil {
-			ce.Method, ce.Tool = r.method, r.tool
-			switch {
-			case r.written.IsZero():
-				ce.State = "unwritten"
-			case r.respStart.IsZero():
-				ce.State = "waiting"
-			case r.respRead.IsZero():
-				ce.State = "responding"
-			default:
-				ce.State = "answered"
-			}
+			ce.Method, ce.Tool, ce.State = r.method, r.tool, r.stage()
 			if r.cancelRead.IsZero() {
 				r.cancelRead, r.cancelReason = t, ce.Reason
 				o.await(d, end, awCancelFwd, r)
@@ -606,6 +596,22 @@ func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t tim
 			r.lastProgress = t
 		}
 	}
+}
+
+// stage says where a pending request is: "unwritten" (not yet written
+// whole to the other side), "waiting" (for its response), "responding"
+// (its response is arriving) or "delivering" (its response was read whole
+// and is being written to the requester).
+func (r *request) stage() string {
+	switch {
+	case r.written.IsZero():
+		return "unwritten"
+	case r.respStart.IsZero():
+		return "waiting"
+	case r.respRead.IsZero():
+		return "responding"
+	}
+	return "delivering"
 }
 
 // answered moves r out of the pending table once its response reached the
