@@ -210,9 +210,12 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "cancel for id", "(tools/call slow) forwarded to the server at", "the server went on sending progress for")
 	})
 	t.Run("late", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-respond-after-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
-			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
-			h.rec.wait(t, "the call written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.WT > 0 })
+		// The server ignores the cancel and answers about 300ms later: well
+		// after the cancel was written to it, whatever the scheduler does.
+		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 100}})
+			f := h.rec.wait(t, "the call", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirIn && e.Method == "tools/call" })
+			h.rec.wait(t, "the call written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.Off+e.N > f.Off+f.N && e.WT > 0 })
 			if err := call.Cancel("test"); err != nil {
 				t.Fatal(err)
 			}

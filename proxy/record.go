@@ -65,7 +65,10 @@ type Event struct {
 
 	// Chunk: bytes [Off, Off+N) of Dir were read at T (the read returned),
 	// and their write to the destination returned at WT (0: it never
-	// returned). Data (valid UTF-8) or B64 (otherwise, base64) hold the
+	// returned). Both are taken when the forwarder runs again after the
+	// system call, which on a loaded machine can be later than the kernel
+	// finished; a verdict that compares them (late) leans towards not
+	// calling a response late. Data (valid UTF-8) or B64 (otherwise, base64) hold the
 	// chunk's bytes after redaction when the record keeps bodies.
 	Off  int64  `json:"off,omitempty"`
 	N    int64  `json:"n,omitempty"`

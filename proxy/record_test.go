@@ -100,9 +100,13 @@ func TestRecordPrivacy(t *testing.T) {
 	}
 	var header *Header
 	var redacted []int
+	var body []byte
 	ReadRecord(bytes.NewReader(rec), func(e Event) error {
 		if e.Ev == EvHeader {
 			header = e.Header
+		}
+		if e.Ev == EvChunk && e.Dir == DirIn {
+			body = append(body, e.ChunkBytes()...)
 		}
 		if e.Ev == EvFrame {
 			redacted = append(redacted, e.Redacted)
@@ -114,6 +118,10 @@ func TestRecordPrivacy(t *testing.T) {
 	}
 	if !slices.Equal(redacted, []int{2, 1}) {
 		t.Errorf("values redacted per frame %v, want [2 1] (request: text and password; response: text)", redacted)
+	}
+	// With bodies, the chunks hold every byte, redacted.
+	if want := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"[redacted]","password":"[redacted]"}}}` + "\n"; string(body) != want {
+		t.Errorf("the host's bytes in the record's chunks:\n%s\nwant\n%s", body, want)
 	}
 	if !bytes.Contains(rec, []byte(`\"password\":\"[redacted]\"`)) {
 		t.Errorf("the record does not show the redacted password:\n%s", rec)
@@ -302,10 +310,11 @@ func TestRecordSample(t *testing.T) {
 }
 
 // sampleSession runs a session with most kinds of events: a handshake, a
-// stall that blocks the host's stdout, a cancel answered late, a fault, an
-// end.
+// stall that blocks the host's stdout, a cancel the server ignores (its
+// answer comes 100ms later: late whatever the scheduler does), a fault,
+// an end.
 func sampleSession(t *testing.T) *recSink {
-	r := startRig(t, helperCmd(t, "fake", "-respond-after-cancel"), Config{
+	r := startRig(t, helperCmd(t, "fake", "-ignore-cancel"), Config{
 		Version: "0.1.0", Stuck: time.Millisecond, Unanswered: time.Hour, BlockEvent: 20 * time.Millisecond, ChunkSize: 4096, ObserverBuffer: 16 << 20,
 		Faults: []Fault{mustFault(t, "err:latency:delay=1ms")},
 	})
@@ -316,7 +325,7 @@ func sampleSession(t *testing.T) *recSink {
 	w(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":300000},"_meta":{"progressToken":"p2"}}}`)
 	r.rec.wait(t, "block", isEv(EvBlock))
 	out := drain(t, r.stdout)
-	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}`)
+	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":100}}}`)
 	r.rec.wait(t, "call 3 written", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirIn && string(e.ID) == "3" })
 	r.rec.wait(t, "call 3 written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.Off > 300 && e.WT > 0 })
 	w(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"sample"}}`)
