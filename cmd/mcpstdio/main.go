@@ -7,7 +7,9 @@
 //	mcpstdio probe [flags] -- <server command...>
 //	mcpstdio probe [flags]
 //	mcpstdio fake [fake flags]
-//	mcpstdio help [probe|fake]
+//	mcpstdio proxy [flags] -- <server command...>
+//	mcpstdio status [-json] [-all] [-dir DIR]
+//	mcpstdio help [probe|fake|proxy|status]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server started from the command after "--", each criterion with a fresh
@@ -43,6 +45,13 @@
 // stdout; its flags (see "mcpstdio fake -h") pick the tools and the faults
 // and name a file for its JSON report of what the host did.
 //
+// proxy runs a server command with its stdin, stdout and stderr forwarded
+// exactly to and from its own, for use in a host's MCP configuration in
+// place of the server command, and records what passes in a private NDJSON
+// file in the per-user state directory (see the proxy package). It exits
+// with the server's status. status prints what each running proxy sees
+// now: pending requests, blocked directions and verdicts.
+//
 // Exit status: 0 when no criterion failed (warnings and skips allowed;
 // with -expect, every verdict is the expected one; with -baseline, nothing
 // got worse) or, without a server command, when both fakes behaved as
@@ -66,7 +75,9 @@ const usageText = `usage:
   mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
   mcpstdio probe [flags]                          run them against the built-in fake, good and naive
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
-  mcpstdio help [probe|fake]                      show this help or a command's flags
+  mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
+  mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
+  mcpstdio help [probe|fake|proxy|status]         show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -81,8 +92,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runProbe(ctx, args[1:], stdout, stderr)
 	case "fake":
 		return runFake(ctx, args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {

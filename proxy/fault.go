@@ -1,0 +1,749 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// Fault is a fault the proxy injects into one direction, as toxiproxy's
+// toxics do for TCP, plus the one a pipe needs most: stop reading. It is
+// the same in Go, in a JSON config ([ParseFaults]) and on the command line
+// ([ParseFault]: "out:stop:after_bytes=1MiB,for=30s"). Every fault is
+// recorded when it fires and when it ends.
+//
+// A fault starts when its trigger is met: AfterBytes bytes of Dir have been
+// forwarded (exactly: the read is cut there), a frame with method
+// AfterMethod has been forwarded whole in Dir, or After has passed since
+// the start (checked before each read of Dir); with no trigger it starts at
+// once. At most one trigger may be set. See FaultKinds for the kinds and
+// their parameters.
+type Fault struct {
+	Dir  string `json:"dir,omitempty"`  // DirIn, DirOut, DirErr (may be empty for sigstop with After)
+	Kind string `json:"kind"`           // see FaultKinds
+	Note string `json:"note,omitempty"` // free text, recorded with the fault
+
+	AfterBytes  Size     `json:"after_bytes,omitempty"`
+	AfterMethod string   `json:"after_method,omitempty"`
+	After       Duration `json:"after,omitempty"`
+	For         Duration `json:"for,omitempty"` // how long it lasts: stop (0: to the end), sigstop
+
+	Method string   `json:"method,omitempty"` // drop, duplicate: the frames it applies to
+	Count  int      `json:"count,omitempty"`  // drop, duplicate: how many frames (0: every one)
+	Size   Size     `json:"size,omitempty"`   // slice: bytes per write
+	Delay  Duration `json:"delay,omitempty"`  // slice: pause between writes; latency: hold per chunk
+	Rate   Size     `json:"rate,omitempty"`   // bandwidth: bytes per second
+}
+
+// FaultKind describes one kind of fault: what it does and the parameters
+// it takes besides the trigger.
+type FaultKind struct {
+	Name     string
+	Doc      string
+	Params   []string // parameters it takes (JSON names), besides the triggers
+	Required []string // of those, the ones it needs
+	Dirs     []string // the directions it applies to
+}
+
+var allDirs = []string{DirIn, DirOut, DirErr}
+
+// faultKinds is the one table of faults: the flag syntax, the JSON config
+// and the checks all come from it.
+var faultKinds = []FaultKind{
+	{"stop", "stop reading the source, for `for` (default: until the end), as a host or server that stops reading would", []string{"for"}, nil, allDirs},
+	{"slice", "split every write into writes of `size` bytes with `delay` between them", []string{"size", "delay"}, []string{"size"}, allDirs},
+	{"latency", "hold every chunk for `delay` before writing it", []string{"delay"}, []string{"delay"}, allDirs},
+	{"bandwidth", "write at most `rate` bytes per second", []string{"rate"}, []string{"rate"}, allDirs},
+	{"truncate", "forward exactly `after_bytes` bytes, then close the destination (EOF, usually mid-message); the rest of the source is read and discarded", nil, []string{"after_bytes"}, allDirs},
+	{"close", "close the destination when triggered; the rest of the source is read and discarded", nil, nil, allDirs},
+	{"drop", "do not forward frames with method `method` (`count` of them; default all)", []string{"method", "count"}, []string{"method"}, allDirs},
+	{"duplicate", "forward frames with method `method` twice (`count` of them; default all)", []string{"method", "count"}, []string{"method"}, allDirs},
+	{"withhold-cancel", "do not forward notifications/cancelled (`count` of them; default all)", []string{"count"}, nil, []string{DirIn, DirOut}},
+	{"sigstop", "stop the server process (SIGSTOP) for `for`, then continue it (SIGCONT); Unix only", []string{"for"}, []string{"for"}, append([]string{""}, allDirs...)},
+}
+
+// FaultKinds returns the kinds of faults, in the order of the table.
+func FaultKinds() []FaultKind { return slices.Clone(faultKinds) }
+
+func faultKind(name string) (FaultKind, bool) {
+	for _, k := range faultKinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return FaultKind{}, false
+}
+
+// Check reports whether f is a fault the proxy can inject here.
+func (f Fault) Check() error {
+	k, ok := faultKind(f.Kind)
+	if !ok {
+		names := make([]string, len(faultKinds))
+		for i, k := range faultKinds {
+			names[i] = k.Name
+		}
+		return fmt.Errorf("proxy: fault kind %q: want one of %s", f.Kind, strings.Join(names, ", "))
+	}
+	if !slices.Contains(k.Dirs, f.Dir) {
+		return fmt.Errorf("proxy: fault %s: direction %q: want one of %q", f.Kind, f.Dir, k.Dirs)
+	}
+	set := f.params()
+	triggers := 0
+	for _, t := range []string{"after_bytes", "after_method", "after"} {
+		if set[t] {
+			triggers++
+		}
+	}
+	if triggers > 1 {
+		return fmt.Errorf("proxy: fault %s: at most one of after_bytes, after_method and after", f.Kind)
+	}
+	for p := range set {
+		if p == "after_bytes" || p == "after_method" || p == "after" || p == "note" {
+			continue
+		}
+		if !slices.Contains(k.Params, p) {
+			return fmt.Errorf("proxy: fault %s does not take %s (it takes %s)", f.Kind, p, strings.Join(append(slices.Clone(k.Params), "after_bytes", "after_method", "after"), ", "))
+		}
+	}
+	for _, p := range k.Required {
+		if !set[p] {
+			return fmt.Errorf("proxy: fault %s needs %s", f.Kind, p)
+		}
+	}
+	if f.Kind == "sigstop" && f.Dir == "" && (set["after_bytes"] || set["after_method"]) {
+		return fmt.Errorf("proxy: fault sigstop: after_bytes and after_method need a direction")
+	}
+	if f.Kind == "sigstop" && !canPause {
+		return fmt.Errorf("proxy: fault sigstop: %w", errors.ErrUnsupported)
+	}
+	if f.AfterBytes < 0 || f.Size < 0 || f.Rate < 0 || f.Count < 0 || f.For < 0 || f.After < 0 || f.Delay < 0 {
+		return fmt.Errorf("proxy: fault %s: negative parameter", f.Kind)
+	}
+	return nil
+}
+
+// params returns the names of the parameters f sets.
+func (f Fault) params() map[string]bool {
+	b, _ := json.Marshal(f)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	set := map[string]bool{}
+	for k := range m {
+		if k != "dir" && k != "kind" {
+			set[k] = true
+		}
+	}
+	return set
+}
+
+// String is the fault in the command-line syntax.
+func (f Fault) String() string {
+	b, _ := json.Marshal(f)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	var ps []string
+	for k, v := range m {
+		if k == "dir" || k == "kind" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v)
+		}
+		ps = append(ps, k+"="+s)
+	}
+	slices.Sort(ps)
+	s := f.Kind
+	if f.Dir != "" {
+		s = f.Dir + ":" + s
+	}
+	if len(ps) > 0 {
+		s += ":" + strings.Join(ps, ",")
+	}
+	return s
+}
+
+// ParseFault parses a fault from its command-line form,
+// DIR:KIND[:NAME=VALUE,...] (or KIND:... for sigstop), e.g.
+// "out:stop:after_bytes=1MiB,for=30s" or "in:withhold-cancel". Names may
+// use '-' for '_'. Sizes take the suffixes KiB, MiB and GiB; durations are
+// Go durations (30s, 250ms).
+func ParseFault(s string) (Fault, error) {
+	parts := strings.SplitN(s, ":", 3)
+	var dir, kind, params string
+	switch {
+	case slices.Contains(allDirs, parts[0]) && len(parts) >= 2:
+		dir, kind = parts[0], parts[1]
+		if len(parts) == 3 {
+			params = parts[2]
+		}
+	default:
+		kind = parts[0]
+		params = strings.Join(parts[1:], ":")
+	}
+	obj := map[string]any{"dir": dir, "kind": kind}
+	if params != "" {
+		for _, kv := range strings.Split(params, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return Fault{}, fmt.Errorf("proxy: fault %q: %q is not NAME=VALUE", s, kv)
+			}
+			k = strings.ReplaceAll(k, "-", "_")
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				obj[k] = n
+			} else {
+				obj[k] = v
+			}
+		}
+	}
+	b, _ := json.Marshal(obj)
+	f, err := decodeFault(b)
+	if err != nil {
+		return Fault{}, fmt.Errorf("proxy: fault %q: %w", s, err)
+	}
+	return f, nil
+}
+
+func decodeFault(b []byte) (Fault, error) {
+	var f Fault
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil {
+		return Fault{}, err
+	}
+	return f, f.Check()
+}
+
+// ParseFaults reads a JSON config: an array of faults, e.g.
+// [{"dir":"out","kind":"stop","after_bytes":"1MiB","for":"30s"}].
+func ParseFaults(b []byte) ([]Fault, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, fmt.Errorf("proxy: faults config: want a JSON array of faults: %w", err)
+	}
+	out := make([]Fault, 0, len(raws))
+	for i, r := range raws {
+		f, err := decodeFault(r)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: faults config, fault %d: %w", i, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Size is a byte count; in JSON and flags a number or a string with a
+// suffix: "64KiB", "1MiB", "1GiB".
+type Size int64
+
+// UnmarshalJSON accepts a number or a string such as "1MiB".
+func (s *Size) UnmarshalJSON(b []byte) error {
+	var n int64
+	if json.Unmarshal(b, &n) == nil {
+		*s = Size(n)
+		return nil
+	}
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return fmt.Errorf("size: want a number or a string such as \"1MiB\": %s", b)
+	}
+	v, err := ParseSize(str)
+	*s = Size(v)
+	return err
+}
+
+// ParseSize parses a byte count with an optional suffix B, KiB, MiB or
+// GiB (also K, M, G, KB, MB, GB, meaning the same powers of two).
+func ParseSize(str string) (int64, error) {
+	t := strings.TrimSpace(str)
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want a byte count such as 65536 or 64KiB", str)
+	}
+	return n * mult, nil
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s") in
+// JSON and flags.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts a string such as "30s" or "250ms".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"30s\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// faultSet holds the faults of a proxy.
+type faultSet struct {
+	all []*faultState
+}
+
+// faultState is one fault while the proxy runs.
+type faultState struct {
+	Fault
+	idx    int
+	fired  bool
+	ended  bool
+	until  time.Time // a timed stop ends then; zero: until the end
+	left   int       // drop/duplicate frames left (count); -1: unlimited
+	method string    // the method it acts on (drop/duplicate/withhold-cancel)
+}
+
+func newFaultSet(fs []Fault) (*faultSet, error) {
+	s := &faultSet{}
+	for i, f := range fs {
+		if err := f.Check(); err != nil {
+			return nil, err
+		}
+		st := &faultState{Fault: f, idx: i, left: -1, method: f.Method}
+		if f.Count > 0 {
+			st.left = f.Count
+		}
+		if f.Kind == "withhold-cancel" {
+			st.method = wire.MethodCancelled
+		}
+		s.all = append(s.all, st)
+	}
+	return s, nil
+}
+
+// forDir returns the faults acting on direction d, nil if none do.
+func (s *faultSet) forDir(d dirIndex, fw *forwarder) *dirFaults {
+	var mine []*faultState
+	for _, f := range s.all {
+		if f.Dir == dirNames[d] && !f.processWide() {
+			mine = append(mine, f)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	df := &dirFaults{fw: fw, p: fw.p, faults: mine}
+	for _, f := range mine {
+		if f.method != "" || f.AfterMethod != "" {
+			df.framed = true
+		}
+	}
+	if df.framed {
+		df.sc = wire.NewScanner(func(e wire.Envelope) {
+			df.endMethod = ""
+			if len(e.Method) > 0 {
+				_ = json.Unmarshal(e.Method, &df.endMethod)
+			}
+		})
+	}
+	return df
+}
+
+// processWide reports whether f acts on the server process at a time
+// rather than on a direction's bytes.
+func (f *faultState) processWide() bool {
+	return f.Kind == "sigstop" && f.AfterBytes == 0 && f.AfterMethod == ""
+}
+
+// arm starts the timers of faults that act on the server process rather
+// than on a direction (sigstop with After or no trigger).
+func (s *faultSet) arm(p *Proxy) {
+	for _, f := range s.all {
+		if !f.processWide() {
+			continue
+		}
+		f := f
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if !p.sleep(time.Duration(f.After)) {
+				return
+			}
+			p.sigstop(f)
+		}()
+	}
+}
+
+// sleep waits d or until the proxy stops; it reports whether d passed.
+func (p *Proxy) sleep(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// sigstop stops the server for f.For, then continues it. It blocks.
+func (p *Proxy) sigstop(f *faultState) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	now := time.Now()
+	if err := pauseServer(p.cmd.Process, true); err != nil {
+		p.rec.emit(now, Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
+		return
+	}
+	p.rec.emit(now, Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
+	t := time.NewTimer(time.Duration(f.For))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.stop:
+	case <-p.exited:
+	}
+	now = time.Now() // before the signal: the server may answer at once
+	err := pauseServer(p.cmd.Process, false)
+	ev := Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+		ev.Err = err.Error()
+	}
+	p.rec.emit(now, ev)
+}
+
+// dirFaults applies the faults of one direction inside its forwarder. Only
+// the forwarder's goroutine uses it. A nil *dirFaults forwards faithfully.
+type dirFaults struct {
+	fw     *forwarder
+	p      *Proxy
+	faults []*faultState
+
+	stopped   *faultState // the stop in effect
+	shut      bool        // the destination was closed by a fault
+	framed    bool        // frame boundaries are needed
+	sc        *wire.Scanner
+	inFrame   bool
+	decided   bool
+	dropping  bool
+	dup       *faultState // the frame is being duplicated
+	held      []byte
+	endMethod string
+	chunkT    time.Time // when the chunk being delivered was read
+	paced     int64     // bytes written under a bandwidth fault
+	paceT0    time.Time
+}
+
+// holdLimit is how much of a frame the proxy holds while it waits for the
+// frame's method (drop, duplicate): a frame whose method is not within it
+// is forwarded as it is, and the fault says so.
+const holdLimit = 1 << 20
+
+func (df *dirFaults) record(f *faultState, text string) {
+	df.p.rec.emit(time.Now(), Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
+}
+
+// gate returns when the source may be read: no stop is in effect. It
+// fires time-triggered faults. It returns false if the proxy is stopping.
+func (df *dirFaults) gate() bool {
+	if df == nil {
+		return true
+	}
+	now := time.Now()
+	for _, f := range df.faults {
+		if !f.fired && f.After > 0 && f.AfterBytes == 0 && f.AfterMethod == "" && now.Sub(df.p.start) >= time.Duration(f.After) {
+			df.fire(f)
+		} else if !f.fired && f.After == 0 && f.AfterBytes == 0 && f.AfterMethod == "" && f.Kind != "truncate" {
+			df.fire(f)
+		}
+	}
+	return df.waitStop()
+}
+
+// waitStop blocks while a stop is in effect; false if the proxy is stopping.
+func (df *dirFaults) waitStop() bool {
+	for df.stopped != nil {
+		f := df.stopped
+		if f.until.IsZero() {
+			<-df.p.stop
+			return false
+		}
+		if !df.p.sleep(time.Until(f.until)) {
+			return false
+		}
+		df.stopped = nil
+		f.ended = true
+		df.fw.stopped.Store(0)
+		df.record(f, "reading "+srcNames[dirOf(f.Dir)]+" again")
+	}
+	select {
+	case <-df.p.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+func dirOf(name string) dirIndex {
+	for i, n := range dirNames {
+		if n == name {
+			return dirIndex(i)
+		}
+	}
+	return dIn
+}
+
+// fire starts fault f.
+func (df *dirFaults) fire(f *faultState) {
+	if f.fired {
+		return
+	}
+	f.fired = true
+	src := srcNames[dirOf(f.Dir)]
+	switch f.Kind {
+	case "stop":
+		df.stopped = f
+		df.fw.stopped.Store(time.Now().UnixNano())
+		if f.For > 0 {
+			f.until = time.Now().Add(time.Duration(f.For))
+			df.record(f, fmt.Sprintf("stopped reading %s for %v", src, time.Duration(f.For)))
+		} else {
+			df.record(f, "stopped reading "+src+" until the end")
+		}
+	case "close", "truncate":
+		df.shut = true
+		err := closeStream(df.fw.dst)
+		text := "closed " + dstNames[dirOf(f.Dir)] + "; discarding the rest of " + src
+		if err != nil {
+			text = "could not close " + dstNames[dirOf(f.Dir)] + " (" + err.Error() + "); discarding the rest of " + src
+		}
+		df.record(f, text)
+	case "sigstop":
+		df.p.wg.Add(1)
+		go func() { // bounded by For and the proxy's stop
+			defer df.p.wg.Done()
+			df.p.sigstop(f)
+		}()
+	default:
+		df.record(f, "in effect")
+	}
+}
+
+// readLimit cuts a read at the next byte-count trigger.
+func (df *dirFaults) readLimit(off int64, n int) int {
+	if df == nil {
+		return n
+	}
+	for _, f := range df.faults {
+		if !f.fired && f.AfterBytes > 0 && int64(f.AfterBytes) > off {
+			n = int(min(int64(n), int64(f.AfterBytes)-off))
+		}
+	}
+	return n
+}
+
+// deliver writes a chunk read at t, applying the faults. off is the
+// chunk's source offset.
+func (df *dirFaults) deliver(off int64, b []byte, t time.Time) error {
+	df.chunkT = t
+	var err error
+	if df.framed {
+		err = df.frames(b)
+	} else {
+		err = df.write(b)
+	}
+	if err != nil {
+		return err
+	}
+	end := off + int64(len(b))
+	for _, f := range df.faults {
+		if !f.fired && f.AfterBytes > 0 && end >= int64(f.AfterBytes) {
+			df.fire(f)
+		}
+	}
+	return nil
+}
+
+// frames walks the chunk's frames for the frame-level faults.
+func (df *dirFaults) frames(b []byte) error {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		seg := b
+		if i >= 0 {
+			seg = b[:i+1]
+		}
+		b = b[len(seg):]
+		nl := i >= 0
+		if !df.inFrame {
+			df.inFrame, df.decided, df.dropping, df.dup = true, !df.decides(), false, nil
+			df.held = df.held[:0]
+		}
+		df.sc.Write(seg)
+		switch {
+		case !df.decided:
+			df.held = append(df.held, seg...)
+			method, known := df.endMethod, nl
+			if !nl {
+				if m := df.sc.Current().Method; len(m) > 0 {
+					_ = json.Unmarshal(m, &method)
+					known = true
+				}
+			}
+			if known || len(df.held) > holdLimit {
+				if err := df.decide(method, known); err != nil {
+					return err
+				}
+			}
+		case df.dropping:
+		default:
+			if err := df.write(seg); err != nil {
+				return err
+			}
+			if df.dup != nil {
+				if len(df.held)+len(seg) <= holdLimit {
+					df.held = append(df.held, seg...)
+				} else {
+					df.record(df.dup, "frame over 1 MiB: not duplicated")
+					df.dup = nil
+				}
+			}
+		}
+		if !nl {
+			continue
+		}
+		if df.dup != nil && df.decided {
+			if err := df.write(df.held); err != nil {
+				return err
+			}
+		}
+		df.inFrame = false
+		method := df.endMethod
+		for _, f := range df.faults {
+			if !f.fired && f.AfterMethod != "" && f.AfterMethod == method {
+				df.fire(f)
+			}
+		}
+		if df.stopped != nil && len(b) > 0 {
+			// Stop right after this frame: hold the rest of the chunk.
+			if !df.waitStop() {
+				return errClosed
+			}
+		}
+	}
+	return nil
+}
+
+// decides reports whether a frame must be held until its method is known.
+func (df *dirFaults) decides() bool {
+	for _, f := range df.faults {
+		if f.method != "" && f.left != 0 && (f.fired || f.AfterBytes == 0 && f.AfterMethod == "" && f.After == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// decide applies drop or duplicate to the frame held so far.
+func (df *dirFaults) decide(method string, known bool) error {
+	df.decided = true
+	for _, f := range df.faults {
+		if f.method == "" || !f.fired || f.left == 0 {
+			continue
+		}
+		if !known {
+			df.record(f, "a frame's method was not within its first 1 MiB: forwarded as it is")
+			break
+		}
+		if f.method != method {
+			continue
+		}
+		if f.left > 0 {
+			f.left--
+		}
+		switch f.Kind {
+		case "drop", "withhold-cancel":
+			df.dropping = true
+			df.record(f, "dropped a "+method+" frame")
+			return nil
+		case "duplicate":
+			df.dup = f
+			df.record(f, "duplicated a "+method+" frame")
+		}
+		break
+	}
+	return df.write(df.held)
+}
+
+// write writes b on with the pacing faults (latency, slice, bandwidth).
+func (df *dirFaults) write(b []byte) error {
+	if df.shut {
+		return nil // discarded
+	}
+	piece := len(b)
+	var delay time.Duration
+	for _, f := range df.faults {
+		if !f.fired || f.ended {
+			continue
+		}
+		switch f.Kind {
+		case "latency":
+			if !df.p.sleep(time.Until(df.chunkT.Add(time.Duration(f.Delay)))) {
+				return errClosed
+			}
+		case "slice":
+			piece = min(piece, max(int(f.Size), 1))
+			delay = time.Duration(f.Delay)
+		case "bandwidth":
+			piece = min(piece, max(int(f.Rate)/20, 1))
+			if df.paceT0.IsZero() {
+				df.paceT0 = time.Now()
+			}
+		}
+	}
+	for len(b) > 0 {
+		n := min(piece, len(b))
+		if err := df.fw.write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+		for _, f := range df.faults {
+			if f.Kind == "bandwidth" && f.fired && f.Rate > 0 {
+				df.paced += int64(n)
+				due := df.paceT0.Add(time.Duration(float64(df.paced) / float64(f.Rate) * float64(time.Second)))
+				if !df.p.sleep(time.Until(due)) {
+					return errClosed
+				}
+			}
+		}
+		if len(b) > 0 && delay > 0 && !df.p.sleep(delay) {
+			return errClosed
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package proxy
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+func mustFault(t *testing.T, s string) Fault {
+	t.Helper()
+	f, err := ParseFault(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func faultEvent(text string) func(Event) bool {
+	return func(e Event) bool { return e.Ev == EvFault && strings.Contains(e.Text, text) }
+}
+
+func TestParseFault(t *testing.T) {
+	f := mustFault(t, "out:stop:after-bytes=1MiB,for=30s")
+	want := Fault{Dir: DirOut, Kind: "stop", AfterBytes: 1 << 20, For: Duration(30 * time.Second)}
+	if diff := cmp.Diff(want, f); diff != "" {
+		t.Errorf("ParseFault mismatch (-want +got):\n%s", diff)
+	}
+	if g, err := ParseFault(f.String()); err != nil || g != f {
+		t.Errorf("ParseFault(%q) = %+v, %v; want it back", f.String(), g, err)
+	}
+	fs, err := ParseFaults([]byte(`[{"dir":"in","kind":"withhold-cancel"},{"dir":"out","kind":"slice","size":"4KiB","delay":"1ms"}]`))
+	if err != nil || len(fs) != 2 || fs[1].Size != 4096 || fs[1].Delay != Duration(time.Millisecond) {
+		t.Errorf("ParseFaults = %+v, %v", fs, err)
+	}
+	for _, bad := range []string{
+		"out:nosuch", "sideways:stop", "out:stop:for", "out:truncate", "out:slice",
+		"out:stop:after_bytes=1,after=1s", "out:latency:delay=1s,size=3", "err:withhold-cancel",
+		"out:stop:for=30", `out:drop:method=x,extra=1`, "out:slice:size=-1",
+	} {
+		if _, err := ParseFault(bad); err == nil {
+			t.Errorf("ParseFault(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+// TestFaultStopAfterBytes: the proxy stops reading the server's stdout after
+// exactly n bytes, for a while, then goes on; every byte still arrives.
+func TestFaultStopAfterBytes(t *testing.T) {
+	const n = 1000
+	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), Config{Faults: []Fault{mustFault(t, "out:stop:after_bytes=1000,for=200ms")}})
+	out := drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.rec.wait(t, "stop fault", faultEvent("stopped reading the server's stdout for 200ms"))
+	if got := r.p.Status().Streams[dOut].Read; got != n {
+		t.Errorf("the proxy read %d bytes of stdout when the stop began, want exactly %d", got, n)
+	}
+	r.rec.wait(t, "end of the stop", faultEvent("reading the server's stdout again"))
+	r.stdin.Close()
+	want := streamBytes("out", 262144)
+	if got, h := out(); got != int64(len(want)) || h != sum(want) {
+		t.Errorf("host got %d bytes (%s), want %d (%s)", got, h, len(want), sum(want))
+	}
+	r.wait()
+}
+
+// TestFaultStopAfterMethod: the proxy stops reading the host's stdin right
+// after a frame with the method; the server gets nothing after it.
+func TestFaultStopAfterMethod(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake"), Config{Faults: []Fault{mustFault(t, "in:stop:after_method=notifications/initialized")}})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	ping1 := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	notif := `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	r.stdin.Write([]byte(ping1 + notif + `{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"))
+	r.rec.wait(t, "stop fault", faultEvent("stopped reading the host's stdin until the end"))
+	// The fault fires once the frame is written on, and nothing after it is.
+	if st := r.p.Status().Streams[dIn]; st.Delivered != int64(len(ping1)+len(notif)) {
+		t.Errorf("the proxy wrote %d bytes to the server's stdin, want exactly %d: through the notification and no further", st.Delivered, len(ping1)+len(notif))
+	}
+	r.rec.wait(t, "response to ping 1", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirOut && string(e.ID) == "1" })
+}
+
+func TestFaultPacing(t *testing.T) {
+	const size = 256 << 10
+	run := func(t *testing.T, fault string) (*rig, Event, Event) {
+		r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), Config{Faults: []Fault{mustFault(t, fault)}})
+		out := drain(t, r.stdout)
+		drain(t, r.stderr)
+		r.stdin.Close()
+		want := streamBytes("out", size)
+		if got, h := out(); got != int64(len(want)) || h != sum(want) {
+			t.Errorf("host got %d bytes (%s), want %d (%s)", got, h, len(want), sum(want))
+		}
+		r.wait()
+		chunks := r.rec.find(func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirOut })
+		return r, chunks[0], chunks[len(chunks)-1]
+	}
+	t.Run("slice", func(t *testing.T) {
+		r, _, _ := run(t, "out:slice:size=1000")
+		if w := r.p.Status().Streams[dOut].Writes; w < size/1000 {
+			t.Errorf("%d writes, want at least %d of 1000 bytes", w, size/1000)
+		}
+	})
+	t.Run("latency", func(t *testing.T) {
+		r, _, _ := run(t, "out:latency:delay=100ms")
+		for _, e := range r.rec.find(func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirOut }) {
+			if e.WT-e.T < 100_000 {
+				t.Errorf("chunk %+v written %dµs after it was read, want at least 100ms", e, e.WT-e.T)
+			}
+		}
+	})
+	t.Run("bandwidth", func(t *testing.T) {
+		_, first, last := run(t, "out:bandwidth:rate=1MiB")
+		if d := last.WT - first.T; d < 240_000 {
+			t.Errorf("256 KiB at 1 MiB/s took %dµs, want about 250ms", d)
+		}
+	})
+}
+
+// TestFaultTruncate: the host gets exactly n bytes, then the end.
+func TestFaultTruncate(t *testing.T) {
+	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), Config{Faults: []Fault{mustFault(t, "out:truncate:after_bytes=100")}})
+	out := drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Close()
+	want := streamBytes("out", 262144)[:100]
+	if got, h := out(); got != 100 || h != sum(want) {
+		t.Errorf("host got %d bytes (%s), want the first 100 (%s)", got, h, sum(want))
+	}
+	r.rec.wait(t, "truncate fault", faultEvent("closed the host's stdout; discarding the rest of the server's stdout"))
+	res := r.wait()
+	if res.Status.Streams[dOut].Read != int64(len(streamBytes("out", 262144))) {
+		t.Errorf("the proxy read %d bytes of the server's stdout, want all (discarded)", res.Status.Streams[dOut].Read)
+	}
+}
+
+// TestFaultClose: closing the server's stdin after a method ends a server
+// that stops at EOF.
+func TestFaultClose(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake"), Config{Faults: []Fault{mustFault(t, "in:close:after_method=ping")}})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	res := r.wait() // the host's stdin stays open: only the fault ends the server
+	if res.Exit.Status != 0 {
+		t.Errorf("exit %+v, want 0 after stdin ended", res.Exit)
+	}
+	r.rec.wait(t, "close fault", faultEvent("closed the server's stdin"))
+}
+
+// TestFaultWithholdCancel: the host's cancel never reaches the server.
+func TestFaultWithholdCancel(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.json")
+	target, h := throughProxy(t, Config{Faults: []Fault{mustFault(t, "in:withhold-cancel")}}, "fake", "-report", report)
+	s := mcptest.StartServer(t, target)
+	call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 50}})
+	if err := call.Cancel("test"); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.wait(t, "withhold fault", faultEvent("dropped a notifications/cancelled frame"))
+	if _, err := call.Wait(ctxFor(t)); err != nil {
+		t.Fatal(err) // the server did not see the cancel: it answers
+	}
+	rep, err := fakeserver.ReadReportFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cancels) != 0 {
+		t.Errorf("the server saw %d cancels, want none", len(rep.Cancels))
+	}
+	if c := h.rec.find(isEv(EvCancel)); len(c) != 1 {
+		t.Errorf("%d cancel events, want the host's one recorded", len(c))
+	}
+}
+
+// TestFaultDuplicate: the server gets the request twice, and the host a
+// second response to an id it no longer waits for.
+func TestFaultDuplicate(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.json")
+	target, h := throughProxy(t, Config{Faults: []Fault{mustFault(t, "in:duplicate:method=tools/call,count=1")}}, "fake", "-report", report)
+	s := mcptest.StartServer(t, target)
+	// The first of the two responses answers the call (the fake may answer
+	// the copy with a duplicate-id error first); the second is unknown.
+	if _, err := s.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}).Wait(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.wait(t, "unknown-response verdict", verdictOf(VerdictUnknownResponse))
+	rep, err := fakeserver.ReadReportFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, r := range rep.Requests {
+		if r.Method == "tools/call" {
+			calls++
+		}
+	}
+	if calls != 2 {
+		t.Errorf("the server got %d tools/call, want 2", calls)
+	}
+}
+
+// TestFaultSIGSTOP: a stopped server answers only once it is continued.
+func TestFaultSIGSTOP(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGSTOP on windows")
+	}
+	r := startRig(t, helperCmd(t, "fake"), Config{Faults: []Fault{mustFault(t, "sigstop:for=200ms")}})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	stopped := r.rec.wait(t, "sigstop", faultEvent("stopped the server (SIGSTOP)"))
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	resp := r.rec.wait(t, "response", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirOut })
+	cont := r.rec.wait(t, "sigcont", faultEvent("continued the server (SIGCONT)"))
+	if resp.T < cont.T || cont.T-stopped.T < 200_000 {
+		t.Errorf("stopped at %dµs, continued at %dµs, answered at %dµs: want the answer after 200ms of stop", stopped.T, cont.T, resp.T)
+	}
+	r.stdin.Close()
+	r.wait()
+}

@@ -1,0 +1,347 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errClosed ends a forwarder that the proxy stopped (its reading, or a
+// fault that closed the destination).
+var errClosed = errors.New("proxy: closed")
+
+// dirIndex numbers the three streams.
+type dirIndex int
+
+const (
+	dIn  dirIndex = iota // host → server stdin
+	dOut                 // server stdout → host
+	dErr                 // server stderr → host
+)
+
+var (
+	dirNames    = [3]string{DirIn, DirOut, DirErr}
+	streamNames = [3]string{"stdin", "stdout", "stderr"}
+	// srcNames and dstNames say, for each direction, whose stream the
+	// proxy reads and whose it writes.
+	srcNames = [3]string{"the host's stdin", "the server's stdout", "the server's stderr"}
+	dstNames = [3]string{"the server's stdin", "the host's stdout", "the host's stderr"}
+)
+
+// Kinds of observer events.
+const (
+	obsRead    = iota // bytes were read (buf holds a copy, or nil if none was free)
+	obsWritten        // the write of the bytes read last returned
+)
+
+// obsEvent is what a forwarder tells the observer. It is sent without
+// blocking; when the observer's channel is full the event is counted as
+// lost and the observer later records the gap.
+type obsEvent struct {
+	kind  uint8
+	off   int64     // source offset of the chunk's first byte
+	n     int       // bytes
+	t     time.Time // when the read or the write returned
+	since time.Time // obsWritten: when the write began
+	buf   []byte    // obsRead: a copy of the bytes, from the direction's pool
+}
+
+// forwarder moves one direction's bytes: read at most ChunkSize bytes from
+// the source, write them all to the destination, and only then read again.
+// It shares no lock with the other directions; the observer gets copies
+// through a channel it never waits on.
+type forwarder struct {
+	p     *Proxy
+	d     dirIndex
+	src   io.Reader
+	dst   io.Writer
+	buf   []byte
+	obs   chan obsEvent
+	free  chan []byte // the pool of copy buffers
+	slots int         // the most copy buffers
+	made  int         // copy buffers made so far (lazily: memory is used only when the observer lags)
+	f     *dirFaults
+
+	interruptible bool     // a blocked read of src can be ended
+	rsrc, rdst    *rawFile // the Unix fast path for src and dst, when they are non-blocking files
+
+	readDone chan struct{} // closed when the source has ended or failed
+	done     chan struct{} // closed when the forwarder has ended
+
+	// Read by the observer and Status at any time.
+	read       atomic.Int64 // bytes read from the source
+	written    atomic.Int64 // source bytes handled (written on, or dropped by a fault)
+	delivered  atomic.Int64 // bytes written to the destination
+	writes     atomic.Int64 // write calls on the destination
+	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
+	writeLen   atomic.Int64 // bytes of the write in progress
+	lostEvents atomic.Int64 // events the observer's channel had no room for
+	lostBytes  atomic.Int64 // bytes read that the observer got no copy of
+	stopped    atomic.Int64 // UnixNano since when a fault stops reading; 0 when none does
+
+	mu        sync.Mutex
+	srcErr    error // how the source ended: io.EOF, or the read error
+	srcEnd    time.Time
+	dstErr    error // why writing failed
+	dstErrAt  time.Time
+	closedDst bool // the destination was closed to pass the source's end on
+	closedSrc bool // the source was closed to pass a failed write back
+}
+
+func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder {
+	slots := max(p.cfg.ObserverBuffer/p.cfg.ChunkSize, 1)
+	f := &forwarder{
+		p: p, d: d, src: src, dst: dst,
+		buf:      make([]byte, p.cfg.ChunkSize),
+		obs:      make(chan obsEvent, 2*slots+1024),
+		free:     make(chan []byte, slots),
+		slots:    slots,
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	f.f = p.faults.forDir(d, f)
+	f.rsrc, f.rdst = newRawFile(src), newRawFile(dst)
+	f.interruptible = f.rsrc != nil || canInterrupt(src)
+	return f
+}
+
+// copyBuf returns a buffer to share with the observer: a free one, or a
+// new one while fewer than slots exist; nil when all are in use.
+func (f *forwarder) copyBuf() []byte {
+	select {
+	case c := <-f.free:
+		if len(f.free) < f.slots/2 && f.made == f.slots {
+			f.nudge()
+		}
+		return c
+	default:
+	}
+	if f.made < f.slots {
+		f.made++
+		if f.made > f.slots/2 && len(f.free) == 0 {
+			f.nudge()
+		}
+		return make([]byte, f.p.cfg.ChunkSize)
+	}
+	f.nudge()
+	return nil
+}
+
+// nudge asks the observer to take its events now: the pool of copies is
+// running out.
+func (f *forwarder) nudge() {
+	select {
+	case f.p.obs.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// send gives ev to the observer if its channel has room.
+func (f *forwarder) send(ev obsEvent) {
+	select {
+	case f.obs <- ev:
+	default:
+		f.lostEvents.Add(1)
+		if ev.buf != nil {
+			f.lostBytes.Add(int64(ev.n))
+			f.free <- ev.buf[:cap(ev.buf)] // there are at most slots buffers, so there is room
+		}
+	}
+}
+
+func (f *forwarder) run() {
+	defer close(f.done)
+	defer close(f.obs)
+	defer f.rsrc.release()
+	defer f.rdst.release()
+	var off int64
+	empty := 0
+	for {
+		if f.f != nil && !f.f.gate() {
+			f.endRead(errClosed)
+			return
+		}
+		// Read into a buffer from the pool when there is one: the observer
+		// then reads the same bytes, never written again until it hands the
+		// buffer back, and no copy is made. Without one, the forwarder
+		// reads into its own and the observer loses this chunk.
+		buf := f.copyBuf()
+		shared := buf != nil
+		if !shared {
+			buf = f.buf
+		}
+		limit := len(buf)
+		if f.f != nil {
+			limit = f.f.readLimit(off, limit)
+		}
+		var n int
+		var err error
+		if f.rsrc != nil {
+			n, err = f.rsrc.Read(buf[:limit])
+		} else {
+			n, err = f.src.Read(buf[:limit])
+		}
+		now := time.Now()
+		if n == 0 && shared {
+			f.free <- buf // there are at most slots buffers, so there is room
+		}
+		if n > 0 {
+			empty = 0
+			f.read.Add(int64(n))
+			ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
+			if shared {
+				ev.buf = buf[:n]
+			} else {
+				f.lostBytes.Add(int64(n))
+			}
+			f.send(ev)
+			var werr error
+			if f.f == nil {
+				werr = f.write(buf[:n])
+			} else {
+				werr = f.f.deliver(off, buf[:n], now)
+			}
+			off += int64(n)
+			f.written.Store(off)
+			f.send(obsEvent{kind: obsWritten, off: off - int64(n), n: n, t: time.Now(), since: now})
+			if werr != nil {
+				f.writeFailed(werr)
+				f.endRead(errClosed)
+				return
+			}
+		} else if err == nil {
+			if empty++; empty >= 100 {
+				err = io.ErrNoProgress
+			}
+		}
+		if err != nil {
+			f.endRead(err)
+			f.sourceEnded(err)
+			return
+		}
+	}
+}
+
+// write writes b whole to the destination, publishing that a write is in
+// progress for the observer.
+func (f *forwarder) write(b []byte) error {
+	f.writeLen.Store(int64(len(b)))
+	f.writeStart.Store(int64(time.Since(f.p.start)) + 1)
+	defer f.writeStart.Store(0)
+	for len(b) > 0 {
+		f.writes.Add(1)
+		var n int
+		var err error
+		if f.rdst != nil {
+			n, err = f.rdst.Write(b)
+		} else {
+			n, err = f.dst.Write(b)
+		}
+		f.delivered.Add(int64(n))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// endRead notes how the source ended.
+func (f *forwarder) endRead(err error) {
+	f.mu.Lock()
+	if f.srcErr == nil {
+		f.srcErr, f.srcEnd = err, time.Now()
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.readDone:
+	default:
+		close(f.readDone)
+	}
+}
+
+// sourceEnded passes the end of the source on: the destination is closed,
+// as the source's writer closed it (a half-close). The observer records
+// it once it has seen the direction's last bytes.
+func (f *forwarder) sourceEnded(err error) {
+	cerr := closeStream(f.dst)
+	f.mu.Lock()
+	f.closedDst = cerr == nil
+	f.mu.Unlock()
+}
+
+// writeFailed passes a failed write back: the destination's reader went
+// away (EPIPE) or the write was interrupted. The source is closed, so its
+// writer sees the same failure it would have seen without the proxy.
+func (f *forwarder) writeFailed(err error) {
+	now := time.Now()
+	f.mu.Lock()
+	f.dstErr, f.dstErrAt = err, now
+	f.mu.Unlock()
+	select {
+	case <-f.p.stop:
+		return // the proxy is ending and interrupted the write itself
+	default:
+	}
+	cerr := closeStream(f.src)
+	f.mu.Lock()
+	f.closedSrc = cerr == nil
+	f.mu.Unlock()
+}
+
+// closeStream closes s if it can be closed.
+func closeStream(s any) error {
+	if c, ok := s.(io.Closer); ok {
+		return c.Close()
+	}
+	return errors.ErrUnsupported
+}
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// canInterrupt reports whether a blocked read of src can be ended: it has
+// read deadlines (an *os.File says so only by trying). It is asked once,
+// before the first read, as trying clears a deadline already set.
+func canInterrupt(src io.Reader) bool {
+	d, ok := src.(readDeadliner)
+	return ok && d.SetReadDeadline(time.Time{}) == nil
+}
+
+// interruptRead ends a blocked read of the source, where possible.
+func (f *forwarder) interruptRead() {
+	if f.rsrc != nil {
+		f.rsrc.stop()
+		return
+	}
+	if d, ok := f.src.(readDeadliner); ok {
+		if d.SetReadDeadline(time.Now()) == nil {
+			return
+		}
+	}
+	// Our own pipe ends can always be closed.
+	if f.d != dIn {
+		_ = closeStream(f.src)
+	}
+}
+
+// interrupt ends a blocked read and a blocked write, and wakes a fault
+// that stops reading.
+func (f *forwarder) interrupt() {
+	f.interruptRead()
+	if f.rdst != nil {
+		f.rdst.stop()
+		return
+	}
+	if d, ok := f.dst.(writeDeadliner); ok && d.SetWriteDeadline(time.Now()) == nil {
+		return
+	}
+	if f.d == dIn {
+		_ = closeStream(f.dst) // our own pipe to the server
+	}
+}

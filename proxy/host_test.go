@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/pipes"
+)
+
+// proxied is a proxy started by mcptest as an in-process server: mcptest
+// is the host, on real pipes, and the proxy runs a helper child.
+type proxied struct {
+	rec *recSink
+	ch  chan *Proxy
+	p   *Proxy
+}
+
+// throughProxy returns a target that runs the helper name behind a proxy
+// configured by cfg.
+func throughProxy(t *testing.T, cfg Config, name string, args ...string) (mcptest.Target, *proxied) {
+	h := &proxied{rec: newRecSink(), ch: make(chan *Proxy, 1)}
+	cfg.Record = h.rec
+	t.Cleanup(func() {
+		if h.rec.bad != nil {
+			t.Error(h.rec.bad)
+		}
+	})
+	return mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		p, err := Start(ctx, mustHelper(ctx, name, args...), Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, cfg)
+		if err != nil {
+			return err
+		}
+		h.ch <- p
+		_, err = p.Wait()
+		return err
+	}), h
+}
+
+// proxy returns the running proxy.
+func (h *proxied) proxy(t *testing.T) *Proxy {
+	t.Helper()
+	if h.p == nil {
+		select {
+		case h.p = <-h.ch:
+		case <-time.After(bound(t)):
+			t.Fatal("the proxy did not start")
+		}
+	}
+	return h.p
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), bound(t))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func bigCall(n int) map[string]any {
+	return map[string]any{"name": fakeserver.ToolBig, "arguments": fakeserver.BigArgs{Bytes: n}.Map()}
+}
+
+// TestHostStallBlocksServer: with mcptest as the host stalling its reads
+// at the read(2) level, the real server behind the proxy blocks in its
+// write within the proxy's stated extra buffering (the server's stdout
+// pipe plus one chunk), and the verdict says who is not reading.
+func TestHostStallBlocksServer(t *testing.T) {
+	const pipeSize, chunk = 16 << 10, 16 << 10
+	report := filepath.Join(t.TempDir(), "report.json")
+	cfg := Config{PipeCapacity: pipeSize, ChunkSize: chunk, Stuck: 50 * time.Millisecond}
+	if _, err := (&pipes.Pipe{}).SetCapacity(1); errors.Is(err, errors.ErrUnsupported) {
+		cfg.PipeCapacity = 0
+	}
+	target, h := throughProxy(t, cfg, "fake", "-report", report)
+	var hostOpts []mcptest.Option
+	if cfg.PipeCapacity > 0 {
+		hostOpts = append(hostOpts, mcptest.WithPipeCapacity(pipeSize))
+	}
+	s := mcptest.StartServer(t, target, hostOpts...)
+	ctx := ctxFor(t)
+	p := h.proxy(t)
+
+	s.StallReads()
+	big := s.Send("tools/call", bigCall(8<<20))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.wait(t, "block of the host's stdout", func(e Event) bool { return e.Ev == EvBlock && e.Dir == DirOut })
+	v := h.rec.wait(t, "host-not-reading verdict", verdictOf(VerdictHostNotReading))
+	if !strings.Contains(v.Verdict.Text, "tools/call big") || !strings.HasPrefix(v.Verdict.Text, "host is not reading the server's output") {
+		t.Errorf("verdict %q does not name the response to tools/call big", v.Verdict.Text)
+	}
+
+	if cfg.PipeCapacity == 0 {
+		t.Log("pipe capacity cannot be set here: the bound on the server's output is not checked")
+	} else {
+		// Nothing reports the moment the server's write blocks but the
+		// pipe it writes: poll its fill level (kernel state), bounded.
+		srv := p.pipes[dOut]
+		deadline := time.Now().Add(bound(t))
+		for full, _ := srv.Full(); !full; full, _ = srv.Full() {
+			if time.Now().After(deadline) {
+				b, _ := srv.Buffered()
+				t.Fatalf("the server's stdout pipe never filled: %d of %d bytes", b, srv.Capacity())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		rep, err := fakeserver.ReadReportFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		received := s.Stats().StdoutBytes
+		// What the server wrote is what the host received, plus the host's
+		// pipe, the proxy's one chunk and the server's pipe.
+		extra := int64(pipeSize + chunk + srv.Capacity())
+		if rep.StdoutBytes > received+extra {
+			t.Errorf("the server wrote %d bytes while the host received %d: more than the %d bytes of buffering the proxy states", rep.StdoutBytes, received, extra)
+		}
+		if n := len(rep.Requests); n == 0 || rep.Requests[n-1].State == fakeserver.StateDone {
+			t.Errorf("the server's big call is done, want it blocked writing: %+v", rep.Requests)
+		}
+		t.Logf("blocked: server wrote %d (report), host received %d, stated extra buffering %d", rep.StdoutBytes, received, extra)
+	}
+
+	s.ResumeReads()
+	resp, err := big.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Result) < 8<<20 {
+		t.Errorf("response of %d bytes, want over 8 MiB", len(resp.Result))
+	}
+	h.rec.wait(t, "unblock of the host's stdout", func(e Event) bool { return e.Ev == EvUnblock && e.Dir == DirOut })
+}
+
+// verdictScenario runs a scenario against a helper behind the proxy, with
+// mcptest as the host, and returns the first verdict of kind whose text
+// has about in it (on a loaded machine, the handshake itself can be slow
+// enough for a verdict about it).
+func verdictScenario(t *testing.T, cfg Config, kind, about string, helper []string, hostOpts []mcptest.Option, scenario func(*mcptest.Session, *proxied)) Verdict {
+	t.Helper()
+	if cfg.Stuck == 0 {
+		cfg.Stuck = 50 * time.Millisecond
+	}
+	if cfg.Unanswered == 0 {
+		cfg.Unanswered = 200 * time.Millisecond
+	}
+	target, h := throughProxy(t, cfg, helper[0], helper[1:]...)
+	s := mcptest.StartServer(t, target, hostOpts...)
+	scenario(s, h)
+	return *h.rec.wait(t, kind+" verdict about "+about, func(e Event) bool {
+		return verdictOf(kind)(e) && strings.Contains(e.Verdict.Text, about)
+	}).Verdict
+}
+
+func wantText(t *testing.T, v Verdict, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(v.Text, p) {
+			t.Errorf("verdict %s %q does not say %q", v.Kind, v.Text, p)
+		}
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	t.Run("server-not-reading", func(t *testing.T) {
+		// The naive server blocks writing a big response the host does not
+		// read, and so stops reading its stdin: a large request stays
+		// unwritten.
+		sent := make(chan *mcptest.Pending, 1)
+		var s *mcptest.Session
+		v := verdictScenario(t, Config{ChunkSize: 16 << 10}, VerdictServerNotReading, "", []string{"fake", "-naive"}, nil, func(ss *mcptest.Session, h *proxied) {
+			s = ss
+			s.StallReads()
+			s.Send("tools/call", bigCall(4<<20))
+			if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
+				t.Fatal(err)
+			}
+			// Send returns once the request is written, which it cannot be.
+			go func() {
+				sent <- s.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": strings.Repeat("x", 256<<10)}})
+			}()
+		})
+		wantText(t, v, "server is not reading its stdin for", "request unwritten: id", "(tools/call, ", "of it read from the host so far)")
+		s.ResumeReads()
+		if _, err := (<-sent).Wait(ctxFor(t)); err != nil {
+			t.Errorf("after the host resumed reading, the echo call failed: %v", err)
+		}
+	})
+	t.Run("unanswered", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+			s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
+		})
+		wantText(t, v, "server has not answered id", "(tools/call slow) for", "it reads stdin", "its stdout is idle")
+	})
+	t.Run("cancel-ignored", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 1000, "intervalMs": 5}, "_meta": map[string]any{"progressToken": "tok"}})
+			h.rec.wait(t, "progress", func(e Event) bool { return e.Ev == EvFrame && e.Method == "notifications/progress" })
+			if err := call.Cancel("test"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wantText(t, v, "cancel for id", "(tools/call slow) forwarded to the server at", "the server went on sending progress for")
+	})
+	t.Run("late", func(t *testing.T) {
+		// The server ignores the cancel and answers about 300ms later: well
+		// after the cancel was written to it, whatever the scheduler does.
+		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 100}})
+			f := h.rec.wait(t, "the call", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirIn && e.Method == "tools/call" })
+			h.rec.wait(t, "the call written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.Off+e.N > f.Off+f.N && e.WT > 0 })
+			if err := call.Cancel("test"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call.Wait(ctxFor(t)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wantText(t, v, "its response (", "began", "after the cancel")
+	})
+	t.Run("no-tool-call", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictNoToolCall, "", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {})
+		wantText(t, v, "host never sent tools/call in", "it sent: server/discover")
+	})
+	t.Run("idle", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictIdle, "tools/call echo", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+			if _, err := s.Call(ctxFor(t), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wantText(t, v, "nothing is waiting in the proxy: the last response (id", "tools/call echo", "was delivered to the host")
+	})
+	t.Run("stdout-junk", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictJunk, "", []string{"fake", "-banner", "hello from the server"}, nil, func(s *mcptest.Session, h *proxied) {})
+		wantText(t, v, `1 line on stdout that is not JSON-RPC (first: "hello from the server")`)
+	})
+	t.Run("unknown-response", func(t *testing.T) {
+		v := verdictScenario(t, Config{}, VerdictUnknownResponse, "", []string{"script", `{"jsonrpc":"2.0","id":99,"result":{}}`}, []mcptest.Option{mcptest.WithoutHandshake()}, func(s *mcptest.Session, h *proxied) {})
+		wantText(t, v, "1 response to ids the host had not sent", "first: id 99")
+	})
+}
+
+// TestVerdictStderrBlocked: a server that writes more stderr than the
+// pipes hold blocks when the host does not read its stderr.
+func TestVerdictStderrBlocked(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake", "-stderr-noise", "1048576"), Config{Stuck: 50 * time.Millisecond})
+	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(VerdictStderrBlocked))
+	wantText(t, *v.Verdict, "server blocked writing stderr, which the host does not read", "has been blocked for")
+	drain(t, r.stderr)
+	r.stdin.Close()
+	drain(t, r.stdout)
+	r.wait()
+}
+
+// TestVerdictExited: a server that exits in the middle of a response
+// leaves its request unanswered, and the line cut off is recorded as such.
+func TestVerdictExited(t *testing.T) {
+	target, h := throughProxy(t, Config{}, "fake", "-exit-after-bytes", "100000")
+	s := mcptest.StartServer(t, target)
+	s.Send("tools/call", bigCall(1<<20))
+	v := h.rec.wait(t, "exited verdict", verdictOf(VerdictExited))
+	wantText(t, *v.Verdict, "the server ended (exit status", "with 1 request unanswered: id", "(tools/call big)")
+	h.rec.wait(t, "unterminated frame", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirOut && e.Unterminated })
+}
+
+// TestVerdictNoExit: the host closed stdin and the server goes on.
+func TestVerdictNoExit(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake", "-ignore-eof"), Config{Stuck: 50 * time.Millisecond})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Close()
+	v := r.rec.wait(t, "no-exit verdict", verdictOf(VerdictNoExit))
+	wantText(t, *v.Verdict, "the host closed the server's stdin", "ago; the server has not exited")
+}

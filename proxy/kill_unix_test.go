@@ -1,0 +1,19 @@
+//go:build unix
+
+package proxy
+
+import (
+	"os"
+	"syscall"
+)
+
+func killSelf() { _ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL) }
+
+// nonBlockingStdio returns the process's stdin, stdout and stderr in
+// non-blocking mode, as `mcpstdio proxy` uses them.
+func nonBlockingStdio() Streams {
+	for fd := range 3 {
+		_ = syscall.SetNonblock(fd, true)
+	}
+	return Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
+}

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestExitStatus: the proxy reports the server's exit status, and 128+n for
+// a server killed by signal n, as a shell would.
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		status int
+		signal string
+	}{
+		{[]string{"0"}, 0, ""},
+		{[]string{"3"}, 3, ""},
+		{[]string{"signal", "now"}, 128 + 9, "SIGKILL"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			if tc.signal != "" && runtime.GOOS == "windows" {
+				t.Skip("no signals on windows")
+			}
+			r := startRig(t, helperCmd(t, "exit", tc.args...), Config{})
+			drain(t, r.stdout)
+			drain(t, r.stderr)
+			r.stdin.Close()
+			res := r.wait()
+			if res.Exit.Status != tc.status || res.Exit.Signal != tc.signal {
+				t.Errorf("exit %+v, want status %d, signal %q", res.Exit, tc.status, tc.signal)
+			}
+			e := r.rec.wait(t, "exit", isEv(EvExit))
+			if e.Status != res.Exit.Text || (tc.signal == "") != (e.Exit != nil) {
+				t.Errorf("exit event %+v does not match %+v", e, res.Exit)
+			}
+		})
+	}
+}
+
+// TestSignalPassedOn: a signal given to the proxy reaches the server, which
+// dies of it; the record says so.
+func TestSignalPassedOn(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on windows")
+	}
+	r := startRig(t, helperCmd(t, "exit", "0"), Config{})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	if err := r.p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res := r.wait()
+	if res.Exit.Signal != "SIGTERM" || res.Exit.Status != 128+15 {
+		t.Errorf("exit %+v, want killed by SIGTERM, status 143", res.Exit)
+	}
+	e := r.rec.wait(t, "signal", isEv(EvSignal))
+	if e.Signal != "SIGTERM" || e.Err != "" {
+		t.Errorf("signal event %+v, want SIGTERM passed on", e)
+	}
+}
+
+// TestEOFHostCloses: when the host closes the server's stdin, the server
+// sees the end after every byte, and the record says who closed first.
+func TestEOFHostCloses(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake"), Config{})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	r.stdin.Close()
+	res := r.wait()
+	if res.Exit.Status != 0 {
+		t.Errorf("exit %+v, want 0 after stdin ended", res.Exit)
+	}
+	var kinds []string
+	for _, e := range r.rec.all() {
+		if e.Ev == EvEOF || e.Ev == EvClose || e.Ev == EvExit {
+			kinds = append(kinds, e.Ev+" "+e.Dir)
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != "eof in" || kinds[1] != "close in" {
+		t.Errorf("lifecycle events %q, want the host's end of stdin first, passed on", kinds)
+	}
+}
+
+// TestEOFServerClosesStdout: a server that closes its stdout early: the
+// host sees the end of stdout while the server still runs.
+func TestEOFServerClosesStdout(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake", "-close-stdout-after", "1"), Config{})
+	out := drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	if n, _ := out(); n == 0 {
+		t.Error("host got no stdout before its end")
+	}
+	r.rec.wait(t, "eof out", func(e Event) bool { return e.Ev == EvEOF && e.Dir == DirOut })
+	if st := r.p.Status(); !st.Running {
+		t.Errorf("the server exited; want it running after closing its stdout")
+	}
+	r.stdin.Close()
+	r.wait()
+}
+
+// TestEOFHostStopsReading: a host that closes its end of stdout makes the
+// proxy's write fail; the proxy closes the server's stdout, so the server's
+// next write fails too, as it would have without the proxy.
+func TestEOFHostStopsReading(t *testing.T) {
+	r := startRig(t, helperCmd(t, "bytes", "1048576", t.TempDir()+"/in"), Config{})
+	r.stdout.Close()
+	drain(t, r.stderr)
+	e := r.rec.wait(t, "close out", func(e Event) bool { return e.Ev == EvClose && e.Dir == DirOut })
+	if !strings.Contains(e.Text, "writing the host's stdout failed; closed the server's stdout to pass it back") || !strings.Contains(e.Err, "broken pipe") {
+		t.Errorf("close event %+v, want the failed write passed back", e)
+	}
+	r.stdin.Close()
+	r.wait()
+}
+
+// TestEOFServerStopsReading: a server that closes its stdin makes the
+// proxy's write fail; the proxy closes the host's stdin, so the host's next
+// write fails too.
+func TestEOFServerStopsReading(t *testing.T) {
+	r := startRig(t, helperCmd(t, "exit", "close-stdin"), Config{})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	// The first writes reach the proxy, whose write to the server fails;
+	// the proxy then closes its end, and the host's write fails. The
+	// proxy reads whatever is written until then, so no write blocks.
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		_, err = r.stdin.Write(make([]byte, 4<<10))
+	}
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("host write after the server closed its stdin: %v, want EPIPE", err)
+	}
+	e := r.rec.wait(t, "close in", func(e Event) bool { return e.Ev == EvClose && e.Dir == DirIn })
+	if !strings.Contains(e.Text, "writing the server's stdin failed; closed the host's stdin to pass it back") {
+		t.Errorf("close event %+v, want the failed write passed back", e)
+	}
+}

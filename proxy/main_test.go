@@ -1,0 +1,9 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+func TestMain(m *testing.M) { mcptest.Main(m) }

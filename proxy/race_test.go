@@ -1,0 +1,7 @@
+//go:build race
+
+package proxy
+
+// raceEnabled: the race detector makes every byte copied in Go code an
+// order of magnitude slower, so the largest streams are smaller under it.
+const raceEnabled = true

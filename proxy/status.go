@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Status is what a proxy sees at one moment: the pending requests with
+// their ages, each direction's state and the verdicts. Proxy.Status
+// returns it; the status file holds it as JSON.
+type Status struct {
+	ProxyPID  int       `json:"proxy_pid"`
+	ServerPID int       `json:"server_pid"`
+	Argv      []string  `json:"argv"`
+	Log       string    `json:"log,omitempty"` // the record's file
+	Start     time.Time `json:"start"`
+	Updated   time.Time `json:"updated"`
+	Running   bool      `json:"running"` // the server has not exited
+	Exit      *ExitInfo `json:"exit,omitempty"`
+
+	Streams  []StreamStatus  `json:"streams"`
+	Pending  []PendingStatus `json:"pending"`
+	Verdicts []Verdict       `json:"verdicts"`
+	Metrics  Metrics         `json:"metrics"`
+}
+
+// StreamStatus is one direction's state.
+type StreamStatus struct {
+	Dir     string `json:"dir"`     // DirIn, DirOut, DirErr
+	Read    int64  `json:"read"`    // bytes read from the source
+	Written int64  `json:"written"` // source bytes written on
+	Writes  int64  `json:"writes"`  // write calls on the destination
+	// Delivered is the bytes written to the destination: Written less
+	// what faults dropped or held, plus what they duplicated.
+	Delivered int64 `json:"delivered"`
+	// BlockedUS is how long the write in progress has taken so far, and
+	// BlockedBytes its size; 0 when no write is in progress.
+	BlockedUS    int64 `json:"blocked_us,omitempty"`
+	BlockedBytes int64 `json:"blocked_bytes,omitempty"`
+	// SourcePipe and DestPipe are the bytes waiting in the kernel pipes on
+	// either side (Linux), nil where unknown.
+	SourcePipe *int  `json:"source_pipe,omitempty"`
+	DestPipe   *int  `json:"dest_pipe,omitempty"`
+	IdleUS     int64 `json:"idle_us,omitempty"` // since the last byte was read
+	Ended      bool  `json:"ended,omitempty"`   // the source has ended
+	// Current is the line in progress: its id and method as far as seen,
+	// and its bytes so far.
+	Current *CurrentFrame `json:"current,omitempty"`
+}
+
+// CurrentFrame is a line whose newline has not arrived yet.
+type CurrentFrame struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Bytes  int64           `json:"bytes"`
+}
+
+// PendingStatus is one request awaiting its response (or its delivery).
+type PendingStatus struct {
+	Dir      string          `json:"dir"` // the request's direction: DirIn from the host, DirOut from the server
+	ID       json.RawMessage `json:"id"`
+	Method   string          `json:"method"`
+	Tool     string          `json:"tool,omitempty"`
+	AgeUS    int64           `json:"age_us"` // since its first byte was read
+	State    string          `json:"state"`  // "unwritten", "waiting", "responding", "delivering", "cancelled"
+	Progress int             `json:"progress,omitempty"`
+	// CancelledUS is how long ago its cancel was read, 0 if none was.
+	CancelledUS   int64 `json:"cancelled_us,omitempty"`
+	ResponseBytes int64 `json:"response_bytes,omitempty"`
+}
+
+// status builds a Status at now.
+func (o *observer) status(now time.Time) Status {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := Status{
+		ProxyPID: os.Getpid(), Argv: o.p.cmd.Args, Log: o.cfg.LogPath,
+		Start: o.start, Updated: now, Running: o.exit == nil, Exit: o.exit, Metrics: o.metrics(),
+		Pending: []PendingStatus{},
+	}
+	if o.p.cmd.Process != nil {
+		st.ServerPID = o.p.cmd.Process.Pid
+	}
+	for _, d := range o.dirs {
+		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Delivered: d.fw.delivered.Load(), Ended: !d.eof.IsZero()}
+		if b, n := o.blockedWrite(d.d, now); b > 0 {
+			s.BlockedUS, s.BlockedBytes = b.Microseconds(), n
+		}
+		if n, ok := pipeBuffered(d.fw.src); ok && !s.Ended {
+			s.SourcePipe = &n
+		}
+		if n, ok := pipeBuffered(d.fw.dst); ok {
+			s.DestPipe = &n
+		}
+		if !d.lastByte.IsZero() {
+			s.IdleUS = now.Sub(d.lastByte).Microseconds()
+		}
+		if id, method, sz, ok := d.fa.current(); ok {
+			s.Current = &CurrentFrame{ID: id, Method: method, Bytes: sz}
+		}
+		st.Streams = append(st.Streams, s)
+	}
+	for _, r := range o.sortedPending() {
+		ps := PendingStatus{Dir: dirNames[r.d], ID: r.id, Method: r.method, Tool: r.tool, AgeUS: now.Sub(r.sent).Microseconds(), Progress: r.progress, ResponseBytes: r.respSize}
+		ps.State = r.stage()
+		if !r.cancelRead.IsZero() {
+			ps.State = "cancelled"
+			ps.CancelledUS = now.Sub(r.cancelRead).Microseconds()
+		}
+		st.Pending = append(st.Pending, ps)
+	}
+	if o.ended {
+		st.Verdicts = o.finalVerdicts(now)
+	} else {
+		st.Verdicts = o.liveVerdicts(now)
+	}
+	if st.Verdicts == nil {
+		st.Verdicts = []Verdict{}
+	}
+	return st
+}
+
+// writeStatus rewrites the status file: a temporary file beside it, then a
+// rename, so a reader never sees half of one. A failure is recorded once.
+func (o *observer) writeStatus(now time.Time) {
+	st := o.status(now)
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(o.cfg.StatusFile, append(b, '\n'))
+	}
+	if err != nil && !o.statusErr {
+		o.statusErr = true
+		o.p.rec.emit(now, Event{Ev: EvError, Text: "the status file could not be written", Err: err.Error()})
+	}
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// StatusSuffix ends the name of a status file: the record's name plus this.
+const StatusSuffix = ".status.json"
+
+// Stale is how old a status file's Updated may be before ReadStatuses
+// calls the proxy gone (it was killed without removing its file).
+const Stale = 10 * time.Second
+
+// StatusEntry is a status file and what it holds.
+type StatusEntry struct {
+	Path   string
+	Status Status
+	Stale  bool  // not updated for Stale: the proxy is probably gone
+	Err    error // the file could not be read
+}
+
+// ReadStatuses reads the status files in dir (files ending in
+// StatusSuffix), newest first.
+func ReadStatuses(dir string, now time.Time) ([]StatusEntry, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []StatusEntry
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), StatusSuffix) || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		out = append(out, ReadStatus(filepath.Join(dir, e.Name()), now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Status.Start.After(out[j].Status.Start) })
+	return out, nil
+}
+
+// ReadStatus reads one status file.
+func ReadStatus(path string, now time.Time) StatusEntry {
+	e := StatusEntry{Path: path}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &e.Status)
+	}
+	if err != nil {
+		e.Err = fmt.Errorf("proxy: status file %s: %w", path, err)
+		return e
+	}
+	e.Stale = now.Sub(e.Status.Updated) > Stale
+	return e
+}
