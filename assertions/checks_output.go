@@ -260,29 +260,32 @@ func CheckOversizedInput(ctx context.Context, s *mcptest.Session, cfg ServerConf
 		}
 		if wctx.Err() != nil && ctx.Err() == nil && n > int64(off) {
 			// The last write made progress: slow, not stopped.
-			return fail(ruleOversizedInput, "still reading the %d-byte request line when the bound of %v ran out: %d bytes read in %v (%.0f KiB/s)",
-				total, limit, n, took.Round(time.Millisecond), float64(n)/1024/took.Seconds())
+			return fail(ruleOversizedInput, "still reading the %d-byte request line when the bound of %v ran out: %d bytes read in %v (%.0f KiB/s); %s",
+				total, limit, n, took.Round(time.Millisecond), float64(n)/1024/took.Seconds(), peakMemory(s))
 		}
-		res := failErr(ruleOversizedInput, fmt.Sprintf("writing a %d-byte request line, %d bytes read in %v", total, n, took.Round(time.Millisecond)), err)
-		return res
+		return failErr(ruleOversizedInput, fmt.Sprintf("writing a %d-byte request line, %d bytes read in %v (%s)", total, n, took.Round(time.Millisecond), peakMemory(s)), err)
 	}
 	wrote := time.Since(begin)
 	if err := checkCheap(ctx, s, limit, cfg.Cheap); err != nil {
 		if ended := serverEnded(s); ended != "" {
 			return fail(ruleOversizedInput, "after a %d-byte request line, read in %v: %s", total, wrote.Round(time.Millisecond), ended)
 		}
-		return failErr(ruleOversizedInput, fmt.Sprintf("after a %d-byte request line, read in %v", total, wrote.Round(time.Millisecond)), err)
+		return failErr(ruleOversizedInput, fmt.Sprintf("after a %d-byte request line, read in %v (%s)", total, wrote.Round(time.Millisecond), peakMemory(s)), err)
 	}
-	var mem string
+	return pass("a %d-byte request line was read in %v and survived; the next request completed; %s", total, wrote.Round(time.Millisecond), peakMemory(s))
+}
+
+// peakMemory says what the server's peak memory has been so far, where it
+// can be read.
+func peakMemory(s *mcptest.Session) string {
 	switch kb, err := peakMemoryKB(s.PID()); {
 	case s.PID() == 0:
-		mem = "peak memory unknown (an in-process server)"
+		return "peak memory unknown (an in-process server)"
 	case err != nil:
-		mem = "peak memory unknown (" + err.Error() + ")"
+		return "peak memory unknown (" + err.Error() + ")"
 	default:
-		mem = fmt.Sprintf("peak memory (VmHWM) %d KiB", kb)
+		return fmt.Sprintf("peak memory (VmHWM) %d KiB", kb)
 	}
-	return pass("a %d-byte request line was read in %v and survived; the next request completed; %s", total, wrote.Round(time.Millisecond), mem)
 }
 
 // AssertOversizedInput is CheckOversizedInput for tests.

@@ -166,6 +166,9 @@ func (s *Session) Diagnose() string {
 	if n := s.stdinRestLen.Load(); n > 0 {
 		fmt.Fprintf(&b, "stdin: %d bytes of a partly written message wait to be sent before the next one\n", n)
 	}
+	if len(ids) > 8 {
+		ids = append(ids[:6:6], fmt.Sprintf("and %d more", len(ids)-6))
+	}
 	if len(ids) > 0 {
 		fmt.Fprintf(&b, "pending: %s\n", strings.Join(ids, ", "))
 	}
@@ -183,11 +186,7 @@ func (s *Session) Diagnose() string {
 	}
 	if tr := s.Transcript(); len(tr) > 0 {
 		b.WriteString("transcript tail:\n")
-		for _, e := range tr[max(0, len(tr)-10):] {
-			line := e.line()
-			if len(line) > 300 {
-				line = line[:300] + "…"
-			}
+		for _, line := range foldLines(tr, 10) {
 			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}
@@ -199,6 +198,39 @@ func (s *Session) Diagnose() string {
 		fmt.Fprintf(&b, "server goroutines:\n%s\n", stacks)
 	}
 	return b.String()
+}
+
+// foldLines formats the last entries of a transcript, at most n lines,
+// folding a run of entries that differ only in their numbers (a progress
+// flood) into its last one and a count, so that the tail shows what
+// happened rather than the same line ten times.
+func foldLines(tr []TranscriptEntry, n int) []string {
+	digits := func(e TranscriptEntry) string {
+		return e.Dir + strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return -1
+			}
+			return r
+		}, string(e.Head))
+	}
+	var out []string
+	for i := len(tr) - 1; i >= 0 && len(out) < n; {
+		j := i
+		for j > 0 && digits(tr[j-1]) == digits(tr[i]) {
+			j--
+		}
+		line := tr[i].line()
+		if len(line) > 300 {
+			line = line[:300] + "…"
+		}
+		if run := i - j + 1; run > 1 {
+			line += fmt.Sprintf("  (× %d like it since %s)", run, tr[j].At.Format("15:04:05.000"))
+		}
+		out = append(out, line)
+		i = j - 1
+	}
+	slices.Reverse(out)
+	return out
 }
 
 func errOr(err error, s string) string {

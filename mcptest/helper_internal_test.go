@@ -2,10 +2,13 @@ package mcptest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestHelperWithoutMain: a Helper target in a binary whose TestMain does not
@@ -21,9 +24,16 @@ func TestHelperWithoutMain(t *testing.T) {
 	}
 }
 
+var registerUnused sync.Once
+
 // TestUnusedHelpers: a registered helper that no test starts is reported.
 func TestUnusedHelpers(t *testing.T) {
-	RegisterHelper("registered-but-unused", func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error { return nil })
+	registerUnused.Do(func() { // once: -count runs the test again in the same process
+		RegisterHelper("registered-but-unused", func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error { return nil })
+	})
+	helpersMu.Lock()
+	helpersUsed["registered-but-unused"] = false
+	helpersMu.Unlock()
 	defer func() {
 		helpersMu.Lock()
 		helpersUsed["registered-but-unused"] = true // Main must not report this test's own
@@ -31,5 +41,23 @@ func TestUnusedHelpers(t *testing.T) {
 	}()
 	if got := unusedHelpers(); !slices.Contains(got, "registered-but-unused") {
 		t.Errorf("unusedHelpers() = %q, want it to list the helper no test started", got)
+	}
+}
+
+// TestFoldLines: a run of lines that differ only in numbers is one line
+// with a count; others stay as they are.
+func TestFoldLines(t *testing.T) {
+	var tr []TranscriptEntry
+	add := func(dir, head string) {
+		tr = append(tr, TranscriptEntry{At: time.Unix(0, 0), Dir: dir, Head: []byte(head), Size: int64(len(head))})
+	}
+	add("→", `{"id":1,"method":"tools/call"}`)
+	for i := range 50 {
+		add("←", fmt.Sprintf(`{"method":"notifications/progress","params":{"progress":%d}}`, i))
+	}
+	add("←", `{"id":1,"result":{}}`)
+	got := foldLines(tr, 10)
+	if len(got) != 3 || !strings.Contains(got[1], `"progress":49`) || !strings.Contains(got[1], "(× 50 like it") || !strings.Contains(got[2], `"result"`) {
+		t.Errorf("foldLines = %q, want the request, the 50 progress lines folded into one, the response", got)
 	}
 }

@@ -38,9 +38,12 @@ func TestStdoutHeldByEscapedProcess(t *testing.T) {
 		}
 	})
 	const grace = 300 * time.Millisecond
-	// The holder writes its pid, then becomes "sleep 1000"; the server
-	// reads one line, then exits, leaving the holder with its stdout.
-	script := `setsid -f sh -c 'echo $$ > "$0"; exec sleep 1000' "$1"; read line; exit 0`
+	// The holder, in a session of its own, writes its pid, then becomes
+	// "sleep 1000". The server waits until it has escaped (until then it is
+	// in the server's process group, which mcptest kills once the server
+	// exits), reads one line, then exits, leaving the holder with its
+	// stdout.
+	script := `setsid -f sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 1000' "$1"; until [ -s "$1" ]; do sleep 0.01; done; read line; exit 0`
 	s, err := mcptest.Start(t.Context(), mcptest.Command("sh", "-c", script, "sh", pidFile), mcptest.WithoutHandshake(), mcptest.WithGrace(grace))
 	if err != nil {
 		t.Fatal(err)

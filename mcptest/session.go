@@ -76,7 +76,7 @@ type Session struct {
 	stallWanted   bool
 	monitoring    bool
 	pipeFullAt    time.Time
-	heldOpen      string // who holds stdout open after the server exited
+	heldOpen      string // who holds stdout open after the server exited; "" if nobody does
 	stats         Stats
 	evidence      WriterEvidence
 
@@ -282,6 +282,9 @@ func (s *Session) watchExit() {
 	case <-t.C:
 	}
 	holders := holders(s.stdout.R)
+	if holders == "" {
+		holders = " (which one, this system cannot tell)"
+	}
 	ex := s.proc.exit()
 	err := fmt.Errorf("mcptest: the server has ended (%s) but its stdout is still held open by another process%s, %v later", ex, holders, s.cfg.grace)
 	s.mu.Lock()

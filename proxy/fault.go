@@ -429,12 +429,13 @@ func (p *Proxy) sigstop(f *faultState) {
 	case <-p.stop:
 	case <-p.exited:
 	}
+	now = time.Now() // before the signal: the server may answer at once
 	err := pauseServer(p.cmd.Process, false)
 	ev := Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		ev.Err = err.Error()
 	}
-	p.rec.emit(time.Now(), ev)
+	p.rec.emit(now, ev)
 }
 
 // dirFaults applies the faults of one direction inside its forwarder. Only

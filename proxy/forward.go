@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// errClosed ends a forwarder that the proxy stopped (its reading, or a
+// fault that closed the destination).
+var errClosed = errors.New("proxy: closed")
+
 // dirIndex numbers the three streams.
 type dirIndex int
 
@@ -60,7 +64,8 @@ type forwarder struct {
 	made  int         // copy buffers made so far (lazily: memory is used only when the observer lags)
 	f     *dirFaults
 
-	interruptible bool // a blocked read of src can be ended (read deadlines)
+	interruptible bool     // a blocked read of src can be ended
+	rsrc, rdst    *rawFile // the Unix fast path for src and dst, when they are non-blocking files
 
 	readDone chan struct{} // closed when the source has ended or failed
 	done     chan struct{} // closed when the forwarder has ended
@@ -90,30 +95,47 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 	f := &forwarder{
 		p: p, d: d, src: src, dst: dst,
 		buf:      make([]byte, p.cfg.ChunkSize),
-		obs:      make(chan obsEvent, 2*slots+256),
+		obs:      make(chan obsEvent, 2*slots+1024),
 		free:     make(chan []byte, slots),
 		slots:    slots,
 		readDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	f.f = p.faults.forDir(d, f)
-	f.interruptible = canInterrupt(src)
+	f.rsrc, f.rdst = newRawFile(src), newRawFile(dst)
+	f.interruptible = f.rsrc != nil || canInterrupt(src)
 	return f
 }
 
-// copyBuf returns a buffer for a copy for the observer: a free one, or a
+// copyBuf returns a buffer to share with the observer: a free one, or a
 // new one while fewer than slots exist; nil when all are in use.
 func (f *forwarder) copyBuf() []byte {
 	select {
 	case c := <-f.free:
+		if len(f.free) < f.slots/2 && f.made == f.slots {
+			f.nudge()
+		}
 		return c
 	default:
 	}
 	if f.made < f.slots {
 		f.made++
+		if f.made > f.slots/2 && len(f.free) == 0 {
+			f.nudge()
+		}
 		return make([]byte, f.p.cfg.ChunkSize)
 	}
+	f.nudge()
 	return nil
+}
+
+// nudge asks the observer to take its events now: the pool of copies is
+// running out.
+func (f *forwarder) nudge() {
+	select {
+	case f.p.obs.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // send gives ev to the observer if its channel has room.
@@ -132,6 +154,8 @@ func (f *forwarder) send(ev obsEvent) {
 func (f *forwarder) run() {
 	defer close(f.done)
 	defer close(f.obs)
+	defer f.rsrc.release()
+	defer f.rdst.release()
 	var off int64
 	empty := 0
 	for {
@@ -139,28 +163,45 @@ func (f *forwarder) run() {
 			f.endRead(errClosed)
 			return
 		}
-		limit := len(f.buf)
+		// Read into a buffer from the pool when there is one: the observer
+		// then reads the same bytes, never written again until it hands the
+		// buffer back, and no copy is made. Without one, the forwarder
+		// reads into its own and the observer loses this chunk.
+		buf := f.copyBuf()
+		shared := buf != nil
+		if !shared {
+			buf = f.buf
+		}
+		limit := len(buf)
 		if f.f != nil {
 			limit = f.f.readLimit(off, limit)
 		}
-		n, err := f.src.Read(f.buf[:limit])
+		var n int
+		var err error
+		if f.rsrc != nil {
+			n, err = f.rsrc.Read(buf[:limit])
+		} else {
+			n, err = f.src.Read(buf[:limit])
+		}
 		now := time.Now()
+		if n == 0 && shared {
+			f.free <- buf // there are at most slots buffers, so there is room
+		}
 		if n > 0 {
 			empty = 0
 			f.read.Add(int64(n))
 			ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
-			if c := f.copyBuf(); c != nil {
-				ev.buf = c[:n]
-				copy(ev.buf, f.buf[:n])
+			if shared {
+				ev.buf = buf[:n]
 			} else {
 				f.lostBytes.Add(int64(n))
 			}
 			f.send(ev)
 			var werr error
 			if f.f == nil {
-				werr = f.write(f.buf[:n])
+				werr = f.write(buf[:n])
 			} else {
-				werr = f.f.deliver(off, f.buf[:n], now)
+				werr = f.f.deliver(off, buf[:n], now)
 			}
 			off += int64(n)
 			f.written.Store(off)
@@ -191,7 +232,13 @@ func (f *forwarder) write(b []byte) error {
 	defer f.writeStart.Store(0)
 	for len(b) > 0 {
 		f.writes.Add(1)
-		n, err := f.dst.Write(b)
+		var n int
+		var err error
+		if f.rdst != nil {
+			n, err = f.rdst.Write(b)
+		} else {
+			n, err = f.dst.Write(b)
+		}
 		f.delivered.Add(int64(n))
 		if err != nil {
 			return err
@@ -268,6 +315,10 @@ func canInterrupt(src io.Reader) bool {
 
 // interruptRead ends a blocked read of the source, where possible.
 func (f *forwarder) interruptRead() {
+	if f.rsrc != nil {
+		f.rsrc.stop()
+		return
+	}
 	if d, ok := f.src.(readDeadliner); ok {
 		if d.SetReadDeadline(time.Now()) == nil {
 			return
@@ -283,6 +334,10 @@ func (f *forwarder) interruptRead() {
 // that stops reading.
 func (f *forwarder) interrupt() {
 	f.interruptRead()
+	if f.rdst != nil {
+		f.rdst.stop()
+		return
+	}
 	if d, ok := f.dst.(writeDeadliner); ok && d.SetWriteDeadline(time.Now()) == nil {
 		return
 	}

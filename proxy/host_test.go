@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/proxy"
+
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
@@ -18,14 +20,14 @@ import (
 // is the host, on real pipes, and the proxy runs a helper child.
 type proxied struct {
 	rec *recSink
-	ch  chan *Proxy
-	p   *Proxy
+	ch  chan *proxy.Proxy
+	p   *proxy.Proxy
 }
 
 // throughProxy returns a target that runs the helper name behind a proxy
 // configured by cfg.
-func throughProxy(t *testing.T, cfg Config, name string, args ...string) (mcptest.Target, *proxied) {
-	h := &proxied{rec: newRecSink(), ch: make(chan *Proxy, 1)}
+func throughProxy(t *testing.T, cfg proxy.Config, name string, args ...string) (mcptest.Target, *proxied) {
+	h := &proxied{rec: newRecSink(), ch: make(chan *proxy.Proxy, 1)}
 	cfg.Record = h.rec
 	t.Cleanup(func() {
 		if h.rec.bad != nil {
@@ -33,11 +35,7 @@ func throughProxy(t *testing.T, cfg Config, name string, args ...string) (mcptes
 		}
 	})
 	return mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		cmd, err := mcptest.HelperCommand(ctx, name, args...)
-		if err != nil {
-			return err
-		}
-		p, err := Start(ctx, cmd, Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, cfg)
+		p, err := proxy.Start(ctx, mustHelper(ctx, name, args...), proxy.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, cfg)
 		if err != nil {
 			return err
 		}
@@ -48,7 +46,7 @@ func throughProxy(t *testing.T, cfg Config, name string, args ...string) (mcptes
 }
 
 // proxy returns the running proxy.
-func (h *proxied) proxy(t *testing.T) *Proxy {
+func (h *proxied) proxy(t *testing.T) *proxy.Proxy {
 	t.Helper()
 	if h.p == nil {
 		select {
@@ -77,7 +75,7 @@ func bigCall(n int) map[string]any {
 func TestHostStallBlocksServer(t *testing.T) {
 	const pipeSize, chunk = 16 << 10, 16 << 10
 	report := filepath.Join(t.TempDir(), "report.json")
-	cfg := Config{PipeCapacity: pipeSize, ChunkSize: chunk, Stuck: 50 * time.Millisecond}
+	cfg := proxy.Config{PipeCapacity: pipeSize, ChunkSize: chunk, Stuck: 50 * time.Millisecond}
 	if _, err := (&pipes.Pipe{}).SetCapacity(1); errors.Is(err, errors.ErrUnsupported) {
 		cfg.PipeCapacity = 0
 	}
@@ -95,8 +93,8 @@ func TestHostStallBlocksServer(t *testing.T) {
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.wait(t, "block of the host's stdout", func(e Event) bool { return e.Ev == EvBlock && e.Dir == DirOut })
-	v := h.rec.wait(t, "host-not-reading verdict", verdictOf(VerdictHostNotReading))
+	h.rec.wait(t, "block of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvBlock && e.Dir == proxy.DirOut })
+	v := h.rec.wait(t, "host-not-reading verdict", verdictOf(proxy.VerdictHostNotReading))
 	if !strings.Contains(v.Verdict.Text, "tools/call big") || !strings.HasPrefix(v.Verdict.Text, "host is not reading the server's output") {
 		t.Errorf("verdict %q does not name the response to tools/call big", v.Verdict.Text)
 	}
@@ -106,7 +104,7 @@ func TestHostStallBlocksServer(t *testing.T) {
 	} else {
 		// Nothing reports the moment the server's write blocks but the
 		// pipe it writes: poll its fill level (kernel state), bounded.
-		srv := p.pipes[dOut]
+		srv := p.ServerStdout()
 		deadline := time.Now().Add(bound(t))
 		for full, _ := srv.Full(); !full; full, _ = srv.Full() {
 			if time.Now().After(deadline) {
@@ -140,14 +138,14 @@ func TestHostStallBlocksServer(t *testing.T) {
 	if len(resp.Result) < 8<<20 {
 		t.Errorf("response of %d bytes, want over 8 MiB", len(resp.Result))
 	}
-	h.rec.wait(t, "unblock of the host's stdout", func(e Event) bool { return e.Ev == EvUnblock && e.Dir == DirOut })
+	h.rec.wait(t, "unblock of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvUnblock && e.Dir == proxy.DirOut })
 }
 
 // verdictScenario runs a scenario against a helper behind the proxy, with
 // mcptest as the host, and returns the first verdict of kind whose text
 // has about in it (on a loaded machine, the handshake itself can be slow
 // enough for a verdict about it).
-func verdictScenario(t *testing.T, cfg Config, kind, about string, helper []string, hostOpts []mcptest.Option, scenario func(*mcptest.Session, *proxied)) Verdict {
+func verdictScenario(t *testing.T, cfg proxy.Config, kind, about string, helper []string, hostOpts []mcptest.Option, scenario func(*mcptest.Session, *proxied)) proxy.Verdict {
 	t.Helper()
 	if cfg.Stuck == 0 {
 		cfg.Stuck = 50 * time.Millisecond
@@ -158,12 +156,12 @@ func verdictScenario(t *testing.T, cfg Config, kind, about string, helper []stri
 	target, h := throughProxy(t, cfg, helper[0], helper[1:]...)
 	s := mcptest.StartServer(t, target, hostOpts...)
 	scenario(s, h)
-	return *h.rec.wait(t, kind+" verdict about "+about, func(e Event) bool {
+	return *h.rec.wait(t, kind+" verdict about "+about, func(e proxy.Event) bool {
 		return verdictOf(kind)(e) && strings.Contains(e.Verdict.Text, about)
 	}).Verdict
 }
 
-func wantText(t *testing.T, v Verdict, parts ...string) {
+func wantText(t *testing.T, v proxy.Verdict, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(v.Text, p) {
@@ -179,7 +177,7 @@ func TestVerdicts(t *testing.T) {
 		// unwritten.
 		sent := make(chan *mcptest.Pending, 1)
 		var s *mcptest.Session
-		v := verdictScenario(t, Config{ChunkSize: 16 << 10}, VerdictServerNotReading, "", []string{"fake", "-naive"}, nil, func(ss *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{ChunkSize: 16 << 10}, proxy.VerdictServerNotReading, "", []string{"fake", "-naive"}, nil, func(ss *mcptest.Session, h *proxied) {
 			s = ss
 			s.StallReads()
 			s.Send("tools/call", bigCall(4<<20))
@@ -198,15 +196,15 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 	t.Run("unanswered", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
 			s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
 		})
 		wantText(t, v, "server has not answered id", "(tools/call slow) for", "it reads stdin", "its stdout is idle")
 	})
 	t.Run("cancel-ignored", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
 			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 1000, "intervalMs": 5}, "_meta": map[string]any{"progressToken": "tok"}})
-			h.rec.wait(t, "progress", func(e Event) bool { return e.Ev == EvFrame && e.Method == "notifications/progress" })
+			h.rec.wait(t, "progress", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Method == "notifications/progress" })
 			if err := call.Cancel("test"); err != nil {
 				t.Fatal(err)
 			}
@@ -214,9 +212,16 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "cancel for id", "(tools/call slow) forwarded to the server at", "the server went on sending progress for")
 	})
 	t.Run("late", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictCancelIgnored, "", []string{"fake", "-respond-after-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
-			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
-			h.rec.wait(t, "the call written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.WT > 0 })
+		// The server ignores the cancel and answers about 300ms later: well
+		// after the cancel was written to it, whatever the scheduler does.
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 100}})
+			f := h.rec.wait(t, "the call", func(e proxy.Event) bool {
+				return e.Ev == proxy.EvFrame && e.Dir == proxy.DirIn && e.Method == "tools/call"
+			})
+			h.rec.wait(t, "the call written", func(e proxy.Event) bool {
+				return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.Off+e.N > f.Off+f.N && e.WT > 0
+			})
 			if err := call.Cancel("test"); err != nil {
 				t.Fatal(err)
 			}
@@ -227,11 +232,11 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "its response (", "began", "after the cancel")
 	})
 	t.Run("no-tool-call", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictNoToolCall, "", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictNoToolCall, "", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, "host never sent tools/call in", "it sent: server/discover")
 	})
 	t.Run("idle", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictIdle, "tools/call echo", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictIdle, "tools/call echo", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
 			if _, err := s.Call(ctxFor(t), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -239,11 +244,11 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "nothing is waiting in the proxy: the last response (id", "tools/call echo", "was delivered to the host")
 	})
 	t.Run("stdout-junk", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictJunk, "", []string{"fake", "-banner", "hello from the server"}, nil, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictJunk, "", []string{"fake", "-banner", "hello from the server"}, nil, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, `1 line on stdout that is not JSON-RPC (first: "hello from the server")`)
 	})
 	t.Run("unknown-response", func(t *testing.T) {
-		v := verdictScenario(t, Config{}, VerdictUnknownResponse, "", []string{"script", `{"jsonrpc":"2.0","id":99,"result":{}}`}, []mcptest.Option{mcptest.WithoutHandshake()}, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, proxy.VerdictUnknownResponse, "", []string{"script", `{"jsonrpc":"2.0","id":99,"result":{}}`}, []mcptest.Option{mcptest.WithoutHandshake()}, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, "1 response to ids the host had not sent", "first: id 99")
 	})
 }
@@ -251,8 +256,8 @@ func TestVerdicts(t *testing.T) {
 // TestVerdictStderrBlocked: a server that writes more stderr than the
 // pipes hold blocks when the host does not read its stderr.
 func TestVerdictStderrBlocked(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake", "-stderr-noise", "1048576"), Config{Stuck: 50 * time.Millisecond})
-	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(VerdictStderrBlocked))
+	r := startRig(t, helperCmd(t, "fake", "-stderr-noise", "1048576"), proxy.Config{Stuck: 50 * time.Millisecond})
+	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(proxy.VerdictStderrBlocked))
 	wantText(t, *v.Verdict, "server blocked writing stderr, which the host does not read", "has been blocked for")
 	drain(t, r.stderr)
 	r.stdin.Close()
@@ -263,20 +268,20 @@ func TestVerdictStderrBlocked(t *testing.T) {
 // TestVerdictExited: a server that exits in the middle of a response
 // leaves its request unanswered, and the line cut off is recorded as such.
 func TestVerdictExited(t *testing.T) {
-	target, h := throughProxy(t, Config{}, "fake", "-exit-after-bytes", "100000")
+	target, h := throughProxy(t, proxy.Config{}, "fake", "-exit-after-bytes", "100000")
 	s := mcptest.StartServer(t, target)
 	s.Send("tools/call", bigCall(1<<20))
-	v := h.rec.wait(t, "exited verdict", verdictOf(VerdictExited))
+	v := h.rec.wait(t, "exited verdict", verdictOf(proxy.VerdictExited))
 	wantText(t, *v.Verdict, "the server ended (exit status", "with 1 request unanswered: id", "(tools/call big)")
-	h.rec.wait(t, "unterminated frame", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirOut && e.Unterminated })
+	h.rec.wait(t, "unterminated frame", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut && e.Unterminated })
 }
 
 // TestVerdictNoExit: the host closed stdin and the server goes on.
 func TestVerdictNoExit(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake", "-ignore-eof"), Config{Stuck: 50 * time.Millisecond})
+	r := startRig(t, helperCmd(t, "fake", "-ignore-eof"), proxy.Config{Stuck: 50 * time.Millisecond})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Close()
-	v := r.rec.wait(t, "no-exit verdict", verdictOf(VerdictNoExit))
+	v := r.rec.wait(t, "no-exit verdict", verdictOf(proxy.VerdictNoExit))
 	wantText(t, *v.Verdict, "the host closed the server's stdin", "ago; the server has not exited")
 }

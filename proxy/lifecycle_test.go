@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
 // TestExitStatus: the proxy reports the server's exit status, and 128+n for
@@ -24,7 +26,7 @@ func TestExitStatus(t *testing.T) {
 			if tc.signal != "" && runtime.GOOS == "windows" {
 				t.Skip("no signals on windows")
 			}
-			r := startRig(t, helperCmd(t, "exit", tc.args...), Config{})
+			r := startRig(t, helperCmd(t, "exit", tc.args...), proxy.Config{})
 			drain(t, r.stdout)
 			drain(t, r.stderr)
 			r.stdin.Close()
@@ -32,7 +34,7 @@ func TestExitStatus(t *testing.T) {
 			if res.Exit.Status != tc.status || res.Exit.Signal != tc.signal {
 				t.Errorf("exit %+v, want status %d, signal %q", res.Exit, tc.status, tc.signal)
 			}
-			e := r.rec.wait(t, "exit", isEv(EvExit))
+			e := r.rec.wait(t, "exit", isEv(proxy.EvExit))
 			if e.Status != res.Exit.Text || (tc.signal == "") != (e.Exit != nil) {
 				t.Errorf("exit event %+v does not match %+v", e, res.Exit)
 			}
@@ -46,7 +48,7 @@ func TestSignalPassedOn(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGTERM on windows")
 	}
-	r := startRig(t, helperCmd(t, "exit", "0"), Config{})
+	r := startRig(t, helperCmd(t, "exit", "0"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	if err := r.p.Signal(syscall.SIGTERM); err != nil {
@@ -56,7 +58,7 @@ func TestSignalPassedOn(t *testing.T) {
 	if res.Exit.Signal != "SIGTERM" || res.Exit.Status != 128+15 {
 		t.Errorf("exit %+v, want killed by SIGTERM, status 143", res.Exit)
 	}
-	e := r.rec.wait(t, "signal", isEv(EvSignal))
+	e := r.rec.wait(t, "signal", isEv(proxy.EvSignal))
 	if e.Signal != "SIGTERM" || e.Err != "" {
 		t.Errorf("signal event %+v, want SIGTERM passed on", e)
 	}
@@ -65,7 +67,7 @@ func TestSignalPassedOn(t *testing.T) {
 // TestEOFHostCloses: when the host closes the server's stdin, the server
 // sees the end after every byte, and the record says who closed first.
 func TestEOFHostCloses(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake"), Config{})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
@@ -76,7 +78,7 @@ func TestEOFHostCloses(t *testing.T) {
 	}
 	var kinds []string
 	for _, e := range r.rec.all() {
-		if e.Ev == EvEOF || e.Ev == EvClose || e.Ev == EvExit {
+		if e.Ev == proxy.EvEOF || e.Ev == proxy.EvClose || e.Ev == proxy.EvExit {
 			kinds = append(kinds, e.Ev+" "+e.Dir)
 		}
 	}
@@ -88,14 +90,14 @@ func TestEOFHostCloses(t *testing.T) {
 // TestEOFServerClosesStdout: a server that closes its stdout early: the
 // host sees the end of stdout while the server still runs.
 func TestEOFServerClosesStdout(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake", "-close-stdout-after", "1"), Config{})
+	r := startRig(t, helperCmd(t, "fake", "-close-stdout-after", "1"), proxy.Config{})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
 	if n, _ := out(); n == 0 {
 		t.Error("host got no stdout before its end")
 	}
-	r.rec.wait(t, "eof out", func(e Event) bool { return e.Ev == EvEOF && e.Dir == DirOut })
+	r.rec.wait(t, "eof out", func(e proxy.Event) bool { return e.Ev == proxy.EvEOF && e.Dir == proxy.DirOut })
 	if st := r.p.Status(); !st.Running {
 		t.Errorf("the server exited; want it running after closing its stdout")
 	}
@@ -107,10 +109,10 @@ func TestEOFServerClosesStdout(t *testing.T) {
 // proxy's write fail; the proxy closes the server's stdout, so the server's
 // next write fails too, as it would have without the proxy.
 func TestEOFHostStopsReading(t *testing.T) {
-	r := startRig(t, helperCmd(t, "bytes", "1048576", t.TempDir()+"/in"), Config{})
+	r := startRig(t, helperCmd(t, "bytes", "1048576", t.TempDir()+"/in"), proxy.Config{})
 	r.stdout.Close()
 	drain(t, r.stderr)
-	e := r.rec.wait(t, "close out", func(e Event) bool { return e.Ev == EvClose && e.Dir == DirOut })
+	e := r.rec.wait(t, "close out", func(e proxy.Event) bool { return e.Ev == proxy.EvClose && e.Dir == proxy.DirOut })
 	if !strings.Contains(e.Text, "writing the host's stdout failed; closed the server's stdout to pass it back") || !strings.Contains(e.Err, "broken pipe") {
 		t.Errorf("close event %+v, want the failed write passed back", e)
 	}
@@ -122,7 +124,7 @@ func TestEOFHostStopsReading(t *testing.T) {
 // proxy's write fail; the proxy closes the host's stdin, so the host's next
 // write fails too.
 func TestEOFServerStopsReading(t *testing.T) {
-	r := startRig(t, helperCmd(t, "exit", "close-stdin"), Config{})
+	r := startRig(t, helperCmd(t, "exit", "close-stdin"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	// The first writes reach the proxy, whose write to the server fails;
@@ -135,7 +137,7 @@ func TestEOFServerStopsReading(t *testing.T) {
 	if !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("host write after the server closed its stdin: %v, want EPIPE", err)
 	}
-	e := r.rec.wait(t, "close in", func(e Event) bool { return e.Ev == EvClose && e.Dir == DirIn })
+	e := r.rec.wait(t, "close in", func(e proxy.Event) bool { return e.Ev == proxy.EvClose && e.Dir == proxy.DirIn })
 	if !strings.Contains(e.Text, "writing the server's stdin failed; closed the host's stdin to pass it back") {
 		t.Errorf("close event %+v, want the failed write passed back", e)
 	}

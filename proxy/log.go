@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -247,5 +246,3 @@ func SessionLogName(start time.Time, pid int, command string) string {
 	}
 	return fmt.Sprintf("%s-%d-%s.ndjson", start.Format("20060102-150405.000"), pid, base)
 }
-
-var errClosed = errors.New("proxy: closed")

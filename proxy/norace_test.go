@@ -1,5 +1,5 @@
 //go:build !race
 
-package proxy
+package proxy_test
 
 const raceEnabled = false

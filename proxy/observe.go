@@ -23,6 +23,7 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
+	nudge     chan struct{} // a forwarder's pool is half used
 
 	mu        sync.Mutex
 	pending   map[pkey]*request
@@ -93,17 +94,15 @@ type dirObs struct {
 	awaiting []await
 	wend     int64 // end of the last chunk event
 
-	blockSeen   int64 // writeStart of the write a block event was written for
-	lastByte    time.Time
-	frames      int64
-	largest     int64
-	blocked     time.Duration // total time of blocked writes
-	longest     time.Duration
-	longestAt   time.Time
-	longestN    int64
-	eof         time.Time
-	eofErr      error
-	writeFailed time.Time
+	blockSeen int64 // writeStart of the write a block event was written for
+	lastByte  time.Time
+	frames    int64
+	largest   int64
+	blocked   time.Duration // total time of blocked writes
+	longest   time.Duration
+	longestAt time.Time
+	longestN  int64
+	eof       time.Time
 }
 
 // await is something that happens when a frame's last byte has been
@@ -130,6 +129,7 @@ func newObserver(p *Proxy, pol *redactPolicy) *observer {
 	o := &observer{
 		p: p, cfg: p.cfg, start: p.start,
 		finishReq: make(chan chan *Result),
+		nudge:     make(chan struct{}, 1),
 		pending:   map[pkey]*request{},
 		tokens:    map[string]*request{},
 		seen:      map[string]bool{},
@@ -159,14 +159,75 @@ func (o *observer) emit(t time.Time, e Event) {
 	o.p.rec.emit(t, e)
 }
 
+// batchEvery is how long the observer lets events gather while traffic
+// flows before it takes them all: it then wakes once per batch rather than
+// once per chunk, and keeps off the CPU that the forwarders and the two
+// processes need on every round trip (a 2-core machine has no core to
+// spare). Events carry the forwarders' timestamps, so no precision is
+// lost; their copies wait in the pool meanwhile.
+// A forwarder whose copies fill half its pool nudges the observer to come
+// sooner, so that fast traffic loses no detail.
+const batchEvery = 10 * time.Millisecond
+
+// idleAfter: after this long without events, the observer sleeps until the
+// next one instead of waking every batchEvery.
+const idleAfter = 100 * time.Millisecond
+
 // run is the observer's goroutine: it takes events from the three
-// directions, oldest first among those waiting, and ticks to notice blocked
-// writes, find verdicts and rewrite the status file.
+// directions in batches, oldest first, and ticks to notice blocked writes,
+// find verdicts and rewrite the status file.
 func (o *observer) run() {
 	defer o.p.wg.Done()
 	tick := time.NewTicker(min(o.cfg.BlockEvent/2, 50*time.Millisecond))
 	defer tick.Stop()
+	batch := time.NewTimer(batchEvery)
+	defer batch.Stop()
 	nextStatus := time.Now()
+	active, last := true, time.Now()
+	for {
+		if active {
+			select {
+			case now := <-batch.C:
+				if o.drain() > 0 {
+					last = now
+				} else if now.Sub(last) >= idleAfter {
+					active = false
+					continue
+				}
+				batch.Reset(batchEvery)
+			case <-o.nudge:
+				o.drain()
+			case now := <-tick.C:
+				o.tick(now, &nextStatus)
+			case reply := <-o.finishReq:
+				reply <- o.finish1()
+				return
+			}
+			continue
+		}
+		select {
+		case ev, ok := <-o.dirs[dIn].chOrNil():
+			o.take(o.dirs[dIn], ev, ok)
+		case ev, ok := <-o.dirs[dOut].chOrNil():
+			o.take(o.dirs[dOut], ev, ok)
+		case ev, ok := <-o.dirs[dErr].chOrNil():
+			o.take(o.dirs[dErr], ev, ok)
+		case now := <-tick.C:
+			o.tick(now, &nextStatus)
+			continue
+		case reply := <-o.finishReq:
+			reply <- o.finish1()
+			return
+		}
+		active, last = true, time.Now()
+		batch.Reset(batchEvery)
+	}
+}
+
+// drain handles every event waiting in the three channels, oldest first
+// among the directions, and returns how many it handled.
+func (o *observer) drain() int {
+	n := 0
 	for {
 		for _, d := range o.dirs {
 			if !d.has && !d.eofCh {
@@ -183,32 +244,12 @@ func (o *observer) run() {
 				first = d
 			}
 		}
-		if first != nil {
-			first.has = false
-			o.handle(first, first.head)
-			select {
-			case now := <-tick.C:
-				o.tick(now, &nextStatus)
-			case reply := <-o.finishReq:
-				reply <- o.finish1()
-				return
-			default:
-			}
-			continue
+		if first == nil {
+			return n
 		}
-		select {
-		case ev, ok := <-o.dirs[dIn].chOrNil():
-			o.take(o.dirs[dIn], ev, ok)
-		case ev, ok := <-o.dirs[dOut].chOrNil():
-			o.take(o.dirs[dOut], ev, ok)
-		case ev, ok := <-o.dirs[dErr].chOrNil():
-			o.take(o.dirs[dErr], ev, ok)
-		case now := <-tick.C:
-			o.tick(now, &nextStatus)
-		case reply := <-o.finishReq:
-			reply <- o.finish1()
-			return
-		}
+		first.has = false
+		o.handle(first, first.head)
+		n++
 	}
 }
 
@@ -240,7 +281,6 @@ func (o *observer) dirEnded(d *dirObs) {
 	dir := dirNames[d.d]
 	o.chunkGap(d, fw.written.Load(), srcEnd)
 	if dstErr != nil {
-		d.writeFailed = dstErrAt
 		ev := Event{Ev: EvClose, Dir: dir, Err: dstErr.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[d.d])}
 		if closedSrc {
 			ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[d.d])
@@ -250,7 +290,7 @@ func (o *observer) dirEnded(d *dirObs) {
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
-	d.eof, d.eofErr = srcEnd, srcErr
+	d.eof = srcEnd
 	ev := Event{Ev: EvEOF, Dir: dir, Text: srcNames[d.d] + " ended"}
 	if !errors.Is(srcErr, io.EOF) {
 		ev.Text, ev.Err = "reading "+srcNames[d.d]+" failed", srcErr.Error()
@@ -535,17 +575,7 @@ func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t tim
 			ce.Reason = string(trimRune([]byte(ce.Reason[:256])))
 		}
 		if r != nil {
-			ce.Method, ce.Tool = r.method, r.tool
-			switch {
-			case r.written.IsZero():
-				ce.State = "unwritten"
-			case r.respStart.IsZero():
-				ce.State = "waiting"
-			case r.respRead.IsZero():
-				ce.State = "responding"
-			default:
-				ce.State = "answered"
-			}
+			ce.Method, ce.Tool, ce.State = r.method, r.tool, r.stage()
 			if r.cancelRead.IsZero() {
 				r.cancelRead, r.cancelReason = t, ce.Reason
 				o.await(d, end, awCancelFwd, r)
@@ -566,6 +596,22 @@ func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t tim
 			r.lastProgress = t
 		}
 	}
+}
+
+// stage says where a pending request is: "unwritten" (not yet written
+// whole to the other side), "waiting" (for its response), "responding"
+// (its response is arriving) or "delivering" (its response was read whole
+// and is being written to the requester).
+func (r *request) stage() string {
+	switch {
+	case r.written.IsZero():
+		return "unwritten"
+	case r.respStart.IsZero():
+		return "waiting"
+	case r.respRead.IsZero():
+		return "responding"
+	}
+	return "delivering"
 }
 
 // answered moves r out of the pending table once its response reached the

@@ -1,10 +1,12 @@
-package proxy
+package proxy_test
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
 // TestBytesPassExactly sends junk, CRLF, NUL, invalid UTF-8, empty lines,
@@ -20,7 +22,7 @@ func TestBytesPassExactly(t *testing.T) {
 		long = 16 << 20
 	}
 	report := filepath.Join(t.TempDir(), "stdin.txt")
-	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(long), report), Config{})
+	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(long), report), proxy.Config{})
 	out := drain(t, r.stdout)
 	errs := drain(t, r.stderr)
 	in := streamBytes("in", long)
@@ -54,9 +56,9 @@ func TestBytesPassExactly(t *testing.T) {
 	// chunks the observer missed are marked as a gap, and a drop event
 	// says so.
 	gaps := 0
-	for _, dir := range []string{DirIn, DirOut, DirErr} {
+	for _, dir := range []string{proxy.DirIn, proxy.DirOut, proxy.DirErr} {
 		var next int64
-		for _, e := range r.rec.find(func(e Event) bool { return e.Ev == EvChunk && e.Dir == dir }) {
+		for _, e := range r.rec.find(func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == dir }) {
 			if e.Off != next {
 				t.Fatalf("%s chunk at offset %d, want %d", dir, e.Off, next)
 			}
@@ -65,12 +67,12 @@ func TestBytesPassExactly(t *testing.T) {
 				gaps++
 			}
 		}
-		want := map[string]int{DirIn: len(in), DirOut: len(wantOut), DirErr: len(wantErr)}[dir]
+		want := map[string]int{proxy.DirIn: len(in), proxy.DirOut: len(wantOut), proxy.DirErr: len(wantErr)}[dir]
 		if next != int64(want) {
 			t.Errorf("%s chunk events cover %d bytes, want %d", dir, next, want)
 		}
 	}
-	if drops := r.rec.find(isEv(EvDrop)); gaps > 0 && len(drops) == 0 {
+	if drops := r.rec.find(isEv(proxy.EvDrop)); gaps > 0 && len(drops) == 0 {
 		t.Errorf("%d chunk events are gaps, and no drop event says why", gaps)
 	}
 }

@@ -107,6 +107,16 @@ type Config struct {
 	LogPath string
 }
 
+// Check reports a configuration Start would refuse: a malformed redaction
+// path or fault.
+func (c Config) Check() error {
+	if _, err := newRedactPolicy(nil, c.Redact); err != nil {
+		return err
+	}
+	_, err := newFaultSet(c.Faults)
+	return err
+}
+
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -243,7 +253,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 			}
 		}
 	}
-	p.writeHeader(pol)
+	p.writeHeader()
 
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.pipes[dIn].R, p.pipes[dOut].W, p.pipes[dErr].W
 	if cmd.SysProcAttr == nil {
@@ -282,7 +292,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 }
 
 // writeHeader writes the record's first event.
-func (p *Proxy) writeHeader(pol *redactPolicy) {
+func (p *Proxy) writeHeader() {
 	if p.rec == nil {
 		return
 	}
@@ -301,7 +311,6 @@ func (p *Proxy) writeHeader(pol *redactPolicy) {
 		ServerStdin: p.pipes[dIn].Capacity(), ServerStdout: p.pipes[dOut].Capacity(), ServerStderr: p.pipes[dErr].Capacity(),
 		HostStdin: pipeCapacity(p.host.Stdin), HostStdout: pipeCapacity(p.host.Stdout), HostStderr: pipeCapacity(p.host.Stderr),
 	}
-	_ = pol
 	p.rec.emit(p.start, Event{Ev: EvHeader, Header: h})
 }
 

@@ -65,7 +65,10 @@ type Event struct {
 
 	// Chunk: bytes [Off, Off+N) of Dir were read at T (the read returned),
 	// and their write to the destination returned at WT (0: it never
-	// returned). Data (valid UTF-8) or B64 (otherwise, base64) hold the
+	// returned). Both are taken when the forwarder runs again after the
+	// system call, which on a loaded machine can be later than the kernel
+	// finished; a verdict that compares them (late) leans towards not
+	// calling a response late. Data (valid UTF-8) or B64 (otherwise, base64) hold the
 	// chunk's bytes after redaction when the record keeps bodies.
 	Off  int64  `json:"off,omitempty"`
 	N    int64  `json:"n,omitempty"`
@@ -79,9 +82,12 @@ type Event struct {
 	// or "junk" (not JSON-RPC). Scanned: the frame was over the parse limit,
 	// so it was not parsed: Kind comes from the top-level id and method a
 	// constant-memory scan found, and the frame was not validated. Head is the
-	// first HeadBytes of the frame after redaction; Hash is
-	// "sha256:<hex>" of the whole frame after redaction (the frame as it
-	// was forwarded when Redacted is 0). CRLF: the line ended "\r\n".
+	// first HeadBytes of the frame after redaction. Hash is "crc32c:<8 hex
+	// digits>", the CRC-32C of the whole frame after redaction (the frame
+	// as forwarded when Redacted is 0): a checksum for telling frames of
+	// the same size apart in a replay, cheap enough for every byte; it is
+	// not a cryptographic hash and hides nothing (redaction does that).
+	// CRLF: the line ended "\r\n".
 	// Unterminated: the stream ended before its newline. Gap: the observer
 	// lost part of it (see EvDrop), so Hash and Head may be missing.
 	T0           int64           `json:"t0,omitempty"`
@@ -101,8 +107,9 @@ type Event struct {
 
 	// Cancel (ID is the cancelled request's id, Dir the cancel's
 	// direction): State is where the request was when the cancel was read:
-	// "unknown", "unwritten", "waiting" (written, no response yet),
-	// "responding" (its response is arriving), "answered".
+	// "unknown" (no such request pending), "unwritten", "waiting" (written,
+	// no response yet), "responding" (its response is arriving),
+	// "delivering" (its response was read whole and is being delivered).
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`
 

@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/proxy"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -22,7 +24,7 @@ func TestLogFilePrivate(t *testing.T) {
 		t.Skip("Unix permissions")
 	}
 	dir := filepath.Join(t.TempDir(), "state", "mcpstdio")
-	l, err := CreateLog(filepath.Join(dir, "a.ndjson"), 0, 0)
+	l, err := proxy.CreateLog(filepath.Join(dir, "a.ndjson"), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +37,14 @@ func TestLogFilePrivate(t *testing.T) {
 	// An existing file or directory with a wider mode is narrowed.
 	old := filepath.Join(t.TempDir(), "old.ndjson")
 	os.WriteFile(old, nil, 0o644)
-	l, err = CreateLog(old, 0, 0)
+	l, err = proxy.CreateLog(old, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	open := filepath.Join(t.TempDir(), "open")
 	os.Mkdir(open, 0o755)
-	if err := PrivateDir(open); err != nil {
+	if err := proxy.PrivateDir(open); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]os.FileMode{old: 0o600, open: 0o700} {
@@ -53,8 +55,8 @@ func TestLogFilePrivate(t *testing.T) {
 }
 
 func TestDefaultDir(t *testing.T) {
-	t.Setenv(EnvStateDir, "")
-	d, err := DefaultDir()
+	t.Setenv(proxy.EnvStateDir, "")
+	d, err := proxy.DefaultDir()
 	if err != nil {
 		t.Skip("no home directory here:", err)
 	}
@@ -62,9 +64,9 @@ func TestDefaultDir(t *testing.T) {
 	if !filepath.IsAbs(d) || d == wd || !strings.HasSuffix(d, "mcpstdio") {
 		t.Errorf("DefaultDir() = %q, want an absolute per-user directory, not the working directory", d)
 	}
-	t.Setenv(EnvStateDir, "/elsewhere")
-	if d, _ := DefaultDir(); d != "/elsewhere" {
-		t.Errorf("DefaultDir() with %s set = %q", EnvStateDir, d)
+	t.Setenv(proxy.EnvStateDir, "/elsewhere")
+	if d, _ := proxy.DefaultDir(); d != "/elsewhere" {
+		t.Errorf("DefaultDir() with %s set = %q", proxy.EnvStateDir, d)
 	}
 }
 
@@ -72,17 +74,17 @@ func TestDefaultDir(t *testing.T) {
 // redaction applies before anything is written, bodies included.
 func TestRecordPrivacy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.ndjson")
-	l, err := CreateLog(path, 0, 0)
+	l, err := proxy.CreateLog(path, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := helperCmd(t, "fake")
 	cmd.Env = append(cmd.Env, "MCPSTDIO_SECRET_ENV=env-value-4711")
-	r := startRig(t, cmd, Config{Record: l, LogBodies: true, Redact: []string{"params.arguments.text", "result.content.*.text"}})
+	r := startRig(t, cmd, proxy.Config{Record: l, LogBodies: true, Redact: []string{"params.arguments.text", "result.content.*.text"}})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"text-value-8812","password":"pw-value-9923"}}}` + "\n"))
-	r.rec.wait(t, "response", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirOut && e.WT > 0 })
+	r.rec.wait(t, "response", func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == proxy.DirOut && e.WT > 0 })
 	r.stdin.Close()
 	r.wait()
 	l.Close()
@@ -98,13 +100,17 @@ func TestRecordPrivacy(t *testing.T) {
 			t.Errorf("the record contains %q", secret)
 		}
 	}
-	var header *Header
+	var header *proxy.Header
 	var redacted []int
-	ReadRecord(bytes.NewReader(rec), func(e Event) error {
-		if e.Ev == EvHeader {
+	var body []byte
+	proxy.ReadRecord(bytes.NewReader(rec), func(e proxy.Event) error {
+		if e.Ev == proxy.EvHeader {
 			header = e.Header
 		}
-		if e.Ev == EvFrame {
+		if e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn {
+			body = append(body, e.ChunkBytes()...)
+		}
+		if e.Ev == proxy.EvFrame {
 			redacted = append(redacted, e.Redacted)
 		}
 		return nil
@@ -114,6 +120,10 @@ func TestRecordPrivacy(t *testing.T) {
 	}
 	if !slices.Equal(redacted, []int{2, 1}) {
 		t.Errorf("values redacted per frame %v, want [2 1] (request: text and password; response: text)", redacted)
+	}
+	// With bodies, the chunks hold every byte, redacted.
+	if want := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"[redacted]","password":"[redacted]"}}}` + "\n"; string(body) != want {
+		t.Errorf("the host's bytes in the record's chunks:\n%s\nwant\n%s", body, want)
 	}
 	if !bytes.Contains(rec, []byte(`\"password\":\"[redacted]\"`)) {
 		t.Errorf("the record does not show the redacted password:\n%s", rec)
@@ -125,11 +135,11 @@ func TestRecordPrivacy(t *testing.T) {
 // files read in order continue the sequence.
 func TestRecordRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.ndjson")
-	l, err := CreateLog(path, 4000, 2)
+	l, err := proxy.CreateLog(path, 4000, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRig(t, helperCmd(t, "fake"), Config{Record: l})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Record: l})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	for i := range 40 {
@@ -138,7 +148,7 @@ func TestRecordRotation(t *testing.T) {
 	r.stdin.Close()
 	r.wait()
 	l.Close()
-	files := RecordFiles(path)
+	files := proxy.RecordFiles(path)
 	if want := []string{path + ".2", path + ".1", path}; !slices.Equal(files, want) {
 		t.Fatalf("RecordFiles = %q, want %q", files, want)
 	}
@@ -152,9 +162,9 @@ func TestRecordRotation(t *testing.T) {
 			t.Errorf("%s has %d bytes, over the 4000-byte limit by more than an event", f, len(b))
 		}
 		first := true
-		err = ReadRecord(bytes.NewReader(b), func(e Event) error {
+		err = proxy.ReadRecord(bytes.NewReader(b), func(e proxy.Event) error {
 			if first {
-				if e.Ev != EvHeader || e.Header.Part <= part {
+				if e.Ev != proxy.EvHeader || e.Header.Part <= part {
 					return fmt.Errorf("%s starts with %s part %v, want a header after part %d", f, e.Ev, e.Header, part)
 				}
 				part, first = e.Header.Part, false
@@ -179,18 +189,18 @@ func TestRecordRotation(t *testing.T) {
 // pending request, and removes it when it ends.
 func TestStatusFile(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "x.ndjson"+StatusSuffix)
-	r := startRig(t, helperCmd(t, "fake"), Config{StatusFile: file, StatusInterval: 20 * time.Millisecond})
+	file := filepath.Join(dir, "x.ndjson"+proxy.StatusSuffix)
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{StatusFile: file, StatusInterval: 20 * time.Millisecond})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}` + "\n"))
-	r.rec.wait(t, "the call", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.WT > 0 })
+	r.rec.wait(t, "the call", func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.WT > 0 })
 	// The file is rewritten on a timer and nothing signals it: poll it,
 	// bounded.
-	var st StatusEntry
+	var st proxy.StatusEntry
 	deadline := time.Now().Add(bound(t))
 	for {
-		ents, _ := ReadStatuses(dir, time.Now())
+		ents, _ := proxy.ReadStatuses(dir, time.Now())
 		if len(ents) == 1 && ents[0].Err == nil && len(ents[0].Status.Pending) == 1 {
 			st = ents[0]
 			break
@@ -215,7 +225,7 @@ func TestStatusFile(t *testing.T) {
 // loses detail, says so, and every byte is still forwarded at once.
 func TestObserverDropsDetailNotTraffic(t *testing.T) {
 	const n = 4 << 20
-	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(n), filepath.Join(t.TempDir(), "in")), Config{ObserverBuffer: 64 << 10})
+	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(n), filepath.Join(t.TempDir(), "in")), proxy.Config{ObserverBuffer: 64 << 10})
 	r.rec.block()
 	defer r.rec.unblock()
 	out := drain(t, r.stdout)
@@ -237,8 +247,8 @@ func TestObserverDropsDetailNotTraffic(t *testing.T) {
 	if m := res.Status.Metrics; m.DroppedBytes == 0 || m.StdoutBytes != int64(len(streamBytes("out", n))) {
 		t.Errorf("metrics %+v: want dropped detail counted and every byte counted", m)
 	}
-	r.rec.wait(t, "drop", isEv(EvDrop))
-	r.rec.wait(t, "observer-dropped verdict", verdictOf(VerdictDropped))
+	r.rec.wait(t, "drop", isEv(proxy.EvDrop))
+	r.rec.wait(t, "observer-dropped verdict", verdictOf(proxy.VerdictDropped))
 }
 
 var update = flag.Bool("update", false, "rewrite testdata/sample.ndjson from a live session")
@@ -263,7 +273,7 @@ func TestRecordSample(t *testing.T) {
 	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		d := json.NewDecoder(bytes.NewReader(line))
 		d.DisallowUnknownFields()
-		var e Event
+		var e proxy.Event
 		if err := d.Decode(&e); err != nil {
 			t.Fatalf("sample line %d: %v", i+1, err)
 		}
@@ -281,7 +291,7 @@ func TestRecordSample(t *testing.T) {
 			kinds[e.Ev][k] = true
 		}
 	}
-	for _, k := range []string{EvHeader, EvSpawn, EvChunk, EvFrame, EvBlock, EvUnblock, EvCancel, EvLate, EvEOF, EvClose, EvExit, EvFault, EvVerdict, EvSummary} {
+	for _, k := range []string{proxy.EvHeader, proxy.EvSpawn, proxy.EvChunk, proxy.EvFrame, proxy.EvBlock, proxy.EvUnblock, proxy.EvCancel, proxy.EvLate, proxy.EvEOF, proxy.EvClose, proxy.EvExit, proxy.EvFault, proxy.EvVerdict, proxy.EvSummary} {
 		if kinds[k] == nil {
 			t.Errorf("the sample has no %s event", k)
 		}
@@ -302,25 +312,28 @@ func TestRecordSample(t *testing.T) {
 }
 
 // sampleSession runs a session with most kinds of events: a handshake, a
-// stall that blocks the host's stdout, a cancel answered late, a fault, an
-// end.
+// stall that blocks the host's stdout, a cancel the server ignores (its
+// answer comes 100ms later: late whatever the scheduler does), a fault,
+// an end.
 func sampleSession(t *testing.T) *recSink {
-	r := startRig(t, helperCmd(t, "fake", "-respond-after-cancel"), Config{
+	r := startRig(t, helperCmd(t, "fake", "-ignore-cancel"), proxy.Config{
 		Version: "0.1.0", Stuck: time.Millisecond, Unanswered: time.Hour, BlockEvent: 20 * time.Millisecond, ChunkSize: 4096, ObserverBuffer: 16 << 20,
-		Faults: []Fault{mustFault(t, "err:latency:delay=1ms")},
+		Faults: []proxy.Fault{mustFault(t, "err:latency:delay=1ms")},
 	})
 	drain(t, r.stderr)
 	w := func(s string) { r.stdin.Write([]byte(s + "\n")) }
 	w(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sample","version":"1"}}}`)
 	w(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	w(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":300000},"_meta":{"progressToken":"p2"}}}`)
-	r.rec.wait(t, "block", isEv(EvBlock))
+	r.rec.wait(t, "block", isEv(proxy.EvBlock))
 	out := drain(t, r.stdout)
-	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}`)
-	r.rec.wait(t, "call 3 written", func(e Event) bool { return e.Ev == EvFrame && e.Dir == DirIn && string(e.ID) == "3" })
-	r.rec.wait(t, "call 3 written", func(e Event) bool { return e.Ev == EvChunk && e.Dir == DirIn && e.Off > 300 && e.WT > 0 })
+	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":100}}}`)
+	r.rec.wait(t, "call 3 written", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Dir == proxy.DirIn && string(e.ID) == "3" })
+	r.rec.wait(t, "call 3 written", func(e proxy.Event) bool {
+		return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.Off > 300 && e.WT > 0
+	})
 	w(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"sample"}}`)
-	r.rec.wait(t, "late", isEv(EvLate))
+	r.rec.wait(t, "late", isEv(proxy.EvLate))
 	r.stdin.Close()
 	out()
 	r.wait()

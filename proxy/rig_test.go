@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/proxy"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -47,7 +49,7 @@ func bound(t testing.TB) time.Duration {
 type recSink struct {
 	mu      sync.Mutex
 	lines   [][]byte
-	events  []Event
+	events  []proxy.Event
 	changed chan struct{}
 	hold    chan struct{}
 	bad     error
@@ -78,7 +80,7 @@ func (s *recSink) Write(p []byte) (int, error) {
 	if hold != nil {
 		<-hold
 	}
-	var e Event
+	var e proxy.Event
 	err := json.Unmarshal(p, &e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,10 +98,10 @@ func (s *recSink) Write(p []byte) (int, error) {
 }
 
 // all returns the events so far.
-func (s *recSink) all() []Event {
+func (s *recSink) all() []proxy.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Event(nil), s.events...)
+	return append([]proxy.Event(nil), s.events...)
 }
 
 func (s *recSink) text() string {
@@ -117,7 +119,7 @@ func (s *recSink) text() string {
 
 // wait returns the first event that satisfies pred, waiting for it to be
 // recorded.
-func (s *recSink) wait(t testing.TB, what string, pred func(Event) bool) Event {
+func (s *recSink) wait(t testing.TB, what string, pred func(proxy.Event) bool) proxy.Event {
 	t.Helper()
 	timer := time.NewTimer(bound(t))
 	defer timer.Stop()
@@ -140,8 +142,8 @@ func (s *recSink) wait(t testing.TB, what string, pred func(Event) bool) Event {
 }
 
 // find returns the events that satisfy pred.
-func (s *recSink) find(pred func(Event) bool) []Event {
-	var out []Event
+func (s *recSink) find(pred func(proxy.Event) bool) []proxy.Event {
+	var out []proxy.Event
 	for _, e := range s.all() {
 		if pred(e) {
 			out = append(out, e)
@@ -150,17 +152,19 @@ func (s *recSink) find(pred func(Event) bool) []Event {
 	return out
 }
 
-func isEv(kind string) func(Event) bool { return func(e Event) bool { return e.Ev == kind } }
+func isEv(kind string) func(proxy.Event) bool {
+	return func(e proxy.Event) bool { return e.Ev == kind }
+}
 
-func verdictOf(kind string) func(Event) bool {
-	return func(e Event) bool { return e.Ev == EvVerdict && e.Verdict != nil && e.Verdict.Kind == kind }
+func verdictOf(kind string) func(proxy.Event) bool {
+	return func(e proxy.Event) bool { return e.Ev == proxy.EvVerdict && e.Verdict != nil && e.Verdict.Kind == kind }
 }
 
 // rig is a proxy running in this process between real pipes (the host's
 // side, held by the test) and a real child process.
 type rig struct {
 	t       testing.TB
-	p       *Proxy
+	p       *proxy.Proxy
 	rec     *recSink
 	stdin   *os.File // the host writes the server's stdin here
 	stdout  *os.File // the host reads the server's stdout here
@@ -170,7 +174,7 @@ type rig struct {
 
 // startRig starts cmd behind a proxy configured by cfg, recording into a
 // recSink as well as cfg.Record.
-func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
+func startRig(t testing.TB, cmd *exec.Cmd, cfg proxy.Config) *rig {
 	t.Helper()
 	r := &rig{t: t}
 	var ends [3][2]*os.File
@@ -190,7 +194,7 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
 		cfg.Record = io.MultiWriter(cfg.Record, r.rec)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound(t))
-	p, err := Start(ctx, cmd, Streams{Stdin: ends[0][0], Stdout: ends[1][1], Stderr: ends[2][1]}, cfg)
+	p, err := proxy.Start(ctx, cmd, proxy.Streams{Stdin: ends[0][0], Stdout: ends[1][1], Stderr: ends[2][1]}, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -213,12 +217,17 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg Config) *rig {
 
 // helperCmd is a helper child of this test binary.
 func helperCmd(t testing.TB, name string, args ...string) *exec.Cmd {
-	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound(t))
 	t.Cleanup(cancel)
+	return mustHelper(ctx, name, args...)
+}
+
+// mustHelper is mcptest.HelperCommand for a helper this test binary
+// registers: its error would be a bug of the test itself.
+func mustHelper(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd, err := mcptest.HelperCommand(ctx, name, args...)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return cmd
 }
@@ -249,9 +258,9 @@ func drain(t testing.TB, f io.Reader) func() (int64, string) {
 }
 
 // wait waits for the proxy to end, bounded.
-func (r *rig) wait() *Result {
+func (r *rig) wait() *proxy.Result {
 	r.t.Helper()
-	ch := make(chan *Result, 1)
+	ch := make(chan *proxy.Result, 1)
 	go func() {
 		res, err := r.p.Wait()
 		if err != nil {

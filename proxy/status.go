@@ -107,18 +107,10 @@ func (o *observer) status(now time.Time) Status {
 	}
 	for _, r := range o.sortedPending() {
 		ps := PendingStatus{Dir: dirNames[r.d], ID: r.id, Method: r.method, Tool: r.tool, AgeUS: now.Sub(r.sent).Microseconds(), Progress: r.progress, ResponseBytes: r.respSize}
-		switch {
-		case !r.cancelRead.IsZero():
+		ps.State = r.stage()
+		if !r.cancelRead.IsZero() {
 			ps.State = "cancelled"
 			ps.CancelledUS = now.Sub(r.cancelRead).Microseconds()
-		case r.written.IsZero():
-			ps.State = "unwritten"
-		case r.respStart.IsZero():
-			ps.State = "waiting"
-		case r.respRead.IsZero():
-			ps.State = "responding"
-		default:
-			ps.State = "delivering"
 		}
 		st.Pending = append(st.Pending, ps)
 	}

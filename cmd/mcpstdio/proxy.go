@@ -152,7 +152,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 		}
 		cfg.Faults = append(cfg.Faults, fl...)
 	}
-	return f, rest, cfg, nil
+	return f, rest, cfg, cfg.Check()
 }
 
 // runProxy runs `mcpstdio proxy`.

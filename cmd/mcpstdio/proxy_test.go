@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/proxy"
+)
+
+// running is the command running with pipes the test holds.
+type running struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+	done   chan struct{}
+	code   int
+}
+
+// startProxy runs mcpstdio with args, bounded by the test's deadline, with
+// the state directory in a temporary directory.
+func startProxy(t *testing.T, env []string, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound(t))
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(), env...)
+	r := &running{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	var err error
+	if r.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stdout = bufio.NewReader(out)
+	cmd.Stderr = r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			r.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				r.code = 128 + int(ws.Signal())
+			}
+		case err != nil:
+			r.code = -1
+		}
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.stdin.Close()
+		<-r.done
+	})
+	return r
+}
+
+func bound(t *testing.T) time.Duration {
+	d := 2 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		d = min(d, time.Until(dl)-10*time.Second)
+	}
+	return d
+}
+
+func (r *running) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.code
+	case <-time.After(bound(t)):
+		t.Fatalf("%s did not end\nstderr:\n%s", r.cmd, r.stderr)
+		return 0
+	}
+}
+
+func (r *running) call(t *testing.T, line string) string {
+	t.Helper()
+	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.stdout.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the response to %s: %v\nstderr:\n%s", line, err, r.stderr)
+	}
+	return got
+}
+
+const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+
+// readRecord reads the record at path.
+func readRecord(t *testing.T, path string) []proxy.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []proxy.Event
+	if err := proxy.ReadRecord(f, func(e proxy.Event) error { evs = append(evs, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// TestProxyCommand: the proxy in front of the fake: the host's call is
+// answered, nothing of the proxy's own is on stdout, the record lands in
+// the per-user state directory (never the working directory) with private
+// permissions, and the exit status is the server's.
+func TestProxyCommand(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "state")
+	r := startProxy(t, []string{proxy.EnvStateDir + "=" + state}, "proxy", "--", binary, "fake")
+	r.cmd.Dir = t.TempDir()
+	if got := r.call(t, ping); got != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Errorf("response %q", got)
+	}
+	r.stdin.Close()
+	if code := r.wait(t); code != 0 {
+		t.Errorf("exit %d, want 0\nstderr:\n%s", code, r.stderr)
+	}
+	if rest, _ := io.ReadAll(r.stdout); len(rest) != 0 || r.stderr.Len() != 0 {
+		t.Errorf("the proxy wrote its own output: stdout %q, stderr %q", rest, r.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(state, "*.ndjson"))
+	if len(files) != 1 {
+		t.Fatalf("records in the state directory: %q, want one", files)
+	}
+	if runtime.GOOS != "windows" {
+		for path, want := range map[string]os.FileMode{state: 0o700, files[0]: 0o600} {
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
+			}
+		}
+	}
+	evs := readRecord(t, files[0])
+	if evs[0].Header == nil || evs[0].Header.Argv[1] != "fake" || evs[len(evs)-1].Ev != proxy.EvSummary {
+		t.Errorf("record from %s to %s, want a header with the server's argv and a summary", evs[0].Ev, evs[len(evs)-1].Ev)
+	}
+	if left, _ := os.ReadDir(r.cmd.Dir); len(left) != 0 {
+		t.Errorf("the proxy wrote %d files in its working directory", len(left))
+	}
+	if st, _ := filepath.Glob(filepath.Join(state, "*"+proxy.StatusSuffix)); len(st) != 0 {
+		t.Errorf("status files left after the end: %q", st)
+	}
+}
+
+func TestProxyExitStatus(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("uses sh")
+	}
+	for script, want := range map[string]int{"exit 3": 3, "kill -9 $$": 128 + 9, "cat >/dev/null": 0} {
+		r := startProxy(t, nil, "proxy", "-no-log", "-dir", t.TempDir(), "--", "sh", "-c", script)
+		r.stdin.Close()
+		if code := r.wait(t); code != want {
+			t.Errorf("proxy -- sh -c %q: exit %d, want %d\nstderr:\n%s", script, code, want, r.stderr)
+		}
+	}
+}
+
+// TestProxySignal: SIGTERM given to the proxy reaches the server (the fake
+// exits on it, with status 0) and is recorded; the proxy exits with the
+// server's status, its stdin still open.
+func TestProxySignal(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on windows")
+	}
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	r := startProxy(t, nil, "proxy", "-log", log, "--", binary, "fake")
+	r.call(t, ping) // the proxy and the server are running
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Errorf("exit %d, want 0\nstderr:\n%s", code, r.stderr)
+	}
+	var got []string
+	for _, e := range readRecord(t, log) {
+		switch e.Ev {
+		case proxy.EvSignal:
+			got = append(got, e.Signal+" "+e.Text)
+		case proxy.EvExit:
+			got = append(got, e.Status)
+		}
+	}
+	if want := []string{"SIGTERM passed on to the server", "exit status 0"}; !slices.Equal(got, want) {
+		t.Errorf("record says %q, want %q", got, want)
+	}
+}
+
+// TestProxyStatusCommand: while a call is pending, `mcpstdio status` shows
+// it, in words and as JSON.
+func TestProxyStatusCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := startProxy(t, nil, "proxy", "-dir", dir, "-unanswered", "100ms", "--", binary, "fake")
+	r.call(t, ping)
+	io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}`+"\n")
+	// The status file is rewritten every second and nothing signals it:
+	// poll the command, bounded.
+	deadline := time.Now().Add(bound(t))
+	var out result
+	for {
+		out = mcpstdio(t, time.Minute, "status", "-dir", dir)
+		if strings.Contains(out.stdout, "server has not answered id 2") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{"pending id 2 tools/call slow (host → server): waiting", "verdict server has not answered id 2 (tools/call slow)", "record  " + dir} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, out.stdout)
+		}
+	}
+	js := mcpstdio(t, time.Minute, "status", "-json", "-dir", dir)
+	var sts []struct {
+		Path    string
+		Pending []proxy.PendingStatus
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &sts); err != nil || len(sts) != 1 || len(sts[0].Pending) != 1 {
+		t.Errorf("status -json = %s (%v), want one proxy with one pending call", js.stdout, err)
+	}
+	if runtime.GOOS == "linux" {
+		// No network listener: no socket among the proxy's descriptors.
+		fds, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(r.cmd.Process.Pid), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(r.cmd.Process.Pid), "fd", fd.Name())); strings.HasPrefix(l, "socket:") {
+				t.Errorf("the proxy holds a socket: fd %s -> %s", fd.Name(), l)
+			}
+		}
+	}
+	r.stdin.Close()
+	r.wait(t)
+	if out := mcpstdio(t, time.Minute, "status", "-dir", dir); !strings.Contains(out.stdout, "no running mcpstdio proxy") {
+		t.Errorf("status after the end:\n%s", out.stdout)
+	}
+}
+
+func TestProxyUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"proxy"}, {"proxy", "-fault", "out:nosuch", "--", "x"}, {"proxy", "-redact", "a..b", "--", "x"}} {
+		if res := mcpstdio(t, time.Minute, args...); res.code != 2 || !strings.Contains(res.stderr, "mcpstdio proxy:") {
+			t.Errorf("mcpstdio %q: exit %d, stderr %q; want 2 and a message", args, res.code, res.stderr)
+		}
+	}
+	if res := mcpstdio(t, time.Minute, "proxy", "-h"); res.code != 0 || !strings.Contains(res.stderr, "withhold-cancel") {
+		t.Errorf("proxy -h: exit %d, stderr %q", res.code, res.stderr)
+	}
+	if res := mcpstdio(t, time.Minute, "proxy", "-no-log", "-dir", t.TempDir(), "--", "/no/such/server"); res.code != 127 {
+		t.Errorf("proxy with a missing server: exit %d, want 127 (%s)", res.code, res.stderr)
+	}
+}
+
+// TestProxyKilledTakesServer (Linux): a host that kills the proxy kills
+// the server with it, as it would have killed the server itself.
+func TestProxyKilledTakesServer(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux only")
+	}
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	r := startProxy(t, nil, "proxy", "-log", log, "--", binary, "fake")
+	r.call(t, ping)
+	var pid int
+	for _, e := range readRecord(t, log) {
+		if e.Ev == proxy.EvSpawn {
+			pid = e.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no spawn event")
+	}
+	r.cmd.Process.Kill()
+	r.wait(t)
+	// Nothing reports another process's end: watch /proc, bounded.
+	deadline := time.Now().Add(bound(t))
+	for {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return // gone, or a zombie waiting for its new parent
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server (pid %d) outlived the killed proxy", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
