@@ -34,7 +34,7 @@ func Example() {
 	}
 	fmt.Printf("%d messages checked, %d departures: %v\n", rep.Checked, len(rep.Departures), rep.Err())
 	// Output:
-	// stall: the host stopped reading at stdout byte 278; the proxy's write blocked for 30ms
+	// stall: the host stopped reading at stdout byte 278; the proxy's write blocked for 40ms
 	// 24 messages checked, 0 departures: <nil>
 }
 

@@ -2,11 +2,10 @@ package replay
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -78,7 +77,7 @@ type Frame struct {
 	// proxy's observer lost part of it.
 	Body []byte
 	Head []byte // its first bytes, after redaction
-	Hash string // "sha256:<hex>" of the frame (after redaction), when known
+	Hash string // the proxy's checksum of the frame after redaction ("crc32c:<hex>"), when known
 	// CRLF: the line ended "\r\n"; Unterminated: the stream ended before
 	// its newline; Scanned: it was too long for the proxy to parse, and
 	// only its top-level id and method are known.
@@ -377,7 +376,7 @@ func (r *Record) bodies(d string) {
 					body = bytes.TrimSuffix(body, []byte("\r"))
 				}
 			}
-			if frames[f].Hash == "" || frames[f].Hash == sha(body) {
+			if frames[f].Hash == "" || frames[f].Hash == frameHash(body) {
 				frames[f].Body = slices.Clone(body)
 			}
 		}
@@ -444,9 +443,13 @@ func (r *Record) bodies(d string) {
 	}
 }
 
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
+// castagnoli is the CRC-32C table of the proxy's frame checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// frameHash returns b's checksum as the proxy writes it in a frame event:
+// "crc32c:<8 hex digits>".
+func frameHash(b []byte) string {
+	return fmt.Sprintf("crc32c:%08x", crc32.Checksum(b, castagnoli))
 }
 
 // delivered sets when each frame of direction d had been written on: the

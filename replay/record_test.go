@@ -58,10 +58,10 @@ func TestHeadsOnly(t *testing.T) {
 }
 
 // TestProxySample: the proxy's own pinned sample (a legacy handshake, a
-// stall, a cancel answered late, recorded without bodies) replays against
+// stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-respond-after-cancel"), filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
+	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}

@@ -69,7 +69,7 @@ func (r *Record) redactAll() {
 			changed = append(changed, old{d, i, f.Line()})
 			f.Body = body
 			f.Head = headOf(body, r.Header.Head)
-			f.Hash = sha(body)
+			f.Hash = frameHash(body)
 		}
 	}
 	for _, o := range changed {

@@ -27,7 +27,7 @@ func TestReplayCommand(t *testing.T) {
 		t.Errorf("replay against the same fake: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 	res = mcpstdio(t, time.Minute, "replay", "-patience", "500ms", "-record", sample, "--", binary, "fake", "-tools", "big,slow")
-	if res.code != 1 || !strings.Contains(res.stdout, "different: seq 25 (out) tools/call") || !strings.Contains(res.stdout, "unknown tool \"echo\"") {
+	if res.code != 1 || !strings.Contains(res.stdout, "different: seq 30 (out) tools/call") || !strings.Contains(res.stdout, "unknown tool \"echo\"") {
 		t.Errorf("replay against a fake without echo: exit %d, want 1 and the different response\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 }
