@@ -130,9 +130,12 @@ func (p *Pending) markCancelled() {
 	p.s.mu.Unlock()
 }
 
-// Send sends a request and returns at once with its Pending; the write to
-// stdin is bounded by the session timeout, and its failure is what Wait
-// returns. params is encoded with encoding/json, except a json.RawMessage,
+// Send writes a request to stdin and returns its Pending without waiting
+// for the response. The write itself takes as long as the server takes to
+// read it: a request larger than the pipe, or sent to a server that is not
+// reading its stdin, blocks Send until it is written, at most the session
+// timeout (send from another goroutine to do something meanwhile); a write
+// that fails or times out is what Wait returns. params is encoded with encoding/json, except a json.RawMessage,
 // which is sent as it is (compacted if it spans lines). In the modern era
 // the _meta fields are added to params (which must then be a JSON object or
 // nil).
