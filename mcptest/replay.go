@@ -38,25 +38,29 @@ import (
 //   - it closes stdin when the recorded host did.
 //
 // Requests get the recorded ids (a fresh one where a recorded id was a
-// string or still in use), and each response is matched to its request by
+// string or was used before in the record), and each response is matched to its request by
 // that id, so it is compared with the response to the same request in the
 // record whatever the order; notifications, server requests and junk lines
 // are matched by order, per method. Server requests are answered with the
 // recorded host's answer, on the session's handler, so the recorded
-// answers are not written from the record.
+// answers are not written from the record. Values the proxy redacted as it
+// recorded are sent as "[redacted]" (the record has not the originals),
+// and match anything the server sends back in their place.
 //
 // By default the replay is causal: each action comes as soon as the
-// server has sent what the recorded host had received before it (each
-// such message waited for at most Patience plus twice its recorded time,
-// then reported Missing); replay.Timed adds the recorded gaps. Each message
+// server has sent what the recorded host had received before it (waited
+// for at most Patience plus twice the longest time one of them took in the
+// record, from the host's action before it, and no more than twice the
+// recorded gap before the action; then reported Missing); replay.Timed adds the recorded gaps. Each message
 // is compared as replay.Record.Compare says (Ignore, CmpOptions). After the
 // last action Replay resumes reads, waits for the rest of the recorded
 // output, reports what else came (Extra), and checks that the server
 // exits after stdin closed if the recorded one did. ctx bounds it all.
 //
-// The error is for a replay that could not run: an invalid option, a
-// server that did not start, ctx ending; the report then holds what was
-// found so far.
+// The error is for a replay that could not run to the end (an invalid
+// option, a server that did not start, ctx ending; Report.Stopped says
+// which, and the report holds what was found so far) or for what Close
+// found (a server that had to be killed).
 func Replay(ctx context.Context, target Target, rec *replay.Record, opts ...replay.Option) (*replay.Report, error) {
 	rep, _, err := replayHost(ctx, target, time.Time{}, rec, opts)
 	return rep, err
@@ -140,7 +144,7 @@ type hostPlayer struct {
 func replayHost(ctx context.Context, target Target, deadline time.Time, rec *replay.Record, opts []replay.Option) (*replay.Report, bool, error) {
 	pace, err := replay.PaceOf(opts...)
 	if err != nil {
-		return &replay.Report{}, false, err
+		return &replay.Report{Stopped: err}, false, err
 	}
 	p := &hostPlayer{
 		rec: rec, opts: opts, pace: pace, wake: make(chan struct{}, 1),
@@ -152,15 +156,23 @@ func replayHost(ctx context.Context, target Target, deadline time.Time, rec *rep
 	p.index()
 	s, err := start(ctx, target, deadline, p.sessionOptions())
 	if err != nil {
-		return &replay.Report{}, false, err
+		return &replay.Report{Stopped: err}, false, err
 	}
 	p.s = s
 	p.start = time.Now()
 	err = p.play(ctx)
 	p.finish(ctx, err == nil)
+	if err == nil {
+		err = ctx.Err() // finish was cut short
+	}
+	stopped := err
 	if cerr := s.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	// What the server sent after the last recorded message (a response
+	// to a cancelled request, say) was read before Close returned: match
+	// it, so that it is reported Extra.
+	p.poll()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lost > 0 {
@@ -170,6 +182,7 @@ func replayHost(ctx context.Context, target Target, deadline time.Time, rec *rep
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the host's bounds dropped %d notifications unseen (Limits)", st.NotificationsDropped))
 	}
 	p.report.Elapsed = time.Since(p.start)
+	p.report.Stopped = stopped
 	rep := p.report
 	return &rep, true, err
 }
@@ -326,15 +339,21 @@ func (p *hostPlayer) play(ctx context.Context) error {
 	var prevT time.Duration
 	var due time.Time
 	for _, a := range p.actions() {
-		if err := p.waitDeps(ctx, a.t, a.t-prevT); err != nil {
-			return err
-		}
-		if gap := p.pace.Gap(a.t - prevT); gap > 0 {
+		// In timed mode the recorded gap counts from the previous action
+		// (or from now, if that ran late): the wait for what the action
+		// depends on is part of it, as it was in the record.
+		gap := p.pace.Gap(a.t - prevT)
+		if gap > 0 {
 			if now := time.Now(); due.Before(now) {
 				due = now
 			}
 			due = due.Add(gap)
-			if err := bound.Pass(ctx, time.Until(due)); err != nil {
+		}
+		if err := p.waitDeps(ctx, a.t, a.t-prevT); err != nil {
+			return err
+		}
+		if gap > 0 {
+			if err := bound.Pass(ctx, time.Until(due)); err != nil { // timed mode's gaps are the point
 				return err
 			}
 		}
@@ -414,6 +433,29 @@ func (p *hostPlayer) leftOut(i int) {
 	if j, ok := p.respFor[i]; ok && j >= 0 {
 		p.resolved[j] = true // its answer cannot come
 	}
+	// Nor can its progress: take the recorded notifications that carry
+	// its token out of the ones to match. (Other notifications it caused,
+	// such as log messages, cannot be told from the rest.)
+	if len(f.Token) == 0 {
+		return
+	}
+	q := p.noteQ[wire.MethodProgress]
+	kept, n := q[:0], 0
+	for _, j := range q {
+		if g := &p.rec.Server[j]; wire.Key(g.Token) == wire.Key(f.Token) {
+			p.resolved[j] = true
+			n++
+			continue
+		}
+		kept = append(kept, j)
+	}
+	p.noteQ[wire.MethodProgress] = kept
+	if n > 0 {
+		p.report.Departures = append(p.report.Departures, replay.Departure{
+			Kind: replay.Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: wire.MethodProgress, ID: f.ID,
+			Text: fmt.Sprintf("%d progress notifications for this request, which was not sent, not expected", n),
+		})
+	}
 }
 
 // line returns the line to write for host frame i: a request with the id
@@ -492,10 +534,17 @@ func (p *hostPlayer) depsOf(t time.Duration) []int {
 }
 
 // waitDeps waits for the server frames the recorded host had before
-// acting at t, each at most Bound(gap); those that do not come are
-// reported Missing.
+// acting at t; those that do not come within Bound of the longest time
+// one of them took in the record (from the host's last action before it
+// began to its end; at most the gap before this action, so that a user's
+// idle minutes in the field are not waited out) are reported Missing.
 func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 	deps := p.depsOf(t)
+	var took time.Duration
+	for _, j := range deps {
+		took = max(took, p.latency(j))
+	}
+	gap = min(gap, took)
 	unresolved := func() []int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -513,6 +562,24 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 	}
 	p.missing(unresolved(), fmt.Sprintf("did not come within %v", p.pace.Bound(gap).Round(time.Millisecond)))
 	return nil
+}
+
+// latency returns how long recorded server frame j took: from the host's
+// last action before its first byte to its last byte.
+func (p *hostPlayer) latency(j int) time.Duration {
+	f := &p.rec.Server[j]
+	var from time.Duration
+	for _, c := range p.rec.Chunks {
+		if c.Dir == proxy.DirIn && c.T <= f.T0 {
+			from = max(from, c.T)
+		}
+	}
+	for _, h := range p.rec.Host {
+		if h.T0 <= f.T0 {
+			from = max(from, h.T0)
+		}
+	}
+	return f.T - from
 }
 
 // missing reports server frames that did not come.
@@ -652,6 +719,11 @@ func (p *hostPlayer) response(i int, pd *Pending) {
 			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
 			Text: "a response to a request the recorded server never answered",
 		})
+		return
+	}
+	if p.resolved[j] {
+		// Reported missing before it came.
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the response to %s id=%s came after it was reported missing", f.Method, f.ID))
 		return
 	}
 	p.resolved[j] = true
@@ -878,10 +950,12 @@ func (p *hostPlayer) adjustStall(extend bool) {
 // proxy's write to the host blocked, not the server's own; but a server
 // that had, as recorded, begun messages of at least twice the pipe's
 // capacity past the point where the host stopped (before the host
-// resumed) must block in the replay, whose one pipe cannot hold them. The check is made only then (else noted). The
-// evidence is WaitWriterBlocked's, or the stdout pipe filled to within two
-// pages with reads stalled (small writes fill pipes in fragments, which a
-// writer blocks on before the pipe looks full by a page).
+// resumed) must block in the replay, whose one pipe cannot hold them. The
+// check is made only then (else noted). The evidence is
+// WaitWriterBlocked's, or the stdout pipe filled to within two pages (a
+// quarter of a smaller pipe) with reads stalled: small writes fill pipes
+// in fragments, which a writer blocks on before the pipe looks full by a
+// page.
 func (p *hostPlayer) blocked(ctx context.Context, k int) error {
 	st := p.stalls[k]
 	// What the recorded server had begun to write before the stall ended
@@ -916,7 +990,7 @@ wait:
 		case <-tick.C:
 			if b, berr := p.s.stdout.Buffered(); berr == nil {
 				measured = true
-				if p.s.valve.Stalled() && int64(b) >= capacity-2*4096 {
+				if p.s.valve.Stalled() && b > 0 && int64(b) >= capacity-min(2*4096, capacity/4) {
 					cancel()
 					<-found
 					return nil

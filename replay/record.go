@@ -226,6 +226,9 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 			} else if headers == 0 {
 				return fmt.Errorf("replay: event %d (%s) before the record's header", e.Seq, e.Ev)
 			}
+			if err := check(&e); err != nil {
+				return fmt.Errorf("replay: event %d (%s): %v", e.Seq, e.Ev, err)
+			}
 			rec.Events = append(rec.Events, e)
 			return nil
 		})
@@ -239,6 +242,34 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	rec.build()
 	rec.redactAll()
 	return rec, nil
+}
+
+// maxOffset bounds the offsets and sizes a record may give (1 TiB): more
+// is a damaged record, and would overflow the sums made of them.
+const maxOffset = 1 << 40
+
+// check rejects an event the players cannot place: a stream that is not
+// one of the three, a negative or absurd time, offset or size.
+func check(e *proxy.Event) error {
+	switch e.Ev {
+	case proxy.EvFrame, proxy.EvChunk, proxy.EvBlock, proxy.EvUnblock, proxy.EvEOF:
+		if e.Dir != proxy.DirIn && e.Dir != proxy.DirOut && e.Dir != proxy.DirErr {
+			return fmt.Errorf("stream %q is not %q, %q or %q", e.Dir, proxy.DirIn, proxy.DirOut, proxy.DirErr)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		v    int64
+		max  int64
+	}{
+		{"t", e.T, maxOffset}, {"t0", e.T0, maxOffset}, {"wt", e.WT, maxOffset}, {"since", e.Since, maxOffset}, {"dur", e.Dur, maxOffset},
+		{"off", e.Off, maxOffset}, {"n", e.N, maxOffset},
+	} {
+		if v.v < 0 || v.v > v.max {
+			return fmt.Errorf("%s is %d, out of range", v.name, v.v)
+		}
+	}
+	return nil
 }
 
 // us converts the record's microseconds.

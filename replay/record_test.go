@@ -57,6 +57,37 @@ func TestHeadsOnly(t *testing.T) {
 	}
 }
 
+// TestHeadsOnlyProgress: a request the record has only the head of is
+// not sent, and the progress notifications it had are not waited for.
+func TestHeadsOnlyProgress(t *testing.T) {
+	cfg := recordConfig()
+	cfg.LogBodies, cfg.HeadBytes = false, 256
+	b := record(t, cfg, nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+		p := s.Send("tools/call", map[string]any{
+			"name": fakeserver.ToolSlow, "arguments": map[string]any{"steps": 5, "intervalMs": 0},
+			"_meta": map[string]any{"progressToken": "a-token-long-enough-to-push-this-request-past-the-head-of-256-bytes"},
+		})
+		wait(t, p)
+		if _, err := s.CallTool(ctxFor(t), fakeserver.ToolEcho, map[string]any{"text": "short"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rec, err := replay.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil {
+		t.Fatalf("a heads-only record against the same server: %s", rep)
+	}
+	if !strings.Contains(rep.String(), "5 progress notifications for this request, which was not sent, not expected") {
+		t.Errorf("the progress of the request left out is not reported unchecked: %s", rep)
+	}
+}
+
 // TestProxySample: the proxy's own pinned sample (a legacy handshake, a
 // stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
@@ -263,5 +294,19 @@ func writeSample(t *testing.T, path string) {
 	}
 	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompareProxyRedacted: a value the proxy redacted before recording
+// (a secret-looking key, such as sessionId) matches whatever the server
+// under test sends there; the rest is still compared.
+func TestCompareProxyRedacted(t *testing.T) {
+	var rec replay.Record
+	want := &replay.Frame{Kind: proxy.KindResponse, Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":` + proxy.Redacted + `,"auth":{"token":` + proxy.Redacted + `},"n":1}}`)}
+	if diff, checked := rec.Compare(want, []byte(`{"jsonrpc":"2.0","id":7,"result":{"sessionId":"abc-123","auth":{"token":42},"n":1}}`)); diff != "" || !checked {
+		t.Errorf("redacted values compared: checked %v, diff:\n%s", checked, diff)
+	}
+	if diff, _ := rec.Compare(want, []byte(`{"jsonrpc":"2.0","id":7,"result":{"sessionId":"abc-123","auth":{"token":42},"n":2}}`)); !strings.Contains(diff, `"n"`) || strings.Contains(diff, "sessionId") {
+		t.Errorf("a different value next to redacted ones went unseen: diff %q", diff)
 	}
 }

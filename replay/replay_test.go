@@ -68,6 +68,21 @@ func stallCancelSized(t *testing.T, s *mcptest.Session, rec *sink, size int) {
 	}
 }
 
+// cancelLast: the host's last act is to cancel a slow call; it then
+// closes stdin. A server that answers the cancelled call answers after
+// every message of the record.
+func cancelLast(t *testing.T, s *mcptest.Session, rec *sink) {
+	t.Helper()
+	slow := s.Send("tools/call", call(fakeserver.ToolSlow, map[string]any{"steps": 4, "intervalMs": 100}))
+	rec.wait(t, "slow call forwarded", func(e proxy.Event) bool {
+		return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(fakeserver.ToolSlow))
+	})
+	if err := slow.Cancel("the host gave up"); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "cancel", func(e proxy.Event) bool { return e.Ev == proxy.EvCancel })
+}
+
 // flood: one call whose progress notifications come by the thousand.
 func flood(t *testing.T, s *mcptest.Session, _ *sink) {
 	t.Helper()
@@ -149,6 +164,9 @@ func TestReplayDepartures(t *testing.T) {
 		{"missing-naive-fixed", []string{"-naive"}, stallCancelResume, nil, replay.Missing, "tools/call", true},
 		// This server answers a call after its cancel.
 		{"extra", nil, stallCancelResume, []string{"-respond-after-cancel"}, replay.Extra, "tools/call", false},
+		// This server answers the cancelled call, after the last message
+		// the recorded server sent.
+		{"extra-after-the-last", nil, cancelLast, []string{"-respond-after-cancel"}, replay.Extra, "tools/call", false},
 		// This server writes a banner on stdout.
 		{"extra-junk", nil, calls, []string{"-banner", "hello from the server"}, replay.Extra, "", false},
 		// This server has no echo tool.

@@ -84,6 +84,11 @@ type Report struct {
 	// did, and what it did instead (a stall point moved, messages the
 	// host's bounds dropped).
 	Notes []string
+	// Stopped is why the replay ended before the end of the record (its
+	// context ended, the other side could not be started or written to);
+	// nil when it played the record to the end. The departures are then
+	// those found so far: a stopped replay is never "as recorded".
+	Stopped error
 }
 
 // Count returns how many departures of kind k the report has.
@@ -97,10 +102,10 @@ func (r *Report) Count(k Kind) int {
 	return n
 }
 
-// Err returns nil when the replay found no departure but Unchecked ones,
-// else an error that lists them (String).
+// Err returns nil when the replay ran to the end and found no departure
+// but Unchecked ones, else an error that lists them (String).
 func (r *Report) Err() error {
-	if len(r.Departures) == r.Count(Unchecked) {
+	if r.Stopped == nil && len(r.Departures) == r.Count(Unchecked) {
 		return nil
 	}
 	return errors.New(r.String())
@@ -111,17 +116,26 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	var b strings.Builder
 	n := len(r.Departures) - r.Count(Unchecked)
-	if n == 0 {
-		fmt.Fprintf(&b, "replay: as recorded: %d messages checked, %d writes played in %v", r.Checked, r.Played, r.Elapsed.Round(time.Millisecond))
-	} else {
-		var kinds []string
-		for _, k := range []Kind{Missing, Extra, Different, StallNotBlocking} {
-			if c := r.Count(k); c > 0 {
-				kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
-			}
+	var kinds []string
+	for _, k := range []Kind{Missing, Extra, Different, StallNotBlocking} {
+		if c := r.Count(k); c > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
 		}
-		fmt.Fprintf(&b, "replay: %d departures from the record (%s); %d messages checked, %d writes played in %v", n, strings.Join(kinds, ", "), r.Checked, r.Played, r.Elapsed.Round(time.Millisecond))
 	}
+	sep := ";"
+	switch {
+	case r.Stopped != nil:
+		fmt.Fprintf(&b, "replay: stopped before the end of the record (%v): %d departures so far", r.Stopped, n)
+		if n > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(kinds, ", "))
+		}
+	case n == 0:
+		b.WriteString("replay: as recorded")
+		sep = ":"
+	default:
+		fmt.Fprintf(&b, "replay: %d departures from the record (%s)", n, strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(&b, "%s %d messages checked, %d writes played in %v", sep, r.Checked, r.Played, r.Elapsed.Round(time.Millisecond))
 	if c := r.Count(Unchecked); c > 0 {
 		fmt.Fprintf(&b, "; %d unchecked (not whole in the record)", c)
 	}
@@ -142,7 +156,8 @@ const maxDiff = 8 << 10
 // recorded frame it stands for: both decoded as JSON, without their "id"
 // (a replay remaps ids), with the record's redaction (and opts' Redact)
 // applied to got, the Ignore paths left out of both, and opts'
-// CmpOptions. It returns "" when they agree, else the cmp diff (-recorded
+// CmpOptions. A value the proxy redacted when it recorded ("[redacted]",
+// by its -redact paths or secret-looking keys) matches anything. It returns "" when they agree, else the cmp diff (-recorded
 // +got), cut to 8 KiB. checked is false when the record has only want's
 // head: nothing is compared. Lines that are not JSON compare as bytes.
 func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, checked bool) {
@@ -160,12 +175,22 @@ func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, 
 	if !wok || !gok {
 		w, g = string(want.Body), string(got)
 	}
-	d := cmp.Diff(w, g, o.cmp...)
+	d := cmp.Diff(w, g, append([]cmp.Option{anyForRedacted}, o.cmp...)...)
 	if len(d) > maxDiff {
 		d = d[:maxDiff] + "\n… (diff cut at 8 KiB)"
 	}
 	return d, true
 }
+
+// redacted is the value the proxy records in place of one it redacted
+// (proxy.Redacted, decoded).
+const redacted = "[redacted]"
+
+// anyForRedacted makes a value the proxy redacted before recording match
+// whatever comes in its place: the recorded value is not known.
+var anyForRedacted = cmp.FilterValues(func(x, y any) bool {
+	return x == any(redacted) || y == any(redacted)
+}, cmp.Ignore())
 
 // decode decodes a JSON text with the drop rules applied.
 func decode(b []byte, drop []rule) (any, bool) {

@@ -74,7 +74,7 @@ type server struct {
 	notes    map[string][]int // notifications, by method
 	resps    map[string]int   // responses to the server's requests, by id
 	junk     []int
-	idMap    map[string]json.RawMessage // recorded request id → the host's
+	hostIDs  map[int]json.RawMessage    // a recorded request (host frame) → the id the host sent it under
 	tokenMap map[string]json.RawMessage // recorded progress token → the host's
 	recIDs   map[string]json.RawMessage // the host's request id → the recorded one
 	replies  [][]byte                   // answers to requests the record has not, to write
@@ -93,7 +93,7 @@ func newServer(rec *Record, o *options, stdin io.ReadCloser, stdout io.WriteClos
 		changed: make(chan struct{}),
 		got:     make([]bool, len(rec.Host)),
 		reqs:    map[string][]int{}, notes: map[string][]int{}, resps: map[string]int{},
-		idMap: map[string]json.RawMessage{}, tokenMap: map[string]json.RawMessage{}, recIDs: map[string]json.RawMessage{},
+		hostIDs: map[int]json.RawMessage{}, tokenMap: map[string]json.RawMessage{}, recIDs: map[string]json.RawMessage{},
 		lines: map[int][]byte{}, respTo: map[int]int{},
 	}
 	byID := map[string][]int{} // host requests by id, in order
@@ -150,6 +150,10 @@ func (s *server) depart(d Departure) {
 // host; a record with longer host frames raises it to twice the longest.
 const maxServeFrame = 16 << 20
 
+// readerGrace bounds the wait for the stdin reader to end once stdin is
+// closed, which on Unix ends it at once.
+const readerGrace = 5 * time.Second
+
 func (s *server) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -178,6 +182,9 @@ func (s *server) run(ctx context.Context) error {
 
 	err := s.play(ctx)
 	s.mu.Lock()
+	if err != nil && ctx.Err() == nil {
+		s.report.Stopped = err
+	}
 	s.finish()
 	s.report.Elapsed = time.Since(s.start)
 	rep := s.report
@@ -186,11 +193,14 @@ func (s *server) run(ctx context.Context) error {
 	<-watchDone
 	s.stdout.Close()
 	s.stdin.Close() // ends the reader if the host has not closed stdin
-	<-readDone
-	if err != nil && ctx.Err() == nil {
-		return errors.Join(err, rep.Err())
+	select {
+	case <-readDone:
+	case <-time.After(readerGrace):
+		// Where closing a file does not end a read blocked on it
+		// (Windows), the reader is left blocked: say so.
+		return errors.Join(rep.Err(), fmt.Errorf("replay: Serve: the read of the host's stdin did not end within %v of closing it; it is left blocked", readerGrace))
 	}
-	return rep.Err()
+	return rep.Err() // with Stopped, if play failed
 }
 
 // read reads the host's frames until stdin ends, and matches each to the
@@ -243,7 +253,7 @@ func (s *server) take(frame []byte) {
 		}
 		i, s.reqs[m.Method] = q[0], q[1:]
 		want := &s.rec.Host[i]
-		s.idMap[wire.Key(want.ID)] = m.ID
+		s.hostIDs[i] = m.ID
 		s.recIDs[wire.Key(m.ID)] = want.ID
 		if tok := wire.Member(wire.Member(m.Params, "_meta"), wire.MetaProgressToken); len(tok) > 0 && len(want.Token) > 0 {
 			s.tokenMap[wire.Key(want.Token)] = tok
@@ -358,11 +368,16 @@ func (s *server) play(ctx context.Context) error {
 		// What the recorded server had received before this, and the
 		// request of each response in it (whatever the record's clocks
 		// say, a response comes after its request).
+		// In timed mode the recorded gap counts from the previous action
+		// (or from now, if that ran late), the wait for the host within it.
+		gap := s.pace.Gap(a.t - prevT)
+		if gap > 0 {
+			due = later(due, time.Now()).Add(gap)
+		}
 		if err := s.waitHost(ctx, a.t, s.requestsOf(a), s.pace.Bound(a.t-prevT)); err != nil {
 			return err
 		}
-		if gap := s.pace.Gap(a.t - prevT); gap > 0 {
-			due = later(due, time.Now()).Add(gap)
+		if gap > 0 {
 			if err := bound.Pass(ctx, time.Until(due)); err != nil { // timed mode's gaps are the point
 				return err
 			}
@@ -592,12 +607,12 @@ func (s *server) frameLine(i int, whole bool) []byte {
 		}
 		s.depart(Departure{Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not played", len(f.Head), f.Size)})
 		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
-			if id, ok := s.idMap[wire.Key(f.ID)]; ok {
+			if id, ok := s.hostID(i); ok {
 				l = errorLine(id, wire.CodeInternalError, fmt.Sprintf("mcpstdio replay: the record has only the head of this response (%d of %d bytes)", len(f.Head), f.Size))
 			}
 		}
 	case f.Kind == proxy.KindResponse || f.Kind == proxy.KindError:
-		id, ok := s.idMap[wire.Key(f.ID)]
+		id, ok := s.hostID(i)
 		if ok {
 			l = f.LineWith(id, "id")
 		} // else the request never came: leave the answer out
@@ -611,6 +626,17 @@ func (s *server) frameLine(i int, whole bool) []byte {
 	}
 	s.lines[i] = l
 	return l
+}
+
+// hostID returns the id the host sent the request that recorded response
+// i (a server frame) answers under, if it came; s.mu held.
+func (s *server) hostID(i int) (json.RawMessage, bool) {
+	h, ok := s.respTo[i]
+	if !ok {
+		return nil, false
+	}
+	id, ok := s.hostIDs[h]
+	return id, ok
 }
 
 // finish reports the recorded host messages that never came; s.mu held.

@@ -135,10 +135,63 @@ func TestTimed(t *testing.T) {
 		if rep.Err() != nil {
 			t.Errorf("replay against the record's own server side: %s", rep)
 		}
-		for i, g := range in.gaps() {
+		got := in.gaps()
+		if len(got) != len(recorded) {
+			t.Fatalf("%d gaps between calls, want %d", len(got), len(recorded))
+		}
+		for i, g := range got {
 			if g >= recorded[i]/2 {
 				t.Errorf("causal gap %d: %v, recorded %v: the replay waited for the recorded time", i, g, recorded[i])
 			}
 		}
 	})
+}
+
+// TestTimedSlowServer: in timed mode a gap that the recorded host spent
+// waiting for a slow answer is kept as it was, not added to the time the
+// answer takes again (the server here is as slow as the recorded one).
+func TestTimedSlowServer(t *testing.T) {
+	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+		ctx := ctxFor(t)
+		if _, err := s.CallTool(ctx, fakeserver.ToolSlow, map[string]any{"steps": 3, "intervalMs": 200}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CallTool(ctx, fakeserver.ToolEcho, map[string]any{"text": "after"}); err != nil {
+			t.Fatal(err)
+		}
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []time.Duration
+	for _, f := range rec.Host {
+		if f.Method == "tools/call" {
+			calls = append(calls, f.T0)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("the record has %d calls, want 2", len(calls))
+	}
+	recorded := calls[1] - calls[0]
+	in := &arrivals{}
+	target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		in.ReadCloser = stdin
+		return fakeserver.New().Serve(ctx, in, stdout, stderr)
+	})
+	rep, err := mcptest.Replay(ctxFor(t), target, rec, replay.Timed(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil {
+		t.Errorf("replay against the same server: %s", rep)
+	}
+	got := in.gaps()
+	if len(got) != 1 {
+		t.Fatalf("%d gaps between calls, want 1", len(got))
+	}
+	dev := math.Abs(float64(got[0]-recorded)) / float64(recorded)
+	t.Logf("recorded %v, replayed %v (%.1f%% off)", recorded.Round(time.Millisecond), got[0].Round(time.Millisecond), 100*dev)
+	if dev > 0.2 {
+		t.Errorf("replayed %v, want the recorded %v within 20%%", got[0], recorded)
+	}
 }

@@ -30,6 +30,12 @@ func TestReplayCommand(t *testing.T) {
 	if res.code != 1 || !strings.Contains(res.stdout, "different: seq 30 (out) tools/call") || !strings.Contains(res.stdout, "unknown tool \"echo\"") {
 		t.Errorf("replay against a fake without echo: exit %d, want 1 and the different response\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
+	// A server that does not start: the report says the replay stopped,
+	// never "as recorded".
+	res = mcpstdio(t, time.Minute, "replay", "-record", sample, "--", filepath.Join(t.TempDir(), "no-such-server"))
+	if res.code != 1 || !strings.HasPrefix(res.stdout, "replay: stopped before the end of the record") || strings.Contains(res.stdout, "as recorded") {
+		t.Errorf("replay against a server that does not start: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
 }
 
 // TestReplayServe: the server side from the shell, as a host's server
