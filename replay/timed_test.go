@@ -54,6 +54,14 @@ func (a *arrivals) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// noting is a server, serve, whose stdin is noted in in.
+func noting(in *arrivals, serve func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error) mcptest.Target {
+	return mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		in.ReadCloser = stdin
+		return serve(ctx, in, stdout, stderr)
+	})
+}
+
 func (a *arrivals) gaps() []time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -97,10 +105,7 @@ func TestTimed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &arrivals{}
-			target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-				in.ReadCloser = stdin
-				return replay.Serve(rec)(ctx, in, stdout, stderr)
-			})
+			target := noting(in, replay.Serve(rec))
 			rep, err := mcptest.Replay(ctxFor(t), target, rec, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -124,10 +129,7 @@ func TestTimed(t *testing.T) {
 	}
 	t.Run("causal", func(t *testing.T) {
 		in := &arrivals{}
-		target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-			in.ReadCloser = stdin
-			return replay.Serve(rec)(ctx, in, stdout, stderr)
-		})
+		target := noting(in, replay.Serve(rec))
 		rep, err := mcptest.Replay(ctxFor(t), target, rec)
 		if err != nil {
 			t.Fatal(err)
@@ -174,10 +176,7 @@ func TestTimedSlowServer(t *testing.T) {
 	}
 	recorded := calls[1] - calls[0]
 	in := &arrivals{}
-	target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		in.ReadCloser = stdin
-		return fakeserver.New().Serve(ctx, in, stdout, stderr)
-	})
+	target := noting(in, fakeserver.New().Serve)
 	rep, err := mcptest.Replay(ctxFor(t), target, rec, replay.Timed(1, 0))
 	if err != nil {
 		t.Fatal(err)
