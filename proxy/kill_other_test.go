@@ -2,10 +2,14 @@
 
 package proxy_test
 
-import "os"
+import (
+	"os"
+
+	"github.com/mcpstdio/mcpstdio/proxy"
+)
 
 func killSelf() { os.Exit(137) }
 
-func nonBlockingStdio() Streams {
-	return Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+func nonBlockingStdio() proxy.Streams {
+	return proxy.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 }
