@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -136,6 +137,7 @@ type hostPlayer struct {
 	junkQ    []int            // recorded junk lines
 	unkQ     []int            // recorded responses to no request of the host
 	gaps     []int            // server frames where the record lost detail
+	latency  []time.Duration  // how long each server frame took in the record
 	lastNote map[string]int   // the last recorded notification matched, by method
 	lost     int              // messages that came where the record lost detail
 }
@@ -154,6 +156,7 @@ func replayHost(ctx context.Context, target Target, deadline time.Time, rec *rep
 		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
 	}
 	p.index()
+	p.latencies()
 	s, err := start(ctx, target, deadline, p.sessionOptions())
 	if err != nil {
 		return &replay.Report{Stopped: err}, false, err
@@ -542,9 +545,10 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 	deps := p.depsOf(t)
 	var took time.Duration
 	for _, j := range deps {
-		took = max(took, p.latency(j))
+		took = max(took, p.latency[j])
 	}
 	gap = min(gap, took)
+	began := time.Now()
 	unresolved := func() []int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -560,26 +564,32 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 	if ok || err != nil {
 		return err
 	}
-	p.missing(unresolved(), fmt.Sprintf("did not come within %v", p.pace.Bound(gap).Round(time.Millisecond)))
+	p.missing(unresolved(), fmt.Sprintf("did not come within %v", time.Since(began).Round(time.Millisecond)))
 	return nil
 }
 
-// latency returns how long recorded server frame j took: from the host's
-// last action before its first byte to its last byte.
-func (p *hostPlayer) latency(j int) time.Duration {
-	f := &p.rec.Server[j]
-	var from time.Duration
+// latencies sets how long each recorded server frame took: from the
+// host's last action (a write, or a frame's first byte) before its first
+// byte to its last byte.
+func (p *hostPlayer) latencies() {
+	var acts []time.Duration
 	for _, c := range p.rec.Chunks {
-		if c.Dir == proxy.DirIn && c.T <= f.T0 {
-			from = max(from, c.T)
+		if c.Dir == proxy.DirIn {
+			acts = append(acts, c.T)
 		}
 	}
 	for _, h := range p.rec.Host {
-		if h.T0 <= f.T0 {
-			from = max(from, h.T0)
-		}
+		acts = append(acts, h.T0)
 	}
-	return f.T - from
+	slices.Sort(acts)
+	p.latency = make([]time.Duration, len(p.rec.Server))
+	for j, f := range p.rec.Server {
+		var from time.Duration
+		if k, _ := slices.BinarySearch(acts, f.T0+1); k > 0 {
+			from = acts[k-1] // the last at or before f.T0
+		}
+		p.latency[j] = max(f.T-from, 0)
+	}
 }
 
 // missing reports server frames that did not come.
@@ -612,11 +622,19 @@ func (p *hostPlayer) requestMethod(j int) string {
 	return ""
 }
 
+// maxSlowWaits bounds how many times wait waits d again for a server that
+// is still sending when d runs out.
+const maxSlowWaits = 7
+
 // wait waits until cond holds, at most d, matching what arrives
-// meanwhile; stalled says a stall may be let further to get there.
+// meanwhile; extend says a stall may be let further to get there. When d
+// runs out while the server's output is still arriving (a slow server, or
+// a loaded machine, not a missing message), it waits d again, at most
+// maxSlowWaits times.
 func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	seen, again := p.s.Stats().StdoutBytes, 0
 	// The stall valve's state has no event to wait on: look again every
 	// few milliseconds.
 	tick := time.NewTicker(pollInterval * 2)
@@ -636,7 +654,15 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 		case <-tick.C:
 		case <-timer.C:
 			p.poll()
-			return cond(), nil
+			if cond() {
+				return true, nil
+			}
+			if n := p.s.Stats().StdoutBytes; n != seen && again < maxSlowWaits {
+				seen, again = n, again+1
+				timer.Reset(d)
+				continue
+			}
+			return false, nil
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
@@ -1069,12 +1095,13 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		}
 		return true
 	}
+	began := time.Now()
 	if ok, _ := p.wait(ctx, all, p.pace.Bound(lastOut-lastT), false); !ok && ctx.Err() == nil {
 		var js []int
 		for j := range p.rec.Server {
 			js = append(js, j)
 		}
-		why := fmt.Sprintf("did not come within %v of the host's last action", p.pace.Bound(lastOut-lastT).Round(time.Millisecond))
+		why := fmt.Sprintf("did not come within %v of the host's last action", time.Since(began).Round(time.Millisecond))
 		if !played {
 			why = "did not come before the replay ended"
 		}
