@@ -52,7 +52,8 @@ import (
 // server has sent what the recorded host had received before it (waited
 // for at most Patience plus twice the longest time one of them took in the
 // record, from the host's action before it, and no more than twice the
-// recorded gap before the action; then reported Missing); replay.Timed adds the recorded gaps. Each message
+// recorded gap before the action; longer while the server's output is
+// still arriving, up to 8 times that; then reported Missing); replay.Timed adds the recorded gaps. Each message
 // is compared as replay.Record.Compare says (Ignore, CmpOptions). After the
 // last action Replay resumes reads, waits for the rest of the recorded
 // output, reports what else came (Extra), and checks that the server
