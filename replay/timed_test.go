@@ -54,6 +54,25 @@ func (a *arrivals) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// replayedGaps replays rec against its own server side (Serve), noting
+// when each call arrives, and returns the n gaps between the calls.
+func replayedGaps(t *testing.T, rec *replay.Record, n int, opts ...replay.Option) []time.Duration {
+	t.Helper()
+	in := &arrivals{}
+	rep, err := mcptest.Replay(ctxFor(t), noting(in, replay.Serve(rec)), rec, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil {
+		t.Errorf("replay against the record's own server side: %s", rep)
+	}
+	got := in.gaps()
+	if len(got) != n {
+		t.Fatalf("%d gaps between calls, want %d", len(got), n)
+	}
+	return got
+}
+
 // noting is a server, serve, whose stdin is noted in in.
 func noting(in *arrivals, serve func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error) mcptest.Target {
 	return mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
@@ -104,19 +123,7 @@ func TestTimed(t *testing.T) {
 		{"idle cap", []replay.Option{replay.Timed(1, 400*time.Millisecond)}, func(g time.Duration) time.Duration { return min(g, 400*time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &arrivals{}
-			target := noting(in, replay.Serve(rec))
-			rep, err := mcptest.Replay(ctxFor(t), target, rec, tc.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Err() != nil {
-				t.Errorf("replay against the record's own server side: %s", rep)
-			}
-			got := in.gaps()
-			if len(got) != len(recorded) {
-				t.Fatalf("%d gaps between calls, want %d", len(got), len(recorded))
-			}
+			got := replayedGaps(t, rec, len(recorded), tc.opts...)
 			for i, g := range recorded {
 				want := tc.want(g)
 				dev := math.Abs(float64(got[i]-want)) / float64(want)
@@ -128,20 +135,7 @@ func TestTimed(t *testing.T) {
 		})
 	}
 	t.Run("causal", func(t *testing.T) {
-		in := &arrivals{}
-		target := noting(in, replay.Serve(rec))
-		rep, err := mcptest.Replay(ctxFor(t), target, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Err() != nil {
-			t.Errorf("replay against the record's own server side: %s", rep)
-		}
-		got := in.gaps()
-		if len(got) != len(recorded) {
-			t.Fatalf("%d gaps between calls, want %d", len(got), len(recorded))
-		}
-		for i, g := range got {
+		for i, g := range replayedGaps(t, rec, len(recorded)) {
 			if g >= recorded[i]/2 {
 				t.Errorf("causal gap %d: %v, recorded %v: the replay waited for the recorded time", i, g, recorded[i])
 			}
