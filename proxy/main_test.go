@@ -6,4 +6,5 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
+// mcptest.Main registers the helpers and runs goleak.VerifyTestMain.
 func TestMain(m *testing.M) { mcptest.Main(m) }

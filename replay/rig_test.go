@@ -25,6 +25,7 @@ func init() {
 	})
 }
 
+// mcptest.Main registers the helpers and runs goleak.VerifyTestMain.
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // sink is a proxy record that keeps its lines and lets a test wait for
