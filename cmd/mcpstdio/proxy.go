@@ -163,6 +163,12 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "mcpstdio proxy: %s (see mcpstdio proxy -h)\n", strings.TrimPrefix(err.Error(), "proxy: "))
 		return 2
 	}
+	// Signals are taken from the start: one that comes while the state is
+	// made is passed on once the server runs.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, passedSignals...)
+	defer signal.Stop(sigs)
+	ignoreSIGPIPE()
 	st := openState(f, argv[0], time.Now())
 	defer st.close()
 	if st.log != nil {
@@ -191,10 +197,6 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// when the server's stderr ends.
 		host.Stderr = keepOpen{host.Stderr}
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, passedSignals...)
-	defer signal.Stop(sigs)
-	ignoreSIGPIPE()
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	p, err := proxy.Start(ctx, cmd, host, cfg)
@@ -216,10 +218,10 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for !exited {
 		select {
 		case sig := <-sigs:
-			if p.Status().Running {
-				_ = p.Signal(sig)
-			} else {
-				// The server is gone and the host wants the proxy gone.
+			// A signal goes to the server; once the server is gone (or
+			// the signal cannot reach it), the host wants the proxy gone:
+			// a second signal never waits for the exit grace.
+			if !p.Status().Running || p.Signal(sig) != nil {
 				_ = p.Close()
 			}
 		case <-done:
