@@ -51,6 +51,18 @@ func TestParseFault(t *testing.T) {
 			t.Errorf("ParseFault(%q) = nil error, want one", bad)
 		}
 	}
+	// Misspellings get an error that names what is wrong (issue 19.10).
+	for bad, want := range map[string]string{
+		"OUT:STOP:after_bytes=1":              "directions are lower case",
+		"out:STOP":                            "kinds are lower case (stop)",
+		"xx:stop":                             `direction "xx": want in`,
+		"out:stop:after_bytes=99999999999GiB": "over the largest size",
+		"out:slice:size=-1":                   "size",
+	} {
+		if _, err := proxy.ParseFault(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFault(%q): %v, want an error saying %q", bad, err, want)
+		}
+	}
 }
 
 // TestFaultStopAfterBytes: the proxy stops reading the server's stdout after

@@ -93,8 +93,10 @@ func checkFault(f record.Fault) error {
 	if f.Kind == "sigstop" && !canPause {
 		return fmt.Errorf("proxy: fault sigstop: %w", errors.ErrUnsupported)
 	}
-	if f.AfterBytes < 0 || f.Size < 0 || f.Rate < 0 || f.Count < 0 || f.For < 0 || f.After < 0 || f.Delay < 0 {
-		return fmt.Errorf("proxy: fault %s: negative parameter", f.Kind)
+	for name, v := range map[string]int64{"after_bytes": int64(f.AfterBytes), "size": int64(f.Size), "rate": int64(f.Rate), "count": int64(f.Count), "for": int64(f.For), "after": int64(f.After), "delay": int64(f.Delay)} {
+		if v < 0 {
+			return fmt.Errorf("proxy: fault %s: %s is negative", f.Kind, name)
+		}
 	}
 	return nil
 }
@@ -131,6 +133,9 @@ func ParseFault(s string) (record.Fault, error) {
 		kind = parts[0]
 		params = strings.Join(parts[1:], ":")
 	}
+	if err := faultWords(s, parts, kind); err != nil {
+		return record.Fault{}, err
+	}
 	obj := map[string]any{"dir": dir, "kind": kind}
 	if params != "" {
 		for _, kv := range strings.Split(params, ",") {
@@ -152,6 +157,28 @@ func ParseFault(s string) (record.Fault, error) {
 		return record.Fault{}, fmt.Errorf("proxy: fault %q: %w", s, err)
 	}
 	return f, nil
+}
+
+// faultWords explains a fault whose direction or kind is misspelled: in
+// the wrong case, or a direction that is not one.
+func faultWords(s string, parts []string, kind string) error {
+	lower := func(w string) bool { return strings.ToLower(w) != w }
+	if _, ok := faultKind(kind); ok {
+		return nil
+	}
+	switch {
+	case slices.Contains(allDirs, strings.ToLower(parts[0])) && lower(parts[0]):
+		return fmt.Errorf("proxy: fault %q: direction %q: directions are lower case: in, out or err", s, parts[0])
+	case lower(kind):
+		if _, ok := faultKind(strings.ToLower(kind)); ok {
+			return fmt.Errorf("proxy: fault %q: kind %q: kinds are lower case (%s)", s, kind, strings.ToLower(kind))
+		}
+	case len(parts) >= 2 && !slices.Contains(allDirs, parts[0]):
+		if _, ok := faultKind(parts[1]); ok {
+			return fmt.Errorf("proxy: fault %q: direction %q: want in (host to server), out (server stdout) or err (server stderr)", s, parts[0])
+		}
+	}
+	return nil
 }
 
 func decodeFault(b []byte) (record.Fault, error) {

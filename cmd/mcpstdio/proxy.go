@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,17 +43,28 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// sizeFlag is a byte count flag that takes KiB, MiB and GiB suffixes.
-type sizeFlag struct{ n *int64 }
+// sizeFlag is a byte count flag that takes KiB, MiB and GiB suffixes
+// (record.Size); with neg, a negative count is allowed too.
+type sizeFlag struct {
+	n   *int64
+	neg bool
+}
 
 func (s sizeFlag) String() string {
-	if s.n == nil {
+	if s.n == nil || *s.n == 0 {
 		return ""
 	}
-	return fmt.Sprint(*s.n)
+	if *s.n < 0 {
+		return fmt.Sprint(*s.n)
+	}
+	return record.Size(*s.n).String()
 }
 
 func (s sizeFlag) Set(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n < 0 && s.neg {
+		*s.n = n
+		return nil
+	}
 	var n record.Size
 	if err := n.Set(v); err != nil {
 		return err
@@ -75,31 +87,29 @@ type proxyFlags struct {
 func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, proxy.Config, error) {
 	f := &proxyFlags{logMax: state.DefaultLogMax, chunk: proxy.DefaultChunkSize}
 	fs := flag.NewFlagSet("mcpstdio proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dir, derr := state.DefaultDir()
 	if derr != nil {
 		dir = "(none: " + derr.Error() + ")"
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), proxyUsage, dir)
-		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nFaults (-fault DIR:KIND[:NAME=VALUE,...]; DIR is in (host to server), out (server stdout) or err (server stderr);\ntriggers: after_bytes=N, after_method=M or after=DURATION; default: at once):\n")
-		for _, k := range proxy.FaultKinds() {
-			fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, strings.ReplaceAll(k.Doc, "`", ""))
-		}
-		fmt.Fprintf(fs.Output(), "\nExamples:\n  mcpstdio proxy -- node server.js\n  mcpstdio proxy -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n")
+	// The whole usage for -h; after a bad flag, runProxy says what is
+	// wrong in one line.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if wantsHelp(args) {
+		fs.SetOutput(stderr)
+		fs.Usage = func() { proxyHelp(fs, dir) }
 	}
 	fs.StringVar(&f.log, "log", "", "write the record to `FILE` (default: a new file in the state directory)")
 	fs.StringVar(&f.dir, "dir", "", "the state `DIRECTORY` for records and status files (default "+dir+")")
 	fs.BoolVar(&f.noLog, "no-log", false, "record nothing (the status file is still written)")
-	fs.Var(sizeFlag{&f.logMax}, "log-max", "rotate the record when a file reaches `SIZE` bytes (default 64MiB)")
+	fs.Var(sizeFlag{&f.logMax, true}, "log-max", "rotate the record when a file reaches `SIZE` bytes (-1: never)")
 	fs.IntVar(&f.logKeep, "log-keep", state.DefaultLogKeep, "keep `N` rotated record files")
 	fs.BoolVar(&f.bodies, "log-bodies", false, "record every byte (after redaction), not only each frame's head, length and hash")
 	fs.IntVar(&f.head, "head", proxy.DefaultHeadBytes, "record the first `N` bytes of each frame")
 	fs.Var(&f.redact, "redact", "redact the value at JSON `PATH` (e.g. params.arguments.query; * matches any key); repeatable")
 	fs.StringVar(&f.redactKeys, "redact-keys", strings.Join(proxy.DefaultRedactKeys, ","), "redact values whose key contains one of these comma-separated `WORDS` (empty: none)")
-	fs.Var(sizeFlag{&f.chunk}, "chunk", "forward at most `SIZE` bytes at a time in each direction: the proxy's own buffering (default 64KiB)")
-	fs.Var(sizeFlag{&f.pipe}, "pipe-size", "set the capacity of the server's pipes to `SIZE` bytes (Linux only)")
+	fs.Var(sizeFlag{n: &f.chunk}, "chunk", "forward at most `SIZE` bytes at a time in each direction: the proxy's own buffering")
+	fs.Var(sizeFlag{n: &f.pipe}, "pipe-size", "set the capacity of the server's pipes to `SIZE` bytes (Linux only)")
 	fs.Var(&f.faults, "fault", "inject a fault, `DIR:KIND[:NAME=VALUE,...]` (see below); repeatable")
 	fs.StringVar(&f.faultsFile, "faults", "", "inject the faults in JSON `FILE` (an array of objects with the same names)")
 	fs.DurationVar(&f.stuck, "stuck", proxy.DefaultStuck, "call a direction blocked once a write has waited this `LONG`")
@@ -151,6 +161,30 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 		cfg.Faults = append(cfg.Faults, fl...)
 	}
 	return f, rest, cfg, cfg.Check()
+}
+
+// wantsHelp reports whether the flags (before "--") ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "--h":
+			return true
+		}
+	}
+	return false
+}
+
+// proxyHelp prints the whole usage.
+func proxyHelp(fs *flag.FlagSet, dir string) {
+	fmt.Fprintf(fs.Output(), proxyUsage, dir)
+	fs.PrintDefaults()
+	fmt.Fprintf(fs.Output(), "\nFaults (-fault DIR:KIND[:NAME=VALUE,...]; DIR is in (host to server), out (server stdout) or err (server stderr);\ntriggers: after_bytes=N, after_method=M or after=DURATION; default: at once):\n")
+	for _, k := range proxy.FaultKinds() {
+		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, strings.ReplaceAll(k.Doc, "`", ""))
+	}
+	fmt.Fprintf(fs.Output(), "\nExamples:\n  mcpstdio proxy -- node server.js\n  mcpstdio proxy -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n")
 }
 
 // runProxy runs `mcpstdio proxy`.

@@ -228,3 +228,77 @@ func mcpstdioIn(t *testing.T, stdin string, args ...string) result {
 	}
 	return res
 }
+
+// TestProxyStatusFindsLogFile (issue 19.7): a proxy whose record goes to
+// -log FILE elsewhere is found by `mcpstdio status`, which names the
+// record; with none running, status says where it looked and how to look
+// elsewhere.
+func TestProxyStatusFindsLogFile(t *testing.T) {
+	t.Parallel()
+	stateDir, tmp := t.TempDir(), t.TempDir()
+	env := []string{"MCPSTDIO_STATE_DIR=" + stateDir, "TMPDIR=" + tmp}
+	log := filepath.Join(t.TempDir(), "elsewhere.ndjson")
+	r := startProxy(t, env, "proxy", "-log", log, "--", binary, "fake")
+	r.call(t, ping)
+	var out result
+	// The status file is rewritten every second and nothing announces it.
+	poll(t, "status naming the proxy", func() bool {
+		out = mcpstdioIn(t, "", append(env, "status")...)
+		return strings.Contains(out.stdout, "record  "+log)
+	})
+	r.stdin.Close()
+	r.wait(t)
+	out = mcpstdioIn(t, "", append(env, "status")...)
+	for _, want := range []string{"no running mcpstdio proxy", stateDir, "-dir"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("status with no proxy does not say %q:\n%s", want, out.stdout)
+		}
+	}
+}
+
+// TestProxyLogRefusesLink (issue 19.10): -log naming a symbolic link
+// records nothing, truncates nothing, and the server runs; the refusal is
+// in the status file, and on stderr once with -v (never otherwise: the
+// host's stderr is the server's).
+func TestProxyLogRefusesLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	os.WriteFile(target, []byte("keep\n"), 0o600)
+	link := filepath.Join(dir, "rec.ndjson")
+	os.Symlink(target, link)
+	res := mcpstdioIn(t, "{}\n", "proxy", "-log", link, "--", "cat")
+	if res.code != 0 || res.stdout != "{}\n" {
+		t.Errorf("exit %d, stdout %q; want the server's", res.code, res.stdout)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+		t.Errorf("the link's target holds %q", b)
+	}
+	if res.stderr != "" {
+		t.Errorf("stderr %q without -v: want nothing of the proxy's", res.stderr)
+	}
+	res = mcpstdioIn(t, "{}\n", "proxy", "-v", "-log", link, "--", "cat")
+	if res.code != 0 || strings.Count(res.stderr, "symbolic link") != 1 {
+		t.Errorf("-v: exit %d, stderr %q: want the refusal said once", res.code, res.stderr)
+	}
+}
+
+// TestProxyFlagMessages (issue 19.10): the help names each default once;
+// a bad flag value is one line, not the whole usage; -log-max -1 (no
+// rotation, as the record file documents) is taken.
+func TestProxyFlagMessages(t *testing.T) {
+	t.Parallel()
+	help := mcpstdioIn(t, "", "proxy", "-h")
+	for _, line := range strings.Split(help.stderr, "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("help line names two defaults: %q", line)
+		}
+	}
+	bad := mcpstdioIn(t, "", "proxy", "-chunk", "lots", "--", "cat")
+	if bad.code != 2 || strings.Count(strings.TrimSpace(bad.stderr), "\n") != 0 || !strings.Contains(bad.stderr, "-chunk") {
+		t.Errorf("a bad flag value: exit %d, stderr %q; want 2 and one line naming the flag", bad.code, bad.stderr)
+	}
+	if res := mcpstdioIn(t, "{}\n", "proxy", "-log-max", "-1", "--", "cat"); res.code != 0 {
+		t.Errorf("-log-max -1: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
