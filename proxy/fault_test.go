@@ -209,6 +209,14 @@ func TestFaultDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.rec.wait(t, "unknown-response verdict", verdictOf(record.VerdictUnknownResponse))
+	// The fake rewrites its report as it goes: read it once the fake has
+	// ended, when it holds both calls.
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitExit(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := fakeserver.ReadReportFile(report)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,9 @@ func (p *Proxy) waitServer() {
 	if p.waitErr != nil {
 		ev.Err = p.waitErr.Error()
 	}
+	p.sigMu.Lock() // a signal being passed on is noted before the exit it causes
 	p.note(now, ev)
+	p.sigMu.Unlock()
 	p.obs.noteExit(now, info)
 	close(p.exited)
 }
@@ -133,6 +135,8 @@ func (p *Proxy) shutdown() {
 // host signals its server's pid) and records it. On Windows only
 // os.Kill can be delivered; other signals are recorded as not passed.
 func (p *Proxy) Signal(sig os.Signal) error {
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
 	now := time.Now()
 	err := signalServer(p.cmd.Process, sig)
 	ev := record.Event{Ev: record.EvSignal, Signal: signalName(sig), Text: "passed on to the server"}

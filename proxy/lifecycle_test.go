@@ -143,3 +143,79 @@ func TestEOFServerStopsReading(t *testing.T) {
 		t.Errorf("close event %+v, want the failed write passed back", e)
 	}
 }
+
+// TestRecordOrder (issue 19.8): the record is in the order things
+// happened, for every kind of ending: one sequence without gaps, a
+// direction's traffic before its end, the summary last, and what caused
+// the server's exit before the exit.
+func TestRecordOrder(t *testing.T) {
+	ping := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		cfg    proxy.Config
+		end    func(r *rig)
+		before []string // events (ev dir) that must come before the exit, in this order
+	}{
+		{"host closes first", []string{"fake"}, proxy.Config{}, func(r *rig) { r.stdin.Close() }, []string{"eof in", "close in"}},
+		{"server exits first", []string{"exit", "3", "now"}, proxy.Config{}, func(r *rig) {}, nil},
+		{"signal", []string{"fake"}, proxy.Config{}, func(r *rig) { r.p.Signal(syscall.SIGTERM) }, []string{"signal "}},
+		{"fault", []string{"fake"}, proxy.Config{Faults: []record.Fault{mustFault(t, "in:close:after_method=ping")}}, func(r *rig) {}, []string{"fault in"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "signal" && runtime.GOOS == "windows" {
+				t.Skip("no SIGTERM on windows")
+			}
+			r := startRig(t, helperCmd(t, tc.args[0], tc.args[1:]...), tc.cfg)
+			out := drain(t, r.stdout)
+			drain(t, r.stderr)
+			r.stdin.Write(ping)
+			if tc.name != "fault" && tc.args[0] == "fake" {
+				r.rec.wait(t, "the response", func(e record.Event) bool { return e.Ev == record.EvFrame && e.Dir == record.DirOut })
+			}
+			tc.end(r)
+			r.wait()
+			out()
+			evs := r.rec.all()
+			ended := map[string]bool{}
+			exit := -1
+			for i, e := range evs {
+				if e.Seq != int64(i) {
+					t.Fatalf("event %d has seq %d: the record is not one sequence", i, e.Seq)
+				}
+				if (e.Ev == record.EvChunk || e.Ev == record.EvFrame) && ended[e.Dir] {
+					t.Errorf("%s %s (seq %d) after the end of %s", e.Ev, e.Dir, e.Seq, e.Dir)
+				}
+				if e.Ev == record.EvEOF {
+					ended[e.Dir] = true
+				}
+				if e.Ev == record.EvExit {
+					exit = i
+				}
+			}
+			if exit < 0 || evs[len(evs)-1].Ev != record.EvSummary {
+				t.Fatalf("no exit event, or the record ends with %s, not the summary", evs[len(evs)-1].Ev)
+			}
+			at := 0
+			for _, e := range evs[:exit] {
+				if at < len(tc.before) && e.Ev+" "+e.Dir == tc.before[at] {
+					at++
+				}
+			}
+			if at < len(tc.before) {
+				t.Errorf("before the exit the record lacks %q in this order: %s", tc.before[at:], kinds(evs))
+			}
+		})
+	}
+}
+
+// kinds lists the events other than chunks and frames, for a failure.
+func kinds(evs []record.Event) string {
+	var s []string
+	for _, e := range evs {
+		if e.Ev != record.EvChunk && e.Ev != record.EvFrame {
+			s = append(s, e.Ev+" "+e.Dir)
+		}
+	}
+	return strings.Join(s, ", ")
+}

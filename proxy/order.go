@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ func (o *observer) takeNotes() []noted {
 	defer o.notes.mu.Unlock()
 	q := o.notes.q
 	o.notes.q = nil
+	// Goroutines append in the order they finish; the events are in the
+	// order they happened.
+	slices.SortStableFunc(q, func(a, b noted) int { return a.t.Compare(b.t) })
 	if o.notes.lost > 0 {
 		o.mu.Lock() // order: notes.mu, then mu
 		o.m.DroppedEvents += o.notes.lost
