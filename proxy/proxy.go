@@ -32,7 +32,7 @@ type Proxy struct {
 	stop     chan struct{} // closed when the proxy must end now
 	stopOnce sync.Once
 	waitOnce sync.Once
-	sigMu    sync.Mutex // held while a signal is passed on and noted
+	sigMu    sync.Mutex    // held while a signal is passed on and noted
 	exited   chan struct{} // closed when the server has exited
 	released chan struct{} // closed when Wait need not wait for the forwarders any longer
 	wg       sync.WaitGroup
