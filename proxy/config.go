@@ -10,16 +10,17 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultChunkSize      = 64 << 10
-	DefaultHeadBytes      = 256
-	DefaultParseLimit     = 64 << 10
-	DefaultObserverBuffer = 4 << 20
-	DefaultMaxPending     = 4096
-	DefaultStuck          = time.Second
-	DefaultUnanswered     = 10 * time.Second
-	DefaultExitGrace      = 2 * time.Second
-	DefaultBlockEvent     = 100 * time.Millisecond
-	DefaultStatusInterval = time.Second
+	DefaultChunkSize            = 64 << 10
+	DefaultHeadBytes            = 256
+	DefaultParseLimit           = 64 << 10
+	DefaultObserverBuffer       = 4 << 20
+	DefaultObserverBufferBodies = 64 << 20
+	DefaultMaxPending           = 4096
+	DefaultStuck                = time.Second
+	DefaultUnanswered           = 10 * time.Second
+	DefaultExitGrace            = 2 * time.Second
+	DefaultBlockEvent           = 100 * time.Millisecond
+	DefaultStatusInterval       = time.Second
 )
 
 // Config configures a proxy. The zero value is a faithful proxy that
@@ -89,9 +90,11 @@ type Config struct {
 	StatusInterval time.Duration
 
 	// ObserverBuffer is the most bytes per direction of copies waiting for
-	// the observer, allocated only as the observer falls behind; when it is
-	// full, the observer loses detail (recorded), never traffic (default
-	// DefaultObserverBuffer).
+	// the observer, allocated only as the observer falls behind (and as
+	// much again in copies of small reads); when it is full, the observer
+	// loses detail (recorded), never traffic (default DefaultObserverBuffer,
+	// or DefaultObserverBufferBodies with LogBodies, so that a record meant
+	// for replay keeps its bodies unless memory forbids).
 	ObserverBuffer int
 	// MaxPending bounds the pending-request table; beyond it the oldest
 	// entry is forgotten and counted (default DefaultMaxPending).
@@ -118,6 +121,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.HeadBytes = max(c.HeadBytes, 0)
 	fill.Default(&c.ParseLimit, DefaultParseLimit)
+	if c.LogBodies {
+		fill.Default(&c.ObserverBuffer, DefaultObserverBufferBodies)
+	}
 	fill.Default(&c.ObserverBuffer, DefaultObserverBuffer)
 	fill.Default(&c.MaxPending, DefaultMaxPending)
 	fill.Default(&c.Stuck, DefaultStuck)

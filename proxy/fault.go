@@ -209,14 +209,16 @@ func (df *dirFaults) waitStop() bool {
 		}
 		select {
 		case <-df.p.stop:
+			df.endStop()
 			return false
 		case <-df.fw.halt:
+			df.endStop()
 			return false
 		case <-until:
 		}
 		df.stopped = nil
 		f.ended = true
-		df.fw.stopped.Store(0)
+		df.endStop()
 		df.record(f, "reading "+srcNames[dirOf(f.Dir)]+" again")
 	}
 	select {
@@ -226,6 +228,13 @@ func (df *dirFaults) waitStop() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// endStop adds the time a stop held the source to the forwarder's count.
+func (df *dirFaults) endStop() {
+	if since := df.fw.stopped.Swap(0); since != 0 {
+		df.fw.held.Add(time.Now().UnixNano() - since)
 	}
 }
 
@@ -248,6 +257,8 @@ func (df *dirFaults) fire(f *faultState) {
 	switch f.Kind {
 	case "stop":
 		df.stopped = f
+		name := f.Fault.String()
+		df.fw.stopName.Store(&name)
 		df.fw.stopped.Store(time.Now().UnixNano())
 		if f.For > 0 {
 			f.until = time.Now().Add(time.Duration(f.For))

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,7 @@ type obsEvent struct {
 	t     time.Time // when the read or the write returned
 	since time.Time // obsWritten: when the write began
 	buf   []byte    // obsRead: a copy of the bytes, from the direction's pool
+	small bool      // buf is a copy of its own (a small read), not from the pool
 }
 
 // forwarder moves one direction's bytes: read at most ChunkSize bytes from
@@ -95,15 +97,18 @@ type forwarder struct {
 	done     chan struct{} // closed when the forwarder has ended
 
 	// Read by the observer and Status at any time.
-	read       atomic.Int64 // bytes read from the source
-	written    atomic.Int64 // source bytes handled (written on, or dropped by a fault)
-	delivered  atomic.Int64 // bytes written to the destination
-	writes     atomic.Int64 // write calls on the destination
-	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
-	writeLen   atomic.Int64 // bytes of the write in progress
-	lostEvents atomic.Int64 // events the observer's channel had no room for
-	lostBytes  atomic.Int64 // bytes read that the observer got no copy of
-	stopped    atomic.Int64 // UnixNano since when a fault stops reading; 0 when none does
+	read       atomic.Int64           // bytes read from the source
+	written    atomic.Int64           // source bytes handled (written on, or dropped by a fault)
+	delivered  atomic.Int64           // bytes written to the destination
+	writes     atomic.Int64           // write calls on the destination
+	writeStart atomic.Int64           // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
+	writeLen   atomic.Int64           // bytes of the write in progress
+	lostEvents atomic.Int64           // events the observer's channel had no room for
+	lostBytes  atomic.Int64           // bytes read that the observer got no copy of
+	small      atomic.Int64           // bytes of small copies the observer holds
+	stopped    atomic.Int64           // UnixNano since when a fault stops reading; 0 when none does
+	held       atomic.Int64           // ns that ended stops held the source
+	stopName   atomic.Pointer[string] // the stop fault in effect (or last in effect), in the flag syntax
 
 	mu        sync.Mutex
 	srcErr    error // how the source ended: io.EOF, or the read error
@@ -119,7 +124,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 	f := &forwarder{
 		p: p, d: d, src: src, dst: dst,
 		buf:      make([]byte, p.cfg.ChunkSize),
-		obs:      make(chan obsEvent, 2*slots+1024),
+		obs:      make(chan obsEvent, 2*slots+4096),
 		free:     make(chan []byte, slots),
 		slots:    slots,
 		halt:     make(chan struct{}),
@@ -163,15 +168,55 @@ func (f *forwarder) nudge() {
 	}
 }
 
-// send gives ev to the observer if its channel has room.
+// smallRead is the largest read whose bytes the observer gets as a copy
+// of their own rather than in a pooled buffer: a host or server that
+// writes a byte at a time would otherwise use up the pool with one chunk
+// buffer per byte, and the observer would lose detail it has room for.
+const smallRead = 4 << 10
+
+// share gives the observer the bytes b of ev: the pooled buffer b was
+// read into, or, when the pool runs low (or is out), a copy for a small
+// read (within ObserverBuffer bytes of such copies); else none (the detail
+// is lost). It reports whether the pooled buffer is to go back to the pool
+// once b is written.
+func (f *forwarder) share(ev *obsEvent, b []byte, pooled bool) (giveBack bool) {
+	n := int64(len(b))
+	low := !pooled || (f.made == f.slots && len(f.free) < f.slots/2)
+	if low && n <= smallRead && f.small.Load()+n <= int64(f.p.cfg.ObserverBuffer) {
+		f.small.Add(n)
+		ev.buf, ev.small = bytes.Clone(b), true
+		return pooled
+	}
+	if pooled {
+		ev.buf = b
+		return false
+	}
+	f.lostBytes.Add(n)
+	return false
+}
+
+// release returns ev's copy: to the pool, or to the budget of small copies.
+func (f *forwarder) release(ev obsEvent) {
+	if ev.small {
+		f.small.Add(-int64(len(ev.buf)))
+		return
+	}
+	f.free <- ev.buf[:cap(ev.buf)] // there are at most slots buffers, so there is room
+}
+
+// send gives ev to the observer if its channel has room, and asks the
+// observer to come sooner once the channel is half full.
 func (f *forwarder) send(ev obsEvent) {
 	select {
 	case f.obs <- ev:
+		if len(f.obs) > cap(f.obs)/2 {
+			f.nudge()
+		}
 	default:
 		f.lostEvents.Add(1)
 		if ev.buf != nil {
 			f.lostBytes.Add(int64(ev.n))
-			f.free <- ev.buf[:cap(ev.buf)] // there are at most slots buffers, so there is room
+			f.release(ev)
 		}
 	}
 }
@@ -216,17 +261,16 @@ func (f *forwarder) run() {
 			empty = 0
 			f.read.Add(int64(n))
 			ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
-			if shared {
-				ev.buf = buf[:n]
-			} else {
-				f.lostBytes.Add(int64(n))
-			}
+			giveBack := f.share(&ev, buf[:n], shared)
 			f.send(ev)
 			var werr error
 			if f.f == nil {
 				werr = f.write(buf[:n])
 			} else {
 				werr = f.f.deliver(off, buf[:n], now)
+			}
+			if giveBack {
+				f.free <- buf // there are at most slots buffers, so there is room
 			}
 			off += int64(n)
 			f.written.Store(off)

@@ -303,7 +303,7 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 			d.fa.lost(int64(ev.n))
 		} else {
 			d.fa.feed(ev.buf, ev.t, func(a *frameAsm, t time.Time) { o.frameDone(d, a, t, false) })
-			d.fw.free <- ev.buf[:cap(ev.buf)]
+			d.fw.release(ev)
 		}
 		d.data, d.dataOK = d.fa.data, d.fa.dataOK
 	case obsWritten:
@@ -312,13 +312,24 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 }
 
 // metrics returns the metrics with the byte counts of the forwarders,
-// which see every byte.
+// which see every byte, and the time stop faults held each source.
 func (o *observer) metrics() record.Metrics {
 	m := o.m
 	m.StdinBytes = o.dirs[dIn].fw.read.Load()
 	m.StdoutBytes = o.dirs[dOut].fw.read.Load()
 	m.StderrBytes = o.dirs[dErr].fw.read.Load()
+	m.HeldInUS, m.HeldOutUS, m.HeldErrUS = o.held(dIn).Microseconds(), o.held(dOut).Microseconds(), o.held(dErr).Microseconds()
 	return m
+}
+
+// held is how long stop faults have held direction d's source so far.
+func (o *observer) held(d dirIndex) time.Duration {
+	fw := o.dirs[d].fw
+	ns := fw.held.Load()
+	if since := fw.stopped.Load(); since != 0 {
+		ns += time.Now().UnixNano() - since
+	}
+	return time.Duration(ns)
 }
 
 // noteDrops records what the forwarder could not give the observer since

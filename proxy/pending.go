@@ -61,6 +61,9 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 	if unterminated {
 		o.m.Unterminated++
 	}
+	if ev.Gap {
+		o.m.GapFrames++
+	}
 	if ev.Kind == record.KindJunk && !ev.Gap {
 		switch d.d {
 		case dOut:
@@ -165,6 +168,14 @@ func (o *observer) responseFrame(d *dirObs, ev record.Event, a *frameAsm, t time
 	}
 	r := o.pending[pkey{reqDir, wire.Key(ev.ID)}]
 	if r == nil || !r.respStart.IsZero() {
+		// Counted for the side that sent it.
+		if d.d == dIn {
+			o.m.HostUnknownResponses++
+			if o.m.FirstHostUnknown == nil {
+				o.m.FirstHostUnknown = ev.ID
+			}
+			return
+		}
 		o.m.UnknownResponses++
 		if o.m.FirstUnknown == nil {
 			o.m.FirstUnknown = ev.ID

@@ -153,7 +153,7 @@ func (p *Proxy) writeHeader() {
 	}
 	cwd, _ := os.Getwd()
 	h := &record.Header{
-		V: record.SchemaVersion, Schema: record.SchemaName, Start: p.start, Proxy: p.cfg.Version,
+		V: record.SchemaVersion, Schema: record.SchemaName, Start: p.start, TimeUnit: record.TimeUnit, Proxy: p.cfg.Version,
 		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(),
 		Argv: slices.Clone(p.cmd.Args), Dir: p.cmd.Dir, Cwd: cwd, EnvKeys: envNames(p.cmd.Env),
 		Chunk: p.cfg.ChunkSize, Head: p.cfg.HeadBytes, Parse: p.cfg.ParseLimit, Bodies: p.cfg.LogBodies,

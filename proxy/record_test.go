@@ -162,6 +162,11 @@ func TestObserverDropsDetailNotTraffic(t *testing.T) {
 	}
 	r.rec.wait(t, "drop", isEv(record.EvDrop))
 	r.rec.wait(t, "observer-dropped verdict", verdictOf(record.VerdictDropped))
+	// The summary says it first: the other verdicts stand on what the
+	// observer saw.
+	if vs := res.Verdicts; len(vs) == 0 || vs[0].Kind != record.VerdictDropped {
+		t.Errorf("summary verdicts %+v: want the lost detail first", vs)
+	}
 }
 
 var update = flag.Bool("update", false, "rewrite ../record/testdata/sample.ndjson from a live session")

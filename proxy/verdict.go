@@ -71,7 +71,8 @@ func (o *observer) blockedWrite(d dirIndex, now time.Time) (time.Duration, int64
 
 // liveVerdicts finds what is stuck now. o.mu is held.
 func (o *observer) liveVerdicts(now time.Time) []record.Verdict {
-	var vs []record.Verdict
+	vs := o.lostDetail() // at the top: what the rest cannot see
+	vs = append(vs, o.faultsHolding(now)...)
 	if b, n := o.blockedWrite(dOut, now); b >= o.cfg.Stuck {
 		vs = append(vs, o.hostNotReading(now, b, n))
 	}
@@ -209,7 +210,9 @@ func (o *observer) unanswered(now time.Time) []record.Verdict {
 			reads = "a write to its stdin is in progress"
 		}
 		out := "its stdout is idle"
-		if last := o.dirs[dOut].lastByte; last.IsZero() {
+		if held := o.heldOutput(); held != "" {
+			out = held
+		} else if last := o.dirs[dOut].lastByte; last.IsZero() {
 			out = "it has written nothing on stdout"
 		} else if idle := now.Sub(last); idle >= o.cfg.Stuck {
 			out = fmt.Sprintf("its stdout is idle (last byte %s ago)", dur(idle))
@@ -296,8 +299,9 @@ func (o *observer) countVerdicts() []record.Verdict {
 	if n := o.m.ParseErrors; n > 0 {
 		vs = append(vs, record.Verdict{Kind: record.VerdictJunk, Text: fmt.Sprintf("the server wrote %d %s on stdout that %s not JSON-RPC (first: %q)", n, plural(int(n), "line", "lines"), plural(int(n), "is", "are"), trimText(o.m.FirstJunk, 80))})
 	}
-	if o.m.DroppedBytes > 0 || o.m.DroppedEvents > 0 {
-		vs = append(vs, record.Verdict{Kind: record.VerdictDropped, Text: fmt.Sprintf("the observer fell behind and lost detail of %s (%d events); every byte was forwarded", size(o.m.DroppedBytes), o.m.DroppedEvents)})
+	if n := o.m.HostUnknownResponses; n > 0 {
+		vs = append(vs, record.Verdict{Kind: record.VerdictUnknownResponse, ID: o.m.FirstHostUnknown, Text: fmt.Sprintf(
+			"the host sent %d %s to ids the server had not sent or that were already answered (first: id %s)", n, plural(int(n), "response", "responses"), o.m.FirstHostUnknown)})
 	}
 	return vs
 }

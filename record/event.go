@@ -141,27 +141,31 @@ type Event struct {
 
 // Header is the first event of every file of a record.
 type Header struct {
-	V       int       `json:"v"`      // SchemaVersion
-	Schema  string    `json:"schema"` // "mcpstdio-proxy-record"
-	Part    int       `json:"part"`   // 0 for the first file; rotation numbers the next ones
-	Start   time.Time `json:"start"`  // wall clock at T=0
-	Proxy   string    `json:"proxy"`  // the proxy's version
-	Go      string    `json:"go"`     // Go runtime version
-	OS      string    `json:"os"`
-	Arch    string    `json:"arch"`
-	PID     int       `json:"pid"`             // the proxy's process id
-	Argv    []string  `json:"argv"`            // the server command
-	Dir     string    `json:"dir,omitempty"`   // the server's working directory ("" = the proxy's)
-	Cwd     string    `json:"cwd,omitempty"`   // the proxy's working directory
-	EnvKeys []string  `json:"env"`             // names of the server's environment variables (never values)
-	Pipes   PipeSizes `json:"pipes"`           // kernel pipe capacities, 0 where unknown
-	Chunk   int       `json:"chunk"`           // ChunkSize
-	Head    int       `json:"head"`            // HeadBytes
-	Parse   int       `json:"parse"`           // ParseLimit
-	Bodies  bool      `json:"bodies"`          // chunk events carry data
-	Redact  []string  `json:"redact"`          // JSON paths redacted
-	Keys    []string  `json:"keys"`            // secret-looking key words redacted
-	Faults  []Fault   `json:"faults,omitzero"` // faults configured
+	V      int       `json:"v"`      // SchemaVersion
+	Schema string    `json:"schema"` // "mcpstdio-proxy-record"
+	Part   int       `json:"part"`   // 0 for the first file; rotation numbers the next ones
+	Start  time.Time `json:"start"`  // wall clock at T=0
+	// TimeUnit is the unit of every time in the record (T, T0, WT,
+	// Since, Dur, After, and the metrics' *_us): "us", microseconds, on
+	// the monotonic clock from Start.
+	TimeUnit string    `json:"time_unit"`
+	Proxy    string    `json:"proxy"` // the proxy's version
+	Go       string    `json:"go"`    // Go runtime version
+	OS       string    `json:"os"`
+	Arch     string    `json:"arch"`
+	PID      int       `json:"pid"`             // the proxy's process id
+	Argv     []string  `json:"argv"`            // the server command
+	Dir      string    `json:"dir,omitempty"`   // the server's working directory ("" = the proxy's)
+	Cwd      string    `json:"cwd,omitempty"`   // the proxy's working directory
+	EnvKeys  []string  `json:"env"`             // names of the server's environment variables (never values)
+	Pipes    PipeSizes `json:"pipes"`           // kernel pipe capacities, 0 where unknown
+	Chunk    int       `json:"chunk"`           // ChunkSize
+	Head     int       `json:"head"`            // HeadBytes
+	Parse    int       `json:"parse"`           // ParseLimit
+	Bodies   bool      `json:"bodies"`          // chunk events carry data
+	Redact   []string  `json:"redact"`          // JSON paths redacted
+	Keys     []string  `json:"keys"`            // secret-looking key words redacted
+	Faults   []Fault   `json:"faults,omitzero"` // faults configured
 }
 
 // PipeSizes are the capacities of the kernel pipes on each side, in bytes
@@ -174,6 +178,9 @@ type PipeSizes struct {
 	HostStdout   int `json:"host_stdout"`
 	HostStderr   int `json:"host_stderr"`
 }
+
+// TimeUnit is Header.TimeUnit: microseconds.
+const TimeUnit = "us"
 
 // SchemaName is Header.Schema.
 const SchemaName = "mcpstdio-proxy-record"

@@ -29,6 +29,7 @@ const (
 	VerdictNoExit           = "no-exit"            // the host closed stdin and the server did not end
 	VerdictBlockedEarlier   = "blocked-earlier"    // a direction was blocked for Stuck or longer during the session
 	VerdictDropped          = "observer-dropped"   // the observer lost detail
+	VerdictFaultHolding     = "fault-holding"      // a fault of the proxy's own holds a direction's bytes
 )
 
 // Metrics are the per-session counters the seed article asks for, and the
@@ -51,13 +52,24 @@ type Metrics struct {
 	ServerRequests   int64           `json:"server_requests"`   // requests from the server to the host
 	Cancels          int64           `json:"cancels"`           // notifications/cancelled, either way
 	LateResponses    int64           `json:"late_responses"`    // responses that began after their cancel was forwarded
-	UnknownResponses int64           `json:"unknown_responses"` // responses to no pending request
+	UnknownResponses int64           `json:"unknown_responses"` // server responses to no pending request of the host's
 	FirstUnknown     json.RawMessage `json:"first_unknown,omitempty"`
-	BlockedInUS      int64           `json:"blocked_in_us"`  // time writes to the server's stdin were blocked (each ≥ BlockEvent)
-	BlockedOutUS     int64           `json:"blocked_out_us"` // the same for the host's stdout
-	BlockedErrUS     int64           `json:"blocked_err_us"` // the same for the host's stderr
-	Terminations     int             `json:"terminations"`   // 1 once the server has ended
-	DroppedBytes     int64           `json:"dropped_bytes"`  // bytes the observer did not see (all were forwarded)
-	DroppedEvents    int64           `json:"dropped_events"` // observer events lost
-	Forgotten        int64           `json:"forgotten"`      // pending entries evicted by MaxPending
+	// HostUnknownResponses counts the host's responses to no pending
+	// request of the server's.
+	HostUnknownResponses int64           `json:"host_unknown_responses,omitempty"`
+	FirstHostUnknown     json.RawMessage `json:"first_host_unknown,omitempty"`
+	BlockedInUS          int64           `json:"blocked_in_us"`  // time writes to the server's stdin were blocked (each ≥ BlockEvent)
+	BlockedOutUS         int64           `json:"blocked_out_us"` // the same for the host's stdout
+	BlockedErrUS         int64           `json:"blocked_err_us"` // the same for the host's stderr
+	// HeldInUS, HeldOutUS and HeldErrUS are the time a stop fault of the
+	// proxy's own kept it from reading each direction's source: time the
+	// writer was held by the proxy, not by the other side.
+	HeldInUS      int64 `json:"held_in_us,omitempty"`
+	HeldOutUS     int64 `json:"held_out_us,omitempty"`
+	HeldErrUS     int64 `json:"held_err_us,omitempty"`
+	Terminations  int   `json:"terminations"`         // 1 once the server has ended
+	DroppedBytes  int64 `json:"dropped_bytes"`        // bytes the observer did not see (all were forwarded)
+	DroppedEvents int64 `json:"dropped_events"`       // observer events lost
+	GapFrames     int64 `json:"gap_frames,omitempty"` // frames the observer saw only part of: a replay cannot check them
+	Forgotten     int64 `json:"forgotten"`            // pending entries evicted by MaxPending
 }
