@@ -3,9 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -78,74 +76,6 @@ func (s *faultSet) forDir(d dirIndex, fw *forwarder) *dirFaults {
 // rather than on a direction's bytes.
 func (f *faultState) processWide() bool {
 	return f.Kind == "sigstop" && f.AfterBytes == 0 && f.AfterMethod == ""
-}
-
-// arm starts the timers of faults that act on the server process rather
-// than on a direction (sigstop with After or no trigger).
-func (s *faultSet) arm(p *Proxy) {
-	for _, f := range s.all {
-		if !f.processWide() {
-			continue
-		}
-		f := f
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			if !p.sleep(time.Duration(f.After)) {
-				return
-			}
-			p.sigstop(f)
-		}()
-	}
-}
-
-// sleep waits d or until the proxy stops; it reports whether d passed.
-func (p *Proxy) sleep(d time.Duration) bool {
-	if d <= 0 {
-		select {
-		case <-p.stop:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.stop:
-		return false
-	}
-}
-
-// sigstop stops the server for f.For, then continues it. It blocks.
-func (p *Proxy) sigstop(f *faultState) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	now := time.Now()
-	if err := pauseServer(p.cmd.Process, true); err != nil {
-		p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
-		return
-	}
-	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
-	t := time.NewTimer(time.Duration(f.For))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-p.stop:
-	case <-p.exited:
-	}
-	now = time.Now() // before the signal: the server may answer at once
-	err := pauseServer(p.cmd.Process, false)
-	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
-	if err != nil && !errors.Is(err, os.ErrProcessDone) {
-		ev.Err = err.Error()
-	}
-	p.note(now, ev)
 }
 
 // dirFaults applies the faults of one direction inside its forwarder. Only
@@ -268,12 +198,13 @@ func (df *dirFaults) fire(f *faultState) {
 		}
 	case "close", "truncate":
 		df.shut = true
+		at := time.Now() // before the close: what it causes comes after
 		err := closeStream(df.fw.dst)
 		text := "closed " + dstNames[dirOf(f.Dir)] + "; discarding the rest of " + src
 		if err != nil {
 			text = "could not close " + dstNames[dirOf(f.Dir)] + " (" + err.Error() + "); discarding the rest of " + src
 		}
-		df.record(f, text)
+		df.p.note(at, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
 	case "sigstop":
 		df.p.wg.Add(1)
 		go func() { // bounded by For and the proxy's stop

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +69,7 @@ type obsEvent struct {
 	since time.Time // obsWritten: when the write began
 	buf   []byte    // obsRead: a copy of the bytes, from the direction's pool
 	small bool      // buf is a copy of its own (a small read), not from the pool
+	reads int       // reads merged into this event (a batch), 0 or 1 for one
 }
 
 // forwarder moves one direction's bytes: read at most ChunkSize bytes from
@@ -97,15 +97,18 @@ type forwarder struct {
 	done     chan struct{} // closed when the forwarder has ended
 
 	// Read by the observer and Status at any time.
-	read       atomic.Int64           // bytes read from the source
-	written    atomic.Int64           // source bytes handled (written on, or dropped by a fault)
-	delivered  atomic.Int64           // bytes written to the destination
-	writes     atomic.Int64           // write calls on the destination
-	writeStart atomic.Int64           // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
-	writeLen   atomic.Int64           // bytes of the write in progress
-	lostEvents atomic.Int64           // events the observer's channel had no room for
-	lostBytes  atomic.Int64           // bytes read that the observer got no copy of
-	small      atomic.Int64           // bytes of small copies the observer holds
+	read       atomic.Int64 // bytes read from the source
+	written    atomic.Int64 // source bytes handled (written on, or dropped by a fault)
+	delivered  atomic.Int64 // bytes written to the destination
+	writes     atomic.Int64 // write calls on the destination
+	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
+	writeLen   atomic.Int64 // bytes of the write in progress
+	lostEvents atomic.Int64 // events the observer's channel had no room for
+	lostBytes  atomic.Int64 // bytes read that the observer got no copy of
+	small      atomic.Int64 // bytes of small copies the observer holds
+	batchMu    sync.Mutex
+	batch      *obsBatch              // small reads merged while the observer is behind
+	hasBatch   atomic.Bool            // batch != nil
 	stopped    atomic.Int64           // UnixNano since when a fault stops reading; 0 when none does
 	held       atomic.Int64           // ns that ended stops held the source
 	stopName   atomic.Pointer[string] // the stop fault in effect (or last in effect), in the flag syntax
@@ -137,90 +140,6 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 	return f
 }
 
-// copyBuf returns a buffer to share with the observer: a free one, or a
-// new one while fewer than slots exist; nil when all are in use.
-func (f *forwarder) copyBuf() []byte {
-	select {
-	case c := <-f.free:
-		if len(f.free) < f.slots/2 && f.made == f.slots {
-			f.nudge()
-		}
-		return c
-	default:
-	}
-	if f.made < f.slots {
-		f.made++
-		if f.made > f.slots/2 && len(f.free) == 0 {
-			f.nudge()
-		}
-		return make([]byte, f.p.cfg.ChunkSize)
-	}
-	f.nudge()
-	return nil
-}
-
-// nudge asks the observer to take its events now: the pool of copies is
-// running out.
-func (f *forwarder) nudge() {
-	select {
-	case f.p.obs.nudge <- struct{}{}:
-	default:
-	}
-}
-
-// smallRead is the largest read whose bytes the observer gets as a copy
-// of their own rather than in a pooled buffer: a host or server that
-// writes a byte at a time would otherwise use up the pool with one chunk
-// buffer per byte, and the observer would lose detail it has room for.
-const smallRead = 4 << 10
-
-// share gives the observer the bytes b of ev: the pooled buffer b was
-// read into, or, when the pool runs low (or is out), a copy for a small
-// read (within ObserverBuffer bytes of such copies); else none (the detail
-// is lost). It reports whether the pooled buffer is to go back to the pool
-// once b is written.
-func (f *forwarder) share(ev *obsEvent, b []byte, pooled bool) (giveBack bool) {
-	n := int64(len(b))
-	low := !pooled || (f.made == f.slots && len(f.free) < f.slots/2)
-	if low && n <= smallRead && f.small.Load()+n <= int64(f.p.cfg.ObserverBuffer) {
-		f.small.Add(n)
-		ev.buf, ev.small = bytes.Clone(b), true
-		return pooled
-	}
-	if pooled {
-		ev.buf = b
-		return false
-	}
-	f.lostBytes.Add(n)
-	return false
-}
-
-// release returns ev's copy: to the pool, or to the budget of small copies.
-func (f *forwarder) release(ev obsEvent) {
-	if ev.small {
-		f.small.Add(-int64(len(ev.buf)))
-		return
-	}
-	f.free <- ev.buf[:cap(ev.buf)] // there are at most slots buffers, so there is room
-}
-
-// send gives ev to the observer if its channel has room, and asks the
-// observer to come sooner once the channel is half full.
-func (f *forwarder) send(ev obsEvent) {
-	select {
-	case f.obs <- ev:
-		if len(f.obs) > cap(f.obs)/2 {
-			f.nudge()
-		}
-	default:
-		f.lostEvents.Add(1)
-		if ev.buf != nil {
-			f.lostBytes.Add(int64(ev.n))
-			f.release(ev)
-		}
-	}
-}
-
 func (f *forwarder) run() {
 	defer close(f.done)
 	defer close(f.obs)
@@ -246,13 +165,7 @@ func (f *forwarder) run() {
 		if f.f != nil {
 			limit = f.f.readLimit(off, limit)
 		}
-		var n int
-		var err error
-		if f.rsrc != nil {
-			n, err = f.rsrc.Read(buf[:limit])
-		} else {
-			n, err = f.src.Read(buf[:limit])
-		}
+		n, err := f.readSource(buf[:limit])
 		now := time.Now()
 		if n == 0 && shared {
 			f.free <- buf // there are at most slots buffers, so there is room
@@ -260,21 +173,34 @@ func (f *forwarder) run() {
 		if n > 0 {
 			empty = 0
 			f.read.Add(int64(n))
-			ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
-			giveBack := f.share(&ev, buf[:n], shared)
-			f.send(ev)
+			// While the observer is behind, small reads are merged into
+			// one batch it takes when it comes (see batch.go).
+			merge := f.merging(n)
+			giveBack := shared
+			if !merge {
+				f.flushBatch()
+				ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
+				giveBack = f.share(&ev, buf[:n], shared)
+				f.send(ev)
+			}
 			var werr error
 			if f.f == nil {
 				werr = f.write(buf[:n])
 			} else {
 				werr = f.f.deliver(off, buf[:n], now)
 			}
+			wend := time.Now()
+			if merge {
+				f.addBatch(off, buf[:n], now, wend)
+			}
 			if giveBack {
 				f.free <- buf // there are at most slots buffers, so there is room
 			}
 			off += int64(n)
 			f.written.Store(off)
-			f.send(obsEvent{kind: obsWritten, off: off - int64(n), n: n, t: time.Now(), since: now})
+			if !merge {
+				f.send(obsEvent{kind: obsWritten, off: off - int64(n), n: n, t: wend, since: now})
+			}
 			if werr != nil {
 				f.writeFailed(werr)
 				f.endRead(errClosed)
@@ -291,6 +217,14 @@ func (f *forwarder) run() {
 			return
 		}
 	}
+}
+
+// readSource reads once from the source.
+func (f *forwarder) readSource(b []byte) (int, error) {
+	if f.rsrc != nil {
+		return f.rsrc.Read(b)
+	}
+	return f.src.Read(b)
 }
 
 // write writes b whole to the destination, publishing that a write is in
@@ -350,12 +284,13 @@ func (f *forwarder) sourceEnded(err error) {
 		}
 		f.p.note(end, ev)
 	}
+	at := time.Now() // before the close: what it causes comes after
 	cerr := closeStream(f.dst)
 	f.mu.Lock()
 	f.closedDst = cerr == nil
 	f.mu.Unlock()
 	if cerr == nil && !errors.Is(err, errClosed) {
-		f.p.note(time.Now(), record.Event{Ev: record.EvClose, Dir: dir, Text: "closed " + dstNames[f.d] + " to pass the end on"})
+		f.p.note(at, record.Event{Ev: record.EvClose, Dir: dir, Text: "closed " + dstNames[f.d] + " to pass the end on"})
 	}
 }
 

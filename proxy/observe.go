@@ -68,7 +68,8 @@ type dirObs struct {
 	ch    chan obsEvent
 	head  obsEvent
 	has   bool
-	eofCh bool // ch is closed
+	eofCh bool      // ch is closed
+	later *obsEvent // the written half of a batch, after head
 
 	expect   int64 // offset of the next byte
 	fa       *frameAsm
@@ -220,13 +221,7 @@ func (o *observer) drain() int {
 	n := 0
 	for {
 		for _, d := range o.dirs {
-			if !d.has && !d.eofCh {
-				select {
-				case ev, ok := <-d.ch:
-					o.take(d, ev, ok)
-				default:
-				}
-			}
+			o.fill(d)
 		}
 		var first *dirObs
 		for _, d := range o.dirs {
@@ -249,6 +244,36 @@ func (o *observer) drain() int {
 	}
 }
 
+// fill takes direction d's next event, if it has none: the second half
+// of a batch, the channel's next, or, when the channel is empty or closed,
+// the forwarder's batch.
+func (o *observer) fill(d *dirObs) {
+	if d.has || d.eofCh || d.fw == nil { // no forwarder: the server did not start
+		return
+	}
+	if d.later != nil {
+		d.head, d.has, d.later = *d.later, true, nil
+		return
+	}
+	select {
+	case ev, ok := <-d.ch:
+		o.take(d, ev, ok)
+	default:
+		o.takeBatch(d)
+	}
+}
+
+// takeBatch makes the forwarder's batch d's next events.
+func (o *observer) takeBatch(d *dirObs) bool {
+	b := d.fw.takeBatch()
+	if b == nil {
+		return false
+	}
+	evs := b.events()
+	d.head, d.has, d.later = evs[0], true, &evs[1]
+	return true
+}
+
 func (d *dirObs) chOrNil() chan obsEvent {
 	if d.eofCh || d.has {
 		return nil
@@ -258,6 +283,9 @@ func (d *dirObs) chOrNil() chan obsEvent {
 
 func (o *observer) take(d *dirObs, ev obsEvent, ok bool) {
 	if !ok {
+		if o.takeBatch(d) {
+			return // the close is seen again after the batch
+		}
 		d.eofCh = true
 		o.dirEnded(d)
 		return
@@ -350,6 +378,9 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 	o.chunkGap(d, ev.off, ev.since)
 	d.wend = ev.off + int64(ev.n)
 	ce := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
+	if ev.reads > 1 {
+		ce.Reads = ev.reads
+	}
 	if d.hasChunk && d.chunk.off == ev.off {
 		ce.T = o.since(d.chunk.t)
 		if o.cfg.LogBodies && d.dataOK {
@@ -360,7 +391,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 	}
 	d.hasChunk = false
 	o.emit(ev.t, ce)
-	if dur := ev.t.Sub(ev.since); dur >= o.cfg.BlockEvent {
+	if dur := ev.t.Sub(ev.since); dur >= o.cfg.BlockEvent && ev.reads <= 1 { // a batch spans many writes
 		d.blocked += dur
 		addBlocked(&o.m, d.d, dur)
 		if dur > d.longest {
@@ -400,93 +431,4 @@ func (o *observer) await(d *dirObs, end int64, what uint8, r *request) {
 		return
 	}
 	d.awaiting = append(d.awaiting, await{end: end, what: what, r: r})
-}
-
-// tick notices writes that block, records new verdicts and reports the
-// status when it is due.
-func (o *observer) tick(now time.Time, nextStatus *time.Time) {
-	o.drain() // what happened before now goes into the record before what is found now
-	o.mu.Lock()
-	for _, d := range o.dirs {
-		o.noteDrops(d, now)
-		ws := d.fw.writeStart.Load()
-		if ws == 0 || ws == d.blockSeen {
-			continue
-		}
-		since := o.start.Add(time.Duration(ws - 1))
-		if now.Sub(since) >= o.cfg.BlockEvent {
-			d.blockSeen = ws
-			o.emit(now, record.Event{Ev: record.EvBlock, Dir: dirNames[d.d], Since: o.since(since), N: d.fw.writeLen.Load(), Text: "writing " + dstNames[d.d] + " is blocked"})
-		}
-	}
-	for _, v := range o.liveVerdicts(now) {
-		o.recordVerdict(now, v)
-	}
-	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
-	o.mu.Unlock()
-	if due {
-		*nextStatus = now.Add(o.cfg.StatusInterval)
-		o.reportStatus(now)
-	}
-}
-
-// recordVerdict writes a verdict the first time it appears.
-func (o *observer) recordVerdict(now time.Time, v record.Verdict) {
-	k := v.Kind + " " + string(v.ID)
-	if o.seen[k] {
-		return
-	}
-	o.seen[k] = true
-	o.emit(now, record.Event{Ev: record.EvVerdict, Verdict: &v})
-}
-
-// keepVerdict remembers a verdict about something that has ended, for the
-// summary; the newest of a kind and id replaces an older one.
-func (o *observer) keepVerdict(v record.Verdict) {
-	for i := range o.verdicts {
-		if o.verdicts[i].Kind == v.Kind && string(o.verdicts[i].ID) == string(v.ID) {
-			o.verdicts[i] = v
-			return
-		}
-	}
-	if len(o.verdicts) < 64 {
-		o.verdicts = append(o.verdicts, v)
-	}
-}
-
-func (o *observer) noteExit(t time.Time, info ExitInfo) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.exit, o.exitAt = &info, t
-	o.m.Terminations++
-}
-
-// finish is called by Wait once the forwarders that will end have ended:
-// the observer drains what is left, writes the summary and stops.
-func (o *observer) finish() *Result {
-	reply := make(chan *Result)
-	o.finishReq <- reply
-	return <-reply
-}
-
-func (o *observer) finish1() *Result {
-	o.drain() // what the ended forwarders left, and the last noted events
-	now := time.Now()
-	o.mu.Lock()
-	for _, d := range o.dirs {
-		o.noteDrops(d, now)
-		if d.fa.active {
-			o.frameDone(d, d.fa, now, true)
-			d.fa.active = false
-		}
-	}
-	o.ended = true
-	vs := o.finalVerdicts(now)
-	m := o.metrics()
-	for _, v := range vs {
-		o.recordVerdict(now, v)
-	}
-	o.emit(now, record.Event{Ev: record.EvSummary, Verdicts: vs, Metrics: &m})
-	o.mu.Unlock()
-	return &Result{Status: o.status(now), Verdicts: vs}
 }

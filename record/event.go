@@ -69,6 +69,11 @@ type Event struct {
 	WT   int64  `json:"wt,omitempty"`
 	Data string `json:"data,omitempty"`
 	B64  []byte `json:"b64,omitempty"`
+	// Reads > 1: the chunk stands for that many small reads and writes,
+	// merged while the observer was behind (T is the first read, WT the
+	// last write): every byte is there, the boundaries between them are
+	// not.
+	Reads int `json:"reads,omitempty"`
 
 	// Frame: a line of N bytes (without its terminator) starting at Off,
 	// whose first byte was read at T0 and whose newline at T. Kind is

@@ -211,18 +211,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if st.statusPath != "" {
 		cfg.OnStatus = st.writeStatus
 	}
-	switch {
-	case f.v:
-		if st.log != nil {
-			fmt.Fprintf(stderr, "mcpstdio proxy: recording to %s\n", st.logPath)
-		}
-		for _, p := range st.problems {
-			fmt.Fprintf(stderr, "mcpstdio proxy: %s\n", p)
-		}
-	case len(st.problems) > 0 && st.statusPath == "" && st.log == nil:
-		// Nothing else can say it: once, on stderr.
-		fmt.Fprintf(stderr, "mcpstdio proxy: %s; the server runs regardless\n", strings.Join(st.problems, "; "))
-	}
+	st.report(f.v, stderr)
 
 	host, restore := hostStreams(stdin, stdout, stderr)
 	defer restore()

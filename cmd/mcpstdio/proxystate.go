@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,22 @@ func (st *proxyState) close() {
 	}
 	if st.statusPath != "" {
 		os.Remove(st.statusPath)
+	}
+}
+
+// report says on stderr where the record is and what could not be done,
+// with -v; without it, only if neither the record nor the status file can
+// say it, and then once.
+func (st *proxyState) report(verbose bool, stderr io.Writer) {
+	switch {
+	case verbose:
+		if st.log != nil {
+			fmt.Fprintf(stderr, "mcpstdio proxy: recording to %s\n", st.logPath)
+		}
+		for _, p := range st.problems {
+			fmt.Fprintf(stderr, "mcpstdio proxy: %s\n", p)
+		}
+	case len(st.problems) > 0 && st.statusPath == "" && st.log == nil:
+		fmt.Fprintf(stderr, "mcpstdio proxy: %s; the server runs regardless\n", strings.Join(st.problems, "; "))
 	}
 }

@@ -1,0 +1,81 @@
+package proxy
+
+// The sigstop fault, which acts on the server process rather than on a
+// direction's bytes.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// arm starts the timers of faults that act on the server process rather
+// than on a direction (sigstop with After or no trigger).
+func (s *faultSet) arm(p *Proxy) {
+	for _, f := range s.all {
+		if !f.processWide() {
+			continue
+		}
+		f := f
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if !p.sleep(time.Duration(f.After)) {
+				return
+			}
+			p.sigstop(f)
+		}()
+	}
+}
+
+// sleep waits d or until the proxy stops; it reports whether d passed.
+func (p *Proxy) sleep(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// sigstop stops the server for f.For, then continues it. It blocks.
+func (p *Proxy) sigstop(f *faultState) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	now := time.Now()
+	if err := pauseServer(p.cmd.Process, true); err != nil {
+		p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
+		return
+	}
+	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
+	t := time.NewTimer(time.Duration(f.For))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.stop:
+	case <-p.exited:
+	}
+	now = time.Now() // before the signal: the server may answer at once
+	err := pauseServer(p.cmd.Process, false)
+	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+		ev.Err = err.Error()
+	}
+	p.note(now, ev)
+}

@@ -1,0 +1,99 @@
+package proxy
+
+// The observer's ticks and its end: block events, verdicts as they
+// appear, the status hook, and the summary.
+
+import (
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// tick notices writes that block, records new verdicts and reports the
+// status when it is due.
+func (o *observer) tick(now time.Time, nextStatus *time.Time) {
+	o.drain() // what happened before now goes into the record before what is found now
+	o.mu.Lock()
+	for _, d := range o.dirs {
+		o.noteDrops(d, now)
+		ws := d.fw.writeStart.Load()
+		if ws == 0 || ws == d.blockSeen {
+			continue
+		}
+		since := o.start.Add(time.Duration(ws - 1))
+		if now.Sub(since) >= o.cfg.BlockEvent {
+			d.blockSeen = ws
+			o.emit(now, record.Event{Ev: record.EvBlock, Dir: dirNames[d.d], Since: o.since(since), N: d.fw.writeLen.Load(), Text: "writing " + dstNames[d.d] + " is blocked"})
+		}
+	}
+	for _, v := range o.liveVerdicts(now) {
+		o.recordVerdict(now, v)
+	}
+	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
+	o.mu.Unlock()
+	if due {
+		*nextStatus = now.Add(o.cfg.StatusInterval)
+		o.reportStatus(now)
+	}
+}
+
+// recordVerdict writes a verdict the first time it appears.
+func (o *observer) recordVerdict(now time.Time, v record.Verdict) {
+	k := v.Kind + " " + string(v.ID)
+	if o.seen[k] {
+		return
+	}
+	o.seen[k] = true
+	o.emit(now, record.Event{Ev: record.EvVerdict, Verdict: &v})
+}
+
+// keepVerdict remembers a verdict about something that has ended, for the
+// summary; the newest of a kind and id replaces an older one.
+func (o *observer) keepVerdict(v record.Verdict) {
+	for i := range o.verdicts {
+		if o.verdicts[i].Kind == v.Kind && string(o.verdicts[i].ID) == string(v.ID) {
+			o.verdicts[i] = v
+			return
+		}
+	}
+	if len(o.verdicts) < 64 {
+		o.verdicts = append(o.verdicts, v)
+	}
+}
+
+func (o *observer) noteExit(t time.Time, info ExitInfo) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.exit, o.exitAt = &info, t
+	o.m.Terminations++
+}
+
+// finish is called by Wait once the forwarders that will end have ended:
+// the observer drains what is left, writes the summary and stops.
+func (o *observer) finish() *Result {
+	reply := make(chan *Result)
+	o.finishReq <- reply
+	return <-reply
+}
+
+func (o *observer) finish1() *Result {
+	o.drain() // what the ended forwarders left, and the last noted events
+	now := time.Now()
+	o.mu.Lock()
+	for _, d := range o.dirs {
+		o.noteDrops(d, now)
+		if d.fa.active {
+			o.frameDone(d, d.fa, now, true)
+			d.fa.active = false
+		}
+	}
+	o.ended = true
+	vs := o.finalVerdicts(now)
+	m := o.metrics()
+	for _, v := range vs {
+		o.recordVerdict(now, v)
+	}
+	o.emit(now, record.Event{Ev: record.EvSummary, Verdicts: vs, Metrics: &m})
+	o.mu.Unlock()
+	return &Result{Status: o.status(now), Verdicts: vs}
+}
