@@ -178,7 +178,9 @@ func (p *Proxy) closePipes() {
 }
 
 // Status returns what the proxy sees now: the pending requests, each
-// direction's state and the verdicts.
+// direction's state and the verdicts. It waits for the observer to finish
+// the chunk it is working on (a chunk of many short lines can take a
+// while on a loaded machine); Signal never waits for it.
 func (p *Proxy) Status() Status { return p.obs.status(time.Now()) }
 
 // Wait waits until the server has exited and its output has been forwarded,

@@ -241,10 +241,11 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for !exited {
 		select {
 		case sig := <-sigs:
-			// A signal goes to the server; once the server is gone (or
-			// the signal cannot reach it), the host wants the proxy gone:
-			// a second signal never waits for the exit grace.
-			if !p.Status().Running || p.Signal(sig) != nil {
+			// A signal goes to the server at once (Status could wait for
+			// a busy observer); once the server is gone, so that the
+			// signal cannot reach it, the host wants the proxy gone: a
+			// signal then never waits for the exit grace.
+			if p.Signal(sig) != nil {
 				_ = p.Close()
 			}
 		case <-done:
