@@ -118,6 +118,7 @@ func TestStatusHookError(t *testing.T) {
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
 	e := r.rec.wait(t, "error", isEv(record.EvError))
+	r.rec.wait(t, "the response", func(e record.Event) bool { return e.Ev == record.EvChunk && e.Dir == record.DirOut && e.WT > 0 })
 	r.stdin.Close()
 	r.wait()
 	if n, _ := out(); n == 0 || !strings.Contains(e.Err, "disk full") {
