@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -218,4 +219,37 @@ func kinds(evs []record.Event) string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// TestCloseWaitConcurrent (issue 19.2): Close and Wait called at once from
+// several goroutines, repeatedly, all return, with the same result.
+func TestCloseWaitConcurrent(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{})
+	drain(t, r.stdout)
+	drain(t, r.stderr)
+	results := make(chan *proxy.Result, 8)
+	for i := range 8 {
+		go func() {
+			if i%2 == 0 {
+				r.p.Close()
+			}
+			res, _ := r.p.Wait()
+			results <- res
+		}()
+	}
+	deadline := time.After(bound(t))
+	var first *proxy.Result
+	for range 8 {
+		select {
+		case res := <-results:
+			if first == nil {
+				first = res
+			} else if res != first {
+				t.Errorf("Wait returned different results")
+			}
+		case <-deadline:
+			t.Fatal("Close and Wait called together did not all return")
+		}
+	}
+	r.wait()
 }
