@@ -32,7 +32,11 @@ SIGHUP are passed on to the server.
 
 The record (NDJSON, one event per line, written as it happens) goes to a new
 file in the per-user state directory (%s) unless -log names one; a status
-file beside it is rewritten every second for "mcpstdio status".
+file in the state directory, wherever the record goes, is rewritten every
+second for "mcpstdio status". Nothing of the proxy's own keeps the server
+from starting: what it cannot do (a state directory, a record) it says in
+the status file, and on stderr with -v. After the server exits, its output
+gets -exit-grace to end and be delivered; then the proxy ends.
 
 Flags:
 `
