@@ -21,8 +21,8 @@
 // returned by Wait, and the proxy goes on forwarding.
 //
 // A proxy always ends: once the server has exited, its output gets
-// ExitGrace to end and ExitGrace more to be delivered, then every blocked
-// read and write is interrupted (see Proxy.Wait). Close and Wait are safe
+// ExitGrace to end and be delivered, then every blocked read and write is
+// interrupted, and the record gets ExitGrace more (see Proxy.Wait). Close and Wait are safe
 // to call from any goroutines, any number of times.
 //
 // It imports only the standard library, golang.org/x/sys and this module's

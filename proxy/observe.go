@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -40,6 +41,7 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
+	cutoff    atomic.Int64  // UnixNano set by finish: past it, traffic events are counted as lost, not handled
 	nudge     chan struct{} // a forwarder's pool is half used, or an event was noted
 	notes     notes
 
@@ -239,8 +241,26 @@ func (o *observer) drain() int {
 			return n
 		}
 		first.has = false
-		o.handle(first, first.head)
+		if c := o.cutoff.Load(); c != 0 && time.Now().UnixNano() > c {
+			o.skip(first, first.head)
+		} else {
+			o.handle(first, first.head)
+		}
 		n++
+	}
+}
+
+// skip drops an event the observer has no time left for (see finish),
+// counting it as lost detail.
+func (o *observer) skip(d *dirObs, ev obsEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.m.DroppedEvents++
+	if ev.kind == obsRead {
+		o.m.DroppedBytes += int64(ev.n)
+		if ev.buf != nil {
+			d.fw.release(ev)
+		}
 	}
 }
 

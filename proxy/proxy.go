@@ -194,7 +194,9 @@ func (p *Proxy) Status() Status { return p.obs.status(time.Now()) }
 // get ExitGrace to end and be delivered; then the proxy interrupts every
 // read and write still blocked (a host that does not read, a stop fault, a
 // process the server started that holds its output), and says why in the
-// record. A stream that cannot be interrupted (no SetReadDeadline or
+// record. The observer then gets at most ExitGrace more for its backlog
+// (what it has not seen by then is counted as lost detail), so Wait
+// returns within twice ExitGrace of the server's exit, plus scheduling. A stream that cannot be interrupted (no SetReadDeadline or
 // SetWriteDeadline, not a non-blocking file) is given ExitGrace more, then
 // left to its goroutine, which ends when its call returns.
 func (p *Proxy) Wait() (*Result, error) {

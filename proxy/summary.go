@@ -71,6 +71,10 @@ func (o *observer) noteExit(t time.Time, info ExitInfo) {
 // finish is called by Wait once the forwarders that will end have ended:
 // the observer drains what is left, writes the summary and stops.
 func (o *observer) finish() *Result {
+	// The proxy must end: a backlog (a flood of short lines behind a
+	// record that is slow to write) gets ExitGrace, and what is left then
+	// is counted as lost detail.
+	o.cutoff.Store(time.Now().Add(o.cfg.ExitGrace).UnixNano())
 	reply := make(chan *Result)
 	o.finishReq <- reply
 	return <-reply
