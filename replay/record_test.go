@@ -25,7 +25,7 @@ func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
 	file := save(t, "heads.ndjson", record(t, cfg, nil, calls))
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), file)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), file)
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
 	}
@@ -76,7 +76,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
+	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
+	rep := replay.TestServer(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -160,7 +160,7 @@ func TestRedact(t *testing.T) {
 	if err := proxy.ReadRecord(bytes.NewReader(saved.Bytes()), func(proxy.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
 	if rep.Checked == 0 {
 		t.Errorf("nothing checked: %s", rep)
 	}
@@ -217,7 +217,7 @@ host EOF true, server EOF true, exit code 0`
 	if got != want {
 		t.Errorf("testdata/session.ndjson reads as\n%s\nwant\n%s", got, want)
 	}
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), sample)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), sample)
 	if rep.Checked != len(rec.Server) {
 		t.Errorf("%d messages checked, want %d", rep.Checked, len(rec.Server))
 	}

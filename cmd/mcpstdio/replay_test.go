@@ -47,7 +47,7 @@ func TestReplayServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	rep, err := mcptest.Replay(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec)
+	rep, err := replay.Host(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
