@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"slices"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // bodies recovers the frames' bytes of direction d from the chunks' data,
@@ -21,9 +21,9 @@ func (r *Record) bodies(d string) {
 		return
 	}
 	ls := &lines{frames: *r.frames(d), curOK: true}
-	var evs []*proxy.Event
+	var evs []*record.Event
 	for i := range r.Events {
-		if e := &r.Events[i]; e.Ev == proxy.EvChunk && e.Dir == d {
+		if e := &r.Events[i]; e.Ev == record.EvChunk && e.Dir == d {
 			evs = append(evs, e)
 		}
 	}

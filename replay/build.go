@@ -5,7 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // us converts the record's microseconds.
@@ -18,7 +18,7 @@ func (r *Record) build() {
 	for i, e := range r.Events {
 		last = max(last, us(e.T))
 		switch e.Ev {
-		case proxy.EvFrame:
+		case record.EvFrame:
 			f := Frame{
 				Seq: e.Seq, Dir: e.Dir, T0: us(e.T0), T: us(e.T), Off: e.Off, Size: e.N, Kind: e.Kind,
 				ID: e.ID, Method: e.Method, Tool: e.Tool, Token: e.Token, Code: e.Code,
@@ -31,25 +31,25 @@ func (r *Record) build() {
 				f.Body = []byte(e.Head)
 			}
 			*r.frames(e.Dir) = append(*r.frames(e.Dir), f)
-		case proxy.EvChunk:
+		case record.EvChunk:
 			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT)})
-		case proxy.EvBlock:
+		case record.EvBlock:
 			blocks[e.Dir] = i
-		case proxy.EvUnblock:
+		case record.EvUnblock:
 			// One write at a time per direction: this ends its block (whose
 			// Since is when the write began, a little after the read).
 			delete(blocks, e.Dir)
 			r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: us(e.Dur), Ended: true, N: e.N})
-		case proxy.EvCancel:
+		case record.EvCancel:
 			r.Cancels = append(r.Cancels, Cancel{Seq: e.Seq, T: us(e.T), Dir: e.Dir, ID: e.ID, Method: e.Method, Tool: e.Tool, State: e.State, Reason: e.Reason})
-		case proxy.EvEOF:
+		case record.EvEOF:
 			switch e.Dir {
-			case proxy.DirIn:
+			case record.DirIn:
 				r.HostEOF = us(e.T)
-			case proxy.DirOut:
+			case record.DirOut:
 				r.ServerEOF = us(e.T)
 			}
-		case proxy.EvExit:
+		case record.EvExit:
 			r.Exit, r.ExitCode = us(e.T), e.Exit
 		}
 	}
@@ -58,7 +58,7 @@ func (r *Record) build() {
 		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
 	}
 	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
-	for _, d := range []string{proxy.DirIn, proxy.DirOut, proxy.DirErr} {
+	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		r.bodies(d)
 		r.delivered(d)
 	}
@@ -70,16 +70,16 @@ func (r *Record) build() {
 // frames returns the frames of direction d.
 func (r *Record) frames(d string) *[]Frame {
 	switch d {
-	case proxy.DirIn:
+	case record.DirIn:
 		return &r.Host
-	case proxy.DirOut:
+	case record.DirOut:
 		return &r.Server
 	}
 	return &r.Stderr
 }
 
 // headWhole reports whether a frame event's head is the whole frame.
-func (r *Record) headWhole(e proxy.Event) bool {
+func (r *Record) headWhole(e record.Event) bool {
 	if e.Redacted == 0 {
 		return int64(len(e.Head)) == e.N
 	}
@@ -135,9 +135,9 @@ func (r *Record) placeStall(s *Stall) {
 	s.Off, s.N = best.Off, best.N
 	capacity := r.Header.Pipes.HostStdout
 	switch s.Dir {
-	case proxy.DirIn:
+	case record.DirIn:
 		capacity = r.Header.Pipes.ServerStdin
-	case proxy.DirErr:
+	case record.DirErr:
 		capacity = r.Header.Pipes.HostStderr
 	}
 	if capacity <= 0 {
@@ -159,7 +159,7 @@ func (r *Record) placeStall(s *Stall) {
 	// frames of the stream that were read whole before its last message
 	// the other way, before the stall began.
 	other := r.Host
-	if s.Dir == proxy.DirIn {
+	if s.Dir == record.DirIn {
 		other = r.Server
 	}
 	var acted time.Duration = -1

@@ -49,7 +49,7 @@ func (r *Record) compare(want *Frame, got []byte, o *options) (diff string, chec
 }
 
 // redacted is the value the proxy records in place of one it redacted
-// (proxy.Redacted, decoded).
+// (record.Redacted, decoded).
 const redacted = "[redacted]"
 
 // anyForRedacted makes a value the proxy redacted before recording match

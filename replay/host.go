@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Host plays the host side of rec, a session recorded by mcpstdio proxy,
@@ -152,7 +152,7 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 		usedIDs: map[int64]bool{}, respFor: map[int]int{}, lines: map[int][]byte{}, hostDrops: map[int]bool{},
 		resolved: make([]bool, len(rec.Server)),
 		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
-		stalls: stallsOf(rec, proxy.DirOut),
+		stalls: stallsOf(rec, record.DirOut),
 	}
 	p.index()
 	p.latency = latencies(rec)
@@ -213,14 +213,14 @@ func (p *hostPlayer) sessionOptions() []mcptest.Option {
 			notes += int(f.Size / 32)
 			noteBytes += f.Size
 		}
-		if f.Kind == proxy.KindNotification {
+		if f.Kind == record.KindNotification {
 			notes++
 			noteBytes += f.Size
 			longestNote = max(longestNote, f.Size)
 		}
 	}
 	var stdinStall time.Duration
-	for _, st := range stallsOf(r, proxy.DirIn) {
+	for _, st := range stallsOf(r, record.DirIn) {
 		stdinStall = max(stdinStall, st.Dur)
 	}
 	opts := []mcptest.Option{

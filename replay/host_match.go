@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -52,7 +52,7 @@ func (p *hostPlayer) takeCounted(q *[]int, seen *int64, n int64, extra string) {
 		case len(p.gaps) > 0:
 			p.lost++
 		default:
-			p.departLocked(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirOut, Text: extra})
+			p.departLocked(Departure{Kind: Extra, Seq: -1, Dir: record.DirOut, Text: extra})
 		}
 	}
 }
@@ -71,7 +71,7 @@ func (p *hostPlayer) response(i int, resp *mcptest.Response, rerr error) {
 		if j >= 0 {
 			p.resolved[j] = true
 			d := Departure{
-				Kind: Different, Seq: p.rec.Server[j].Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
+				Kind: Different, Seq: p.rec.Server[j].Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID,
 				Text: "no usable response: " + rerr.Error(),
 			}
 			if p.s.StdoutState().Ended {
@@ -88,7 +88,7 @@ func (p *hostPlayer) response(i int, resp *mcptest.Response, rerr error) {
 			return
 		}
 		p.departLocked(Departure{
-			Kind: Extra, Seq: -1, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
+			Kind: Extra, Seq: -1, Dir: record.DirOut, Method: f.Method, ID: f.ID,
 			Text: "a response to a request the recorded server never answered",
 		})
 		return
@@ -118,7 +118,7 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	diff, checked := p.rec.compare(want, got, p.o)
 	if !checked {
 		p.departLocked(Departure{
-			Kind: Unchecked, Seq: want.Seq, Dir: proxy.DirOut, Method: method, ID: want.ID,
+			Kind: Unchecked, Seq: want.Seq, Dir: record.DirOut, Method: method, ID: want.ID,
 			Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): it came, not compared", len(want.Head), want.Size),
 		})
 		return
@@ -127,15 +127,15 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	if diff != "" {
 		what := "message"
 		switch want.Kind {
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			what = "response"
-		case proxy.KindNotification:
+		case record.KindNotification:
 			what = "notification"
-		case proxy.KindRequest:
+		case record.KindRequest:
 			what = "server request"
 		}
 		p.departLocked(Departure{
-			Kind: Different, Seq: want.Seq, Dir: proxy.DirOut, Method: method, ID: want.ID,
+			Kind: Different, Seq: want.Seq, Dir: record.DirOut, Method: method, ID: want.ID,
 			Text: "the server sent a different " + what, Diff: diff,
 		})
 	}
@@ -169,7 +169,7 @@ func (p *hostPlayer) notification(n mcptest.Notification) {
 			return
 		}
 		p.departLocked(Departure{
-			Kind: Extra, Seq: -1, Dir: proxy.DirOut, Method: n.Method,
+			Kind: Extra, Seq: -1, Dir: record.DirOut, Method: n.Method,
 			Text: fmt.Sprintf("a notification the record has not (%d bytes)", n.Size),
 		})
 		return
@@ -191,7 +191,7 @@ func (p *hostPlayer) notification(n mcptest.Notification) {
 	p.resolved[j] = true
 	if n.Params == nil && n.Head != nil {
 		p.departLocked(Departure{
-			Kind: Different, Seq: p.rec.Server[j].Seq, Dir: proxy.DirOut, Method: n.Method,
+			Kind: Different, Seq: p.rec.Server[j].Seq, Dir: record.DirOut, Method: n.Method,
 			Text: fmt.Sprintf("a notification of %d bytes where the record has %d", n.Size, p.rec.Server[j].Size),
 		})
 		return
@@ -213,7 +213,7 @@ func (p *hostPlayer) serverRequest(_ context.Context, req *wire.Message) (any, e
 	q := p.srqQ[req.Method]
 	if len(q) == 0 {
 		p.departLocked(Departure{
-			Kind: Extra, Seq: -1, Dir: proxy.DirOut, Method: req.Method, ID: req.ID,
+			Kind: Extra, Seq: -1, Dir: record.DirOut, Method: req.Method, ID: req.ID,
 			Text: "a server request the record has not: answered with -32601",
 		})
 		return nil, &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "mcpstdio replay: the record has no " + strconv.Quote(req.Method) + " request here"}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -24,17 +24,17 @@ func (p *hostPlayer) index() {
 			p.gaps = append(p.gaps, j)
 			p.resolved[j] = true
 			p.departLocked(Departure{
-				Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirOut,
+				Kind: Unchecked, Seq: f.Seq, Dir: record.DirOut,
 				Text: fmt.Sprintf("the proxy's observer lost detail here (%d bytes from stdout byte %d): what the server sent in them is not known, and what comes in their place is not checked", f.Size, f.Off),
 			})
 			continue
 		}
 		switch f.Kind {
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			respQ[wire.Key(f.ID)] = append(respQ[wire.Key(f.ID)], j)
-		case proxy.KindNotification:
+		case record.KindNotification:
 			p.noteQ[f.Method] = append(p.noteQ[f.Method], j)
-		case proxy.KindRequest:
+		case record.KindRequest:
 			p.srqQ[f.Method] = append(p.srqQ[f.Method], j)
 		default:
 			p.junkQ = append(p.junkQ, j)
@@ -45,13 +45,13 @@ func (p *hostPlayer) index() {
 			p.nextID = max(p.nextID, id)
 		}
 		switch f.Kind {
-		case proxy.KindRequest:
+		case record.KindRequest:
 			k := wire.Key(f.ID)
 			p.respFor[i] = -1
 			if q := respQ[k]; len(q) > 0 {
 				p.respFor[i], respQ[k] = q[0], q[1:]
 			}
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			p.answers[wire.Key(f.ID)] = i
 		}
 	}
@@ -64,7 +64,7 @@ func (p *hostPlayer) index() {
 func (p *hostPlayer) play(ctx context.Context) error {
 	p.arm()
 	c := clock{pace: p.pace}
-	for _, a := range schedule(p.rec, []string{proxy.DirIn}, p.rec.Host, p.stalls, p.rec.HostEOF) {
+	for _, a := range schedule(p.rec, []string{record.DirIn}, p.rec.Host, p.stalls, p.rec.HostEOF) {
 		if err := c.next(ctx, a.t, func(gap time.Duration) error { return p.waitDeps(ctx, a.t, gap) }); err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (p *hostPlayer) write(ctx context.Context, seq int64, b []byte) error {
 		return ctx.Err()
 	}
 	p.departLocked(Departure{
-		Kind: Missing, Seq: seq, Dir: proxy.DirIn,
+		Kind: Missing, Seq: seq, Dir: record.DirIn,
 		Text: fmt.Sprintf("the server did not take the host's write of %d bytes: %v", len(b), err),
 	})
 	return nil
@@ -139,7 +139,7 @@ func (p *hostPlayer) leftOut(i int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.departLocked(Departure{
-		Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID,
+		Kind: Unchecked, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID,
 		Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not sent", len(f.Head), f.Size),
 	})
 	if j, ok := p.respFor[i]; ok && j >= 0 {
@@ -164,7 +164,7 @@ func (p *hostPlayer) leftOut(i int) {
 	p.noteQ[wire.MethodProgress] = kept
 	if n > 0 {
 		p.departLocked(Departure{
-			Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: wire.MethodProgress, ID: f.ID,
+			Kind: Unchecked, Seq: f.Seq, Dir: record.DirOut, Method: wire.MethodProgress, ID: f.ID,
 			Text: fmt.Sprintf("%d progress notifications for this request, which was not sent, not expected", n),
 		})
 	}
@@ -180,9 +180,9 @@ func (p *hostPlayer) line(i int, f *Frame) []byte {
 	}
 	l := f.Line()
 	switch f.Kind {
-	case proxy.KindRequest:
+	case record.KindRequest:
 		l = p.request(i, f, l)
-	case proxy.KindNotification:
+	case record.KindNotification:
 		if f.Method != wire.MethodCancelled {
 			break
 		}
@@ -199,7 +199,7 @@ func (p *hostPlayer) line(i int, f *Frame) []byte {
 				l = f.LineWith(raw, "params", "requestId")
 			}
 		}
-	case proxy.KindResponse, proxy.KindError:
+	case record.KindResponse, record.KindError:
 		l = nil
 	}
 	p.lines[i] = l
@@ -293,7 +293,7 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 func latencies(rec *Record) []time.Duration {
 	var acts []time.Duration
 	for _, c := range rec.Chunks {
-		if c.Dir == proxy.DirIn {
+		if c.Dir == record.DirIn {
 			acts = append(acts, c.T)
 		}
 	}
@@ -322,8 +322,8 @@ func (p *hostPlayer) missing(js []int, why string) {
 		}
 		p.resolved[j] = true
 		f := &p.rec.Server[j]
-		d := Departure{Kind: Missing, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		d := Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			d.Method = p.requestMethod(j)
 			d.Text = "the response " + why
 		}

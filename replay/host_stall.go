@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // arm makes the host stop reading stdout where the recorded host did for
@@ -144,7 +144,7 @@ func (p *hostPlayer) blocked(ctx context.Context, k int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.departLocked(Departure{
-		Kind: StallNotBlocking, Seq: st.Seq, Dir: proxy.DirOut,
+		Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut,
 		Text: fmt.Sprintf("%s; the recorded server had begun %d bytes more by then", why, left),
 	})
 	return nil

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Record is a recording parsed for replay: the proxy's events as they were
@@ -21,11 +21,11 @@ import (
 // Its fields may be read freely; a Record is not safe for concurrent
 // changes.
 type Record struct {
-	Header proxy.Header
+	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
 	// left out.
-	Events []proxy.Event
+	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order
 	Server []Frame // what the server wrote to its stdout, in stream order
@@ -55,13 +55,13 @@ type Record struct {
 // it, with its bytes when the record has them.
 type Frame struct {
 	Seq int64  // the frame event's Seq
-	Dir string // proxy.DirIn, DirOut or DirErr
+	Dir string // record.DirIn, DirOut or DirErr
 	// T0 is when its first byte was read by the proxy, T its newline;
 	// Delivered is when its last byte had been written on to the other
 	// side (0: never, or the record does not say).
 	T0, T, Delivered time.Duration
 	Off, Size        int64  // where it starts in its stream and its bytes there, without the terminator
-	Kind             string // proxy.KindRequest, KindNotification, KindResponse, KindError, KindJunk
+	Kind             string // record.KindRequest, KindNotification, KindResponse, KindError, KindJunk
 	ID               json.RawMessage
 	Method, Tool     string
 	Token            json.RawMessage // a request's progress token, or a progress notification's
@@ -78,7 +78,7 @@ type Frame struct {
 	// only its top-level id and method are known.
 	CRLF, Unterminated, Scanned bool
 	// Gap: the proxy's observer fell behind and lost bytes here (it never
-	// loses traffic, only detail; see proxy.EvDrop). The frame stands for
+	// loses traffic, only detail; see record.EvDrop). The frame stands for
 	// the bytes from the line where the loss began to the next newline it
 	// saw: any number of messages, whose kinds are unknown. A replay
 	// expects nothing in particular there, and does not call what comes
@@ -161,7 +161,7 @@ type Stall struct {
 }
 
 // Cancel is a notifications/cancelled that went by, and where its request
-// was then (see proxy.Event).
+// was then (see record.Event).
 type Cancel struct {
 	Seq          int64
 	T            time.Duration
@@ -174,7 +174,7 @@ type Cancel struct {
 
 // Load reads the record at path, with its rotated files (path.N … path.1,
 // oldest first) before it, as the proxy writes them (see
-// proxy.RecordFiles).
+// record.Files).
 func Load(path string, opts ...Option) (*Record, error) {
 	var rs []io.Reader
 	var files []*os.File
@@ -183,7 +183,7 @@ func Load(path string, opts ...Option) (*Record, error) {
 			f.Close()
 		}
 	}()
-	for _, p := range proxy.RecordFiles(path) {
+	for _, p := range record.Files(path) {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
@@ -211,8 +211,8 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
 	headers := 0
 	for _, r := range rs {
-		err := proxy.ReadRecord(r, func(e proxy.Event) error {
-			if e.Ev == proxy.EvHeader {
+		err := record.Read(r, func(e record.Event) error {
+			if e.Ev == record.EvHeader {
 				headers++
 				if headers > 1 {
 					return nil // a rotated file repeats the header
@@ -245,11 +245,11 @@ const maxOffset = 1 << 40
 
 // check rejects an event the players cannot place: a stream that is not
 // one of the three, a negative or absurd time, offset or size.
-func check(e *proxy.Event) error {
+func check(e *record.Event) error {
 	switch e.Ev {
-	case proxy.EvFrame, proxy.EvChunk, proxy.EvBlock, proxy.EvUnblock, proxy.EvEOF:
-		if e.Dir != proxy.DirIn && e.Dir != proxy.DirOut && e.Dir != proxy.DirErr {
-			return fmt.Errorf("stream %q is not %q, %q or %q", e.Dir, proxy.DirIn, proxy.DirOut, proxy.DirErr)
+	case record.EvFrame, record.EvChunk, record.EvBlock, record.EvUnblock, record.EvEOF:
+		if e.Dir != record.DirIn && e.Dir != record.DirOut && e.Dir != record.DirErr {
+			return fmt.Errorf("stream %q is not %q, %q or %q", e.Dir, record.DirIn, record.DirOut, record.DirErr)
 		}
 	}
 	for _, v := range []struct {

@@ -36,7 +36,7 @@ type Departure struct {
 	// Seq is the record event the departure is about (the recorded
 	// frame, or the stall's event); -1 for an extra message.
 	Seq    int64
-	Dir    string          // the message's stream (proxy.DirIn, DirOut)
+	Dir    string          // the message's stream (record.DirIn, DirOut)
 	Method string          // the message's method, or its request's for a response
 	ID     json.RawMessage // the recorded id, if any
 	Text   string          // what happened, in words, with the evidence

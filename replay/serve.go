@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -101,21 +101,21 @@ func newServer(rec *Record, o *options, stdin io.ReadCloser, stdout io.WriteClos
 			continue
 		}
 		switch f.Kind {
-		case proxy.KindRequest:
+		case record.KindRequest:
 			s.reqs[f.Method] = append(s.reqs[f.Method], i)
-		case proxy.KindNotification:
+		case record.KindNotification:
 			s.notes[f.Method] = append(s.notes[f.Method], i)
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			s.resps[wire.Key(f.ID)] = i
 		default:
 			s.junk = append(s.junk, i)
 		}
-		if f.Kind == proxy.KindRequest {
+		if f.Kind == record.KindRequest {
 			byID[wire.Key(f.ID)] = append(byID[wire.Key(f.ID)], i)
 		}
 	}
 	for j, f := range rec.Server {
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			if q := byID[wire.Key(f.ID)]; len(q) > 0 {
 				s.respTo[j], byID[wire.Key(f.ID)] = q[0], q[1:]
 			}
@@ -209,7 +209,7 @@ func (s *server) read(fr *pipes.Framer) {
 		var tooLarge *pipes.FrameTooLargeError
 		if errors.As(err, &tooLarge) {
 			s.mu.Lock()
-			s.depart(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Text: fmt.Sprintf("a frame of %d bytes, over the played server's limit of %d", tooLarge.Size, tooLarge.Limit)})
+			s.depart(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Text: fmt.Sprintf("a frame of %d bytes, over the played server's limit of %d", tooLarge.Size, tooLarge.Limit)})
 			s.bumpLocked()
 			s.mu.Unlock()
 			continue
@@ -238,14 +238,14 @@ func (s *server) take(frame []byte) {
 	switch {
 	case perr != nil:
 		if len(s.junk) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Text: fmt.Sprintf("a line that is not JSON-RPC: %.80q", frame)})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Text: fmt.Sprintf("a line that is not JSON-RPC: %.80q", frame)})
 			return
 		}
 		i, s.junk = s.junk[0], s.junk[1:]
 	case m.IsRequest():
 		q := s.reqs[m.Method]
 		if len(q) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Method: m.Method, ID: m.ID, Text: "a request the record has not: answered with -32601"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Method: m.Method, ID: m.ID, Text: "a request the record has not: answered with -32601"})
 			s.replies = append(s.replies, errorLine(m.ID, wire.CodeMethodNotFound, "mcpstdio replay: the record has no "+strconv.Quote(m.Method)+" request here"))
 			return
 		}
@@ -260,7 +260,7 @@ func (s *server) take(frame []byte) {
 	case m.IsNotification():
 		q := s.notes[m.Method]
 		if len(q) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Method: m.Method, Text: "a notification the record has not"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Method: m.Method, Text: "a notification the record has not"})
 			return
 		}
 		i, s.notes[m.Method] = q[0], q[1:]
@@ -272,7 +272,7 @@ func (s *server) take(frame []byte) {
 	default:
 		j, ok := s.resps[wire.Key(m.ID)]
 		if !ok {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, ID: m.ID, Text: "a response to no request of the played server"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, ID: m.ID, Text: "a response to no request of the played server"})
 			return
 		}
 		delete(s.resps, wire.Key(m.ID))
@@ -282,12 +282,12 @@ func (s *server) take(frame []byte) {
 	s.got[i] = true
 	diff, checked := s.rec.compare(want, frame, s.o)
 	if !checked {
-		s.depart(Departure{Kind: Unchecked, Seq: want.Seq, Dir: proxy.DirIn, Method: want.Method, ID: want.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not compared", len(want.Head), want.Size)})
+		s.depart(Departure{Kind: Unchecked, Seq: want.Seq, Dir: record.DirIn, Method: want.Method, ID: want.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not compared", len(want.Head), want.Size)})
 		return
 	}
 	s.report.Checked++
 	if diff != "" {
-		s.depart(Departure{Kind: Different, Seq: want.Seq, Dir: proxy.DirIn, Method: want.Method, ID: want.ID, Text: "the host sent a different message", Diff: diff})
+		s.depart(Departure{Kind: Different, Seq: want.Seq, Dir: record.DirIn, Method: want.Method, ID: want.ID, Text: "the host sent a different message", Diff: diff})
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -19,7 +19,7 @@ func (s *server) play(ctx context.Context) error {
 	}
 	c := clock{pace: s.pace}
 	closed := false
-	for _, a := range schedule(s.rec, []string{proxy.DirOut, proxy.DirErr}, s.rec.Server, nil, closeAt) {
+	for _, a := range schedule(s.rec, []string{record.DirOut, record.DirErr}, s.rec.Server, nil, closeAt) {
 		// What the recorded server had received before this, and the
 		// request of each response in it (whatever the record's clocks
 		// say, a response comes after its request).
@@ -34,7 +34,7 @@ func (s *server) play(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if a.chunk != nil && a.chunk.Dir == proxy.DirErr {
+			if a.chunk != nil && a.chunk.Dir == record.DirErr {
 				continue // a host that does not take stderr does not stop the play
 			}
 			return fmt.Errorf("replay: the played server's write failed: %w", err)
@@ -56,7 +56,7 @@ func (s *server) do(a action) error {
 	case a.close:
 		s.flushReplies()
 		return s.stdout.Close()
-	case a.chunk != nil && a.chunk.Dir == proxy.DirErr:
+	case a.chunk != nil && a.chunk.Dir == record.DirErr:
 		if b, _ := s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
 			_, err := s.stderr.Write(b)
 			return err
@@ -78,7 +78,7 @@ func (s *server) requestsOf(a action) []int {
 		}
 	}
 	switch {
-	case a.chunk != nil && a.chunk.Dir == proxy.DirOut:
+	case a.chunk != nil && a.chunk.Dir == record.DirOut:
 		for _, p := range a.chunk.Parts {
 			if p.Frame >= 0 {
 				add(p.Frame)
@@ -100,7 +100,7 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 	// only up to where it stopped.
 	limit := int64(-1)
 	for _, st := range s.rec.Stalls {
-		if st.Dir == proxy.DirIn && st.Since <= t && (!st.Ended || t <= st.Since+st.Dur) {
+		if st.Dir == record.DirIn && st.Since <= t && (!st.Ended || t <= st.Since+st.Dur) {
 			limit = st.At
 		}
 	}
@@ -135,7 +135,7 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 		if s.eof {
 			text = "the host closed stdin without sending it"
 		}
-		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID, Text: text})
+		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID, Text: text})
 	}
 	return nil
 }
@@ -207,7 +207,7 @@ func (s *server) chunkBytes(c *Chunk) []byte {
 		if k+1 < len(c.Parts) && c.Parts[k+1].Frame == p.Frame {
 			continue
 		}
-		if last := lastPart(s.rec, proxy.DirOut, p.Frame); last == c {
+		if last := lastPart(s.rec, record.DirOut, p.Frame); last == c {
 			b = append(b, s.frameLine(p.Frame, true)...)
 		}
 	}
@@ -248,18 +248,18 @@ func (s *server) frameLine(i int, whole bool) []byte {
 		if !whole {
 			return nil
 		}
-		s.depart(Departure{Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not played", len(f.Head), f.Size)})
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		s.depart(Departure{Kind: Unchecked, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not played", len(f.Head), f.Size)})
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			if id, ok := s.hostID(i); ok {
 				l = errorLine(id, wire.CodeInternalError, fmt.Sprintf("mcpstdio replay: the record has only the head of this response (%d of %d bytes)", len(f.Head), f.Size))
 			}
 		}
-	case f.Kind == proxy.KindResponse || f.Kind == proxy.KindError:
+	case f.Kind == record.KindResponse || f.Kind == record.KindError:
 		id, ok := s.hostID(i)
 		if ok {
 			l = f.LineWith(id, "id")
 		} // else the request never came: leave the answer out
-	case f.Kind == proxy.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0:
+	case f.Kind == record.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0:
 		l = f.Line()
 		if tok, ok := s.tokenMap[wire.Key(f.Token)]; ok {
 			l = f.LineWith(tok, "params", wire.MetaProgressToken)
@@ -289,7 +289,7 @@ func (s *server) finish() {
 			continue
 		}
 		s.got[i] = true
-		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID, Text: "the host never sent it"})
+		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID, Text: "the host never sent it"})
 	}
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))
