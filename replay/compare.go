@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // maxDiff bounds the diff a departure keeps.
@@ -34,8 +35,8 @@ func (r *Record) compare(want *Frame, got []byte, o *options) (diff string, chec
 	if want.Body == nil {
 		return "", false
 	}
-	got, _ = rewrite(got, append(append([]rule(nil), r.rules...), o.redact...))
-	drop := append([]rule{{p: path{"id"}, drop: true}}, o.ignore...)
+	got, _ = wire.Rewrite(got, append(append([]wire.Rule(nil), r.rules...), o.redact...))
+	drop := append([]wire.Rule{{Path: wire.Path{"id"}, Edit: wire.Drop}}, o.ignore...)
 	w, wok := decode(want.Body, drop)
 	g, gok := decode(got, drop)
 	if !wok || !gok {
@@ -59,8 +60,8 @@ var anyForRedacted = cmp.FilterValues(func(x, y any) bool {
 }, cmp.Ignore())
 
 // decode decodes a JSON text with the drop rules applied.
-func decode(b []byte, drop []rule) (any, bool) {
-	b, _ = rewrite(b, drop)
+func decode(b []byte, drop []wire.Rule) (any, bool) {
+	b, _ = wire.Rewrite(b, drop)
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any

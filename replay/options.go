@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Option configures loading, saving, comparing and playing a record.
@@ -14,8 +15,8 @@ import (
 type Option interface{ apply(*options) error }
 
 type options struct {
-	redact   []rule
-	ignore   []rule
+	redact   []wire.Rule
+	ignore   []wire.Rule
 	cmp      []cmp.Option
 	speed    float64 // 0: causal
 	idleCap  time.Duration
@@ -64,7 +65,7 @@ func newOptions(opts []Option) (*options, error) {
 // redaction.
 func Redact(paths ...string) Option {
 	return optionFunc(func(o *options) error {
-		rs, err := parseRules(paths, false)
+		rs, err := parseRules(paths)
 		if err != nil {
 			return fmt.Errorf("Redact: %w", err)
 		}
@@ -78,11 +79,11 @@ func Redact(paths ...string) Option {
 func Ignore(paths ...string) Option {
 	return optionFunc(func(o *options) error {
 		for _, s := range paths {
-			p, err := parsePath(s)
+			p, err := wire.ParsePath(s)
 			if err != nil {
-				return fmt.Errorf("Ignore: %w", err)
+				return fmt.Errorf("Ignore: replay: %w", err)
 			}
-			o.ignore = append(o.ignore, rule{p: p, drop: true})
+			o.ignore = append(o.ignore, wire.Rule{Path: p, Edit: wire.Drop})
 		}
 		return nil
 	})

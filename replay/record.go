@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Record is a recording parsed for replay: the proxy's events as they were
@@ -48,7 +49,7 @@ type Record struct {
 	// one (it was killed, or the record ended first).
 	ExitCode *int
 
-	rules []rule // Redact's, applied at load and save
+	rules []wire.Rule // Redact's, applied at load and save
 }
 
 // Frame is one line of a stream, as a frame event of the record describes

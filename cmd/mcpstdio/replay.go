@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 const replayUsage = `usage: mcpstdio replay [flags] -record FILE -- <server command...>
@@ -78,6 +79,11 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 	argv := fs.Args()
 	if len(argv) == 0 && endedByDashDash(fs, args) {
 		return nil, nil, nil, errors.New(`no server command after "--"`)
+	}
+	for _, p := range append(append([]string(nil), f.redact...), f.ignore...) {
+		if _, err := wire.ParsePath(strings.TrimPrefix(p, "-")); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	var opts []replay.Option
 	if len(f.redact) > 0 {
