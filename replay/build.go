@@ -57,6 +57,7 @@ func (r *Record) build() {
 		e := r.Events[i]
 		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
 	}
+	r.shortStalls()
 	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
 	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		r.bodies(d)
@@ -182,4 +183,45 @@ func frameEnd(f *Frame) int64 {
 		end++
 	}
 	return end
+}
+
+// minBlocked is how long a write of the proxy to the host must have taken
+// for a host action during it to count as taken while its reads were
+// stalled: a write to a pipe with room returns in microseconds.
+const minBlocked = time.Millisecond
+
+// shortStalls adds the proxy's writes to the host that blocked for less
+// than its -block-event (so the record has no block event for them) while
+// the host acted: the host's pipe was full then, and what it did may
+// depend on that (a cancel sent while the server was blocked writing).
+func (r *Record) shortStalls() {
+	var acts []time.Duration
+	for _, c := range r.Chunks {
+		if c.Dir == record.DirIn {
+			acts = append(acts, c.T)
+		}
+	}
+	for _, f := range r.Host {
+		acts = append(acts, f.T0)
+	}
+	for _, c := range r.Chunks {
+		if c.Dir != record.DirOut || c.WT-c.T < minBlocked {
+			continue
+		}
+		covered := false
+		for _, st := range r.Stalls {
+			if st.Dir == record.DirOut && st.Since <= c.WT && c.T <= st.Since+st.Dur {
+				covered = true
+			}
+		}
+		acted := false
+		for _, t := range acts {
+			if c.T < t && t < c.WT {
+				acted = true
+			}
+		}
+		if acted && !covered {
+			r.Stalls = append(r.Stalls, Stall{Seq: c.Seq, Dir: record.DirOut, Since: c.T, Dur: c.WT - c.T, Ended: true, N: c.N, Inferred: true})
+		}
+	}
 }

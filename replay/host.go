@@ -69,7 +69,8 @@ func Host(ctx context.Context, target mcptest.Target, rec *Record, opts ...Optio
 // deadline. It calls t.Fatal if the file cannot be loaded or the server
 // cannot be started, t.Error for each departure from the record and for a
 // replay that could not finish, and t.Log for what could not be checked
-// (Unchecked). It returns the report.
+// (Unchecked messages, stalls not verified; t.Error under Strict). It
+// returns the report.
 func TestServer(t testing.TB, target mcptest.Target, file string, opts ...Option) *Report {
 	t.Helper()
 	rec, err := Load(file, opts...)
@@ -82,11 +83,22 @@ func TestServer(t testing.TB, target mcptest.Target, file string, opts ...Option
 	if !started {
 		t.Fatalf("replay.TestServer(%s, %s): %v", target, file, err)
 	}
+	report := t.Errorf
+	if !rep.strict {
+		report = t.Logf
+	}
 	for _, d := range rep.Departures {
 		if d.Kind == Unchecked {
-			t.Logf("replay.TestServer(%s): %s", file, d)
+			report("replay.TestServer(%s): %s", file, d)
 		} else {
 			t.Errorf("replay.TestServer(%s): %s", file, d)
+		}
+	}
+	for _, c := range rep.Stalls {
+		if c.Outcome == StallVerified || c.Outcome == StallNotReached {
+			t.Logf("replay.TestServer(%s): %s", file, c) // a departure, if not reached
+		} else {
+			report("replay.TestServer(%s): %s", file, c)
 		}
 	}
 	for _, n := range rep.Notes {
@@ -117,7 +129,8 @@ type hostPlayer struct {
 	lines     map[int][]byte
 	junkSeen  int64
 	unkSeen   int64
-	stalls    []Stall // of stdout
+	stalls    []Stall      // of stdout
+	checks    []StallCheck // what was done with each
 	stall     int     // the next or current stall
 	armed     bool    // StallReadsAfter was called for stalls[stall]
 	target    int64   // stdout byte it stops at
@@ -154,6 +167,9 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
 		stalls: stallsOf(rec, record.DirOut),
 	}
+	for _, st := range p.stalls {
+		p.checks = append(p.checks, StallCheck{Seq: st.Seq, Dir: st.Dir, At: st.At})
+	}
 	p.index()
 	p.latency = latencies(rec)
 	s, err := mcptest.Start(ctx, target, p.sessionOptions()...)
@@ -183,6 +199,13 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	if st := s.Stats(); st.NotificationsDropped > 0 {
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the host's bounds dropped %d notifications unseen (Limits)", st.NotificationsDropped))
 	}
+	if stopped != nil {
+		p.skipStalls("the replay stopped before it: " + stopped.Error())
+	} else {
+		p.skipStalls("no action of the record came while it held")
+	}
+	p.report.Stalls = p.checks
+	p.report.strict, p.report.headsOnly = o.strict, !rec.Header.Bodies
 	p.report.Elapsed = time.Since(p.start)
 	p.report.Stopped = stopped
 	rep := p.report

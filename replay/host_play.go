@@ -65,7 +65,13 @@ func (p *hostPlayer) play(ctx context.Context) error {
 	p.arm()
 	c := clock{pace: p.pace}
 	for _, a := range schedule(p.rec, []string{record.DirIn}, p.rec.Host, p.stalls, p.rec.HostEOF) {
-		if err := c.next(ctx, a.t, func(gap time.Duration) error { return p.waitDeps(ctx, a.t, gap) }); err != nil {
+		err := c.next(ctx, a.t, func(gap time.Duration) error {
+			if err := p.waitDeps(ctx, a.t, gap); err != nil {
+				return err
+			}
+			return p.stallState(ctx, a.t, a.resume >= 0)
+		})
+		if err != nil {
 			return err
 		}
 		if err := p.do(ctx, a); err != nil {
@@ -93,7 +99,8 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 		}
 		return p.write(ctx, p.rec.Host[a.frame].Seq, p.line(a.frame, &p.rec.Host[a.frame]))
 	case a.stall >= 0:
-		return p.blocked(ctx, a.stall)
+		// Reads stop at the stall's point (arm); its state is checked
+		// before the host's next action (stallState).
 	case a.resume >= 0:
 		p.s.ResumeReads()
 		p.armed = false

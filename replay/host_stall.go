@@ -84,96 +84,126 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	}
 }
 
-// blocked checks, when the recorded host's stall began, that the server
-// under test blocks writing its stdout. The record shows only that the
-// proxy's write to the host blocked, not the server's own; but a server
-// that had, as recorded, begun messages of at least twice the pipe's
-// capacity past the point where the host stopped (before the host
-// resumed) must block in the replay, whose one pipe cannot hold them. The
-// check is made only then (else noted). The evidence is
-// WaitWriterBlocked's, or the stdout pipe filled to within two pages (a
-// quarter of a smaller pipe) with reads stalled: small writes fill pipes
-// in fragments, which a writer blocks on before the pipe looks full by a
-// page.
-func (p *hostPlayer) blocked(ctx context.Context, k int) error {
+// stallState makes the host's action at recorded time t, if the
+// recorded host took it while its reads were stalled (or it ends the
+// stall), wait until the server under test has reached the state the
+// recorded one had then: blocked writing stdout, or it has written what
+// the recorded server had written by t (a server that writes less than a
+// pipe holds past the stall point need not block). A server that does not
+// get there within the bound is the StallNotBlocking departure, found
+// before the action. Each stall is checked once, at the first such
+// action; resume says the action is the stall's end.
+func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume bool) error {
+	k := p.stall
+	if !p.armed || k >= len(p.stalls) || p.checks[k].Outcome != "" {
+		return nil
+	}
 	st := p.stalls[k]
-	// What the recorded server had begun to write before the stall ended
-	// (a frame's first byte read by then), past where the host stopped.
-	var left int64
-	for _, f := range p.rec.Server {
-		if f.T0 <= st.Since+st.Dur && f.Off+f.Size+1 > st.At {
-			left += f.Off + f.Size + 1 - max(f.Off, st.At)
+	if t < st.Since || (st.Ended && t > st.Since+st.Dur) || (t == st.Since && !resume) {
+		return nil
+	}
+	// What the recorded server had written by t: at least what the proxy
+	// had read of it.
+	var wrote int64
+	for _, c := range p.rec.Chunks {
+		if c.Dir == record.DirOut && c.T <= t {
+			wrote = max(wrote, c.Off+c.N)
 		}
 	}
+	shift := p.target - st.At
+	want := wrote + shift
 	capacity := int64(p.s.StdoutState().Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
 	}
-	if left < 2*capacity {
-		p.note(fmt.Sprintf("stall seq %d not checked: the recorded server had begun %d bytes past stdout byte %d when the host resumed, which need not block it behind a %d-byte pipe", st.Seq, left, st.At, capacity))
-		return nil
+	how, measured, err := p.waitState(ctx, capacity, want)
+	if err != nil {
+		return err
 	}
-	measured, err := p.waitBlocked(ctx, capacity)
-	if err == nil {
-		return nil
+	c := &p.checks[k]
+	switch {
+	case how != "" && p.extended > 0:
+		c.Outcome, c.MovedBy = StallMoved, p.target+p.extended-st.At
+		c.Text = fmt.Sprintf("the host read %d bytes past the recorded point for the messages the recorded host had before it stopped (the server wrote other output before them); then %s", p.extended, how)
+	case how != "":
+		c.Outcome, c.Text = StallVerified, how
+		if shift != 0 {
+			c.Text += fmt.Sprintf(" (the stall point moved by %d bytes, as the server's earlier responses did)", shift)
+		}
+	case !measured && runtime.GOOS != "linux":
+		c.Outcome = StallUnverifiable
+		c.Text = fmt.Sprintf("%s shows neither pipe fill levels nor blocked threads", runtime.GOOS)
+	default:
+		c.Outcome = StallNotReached
+		c.Text = p.notBlocking(st, want)
+		p.mu.Lock()
+		p.departLocked(Departure{Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut, Text: c.Text})
+		p.mu.Unlock()
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if p.extended > 0 {
-		// The host had to read on to get what the recorded host had read
-		// before it stopped: the server wrote other output first, and the
-		// stall is not where it was.
-		p.note(fmt.Sprintf("stall seq %d not checked: the host read %d bytes past the recorded point (stdout byte %d) for the messages the recorded host had before it stopped (the server wrote other output before them), so it did not stop where the recorded host did", st.Seq, p.extended, st.At))
-		return nil
-	}
-	if !measured && runtime.GOOS != "linux" {
-		p.note(fmt.Sprintf("stall seq %d not checked: %s shows neither pipe fill levels nor blocked threads", st.Seq, runtime.GOOS))
-		return nil
-	}
+	return nil
+}
+
+// notBlocking says why the server did not reach a stall's state.
+func (p *hostPlayer) notBlocking(st Stall, want int64) string {
 	v := p.s.StdoutState()
+	written := v.Read + int64(max(v.Buffered, 0))
 	var why string
 	if !v.Stalled {
 		why = fmt.Sprintf("the host would stop reading at stdout byte %d, where the recorded host did, but the server wrote only %d bytes", p.target, v.Read)
 	} else {
 		why = fmt.Sprintf("the host stopped reading at stdout byte %d, where the recorded host did; the server did not block writing stdout within %v", v.Read, p.pace.bound(0))
 		if v.Buffered >= 0 {
-			why += fmt.Sprintf(" (its stdout pipe holds %d of %d bytes)", v.Buffered, capacity)
+			why += fmt.Sprintf(" (its stdout pipe holds %d of %d bytes)", v.Buffered, v.Capacity)
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.departLocked(Departure{
-		Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut,
-		Text: fmt.Sprintf("%s; the recorded server had begun %d bytes more by then", why, left),
-	})
-	return nil
+	return fmt.Sprintf("%s; it had written %d bytes where the recorded server had written %d by the recorded host's next action", why, written, want)
 }
 
-// waitBlocked waits, at most the bound, for the server to block writing
-// stdout: WaitWriterBlocked's evidence, or the pipe filled to within two
-// pages of capacity with reads stalled. measured says a fill level was
-// seen at all.
-func (p *hostPlayer) waitBlocked(ctx context.Context, capacity int64) (measured bool, err error) {
+// waitState waits, at most the bound, for the server to block writing
+// stdout (WaitWriterBlocked's evidence, or the pipe filled to within two
+// pages of capacity with reads stalled: small writes fill pipes in
+// fragments, which a writer blocks on before the pipe looks full by a
+// page) or to have written want bytes. how says which was seen ("" for
+// neither); measured says a fill level was seen at all.
+func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how string, measured bool, err error) {
 	bctx, cancel := context.WithTimeout(ctx, p.pace.bound(0))
 	defer cancel()
 	found := make(chan error, 1)
 	go func() { found <- p.s.WaitWriterBlocked(bctx) }()
+	defer func() { cancel(); <-found }()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
+		v := p.s.StdoutState()
+		if v.Buffered >= 0 {
+			measured = true
+		}
+		switch {
+		case v.Read+int64(max(v.Buffered, 0)) >= want:
+			return fmt.Sprintf("the server had written %d bytes, as the recorded one had by then (%d read, %d in the pipe)", v.Read+int64(max(v.Buffered, 0)), v.Read, max(v.Buffered, 0)), measured, nil
+		case v.Stalled && v.Buffered > 0 && int64(v.Buffered) >= capacity-min(2*4096, capacity/4):
+			return fmt.Sprintf("the server blocked writing stdout: its pipe holds %d of %d bytes with reads stalled at byte %d", v.Buffered, capacity, v.Read), true, nil
+		}
 		select {
 		case err := <-found:
-			return measured, err
-		case <-tick.C:
-			if v := p.s.StdoutState(); v.Buffered >= 0 {
-				measured = true
-				if v.Stalled && v.Buffered > 0 && int64(v.Buffered) >= capacity-min(2*4096, capacity/4) {
-					cancel()
-					<-found
-					return true, nil
-				}
+			found <- err // for the deferred receive
+			if err == nil {
+				return fmt.Sprintf("the server blocked writing stdout (%s)", p.s.Stats().WriterEvidence), true, nil
 			}
+			if ctx.Err() != nil {
+				return "", measured, ctx.Err()
+			}
+			return "", measured, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// skipStalls reports the stalls the replay did not get to.
+func (p *hostPlayer) skipStalls(why string) {
+	for k := range p.checks {
+		if c := &p.checks[k]; c.Outcome == "" {
+			c.Outcome, c.Text = StallSkipped, why
 		}
 	}
 }

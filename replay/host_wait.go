@@ -57,6 +57,17 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 // the server's exit, and reports what is missing; played says the
 // actions all ran.
 func (p *hostPlayer) finish(ctx context.Context, played bool) {
+	if played && p.armed {
+		// A stall the record ended in, with no action of the host after
+		// its start: its state is checked now.
+		var end time.Duration
+		for _, e := range p.rec.Events {
+			end = max(end, time.Duration(e.T)*time.Microsecond)
+		}
+		if err := p.stallState(ctx, end, true); err != nil {
+			return
+		}
+	}
 	if p.armed || p.s.StdoutState().Stalled {
 		p.armed = false
 		p.s.ResumeReads()

@@ -21,6 +21,7 @@ type options struct {
 	speed    float64 // 0: causal
 	idleCap  time.Duration
 	patience time.Duration
+	strict   bool
 }
 
 // DefaultPatience is how long a replay waits, by default, beyond the
@@ -125,6 +126,17 @@ func Patience(d time.Duration) Option {
 			return errors.New("Patience: want a duration above 0")
 		}
 		o.patience = d
+		return nil
+	})
+}
+
+// Strict makes a replay fail (Report.Err, TestServer, mcpstdio replay
+// -strict) on anything it could not check, as well as on departures: a
+// message the record has only the head of, a stall it could not verify.
+// Without it those are listed and the headline says what was not checked.
+func Strict() Option {
+	return optionFunc(func(o *options) error {
+		o.strict = true
 		return nil
 	})
 }

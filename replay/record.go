@@ -149,6 +149,10 @@ type Stall struct {
 	Ended bool
 	// Off and N are the blocked write's bytes of the stream.
 	Off, N int64
+	// Inferred: the record has no block event for it (the write blocked
+	// for less than the proxy's -block-event), but the host acted while
+	// the write was blocked, so its reads were stalled then.
+	Inferred bool
 	// At estimates how many bytes of the stream the reader had taken when
 	// it stopped. The record bounds it: the reader's pipe (its capacity in
 	// the header, or 64 KiB when unknown) was full of what it had not read
