@@ -87,6 +87,10 @@ func recordStallCancel(t *testing.T, ctx context.Context) string {
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The proxy's write to the host has blocked long enough for the
+	// record to say so (its -block-event, 100ms): the cancel is sent
+	// while the record shows the host not reading.
+	waitRecordEvent(t, ctx, log, `"ev":"block","dir":"out"`)
 	if err := big.Cancel("the host gave up"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +116,25 @@ func recordStallCancel(t *testing.T, ctx context.Context) string {
 	return log
 }
 
+// waitRecordEvent waits until the record file at log holds an event
+// with the text ev. The file has no event to wait on: it is read again
+// every 5ms, bounded by ctx.
+func waitRecordEvent(t *testing.T, ctx context.Context, log, ev string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(log); err == nil && strings.Contains(string(b), ev) {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("the record %s has no %s event: %v", log, ev, ctx.Err())
+		}
+	}
+}
+
 // TestReplayStallCycle: a stall-cancel-resume session recorded through the
 // built proxy replays against the same server (the Go SDK's) with no
 // departure and every stall verified, and against the server with the fix
@@ -121,13 +144,19 @@ func TestReplayStallCycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	log := recordStallCancel(t, ctx)
-	if k := os.Getenv("KEEP_RECORD"); k != "" {
-		b, _ := os.ReadFile(log)
-		os.WriteFile(k, b, 0o600)
+	if dir := os.Getenv("KEEP_FAILED_RECORDS"); dir != "" {
+		t.Cleanup(func() {
+			if t.Failed() {
+				b, _ := os.ReadFile(log)
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("hang-%d.ndjson", time.Now().UnixNano())), b, 0o600)
+			}
+		})
 	}
 	t.Run("same server", func(t *testing.T) {
 		rep := replay.TestServer(t, mcptest.Helper("go-sdk"), log, replay.Strict())
-		t.Log(rep)
+		if !rep.Complete() || len(rep.Stalls) == 0 {
+			t.Errorf("want every message checked and every stall (at least one) verified: %s", rep)
+		}
 	})
 	t.Run("bounded server", func(t *testing.T) {
 		rec, err := replay.Load(log)
@@ -138,9 +167,19 @@ func TestReplayStallCycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Log(rep)
-		if rep.Count(replay.StallNotBlocking) != 1 {
-			t.Fatalf("want one stall-not-blocking: %s", rep)
+		// Found before the cancel was sent: the departure comes first, and
+		// the big call's answer (which comes after the cancel) after it.
+		stall, answer := -1, -1
+		for i, d := range rep.Departures {
+			switch {
+			case d.Kind == replay.StallNotBlocking && stall < 0 && strings.Contains(d.Text, "by the recorded host's next action"):
+				stall = i
+			case d.Kind == replay.Different && d.Method == "tools/call" && string(d.ID) == "2":
+				answer = i
+			}
+		}
+		if rep.Count(replay.StallNotBlocking) != 1 || stall < 0 || answer >= 0 && answer < stall || rep.Err() == nil {
+			t.Errorf("want one stall-not-blocking, found before the cancel: %s", rep)
 		}
 	})
 }

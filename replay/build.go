@@ -188,7 +188,7 @@ func frameEnd(f *Frame) int64 {
 // minBlocked is how long a write of the proxy to the host must have taken
 // for a host action during it to count as taken while its reads were
 // stalled: a write to a pipe with room returns in microseconds.
-const minBlocked = time.Millisecond
+const minBlocked = 500 * time.Microsecond
 
 // shortStalls adds the proxy's writes to the host that blocked for less
 // than its -block-event (so the record has no block event for them) while

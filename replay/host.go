@@ -131,11 +131,12 @@ type hostPlayer struct {
 	unkSeen   int64
 	stalls    []Stall      // of stdout
 	checks    []StallCheck // what was done with each
-	stall     int     // the next or current stall
-	armed     bool    // StallReadsAfter was called for stalls[stall]
-	target    int64   // stdout byte it stops at
-	extended  int64   // bytes let through beyond it
-	quiet     int     // consecutive looks at a stalled valve with nothing changing
+	stall     int          // the next or current stall
+	armed     bool         // StallReadsAfter was called for stalls[stall]
+	target    int64        // stdout byte it stops at
+	extended  int64        // bytes let through beyond it
+	quiet     int          // consecutive looks at a stalled valve with nothing changing
+	deficit   int64        // how many bytes less than the recorded server the server has written, once it fell behind
 	lastLook  mcptest.StdoutState
 	hostDrops map[int]bool // host frames left out (reported once)
 
@@ -193,8 +194,11 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	p.poll()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if rec.Cut != "" {
+		p.report.Notes = append(p.report.Notes, rec.Cut+": played up to it")
+	}
 	if p.lost > 0 {
-		p.report.Notes = append(p.report.Notes, fmt.Sprintf("%d messages came where the record lost detail: not checked", p.lost))
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("%d messages came where the record lost detail (or after its cut): not checked", p.lost))
 	}
 	if st := s.Stats(); st.NotificationsDropped > 0 {
 		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the host's bounds dropped %d notifications unseen (Limits)", st.NotificationsDropped))

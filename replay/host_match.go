@@ -49,7 +49,7 @@ func (p *hostPlayer) takeCounted(q *[]int, seen *int64, n int64, extra string) {
 		case len(*q) > 0:
 			p.resolved[(*q)[0]] = true
 			*q = (*q)[1:]
-		case len(p.gaps) > 0:
+		case len(p.gaps) > 0 || p.rec.Cut != "":
 			p.lost++
 		default:
 			p.departLocked(Departure{Kind: Extra, Seq: -1, Dir: record.DirOut, Text: extra})
@@ -83,8 +83,8 @@ func (p *hostPlayer) response(i int, resp *mcptest.Response, rerr error) {
 	}
 	p.resps[i] = resp
 	if j < 0 {
-		if len(p.gaps) > 0 {
-			p.lost++ // its recorded answer may be in what the record lost
+		if len(p.gaps) > 0 || p.rec.Cut != "" {
+			p.lost++ // its recorded answer may be in what the record lost, or after its cut
 			return
 		}
 		p.departLocked(Departure{
@@ -164,7 +164,7 @@ func (p *hostPlayer) notification(n mcptest.Notification) {
 	}
 	q := p.noteQ[n.Method]
 	if len(q) == 0 {
-		if p.gapBetween(last, len(p.rec.Server)) {
+		if p.gapBetween(last, len(p.rec.Server)) || p.rec.Cut != "" {
 			p.lost++
 			return
 		}

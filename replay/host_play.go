@@ -69,7 +69,13 @@ func (p *hostPlayer) play(ctx context.Context) error {
 			if err := p.waitDeps(ctx, a.t, gap); err != nil {
 				return err
 			}
-			return p.stallState(ctx, a.t, a.resume >= 0)
+			if checked, err := p.stallState(ctx, a.t, a.resume >= 0); checked || err != nil {
+				return err
+			}
+			if a.stall >= 0 || a.resume >= 0 {
+				return nil // the host's reads, not something the server gets
+			}
+			return p.waitWritten(ctx, a.t)
 		})
 		if err != nil {
 			return err

@@ -24,7 +24,14 @@ func (p *hostPlayer) arm() {
 // stall: the recorded point, moved by how much the last response before it
 // that has come differs in its end from the recorded one.
 func (p *hostPlayer) stallPoint() int64 {
-	st := p.stalls[p.stall]
+	at := p.stalls[p.stall].At
+	return at + p.shiftAt(at)
+}
+
+// shiftAt returns how far stdout byte at of the record is moved in the
+// replay: by how much the last response before it that has come differs
+// in its end from the recorded one.
+func (p *hostPlayer) shiftAt(at int64) int64 {
 	var shift, best int64 = 0, -1
 	for i, resp := range p.resps {
 		j := p.respFor[i]
@@ -32,12 +39,12 @@ func (p *hostPlayer) stallPoint() int64 {
 			continue
 		}
 		f := &p.rec.Server[j]
-		if end := frameEnd(f); end <= st.At && end > best {
+		if end := frameEnd(f); end <= at && end > best {
 			best = end
 			shift = resp.Offset + resp.Size + 1 - end
 		}
 	}
-	return st.At + shift
+	return shift
 }
 
 // adjustStall keeps the armed stall at its point as responses come (their
@@ -93,32 +100,24 @@ func (p *hostPlayer) adjustStall(extend bool) {
 // get there within the bound is the StallNotBlocking departure, found
 // before the action. Each stall is checked once, at the first such
 // action; resume says the action is the stall's end.
-func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume bool) error {
+func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume bool) (checked bool, err error) {
 	k := p.stall
 	if !p.armed || k >= len(p.stalls) || p.checks[k].Outcome != "" {
-		return nil
+		return false, nil
 	}
 	st := p.stalls[k]
 	if t < st.Since || (st.Ended && t > st.Since+st.Dur) || (t == st.Since && !resume) {
-		return nil
-	}
-	// What the recorded server had written by t: at least what the proxy
-	// had read of it.
-	var wrote int64
-	for _, c := range p.rec.Chunks {
-		if c.Dir == record.DirOut && c.T <= t {
-			wrote = max(wrote, c.Off+c.N)
-		}
+		return false, nil
 	}
 	shift := p.target - st.At
-	want := wrote + shift
+	want := p.wrote(t) + shift
 	capacity := int64(p.s.StdoutState().Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
 	}
 	how, measured, err := p.waitState(ctx, capacity, want)
 	if err != nil {
-		return err
+		return true, err
 	}
 	c := &p.checks[k]
 	switch {
@@ -139,8 +138,10 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 		p.mu.Lock()
 		p.departLocked(Departure{Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut, Text: c.Text})
 		p.mu.Unlock()
+		v := p.s.StdoutState()
+		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0))) // later actions do not wait for it again
 	}
-	return nil
+	return true, nil
 }
 
 // notBlocking says why the server did not reach a stall's state.
@@ -206,4 +207,48 @@ func (p *hostPlayer) skipStalls(why string) {
 			c.Outcome, c.Text = StallSkipped, why
 		}
 	}
+}
+
+// wrote returns how many bytes of stdout the recorded server had written
+// by t: at least what the proxy had read of them.
+func (p *hostPlayer) wrote(t time.Duration) int64 {
+	var n int64
+	for _, c := range p.rec.Chunks {
+		if c.Dir == record.DirOut && c.T <= t {
+			n = max(n, c.Off+c.N)
+		}
+	}
+	return n
+}
+
+// waitWritten makes the host's action at recorded time t wait until the
+// server under test has written what the recorded server had written by
+// then (moved as its earlier responses were), or is blocked writing
+// behind a stalled host: the action then reaches the server in the state
+// the recorded one was in (a cancel sent while the recorded server was
+// writing its result still finds the result written). What the recorded
+// server wrote before t cannot depend on what the host did at t, so this
+// never waits for a cause that comes later. A server that does not get
+// there within the bound is not a departure by itself (its output will
+// be); the action goes on.
+func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
+	w := p.wrote(t)
+	if w == 0 {
+		return nil
+	}
+	want := w + p.shiftAt(w) - p.deficit
+	reached := func() bool {
+		v := p.s.StdoutState()
+		written := v.Read + int64(max(v.Buffered, 0))
+		full := v.Stalled && v.Buffered > 0 && v.Capacity > 0 && v.Buffered >= v.Capacity-min(2*4096, v.Capacity/4)
+		return written >= want || full || v.Ended
+	}
+	ok, err := p.wait(ctx, reached, p.pace.bound(0), false)
+	if !ok && err == nil {
+		// The server writes less than the recorded one: later actions
+		// expect it to stay that much behind, not wait for it again.
+		v := p.s.StdoutState()
+		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0)))
+	}
+	return err
 }

@@ -64,7 +64,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		for _, e := range p.rec.Events {
 			end = max(end, time.Duration(e.T)*time.Microsecond)
 		}
-		if err := p.stallState(ctx, end, true); err != nil {
+		if _, err := p.stallState(ctx, end, true); err != nil {
 			return
 		}
 	}

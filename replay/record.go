@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,11 @@ type Record struct {
 	// ExitCode is the server's exit code, nil if the record does not show
 	// one (it was killed, or the record ended first).
 	ExitCode *int
+
+	// Cut says how the record ended short, when it did: its last line had
+	// no newline, or its last event was damaged (a full disk, a killed
+	// proxy), and it was dropped; the record is what came before it.
+	Cut string
 
 	rules []wire.Rule // Redact's, applied at load and save
 }
@@ -215,8 +221,9 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	}
 	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
 	headers := 0
-	for _, r := range rs {
-		err := record.Read(r, func(e record.Event) error {
+	for k, r := range rs {
+		feed := &lineFeed{br: bufio.NewReaderSize(r, 64<<10)}
+		err := record.Read(feed, func(e record.Event) error {
 			if e.Ev == record.EvHeader {
 				headers++
 				if headers > 1 {
@@ -227,12 +234,21 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 				return fmt.Errorf("replay: event %d (%s) before the record's header", e.Seq, e.Ev)
 			}
 			if err := check(&e); err != nil {
-				return fmt.Errorf("replay: event %d (%s): %v", e.Seq, e.Ev, err)
+				return fmt.Errorf("replay: line %d: event %d (%s): %v", feed.lines, e.Seq, e.Ev, err)
 			}
 			rec.Events = append(rec.Events, e)
 			return nil
 		})
+		if err != nil && k == len(rs)-1 && headers > 0 && feed.last() {
+			// The last line of the record: what a full disk or a killed
+			// proxy leaves. Play up to it.
+			rec.Cut = fmt.Sprintf("the record's last line was cut or damaged, and was dropped (%v)", err)
+			break
+		}
 		if err != nil {
+			if len(rs) > 1 {
+				return nil, fmt.Errorf("replay: file %d of %d: %w", k+1, len(rs), err)
+			}
 			return nil, fmt.Errorf("replay: %w", err)
 		}
 	}
@@ -242,6 +258,51 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	rec.build()
 	rec.redactAll()
 	return rec, nil
+}
+
+// lineFeed hands a record's bytes on one line per Read, so that when
+// record.Read fails on a line, that line is the one read last (lines
+// counts them), and last says whether nothing follows it.
+type lineFeed struct {
+	br      *bufio.Reader
+	pending []byte
+	lines   int // lines begun
+	midLine bool
+}
+
+func (l *lineFeed) Read(p []byte) (int, error) {
+	if len(l.pending) == 0 {
+		b, err := l.br.ReadSlice('\n')
+		if len(b) == 0 {
+			return 0, err
+		}
+		if !l.midLine {
+			l.lines++
+		}
+		l.midLine = b[len(b)-1] != '\n'
+		l.pending = b
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// last reports whether the line read last is the last of the stream.
+func (l *lineFeed) last() bool {
+	if len(l.pending) > 0 {
+		return false
+	}
+	for l.midLine { // the rest of a long line record.Read did not take
+		b, err := l.br.ReadSlice('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			l.midLine = false
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return true
+		}
+	}
+	_, err := l.br.Peek(1)
+	return err != nil
 }
 
 // maxOffset bounds the offsets and sizes a record may give (1 TiB): more

@@ -310,3 +310,33 @@ func TestCompareProxyRedacted(t *testing.T) {
 		t.Errorf("a different value next to redacted ones went unseen: diff %q", diff)
 	}
 }
+
+// TestHeadsOnlyNothingToCheck: a record with only heads (no -log-bodies,
+// every frame longer than its head) checks nothing; its headline says so
+// and how to record one that can be checked, and Strict fails it.
+func TestHeadsOnlyNothingToCheck(t *testing.T) {
+	cfg := recordConfig()
+	cfg.LogBodies, cfg.HeadBytes = false, 16
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, cfg, nil, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(rep.String(), "\n")
+	if rep.Checked != 0 || !strings.HasPrefix(head, "replay: nothing checked: the record has only the heads of") || !strings.Contains(head, "-log-bodies") || strings.Contains(head, "as recorded") {
+		t.Errorf("headline %q, %d checked; want nothing checked, naming -log-bodies", head, rep.Checked)
+	}
+	if rep.Err() != nil {
+		t.Errorf("Err without Strict: %v, want nil (nothing departs)", rep.Err())
+	}
+	rep, err = replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Strict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() == nil {
+		t.Errorf("Err with Strict is nil for a replay that checked nothing: %s", rep)
+	}
+}

@@ -291,6 +291,10 @@ func (s *server) finish() {
 		s.got[i] = true
 		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID, Text: "the host never sent it"})
 	}
+	if s.rec.Cut != "" {
+		s.report.Notes = append(s.report.Notes, s.rec.Cut+": played up to it")
+	}
+	s.report.strict = s.o.strict
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))
 	}
