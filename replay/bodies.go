@@ -27,6 +27,7 @@ func (r *Record) bodies(d string) {
 			evs = append(evs, e)
 		}
 	}
+	var held []heldChunk
 	k := 0
 	for i := range r.Chunks {
 		c := &r.Chunks[i]
@@ -41,10 +42,44 @@ func (r *Record) bodies(d string) {
 			continue
 		}
 		ls.chunk(c, data)
+		held = append(held, heldChunk{e, c})
+		held = ls.release(held)
 	}
 	if len(ls.cur) > 0 && ls.fi < len(ls.frames) && ls.frames[ls.fi].Unterminated {
 		ls.endLine(ls.fi)
 	}
+}
+
+// heldChunk is a chunk whose event still holds its bytes.
+type heldChunk struct {
+	e *record.Event
+	c *Chunk
+}
+
+// release lets the events of the chunks in held whose lines have all
+// ended go of their bytes, when the frames' bodies and raw parts hold
+// them all (Write and ChunkBytes put them back), so that a record is held
+// once, not twice; it returns the chunks still held.
+func (ls *lines) release(held []heldChunk) []heldChunk {
+	for len(held) > 0 {
+		h := held[0]
+		for _, p := range ls.pending {
+			if p.c == h.c {
+				return held // a line of it goes on
+			}
+		}
+		whole := true
+		for _, p := range h.c.Parts {
+			if p.Frame >= 0 && ls.frames[p.Frame].Body == nil {
+				whole = false
+			}
+		}
+		if whole {
+			h.e.Data, h.e.B64 = "", nil
+		}
+		held = held[1:]
+	}
+	return held
 }
 
 // lines cuts one stream's chunks into lines, in stream order, and gives

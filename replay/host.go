@@ -137,6 +137,7 @@ type hostPlayer struct {
 	extended  int64        // bytes let through beyond it
 	quiet     int          // consecutive looks at a stalled valve with nothing changing
 	deficit   int64        // how many bytes less than the recorded server the server has written, once it fell behind
+	short     *shortfall   // the last stall the server did not reach
 	lastLook  mcptest.StdoutState
 	hostDrops map[int]bool // host frames left out (reported once)
 

@@ -110,7 +110,9 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 		return false, nil
 	}
 	shift := p.target - st.At
-	want := p.wrote(t) + shift
+	// A server that fell behind the recorded one before (a departure
+	// already reported) is measured from where it is.
+	want := p.wrote(t) + shift - p.deficit
 	capacity := int64(p.s.StdoutState().Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
@@ -124,6 +126,9 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	case how != "" && p.extended > 0:
 		c.Outcome, c.MovedBy = StallMoved, p.target+p.extended-st.At
 		c.Text = fmt.Sprintf("the host read %d bytes past the recorded point for the messages the recorded host had before it stopped (the server wrote other output before them); then %s", p.extended, how)
+	case how != "" && p.deficit > 0:
+		c.Outcome, c.MovedBy = StallMoved, -p.deficit
+		c.Text = fmt.Sprintf("measured %d bytes short of the recorded point, where the server had fallen behind the recorded one before: %s", p.deficit, how)
 	case how != "":
 		c.Outcome, c.Text = StallVerified, how
 		if shift != 0 {
@@ -132,7 +137,11 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	case !measured && runtime.GOOS != "linux":
 		c.Outcome = StallUnverifiable
 		c.Text = fmt.Sprintf("%s shows neither pipe fill levels nor blocked threads", runtime.GOOS)
+	case p.short != nil && p.short.written == p.written():
+		c.Outcome = StallSkipped
+		c.Text = fmt.Sprintf("the server has written nothing since stall seq %d did not block it (%d bytes): the same departure", p.short.seq, p.short.written)
 	default:
+		p.short = &shortfall{seq: st.Seq, written: p.written()}
 		c.Outcome = StallNotReached
 		c.Text = p.notBlocking(st, want)
 		p.mu.Lock()
@@ -251,4 +260,18 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0)))
 	}
 	return err
+}
+
+// shortfall is where a stall found the server short of the recorded
+// state.
+type shortfall struct {
+	seq     int64
+	written int64
+}
+
+// written returns how many bytes of stdout the server has written: read,
+// and waiting in the pipe.
+func (p *hostPlayer) written() int64 {
+	v := p.s.StdoutState()
+	return v.Read + int64(max(v.Buffered, 0))
 }

@@ -26,7 +26,9 @@ type Record struct {
 	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
-	// left out.
+	// left out. A chunk event whose bytes are in Chunks (its Parts) has
+	// no Data of its own, so that the record is held once; Write and
+	// ChunkBytes put them back.
 	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order

@@ -18,8 +18,15 @@ import (
 // too; chunk data is rebuilt from the frames.
 func (r *Record) Write(w io.Writer) error {
 	r.redactAll()
+	byChunk := map[int64]*Chunk{}
+	for i := range r.Chunks {
+		byChunk[r.Chunks[i].Seq] = &r.Chunks[i]
+	}
 	bw := bufio.NewWriter(w)
 	for _, e := range r.Events {
+		if c := byChunk[e.Seq]; e.Ev == record.EvChunk && c != nil && c.Parts != nil && e.Data == "" && e.B64 == nil {
+			e.Data, e.B64 = chunkData(r, c)
+		}
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("replay: encoding event %d: %w", e.Seq, err)
@@ -113,12 +120,11 @@ func (r *Record) syncEvents(bySeq map[int64]*Frame) {
 			if c == nil || c.Parts == nil {
 				break
 			}
-			b, _ := r.ChunkBytes(c, nil)
-			e.Data, e.B64 = "", nil
-			if utf8.Valid(b) {
-				e.Data = string(b)
-			} else {
-				e.B64 = b
+			e.Data, e.B64 = "", nil // put back from the parts by Write
+			if _, ok := r.ChunkBytes(c, nil); !ok {
+				// Not all of it is known: keep what is, redacted, never
+				// the bytes as read.
+				e.Data, e.B64 = chunkData(r, c)
 			}
 		case record.EvCancel:
 			if reason != nil && e.Reason != "" {
@@ -132,6 +138,16 @@ func (r *Record) syncEvents(bySeq map[int64]*Frame) {
 			}
 		}
 	}
+}
+
+// chunkData returns a chunk's bytes from its parts, as an event holds
+// them: Data if they are UTF-8, else B64.
+func chunkData(r *Record, c *Chunk) (string, []byte) {
+	b, _ := r.ChunkBytes(c, nil)
+	if utf8.Valid(b) {
+		return string(b), nil
+	}
+	return "", b
 }
 
 // headOf returns the first n bytes of b, not cutting a character.
