@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -195,15 +196,7 @@ const minBlocked = 500 * time.Microsecond
 // the host acted: the host's pipe was full then, and what it did may
 // depend on that (a cancel sent while the server was blocked writing).
 func (r *Record) shortStalls() {
-	var acts []time.Duration
-	for _, c := range r.Chunks {
-		if c.Dir == record.DirIn {
-			acts = append(acts, c.T)
-		}
-	}
-	for _, f := range r.Host {
-		acts = append(acts, f.T0)
-	}
+	acts := hostActs(r)
 	for _, c := range r.Chunks {
 		if c.Dir != record.DirOut || c.WT-c.T < minBlocked {
 			continue
@@ -224,4 +217,20 @@ func (r *Record) shortStalls() {
 			r.Stalls = append(r.Stalls, Stall{Seq: c.Seq, Dir: record.DirOut, Since: c.T, Dur: c.WT - c.T, Ended: true, N: c.N, Inferred: true})
 		}
 	}
+}
+
+// hostActs returns the times of the recorded host's actions, in order:
+// its writes (chunks of stdin) and the first bytes of its frames.
+func hostActs(r *Record) []time.Duration {
+	var acts []time.Duration
+	for _, c := range r.Chunks {
+		if c.Dir == record.DirIn {
+			acts = append(acts, c.T)
+		}
+	}
+	for _, f := range r.Host {
+		acts = append(acts, f.T0)
+	}
+	slices.Sort(acts)
+	return acts
 }

@@ -304,16 +304,7 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 // host's last action (a write, or a frame's first byte) before its first
 // byte to its last byte.
 func latencies(rec *Record) []time.Duration {
-	var acts []time.Duration
-	for _, c := range rec.Chunks {
-		if c.Dir == record.DirIn {
-			acts = append(acts, c.T)
-		}
-	}
-	for _, h := range rec.Host {
-		acts = append(acts, h.T0)
-	}
-	slices.Sort(acts)
+	acts := hostActs(rec)
 	out := make([]time.Duration, len(rec.Server))
 	for j, f := range rec.Server {
 		var from time.Duration

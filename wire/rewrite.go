@@ -194,19 +194,25 @@ func (w *rewriter) object(i int, skip bool) int {
 			return i
 		}
 		i = w.ws(i + 1)
-		w.stack = append(w.stack, key)
-		var dropped bool
-		w.inArray = false
-		i, dropped = w.member(i, prev, start, kept == 0, skip)
-		if !dropped {
-			kept++
-		}
-		w.stack = w.stack[:len(w.stack)-1]
+		i = w.visit(key, false, i, prev, start, &kept, skip)
 		prev = i
 		i = w.ws(i)
 		first = false
 	}
 	return i
+}
+
+// visit handles the member or element at i, named seg on the path,
+// counting it in kept unless it was dropped, and returns where it ends.
+func (w *rewriter) visit(seg string, inArray bool, i, prev, start int, kept *int, skip bool) int {
+	w.stack = append(w.stack, seg)
+	w.inArray = inArray
+	end, dropped := w.member(i, prev, start, *kept == 0, skip)
+	if !dropped {
+		*kept++
+	}
+	w.stack = w.stack[:len(w.stack)-1]
+	return end
 }
 
 func (w *rewriter) array(i int, skip bool) int {
@@ -227,14 +233,7 @@ func (w *rewriter) array(i int, skip bool) int {
 			}
 			i = w.ws(i + 1)
 		}
-		w.stack = append(w.stack, strconv.Itoa(n))
-		var dropped bool
-		w.inArray = true
-		i, dropped = w.member(i, prev, i, kept == 0, skip)
-		if !dropped {
-			kept++
-		}
-		w.stack = w.stack[:len(w.stack)-1]
+		i = w.visit(strconv.Itoa(n), true, i, prev, i, &kept, skip)
 		prev = i
 		i = w.ws(i)
 	}
