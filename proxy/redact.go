@@ -235,28 +235,9 @@ func (r *redactor) write(p []byte) {
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if r.inStr {
-			if !r.esc && !r.isKey {
-				// Fast path through string contents.
-				j := bytes.IndexByte(p[i:], '"')
-				if j < 0 {
-					j = len(p) - i
-				}
-				if k := bytes.IndexByte(p[i:i+j], '\\'); k >= 0 {
-					j = k
-				}
-				if i+j == len(p) {
-					break
-				}
-				i += j
-				c = p[i]
-			}
-			if r.strByte(c) && r.skip && r.skipScalar && r.depth == r.skipDepth {
-				r.skip = false // the redacted string ended here
-				pass = i + 1
-				continue
-			}
-			if r.skip {
-				pass = i + 1
+			var end bool
+			if i, end = r.inString(p, i, &pass); end {
+				break
 			}
 			continue
 		}
@@ -326,6 +307,38 @@ func (r *redactor) write(p []byte) {
 	if pass < len(p) {
 		r.emit(p[pass:])
 	}
+}
+
+// inString takes the string bytes from p[i], skipping through contents
+// to the next byte that matters; it returns the index of the byte it took,
+// or end when p ran out first. pass moves past what a redacted value
+// skips.
+func (r *redactor) inString(p []byte, i int, pass *int) (at int, end bool) {
+	c := p[i]
+	if !r.esc && !r.isKey {
+		// Fast path through string contents.
+		j := bytes.IndexByte(p[i:], '"')
+		if j < 0 {
+			j = len(p) - i
+		}
+		if k := bytes.IndexByte(p[i:i+j], '\\'); k >= 0 {
+			j = k
+		}
+		if i+j == len(p) {
+			return i, true
+		}
+		i += j
+		c = p[i]
+	}
+	if r.strByte(c) && r.skip && r.skipScalar && r.depth == r.skipDepth {
+		r.skip = false // the redacted string ended here
+		*pass = i + 1
+		return i, false
+	}
+	if r.skip {
+		*pass = i + 1
+	}
+	return i, false
 }
 
 // startValue begins a value at p[i], redacting it if the policy says so:
