@@ -22,7 +22,9 @@
 // the recorded gaps. Messages are compared as decoded JSON with go-cmp
 // (Ignore, CmpOptions); departures are Missing, Extra, Different,
 // StallNotBlocking, and Unchecked where the record has only a message's
-// head (a record made without -log-bodies). Redact hashes or drops fields
+// head (a record made without -log-bodies); Report.Stalls says what was
+// done with each recorded stall, and Strict fails on what was not
+// checked (host_stall.go). Redact hashes or drops fields
 // by JSON path at load and save (Record.Write), so that a redacted record
 // can be committed as test data.
 package replay

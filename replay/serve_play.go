@@ -294,7 +294,7 @@ func (s *server) finish() {
 	if s.rec.Cut != "" {
 		s.report.Notes = append(s.report.Notes, s.rec.Cut+": played up to it")
 	}
-	s.report.strict = s.o.strict
+	s.report.strict, s.report.headsOnly = s.o.strict, !s.rec.Header.Bodies
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))
 	}
