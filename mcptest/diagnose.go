@@ -9,6 +9,21 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
+// Lifecycle and diagnosis. A failed wait returns a *WaitError whose
+// Diagnosis says which side looks stuck and shows the evidence: pipe fill
+// levels, stalled reads, the last frame, whether the server is alive,
+// (Linux) what its threads wait in, the transcript tail, junk, the stderr
+// tail and, for in-process servers, their goroutines. A server that exits
+// while a process it started holds its stdout open fails pending requests
+// within the grace period, naming the holder (Linux). Close escalates from
+// closing stdin to SIGTERM, SIGQUIT and SIGKILL, and reports what it could
+// not end; after Close, every operation fails at once with an error
+// wrapping ErrClosed. A panic in an in-process server or a server-request
+// handler is recovered and reported with its stack. Linux gives the most
+// evidence (pipe capacity and fill level, /proc thread states, pipe
+// holders); elsewhere WithPipeCapacity fails with errors.ErrUnsupported and
+// WaitWriterBlocked has no evidence to find.
+
 // WaitError is the error of a bounded wait that failed: what was waited for,
 // why it ended, and a diagnosis of the session at that moment.
 type WaitError struct {

@@ -10,6 +10,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
+// Protocol eras. By default Start negotiates as the 2026-07-28 stdio
+// backward-compatibility rule says: a server/discover probe with the
+// modern _meta, then, for a legacy server, initialize offering 2025-11-25.
+// In the modern era every request carries the _meta fields.
+
 // ProtocolVersion returns the negotiated protocol version, or "" if none was
 // (WithoutHandshake).
 func (s *Session) ProtocolVersion() string {

@@ -12,6 +12,15 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
+// Bounds. What the host keeps is bounded in count and in bytes (Limits and
+// its defaults): notifications for WaitNotification (a long one is kept as
+// its head and size), junk lines, the transcript, server requests waiting
+// for the handler. Beyond a bound the oldest go first, counted in Stats and
+// named in Diagnose; a response is never dropped. So the host's heap is
+// O(WithMaxFrame + the keep budgets) whatever the server writes.
+// Limits.OverflowEndSession turns a reached bound into the end of the
+// session, for a test that asserts a server does not flood its host.
+
 // Option configures a Session. Options are applied in order by Start; an
 // invalid value makes Start fail with an error that names the option.
 type Option interface{ apply(*config) error }

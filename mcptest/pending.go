@@ -20,6 +20,10 @@ type Response struct {
 	Result json.RawMessage // nil when Error is set
 	Error  *wire.RPCError
 	Late   bool // arrived after the request was cancelled
+	// Offset and Size place the response's frame in the server's stdout:
+	// it began after Offset bytes and had Size bytes, without its
+	// newline (for StallReadsAfter arithmetic).
+	Offset, Size int64
 }
 
 // Pending is a request sent to the server and its response to come.
@@ -245,7 +249,8 @@ func (s *Session) newPending(id int64, method string) *Pending {
 
 // addPending enters p in the pending table before its request is written,
 // with the progress token its params carry, so that the response and the
-// progress notifications find it. It fails if the session has ended.
+// progress notifications find it. It fails if the session has ended or
+// a request with p's id is pending.
 func (s *Session) addPending(p *Pending, params json.RawMessage) error {
 	if bytes.Contains(params, []byte(wire.MetaProgressToken)) {
 		p.token = wire.Member(wire.Member(params, "_meta"), wire.MetaProgressToken)
@@ -254,6 +259,9 @@ func (s *Session) addPending(p *Pending, params json.RawMessage) error {
 	defer s.mu.Unlock()
 	if err := s.ended; err != nil {
 		return err
+	}
+	if _, dup := s.pending[p.id]; dup {
+		return fmt.Errorf("mcptest: %s id=%d: a request with that id is pending", p.method, p.id)
 	}
 	s.pending[p.id] = p
 	if key := wire.Key(p.token); key != "" {

@@ -15,6 +15,31 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
+// The host's stdout reader. One goroutine reads the server's stdout for
+// the whole life of the server: valve (StallReads) → framer with the
+// transport limit (WithMaxFrame) → dispatch. It parses each frame, routes
+// a response to its Pending, counts and keeps a notification, and queues a
+// server-to-host request for a goroutine of its own that runs the
+// WithServerRequests handler and writes the answer. Frames over the limit
+// are never parsed: a scanner follows each line's JSON structure in
+// constant memory to find its top-level "id", so an oversized response
+// fails its own request with a *pipes.FrameTooLargeError, wherever the
+// "id" is in the frame. Lines that are not JSON-RPC are counted and kept,
+// bounded, and the session goes on. Stderr is drained into a bounded
+// capture on a third goroutine.
+//
+// The reader waits for nothing but the kernel and its own CPU work: it
+// never runs test code (a handler, a WithStderr writer), never waits for a
+// test to consume notifications, and never writes to the server's stdin,
+// which a server that does not read it could block. It dispatches each
+// message itself rather than hand it to a dispatcher through a queue: the
+// work is parsing, which bounds any host's speed anyway, and with no queue
+// between reading and dispatching there is no queue to fill, so no burst a
+// live server writes — junk at start-up, a response followed by thousands
+// of notifications, a progress flood — can make the host drop a message or
+// end the session. The time stdout goes unread while the reader works is
+// measured (Stats.ReaderBusyTime).
+
 // stdoutSource is what the framer reads: the stall valve, with the time the
 // reader spends between reads measured, and every long line passed through
 // an envelope scanner: a frame over the transport limit, which is never
@@ -317,7 +342,7 @@ func (s *Session) routeLocked(msg *wire.Message, size int) {
 	s.stats.Responses++
 	// The error object was decoded, so it owns its bytes; the result
 	// aliases the framer's buffer.
-	p.complete(&Response{ID: id, Result: bytes.Clone(msg.Result), Error: msg.Error, Late: late}, nil)
+	p.complete(&Response{ID: id, Result: bytes.Clone(msg.Result), Error: msg.Error, Late: late, Offset: p.respStart.Load(), Size: int64(size)}, nil)
 }
 
 // mismatchLocked fails, at once, the pending request whose id an unknown

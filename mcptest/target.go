@@ -18,6 +18,18 @@ import (
 	"go.uber.org/goleak"
 )
 
+// Targets. Command and Exec run a child process; GoBuild builds a main
+// package once per test binary and runs it; InProcess runs a ServeFunc in
+// a goroutine, on the same kind of pipes; Helper re-executes the test
+// binary as a child serving a ServeFunc registered with RegisterHelper,
+// for which the package's TestMain calls Main:
+//
+//	func init() { mcptest.RegisterHelper("naive", naiveServer) }
+//	func TestMain(m *testing.M) { mcptest.Main(m) } // helpers + goleak
+//
+// Children run in their own process group (Unix), so that signals from
+// Close also reach what they start.
+
 // ServeFunc serves MCP on the given streams until they end or ctx is done.
 // For an in-process target the streams are the *os.File ends of real kernel
 // pipes, so writes block when the host stops reading. Its shape matches the

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/record"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // DefaultRedactKeys are the words that make an object key look secret: a
-// value whose key contains one of them (ASCII case-insensitive) is
-// redacted, except the keys in redactExempt, which MCP itself uses.
+// value whose key contains one of them is redacted, except the keys in
+// redactExempt, which MCP itself uses. Keys are matched as JSON decodes
+// them ("pass\u0077ord" is "password") and in any case (Unicode case
+// folding), at any depth.
 var DefaultRedactKeys = []string{
 	"password", "passwd", "secret", "token", "apikey", "api_key", "api-key",
 	"authorization", "auth", "cookie", "credential", "private", "session",
@@ -22,11 +26,11 @@ var DefaultRedactKeys = []string{
 var redactExempt = []string{"progressToken", "maxTokens"}
 
 // redactPolicy says which values to redact: by key word, or by JSON path
-// from the message root ("params.arguments.query"; "*" matches any one key
-// or array index).
+// from the message root (wire.Path: "params.arguments.query"; "*" matches
+// any one key or array index).
 type redactPolicy struct {
-	keys  [][]byte   // lower-case words
-	paths [][]string // patterns, split at "."
+	keys  [][]byte // lower-case words
+	paths []wire.Path
 }
 
 func newRedactPolicy(keys, paths []string) (*redactPolicy, error) {
@@ -38,14 +42,16 @@ func newRedactPolicy(keys, paths []string) (*redactPolicy, error) {
 		p.keys = append(p.keys, []byte(strings.ToLower(k)))
 	}
 	for _, s := range paths {
-		if s == "" || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
-			return nil, fmt.Errorf("proxy: redact path %q: want dot-separated keys such as params.arguments.query", s)
+		path, err := wire.ParsePath(s)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: redact %w", err)
 		}
-		p.paths = append(p.paths, strings.Split(s, "."))
+		p.paths = append(p.paths, path)
 	}
 	return p, nil
 }
 
+// keyMatches reports whether a decoded key holds one of the words.
 func (p *redactPolicy) keyMatches(key []byte) bool {
 	if len(p.keys) == 0 {
 		return false
@@ -54,6 +60,14 @@ func (p *redactPolicy) keyMatches(key []byte) bool {
 		if string(key) == ex {
 			return false
 		}
+	}
+	if !isASCII(key) {
+		for _, k := range p.keys {
+			if wire.ContainsFold(string(key), string(k)) {
+				return true
+			}
+		}
+		return false
 	}
 	var low [maxKey]byte
 	l := low[:0]
@@ -71,13 +85,28 @@ func (p *redactPolicy) keyMatches(key []byte) bool {
 	return false
 }
 
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // maxKey is the longest object key the redactor keeps for matching; a
 // longer key is matched on its first maxKey bytes.
 const maxKey = 128
 
 // maxDepth is the deepest nesting whose path the redactor follows; deeper
-// values are still redacted by key word, not by path.
+// values are still redacted by key word (up to maxKinds levels), not by
+// path.
 const maxDepth = 64
+
+// maxKinds is the deepest nesting whose kind (object or array) the
+// redactor keeps, one bit a level (8 KiB): beyond it, keys are not told
+// from values, and nothing is redacted by key word.
+const maxKinds = 1 << 16
 
 type redactLevel struct {
 	array bool
@@ -89,14 +118,16 @@ type redactLevel struct {
 // pieces, replacing redacted values with Redacted and passing everything
 // else through unchanged. It never validates and never fails: on text that
 // is not JSON it passes bytes through as it sees them. Memory is constant:
-// a stack of at most maxDepth levels and keys of at most maxKey bytes.
+// a stack of at most maxDepth levels, keys of at most maxKey bytes, and a
+// bit per level up to maxKinds.
 type redactor struct {
 	pol  *redactPolicy
 	emit func([]byte)
 
 	stack    []redactLevel
-	depth    int  // true nesting depth, may exceed len(stack)
-	inStr    bool // inside a string
+	deep     []uint64 // the kinds of the levels past maxDepth: bit set for an array
+	depth    int      // true nesting depth, may exceed len(stack)
+	inStr    bool     // inside a string
 	esc      bool
 	isKey    bool // the string being read is an object key
 	expect   byte // 'k' key, ':' colon, 'v' value, ',' comma or close
@@ -125,16 +156,49 @@ func (r *redactor) reset() {
 	r.count = 0
 }
 
+// inArray reports whether the current level is an array; known is false
+// at the top and past maxKinds levels.
+func (r *redactor) inArray() (array, known bool) {
+	switch d := r.depth; {
+	case d == 0:
+		return false, false
+	case d <= len(r.stack):
+		return r.stack[d-1].array, true
+	case d-maxDepth <= maxKinds:
+		i := d - maxDepth - 1
+		return r.deep[i/64]&(1<<(i%64)) != 0, true
+	}
+	return false, false
+}
+
+// push enters a level of the kind c opens.
+func (r *redactor) push(c byte) {
+	r.depth++
+	switch d := r.depth; {
+	case d <= maxDepth:
+		r.stack = append(r.stack, redactLevel{array: c == '['})
+	case d-maxDepth <= maxKinds:
+		i := d - maxDepth - 1
+		if i/64 >= len(r.deep) {
+			r.deep = append(r.deep, 0)
+		}
+		if c == '[' {
+			r.deep[i/64] |= 1 << (i % 64)
+		} else {
+			r.deep[i/64] &^= 1 << (i % 64)
+		}
+	}
+}
+
 // redactHere reports whether the value about to start is redacted.
 func (r *redactor) redactHere() bool {
 	if r.depth == 0 {
 		return false
 	}
-	top := len(r.stack) == r.depth
-	if top && !r.stack[r.depth-1].array && r.pol.keyMatches(r.lastKey) {
+	if array, known := r.inArray(); known && !array && r.pol.keyMatches(r.lastKey) {
 		return true
 	}
-	if !top {
+	if len(r.stack) != r.depth {
 		return false
 	}
 	for _, pat := range r.pol.paths {
@@ -171,28 +235,9 @@ func (r *redactor) write(p []byte) {
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if r.inStr {
-			if !r.esc && !r.isKey {
-				// Fast path through string contents.
-				j := bytes.IndexByte(p[i:], '"')
-				if j < 0 {
-					j = len(p) - i
-				}
-				if k := bytes.IndexByte(p[i:i+j], '\\'); k >= 0 {
-					j = k
-				}
-				if i+j == len(p) {
-					break
-				}
-				i += j
-				c = p[i]
-			}
-			if r.strByte(c) && r.skip && r.skipScalar && r.depth == r.skipDepth {
-				r.skip = false // the redacted string ended here
-				pass = i + 1
-				continue
-			}
-			if r.skip {
-				pass = i + 1
+			var end bool
+			if i, end = r.inString(p, i, &pass); end {
+				break
 			}
 			continue
 		}
@@ -221,10 +266,7 @@ func (r *redactor) write(p []byte) {
 			r.inStr = true
 		case '{', '[':
 			r.startValue(p, &pass, i, false)
-			r.depth++
-			if r.depth <= maxDepth {
-				r.stack = append(r.stack, redactLevel{array: c == '['})
-			}
+			r.push(c)
 			r.expect = 'v'
 			if c == '{' {
 				r.expect = 'k'
@@ -246,12 +288,10 @@ func (r *redactor) write(p []byte) {
 			r.expect = 'v'
 		case ',':
 			r.expect = 'v'
-			if r.depth > 0 && len(r.stack) == r.depth {
-				if l := &r.stack[r.depth-1]; l.array {
-					l.index++
-				} else {
-					r.expect = 'k'
-				}
+			if array, known := r.inArray(); known && !array {
+				r.expect = 'k'
+			} else if known && len(r.stack) == r.depth {
+				r.stack[r.depth-1].index++
 			}
 		default: // a number or a literal begins
 			r.startValue(p, &pass, i, true)
@@ -267,6 +307,38 @@ func (r *redactor) write(p []byte) {
 	if pass < len(p) {
 		r.emit(p[pass:])
 	}
+}
+
+// inString takes the string bytes from p[i], skipping through contents
+// to the next byte that matters; it returns the index of the byte it took,
+// or end when p ran out first. pass moves past what a redacted value
+// skips.
+func (r *redactor) inString(p []byte, i int, pass *int) (at int, end bool) {
+	c := p[i]
+	if !r.esc && !r.isKey {
+		// Fast path through string contents.
+		j := bytes.IndexByte(p[i:], '"')
+		if j < 0 {
+			j = len(p) - i
+		}
+		if k := bytes.IndexByte(p[i:i+j], '\\'); k >= 0 {
+			j = k
+		}
+		if i+j == len(p) {
+			return i, true
+		}
+		i += j
+		c = p[i]
+	}
+	if r.strByte(c) && r.skip && r.skipScalar && r.depth == r.skipDepth {
+		r.skip = false // the redacted string ended here
+		*pass = i + 1
+		return i, false
+	}
+	if r.skip {
+		*pass = i + 1
+	}
+	return i, false
 }
 
 // startValue begins a value at p[i], redacting it if the policy says so:
@@ -301,6 +373,9 @@ func (r *redactor) strByte(c byte) bool {
 			return true
 		}
 		r.isKey = false
+		if bytes.IndexByte(r.key, '\\') >= 0 {
+			r.key = append(r.key[:0], wire.DecodeKey(r.key)...) // as JSON decodes it
+		}
 		r.lastKey = append(r.lastKey[:0], r.key...)
 		if r.depth > 0 && len(r.stack) == r.depth {
 			l := &r.stack[r.depth-1]

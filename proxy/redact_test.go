@@ -80,3 +80,58 @@ func TestRedactPathErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactKeySpellings: a secret key is redacted however JSON lets it be
+// written (escapes, any case, Unicode case folding), wherever a key can be
+// (top level, nested, in arrays, past the depth whose path is followed),
+// and MCP's own keys and lookalikes are kept.
+func TestRedactKeySpellings(t *testing.T) {
+	pol, err := newRedactPolicy(DefaultRedactKeys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted := []string{
+		`password`, `PASSWORD`, `Password`, `pass\u0077ord`, `\u0070assword`, `PASS\u0057ORD`, `p\u0061\u0073\u0073word`,
+		`\u0074oken`, `\u0054OKEN`, `to\u006Ben`, `tok\u0065n`, `access_token`, `refreshToken`, `X-Auth-Token`,
+		`to\u212aen`, `toKen`, `\u017fecret`, `ſecret`, `client_secret`, `SECRET`, `s\u0065cret`,
+		`api_key`, `API_KEY`, `api-key`, `apikey`, `APIKEY`, `x-api-key`, `api\u005fkey`,
+		`Authorization`, `AUTHORIZATION`, `\u0061uthorization`, `auth`, `oauth`,
+		`cookie`, `Set-Cookie`, `co\u006fkie`, `passwd`, `PASSWD`, `credential`, `Credentials`,
+		`privateKey`, `private_key`, `sessionId`, `SESSION`, `token\ud83d\ude00`, `\ud83d\ude00token`,
+		`pass\"word\"token`, `\\token`,
+	}
+	kept := []string{`progressToken`, `maxTokens`, `pass`, `tok\u0065`, `tok\/en`, `name`, `\u006eame`, `to ken`}
+	wrap := []struct {
+		name, pre, post string
+	}{
+		{"top", `{`, `,"n":1}`},
+		{"params", `{"jsonrpc":"2.0","method":"m","params":{`, `}}`},
+		{"array", `{"result":{"content":[1,{"a":2},{`, `}]}}`},
+		{"error data", `{"error":{"code":1,"data":{"x":[{`, `}]}}}`},
+		{"deep", `{"a":` + strings.Repeat(`[{"b":`, 40) + `{`, `}` + strings.Repeat(`}]`, 40) + `}`},
+	}
+	for _, w := range wrap {
+		for _, k := range redacted {
+			in := w.pre + `"` + k + `":"hunter2"` + w.post
+			want := w.pre + `"` + k + `":"[redacted]"` + w.post
+			for _, piece := range []int{1, 3, 7, len(in)} {
+				if got, n := redactAll(t, pol, in, piece); got != want || n != 1 {
+					t.Errorf("%s: key %s in pieces of %d: %s (%d redacted), want the value redacted", w.name, k, piece, got, n)
+					break
+				}
+			}
+		}
+		for _, k := range kept {
+			in := w.pre + `"` + k + `":"p-1"` + w.post
+			if got, n := redactAll(t, pol, in, 2); got != in || n != 0 {
+				t.Errorf("%s: key %s: %s (%d redacted), want it kept", w.name, k, got, n)
+			}
+		}
+	}
+	var decoded map[string]string
+	for _, k := range redacted {
+		if err := json.Unmarshal([]byte(`{"`+k+`":""}`), &decoded); err != nil {
+			t.Errorf("the spelling %s is not valid JSON: %v", k, err)
+		}
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
@@ -60,3 +62,47 @@ func TestReadDamaged(t *testing.T) {
 }
 
 type errAfterRead struct{ error }
+
+// TestCutRecord: a record whose last line was cut (no newline) or damaged
+// plays up to the cut, with a note; damage before the last line is still
+// an error naming the line.
+func TestCutRecord(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "session.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines = lines[:len(lines)-1] // the empty string after the last newline
+	mid := len(lines) * 3 / 5
+	head := bytes.Join(lines[:mid], nil)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+	}{
+		{"last line without newline", append(append([]byte(nil), head...), lines[mid][:len(lines[mid])/2]...)},
+		{"damaged last line", append(append([]byte(nil), head...), []byte("{\"seq\":99,\"ev\":\"frame\",\"dir\":\"out\",\"off\":-5}\n")...)},
+		{"not JSON last line", append(append([]byte(nil), head...), []byte("{\"seq\":99,\"ev\":\"fr\n")...)},
+		{"whole record without its final newline", b[:len(b)-1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := replay.Read(bytes.NewReader(tc.in))
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if rec.Cut == "" {
+				t.Fatal("Record.Cut is empty")
+			}
+			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Err() != nil || !strings.Contains(rep.String(), "note: the record's last line was cut or damaged") {
+				t.Errorf("replay of the cut record against the same server: %s", rep)
+			}
+		})
+	}
+	damaged := bytes.Join(append(append(append([][]byte(nil), lines[:mid]...), []byte("{\"seq\":99,\"ev\":\"fr\n")), lines[mid:]...), nil)
+	if _, err := replay.Read(bytes.NewReader(damaged)); err == nil || !strings.Contains(err.Error(), "line "+strconv.Itoa(mid+1)) {
+		t.Errorf("a damaged line %d before the end: Read error %v, want one naming the line", mid+1, err)
+	}
+}

@@ -13,9 +13,9 @@ import (
 // A record of a session with a stall: the host stopped reading while a
 // large response blocked the server, sent a call, cancelled it, and read
 // on. Here both sides of it are played against each other: Serve plays the
-// recorded server for mcptest.Replay, which plays the recorded host. With a
+// recorded server for Host, which plays the recorded host. With a
 // real server, the target would be mcptest.Command or mcptest.Helper, and
-// in a test mcptest.ReplayHost does the same and reports through t.
+// in a test TestServer does the same and reports through t.
 func Example() {
 	rec, err := replay.Load("testdata/session.ndjson")
 	if err != nil {
@@ -27,7 +27,7 @@ func Example() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := mcptest.Replay(ctx, mcptest.InProcess(replay.Serve(rec)), rec)
+	rep, err := replay.Host(ctx, mcptest.InProcess(replay.Serve(rec)), rec)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Option configures loading, saving, comparing and playing a record.
@@ -14,12 +15,13 @@ import (
 type Option interface{ apply(*options) error }
 
 type options struct {
-	redact   []rule
-	ignore   []rule
+	redact   []wire.Rule
+	ignore   []wire.Rule
 	cmp      []cmp.Option
 	speed    float64 // 0: causal
 	idleCap  time.Duration
 	patience time.Duration
+	strict   bool
 }
 
 // DefaultPatience is how long a replay waits, by default, beyond the
@@ -64,7 +66,7 @@ func newOptions(opts []Option) (*options, error) {
 // redaction.
 func Redact(paths ...string) Option {
 	return optionFunc(func(o *options) error {
-		rs, err := parseRules(paths, false)
+		rs, err := parseRules(paths)
 		if err != nil {
 			return fmt.Errorf("Redact: %w", err)
 		}
@@ -78,11 +80,11 @@ func Redact(paths ...string) Option {
 func Ignore(paths ...string) Option {
 	return optionFunc(func(o *options) error {
 		for _, s := range paths {
-			p, err := parsePath(s)
+			p, err := wire.ParsePath(s)
 			if err != nil {
-				return fmt.Errorf("Ignore: %w", err)
+				return fmt.Errorf("Ignore: replay: %w", err)
 			}
-			o.ignore = append(o.ignore, rule{p: p, drop: true})
+			o.ignore = append(o.ignore, wire.Rule{Path: p, Edit: wire.Drop})
 		}
 		return nil
 	})
@@ -128,39 +130,13 @@ func Patience(d time.Duration) Option {
 	})
 }
 
-// Pace is how a replay is paced, from its options: what a player of one
-// side (mcptest.Replay, Serve) needs to know.
-type Pace struct {
-	Speed    float64       // 0: causal; else Timed's speed
-	IdleCap  time.Duration // Timed's idle cap, 0 for none
-	Patience time.Duration
-}
-
-// PaceOf returns the pace opts ask for, or the error of the first invalid
-// option.
-func PaceOf(opts ...Option) (Pace, error) {
-	o, err := newOptions(opts)
-	if err != nil {
-		return Pace{}, err
-	}
-	return Pace{Speed: o.speed, IdleCap: o.idleCap, Patience: o.patience}, nil
-}
-
-// Gap returns how long to wait for a recorded gap between two actions: 0
-// in causal mode; in timed mode, the gap capped at IdleCap and divided by
-// Speed.
-func (p Pace) Gap(recorded time.Duration) time.Duration {
-	if p.Speed <= 0 || recorded <= 0 {
-		return 0
-	}
-	if p.IdleCap > 0 {
-		recorded = min(recorded, p.IdleCap)
-	}
-	return time.Duration(float64(recorded) / p.Speed)
-}
-
-// Bound returns how long to wait for something that took recorded in the
-// record before calling it missing: Patience plus twice recorded.
-func (p Pace) Bound(recorded time.Duration) time.Duration {
-	return p.Patience + 2*max(recorded, 0)
+// Strict makes a replay fail (Report.Err, TestServer, mcpstdio replay
+// -strict) on anything it could not check, as well as on departures: a
+// message the record has only the head of, a stall it could not verify.
+// Without it those are listed and the headline says what was not checked.
+func Strict() Option {
+	return optionFunc(func(o *options) error {
+		o.strict = true
+		return nil
+	})
 }

@@ -1,19 +1,16 @@
 package replay
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
-	"slices"
-	"sort"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/record"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Record is a recording parsed for replay: the proxy's events as they were
@@ -29,7 +26,9 @@ type Record struct {
 	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
-	// left out.
+	// left out. A chunk event whose bytes are in Chunks (its Parts) has
+	// no Data of its own, so that the record is held once; Write and
+	// ChunkBytes put them back.
 	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order
@@ -53,7 +52,12 @@ type Record struct {
 	// one (it was killed, or the record ended first).
 	ExitCode *int
 
-	rules []rule // Redact's, applied at load and save
+	// Cut says how the record ended short, when it did: its last line had
+	// no newline, or its last event was damaged (a full disk, a killed
+	// proxy), and it was dropped; the record is what came before it.
+	Cut string
+
+	rules []wire.Rule // Redact's, applied at load and save
 }
 
 // Frame is one line of a stream, as a frame event of the record describes
@@ -153,6 +157,10 @@ type Stall struct {
 	Ended bool
 	// Off and N are the blocked write's bytes of the stream.
 	Off, N int64
+	// Inferred: the record has no block event for it (the write blocked
+	// for less than the proxy's -block-event), but the host acted while
+	// the write was blocked, so its reads were stalled then.
+	Inferred bool
 	// At estimates how many bytes of the stream the reader had taken when
 	// it stopped. The record bounds it: the reader's pipe (its capacity in
 	// the header, or 64 KiB when unknown) was full of what it had not read
@@ -215,8 +223,9 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	}
 	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
 	headers := 0
-	for _, r := range rs {
-		err := record.Read(r, func(e record.Event) error {
+	for k, r := range rs {
+		feed := &lineFeed{br: bufio.NewReaderSize(r, 64<<10)}
+		err := record.Read(feed, func(e record.Event) error {
 			if e.Ev == record.EvHeader {
 				headers++
 				if headers > 1 {
@@ -227,12 +236,21 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 				return fmt.Errorf("replay: event %d (%s) before the record's header", e.Seq, e.Ev)
 			}
 			if err := check(&e); err != nil {
-				return fmt.Errorf("replay: event %d (%s): %v", e.Seq, e.Ev, err)
+				return fmt.Errorf("replay: line %d: event %d (%s): %v", feed.lines, e.Seq, e.Ev, err)
 			}
 			rec.Events = append(rec.Events, e)
 			return nil
 		})
+		if err != nil && k == len(rs)-1 && headers > 0 && feed.last() {
+			// The last line of the record: what a full disk or a killed
+			// proxy leaves. Play up to it.
+			rec.Cut = fmt.Sprintf("the record's last line was cut or damaged, and was dropped (%v)", err)
+			break
+		}
 		if err != nil {
+			if len(rs) > 1 {
+				return nil, fmt.Errorf("replay: file %d of %d: %w", k+1, len(rs), err)
+			}
 			return nil, fmt.Errorf("replay: %w", err)
 		}
 	}
@@ -242,6 +260,51 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	rec.build()
 	rec.redactAll()
 	return rec, nil
+}
+
+// lineFeed hands a record's bytes on one line per Read, so that when
+// record.Read fails on a line, that line is the one read last (lines
+// counts them), and last says whether nothing follows it.
+type lineFeed struct {
+	br      *bufio.Reader
+	pending []byte
+	lines   int // lines begun
+	midLine bool
+}
+
+func (l *lineFeed) Read(p []byte) (int, error) {
+	if len(l.pending) == 0 {
+		b, err := l.br.ReadSlice('\n')
+		if len(b) == 0 {
+			return 0, err
+		}
+		if !l.midLine {
+			l.lines++
+		}
+		l.midLine = b[len(b)-1] != '\n'
+		l.pending = b
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	return n, nil
+}
+
+// last reports whether the line read last is the last of the stream.
+func (l *lineFeed) last() bool {
+	if len(l.pending) > 0 {
+		return false
+	}
+	for l.midLine { // the rest of a long line record.Read did not take
+		b, err := l.br.ReadSlice('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			l.midLine = false
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return true
+		}
+	}
+	_, err := l.br.Peek(1)
+	return err != nil
 }
 
 // maxOffset bounds the offsets and sizes a record may give (1 TiB): more
@@ -270,352 +333,4 @@ func check(e *record.Event) error {
 		}
 	}
 	return nil
-}
-
-// us converts the record's microseconds.
-func us(t int64) time.Duration { return time.Duration(t) * time.Microsecond }
-
-// build derives the frames, chunks, stalls and cancels from the events.
-func (r *Record) build() {
-	var last time.Duration
-	blocks := map[string]int{} // a block event not yet ended, by dir → index in Events
-	for i, e := range r.Events {
-		last = max(last, us(e.T))
-		switch e.Ev {
-		case record.EvFrame:
-			f := Frame{
-				Seq: e.Seq, Dir: e.Dir, T0: us(e.T0), T: us(e.T), Off: e.Off, Size: e.N, Kind: e.Kind,
-				ID: e.ID, Method: e.Method, Tool: e.Tool, Token: e.Token, Code: e.Code,
-				Head: []byte(e.Head), Hash: e.Hash, CRLF: e.CRLF, Unterminated: e.Unterminated, Scanned: e.Scanned, Gap: e.Gap,
-			}
-			if f.T0 == 0 {
-				f.T0 = f.T
-			}
-			if !e.Gap && r.headWhole(e) {
-				f.Body = []byte(e.Head)
-			}
-			*r.frames(e.Dir) = append(*r.frames(e.Dir), f)
-		case record.EvChunk:
-			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT)})
-		case record.EvBlock:
-			blocks[e.Dir] = i
-		case record.EvUnblock:
-			// One write at a time per direction: this ends its block (whose
-			// Since is when the write began, a little after the read).
-			delete(blocks, e.Dir)
-			r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: us(e.Dur), Ended: true, N: e.N})
-		case record.EvCancel:
-			r.Cancels = append(r.Cancels, Cancel{Seq: e.Seq, T: us(e.T), Dir: e.Dir, ID: e.ID, Method: e.Method, Tool: e.Tool, State: e.State, Reason: e.Reason})
-		case record.EvEOF:
-			switch e.Dir {
-			case record.DirIn:
-				r.HostEOF = us(e.T)
-			case record.DirOut:
-				r.ServerEOF = us(e.T)
-			}
-		case record.EvExit:
-			r.Exit, r.ExitCode = us(e.T), e.Exit
-		}
-	}
-	for _, i := range blocks {
-		e := r.Events[i]
-		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
-	}
-	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
-	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
-		r.bodies(d)
-		r.delivered(d)
-	}
-	for i := range r.Stalls {
-		r.placeStall(&r.Stalls[i])
-	}
-}
-
-// frames returns the frames of direction d.
-func (r *Record) frames(d string) *[]Frame {
-	switch d {
-	case record.DirIn:
-		return &r.Host
-	case record.DirOut:
-		return &r.Server
-	}
-	return &r.Stderr
-}
-
-// headWhole reports whether a frame event's head is the whole frame.
-func (r *Record) headWhole(e record.Event) bool {
-	if e.Redacted == 0 {
-		return int64(len(e.Head)) == e.N
-	}
-	// Redacted: the head is of the redacted frame, whose length the event
-	// does not give, cut to the budget (less a partial character) and to
-	// the original length. Well short of both, it was not cut.
-	return len(e.Head)+utf8.UTFMax <= min(r.Header.Head, int(e.N))
-}
-
-// bodies recovers the frames' bytes of direction d from the chunks' data,
-// when the record kept bodies, and notes which lines each chunk held. A
-// chunk's data is its bytes after the proxy's redaction, so its length may
-// differ from N; but it holds the same newlines as the bytes read, so
-// lines are found by counting them: every line but an empty one is a
-// frame. A line that is not whole in the data (the observer lost a chunk)
-// gets no body; a body whose hash is not the frame event's is dropped.
-func (r *Record) bodies(d string) {
-	if !r.Header.Bodies {
-		return
-	}
-	frames := *r.frames(d)
-	var evs []*record.Event
-	for i := range r.Events {
-		if e := &r.Events[i]; e.Ev == record.EvChunk && e.Dir == d {
-			evs = append(evs, e)
-		}
-	}
-	var chunks []*Chunk
-	for i := range r.Chunks {
-		if r.Chunks[i].Dir == d {
-			chunks = append(chunks, &r.Chunks[i])
-		}
-	}
-	// last returns the stream offset of frame i's last byte.
-	last := func(i int) int64 {
-		f := frames[i]
-		switch {
-		case f.Unterminated:
-			return f.Off + f.Size - 1
-		case f.CRLF:
-			return f.Off + f.Size + 1
-		}
-		return f.Off + f.Size
-	}
-	type pend struct {
-		c    *Chunk
-		from int
-	}
-	var (
-		cur     []byte // the line so far
-		curOK   = true // cur is the line from its start
-		pending []pend // the chunks holding parts of cur
-		fi      int    // the frame of the next line
-	)
-	endLine := func(f int) {
-		if f >= 0 && curOK {
-			body := cur
-			if !frames[f].Unterminated {
-				body = bytes.TrimSuffix(body, []byte("\n"))
-				if frames[f].CRLF {
-					body = bytes.TrimSuffix(body, []byte("\r"))
-				}
-			}
-			if frames[f].Hash == "" || frames[f].Hash == frameHash(body) {
-				frames[f].Body = slices.Clone(body)
-			}
-		}
-		for k, p := range pending {
-			to := len(cur)
-			if k+1 < len(pending) {
-				to = pending[k+1].from
-			}
-			if f < 0 {
-				p.c.Parts = append(p.c.Parts, Part{Frame: -1, Raw: slices.Clone(cur[p.from:to])})
-			} else {
-				p.c.Parts = append(p.c.Parts, Part{Frame: f, From: p.from, To: to})
-			}
-		}
-		cur, pending, curOK = cur[:0], pending[:0], true
-	}
-	for k, c := range chunks {
-		data := evs[k].ChunkBytes()
-		if c.N > 0 && (data == nil || evs[k].Gap) {
-			// Unknown bytes: the line in progress and the lines ending in
-			// this chunk have no body here.
-			end := c.Off + c.N
-			if len(pending) > 0 && fi < len(frames) && last(fi) >= end {
-				curOK = false // the line goes on past this chunk
-				continue
-			}
-			if len(pending) > 0 && fi < len(frames) {
-				curOK = false
-				endLine(fi)
-				fi++
-			}
-			for fi < len(frames) && last(fi) < end {
-				fi++
-			}
-			cur, pending = cur[:0], pending[:0]
-			// The next line starts with the next chunk only if a frame
-			// ended right at the end of this one.
-			curOK = fi > 0 && last(fi-1) == end-1
-			continue
-		}
-		c.Parts = []Part{}
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			seg := data
-			if i >= 0 {
-				seg = data[:i+1]
-			}
-			pending = append(pending, pend{c, len(cur)})
-			cur = append(cur, seg...)
-			data = data[len(seg):]
-			if i < 0 {
-				break
-			}
-			if curOK && len(cur) == 1 || fi >= len(frames) {
-				endLine(-1) // an empty line, or more lines than frames
-				continue
-			}
-			endLine(fi)
-			fi++
-		}
-	}
-	if len(cur) > 0 && fi < len(frames) && frames[fi].Unterminated {
-		endLine(fi)
-	}
-}
-
-// castagnoli is the CRC-32C table of the proxy's frame checksums.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// frameHash returns b's checksum as the proxy writes it in a frame event:
-// "crc32c:<8 hex digits>".
-func frameHash(b []byte) string {
-	return fmt.Sprintf("crc32c:%08x", crc32.Checksum(b, castagnoli))
-}
-
-// delivered sets when each frame of direction d had been written on: the
-// end of the write of the chunk holding its last byte.
-func (r *Record) delivered(d string) {
-	var chunks []Chunk
-	for _, c := range r.Chunks {
-		if c.Dir == d {
-			chunks = append(chunks, c)
-		}
-	}
-	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].Off < chunks[j].Off })
-	frames := *r.frames(d)
-	for i := range frames {
-		f := &frames[i]
-		end := f.Off + f.Size // the newline, or the "\r" before it
-		if f.Unterminated {
-			end--
-		}
-		k := sort.Search(len(chunks), func(k int) bool { return chunks[k].Off+chunks[k].N > end })
-		if f.CRLF && k < len(chunks) && chunks[k].Off+chunks[k].N == end+1 {
-			k++ // the "\r" ends this chunk; the newline is in the next
-		}
-		if k < len(chunks) && chunks[k].Off <= end+1 {
-			f.Delivered = chunks[k].WT
-		}
-	}
-}
-
-// placeStall finds a stall's blocked write and estimates where its reader
-// stopped.
-func (r *Record) placeStall(s *Stall) {
-	var best *Chunk
-	for i := range r.Chunks {
-		c := &r.Chunks[i]
-		if c.Dir != s.Dir || c.T > s.Since {
-			continue
-		}
-		if best == nil || c.T > best.T || c.T == best.T && c.Off > best.Off {
-			best = c
-		}
-	}
-	if best == nil {
-		return
-	}
-	s.Off, s.N = best.Off, best.N
-	capacity := r.Header.Pipes.HostStdout
-	switch s.Dir {
-	case record.DirIn:
-		capacity = r.Header.Pipes.ServerStdin
-	case record.DirErr:
-		capacity = r.Header.Pipes.HostStderr
-	}
-	if capacity <= 0 {
-		capacity = 64 << 10
-	}
-	// The reader's pipe held what it had not read, up to its capacity, and
-	// the write blocked inside [Off, Off+N): the reader stopped within a
-	// write's size of Off+N-capacity (the kernel fills pipes by pages, so
-	// give it a write more). A reader stops most often after a whole
-	// message: take the last frame end in that window, else its middle.
-	lo, hi := best.Off-int64(capacity)-best.N, best.Off+best.N-int64(capacity)
-	s.At = max(0, best.Off+best.N/2-int64(capacity))
-	for _, f := range *r.frames(s.Dir) {
-		if end := frameEnd(&f); end >= lo && end <= hi {
-			s.At = end
-		}
-	}
-	// The reader had read at least what it answered before the stall: the
-	// frames of the stream that were read whole before its last message
-	// the other way, before the stall began.
-	other := r.Host
-	if s.Dir == record.DirIn {
-		other = r.Server
-	}
-	var acted time.Duration = -1
-	for _, f := range other {
-		if f.T <= s.Since {
-			acted = max(acted, f.T)
-		}
-	}
-	for _, f := range *r.frames(s.Dir) {
-		if f.T <= acted && !f.Unterminated {
-			s.At = max(s.At, frameEnd(&f))
-		}
-	}
-}
-
-// frameEnd returns the stream offset just past f's terminator.
-func frameEnd(f *Frame) int64 {
-	end := f.Off + f.Size + 1
-	if f.CRLF {
-		end++
-	}
-	return end
-}
-
-// ChunkBytes returns the bytes of chunk c as the record has them, each
-// frame's line first passed through line (nil keeps them as recorded):
-// line returns the bytes to use in place of the line (Body and terminator)
-// of f, the i-th frame of c's direction, or nil to leave the frame out. A part of a line that line
-// changed is placed where it was in the recorded line, with the change in
-// the part that held it. ok is false when the record has not the chunk's
-// bytes, or has not the body of a frame in it: those frames are left out.
-func (r *Record) ChunkBytes(c *Chunk, line func(i int, f *Frame) []byte) (b []byte, ok bool) {
-	if c.Parts == nil {
-		return nil, c.N == 0
-	}
-	frames := *r.frames(c.Dir)
-	ok = true
-	for _, p := range c.Parts {
-		if p.Frame < 0 {
-			b = append(b, p.Raw...)
-			continue
-		}
-		f := &frames[p.Frame]
-		old := f.Line()
-		if old == nil {
-			ok = false
-			continue
-		}
-		l := old
-		if line != nil {
-			if l = line(p.Frame, f); l == nil {
-				continue
-			}
-		}
-		from, to := p.From, p.To
-		if !bytes.Equal(l, old) {
-			from, to = mapOffset(old, l, from), mapOffset(old, l, to)
-			if p.To == len(old) {
-				to = len(l)
-			}
-		}
-		b = append(b, l[min(from, len(l)):min(to, len(l))]...)
-	}
-	return b, ok
 }

@@ -25,7 +25,7 @@ func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
 	file := save(t, "heads.ndjson", recordSession(t, cfg, nil, calls))
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), file)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), file)
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
 	}
@@ -76,7 +76,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
+	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
+	rep := replay.TestServer(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -160,7 +160,7 @@ func TestRedact(t *testing.T) {
 	if err := record.Read(bytes.NewReader(saved.Bytes()), func(record.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
 	if rep.Checked == 0 {
 		t.Errorf("nothing checked: %s", rep)
 	}
@@ -217,7 +217,7 @@ host EOF true, server EOF true, exit code 0`
 	if got != want {
 		t.Errorf("testdata/session.ndjson reads as\n%s\nwant\n%s", got, want)
 	}
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), sample)
+	rep := replay.TestServer(t, mcptest.Helper("fake"), sample)
 	if rep.Checked != len(rec.Server) {
 		t.Errorf("%d messages checked, want %d", rep.Checked, len(rec.Server))
 	}
@@ -308,5 +308,35 @@ func TestCompareProxyRedacted(t *testing.T) {
 	}
 	if diff, _ := rec.Compare(want, []byte(`{"jsonrpc":"2.0","id":7,"result":{"sessionId":"abc-123","auth":{"token":42},"n":2}}`)); !strings.Contains(diff, `"n"`) || strings.Contains(diff, "sessionId") {
 		t.Errorf("a different value next to redacted ones went unseen: diff %q", diff)
+	}
+}
+
+// TestHeadsOnlyNothingToCheck: a record with only heads (no -log-bodies,
+// every frame longer than its head) checks nothing; its headline says so
+// and how to record one that can be checked, and Strict fails it.
+func TestHeadsOnlyNothingToCheck(t *testing.T) {
+	cfg := recordConfig()
+	cfg.LogBodies, cfg.HeadBytes = false, 16
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, cfg, nil, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(rep.String(), "\n")
+	if rep.Checked != 0 || !strings.HasPrefix(head, "replay: nothing checked: the record has only the heads of") || !strings.Contains(head, "-log-bodies") || strings.Contains(head, "as recorded") {
+		t.Errorf("headline %q, %d checked; want nothing checked, naming -log-bodies", head, rep.Checked)
+	}
+	if rep.Err() != nil {
+		t.Errorf("Err without Strict: %v, want nil (nothing departs)", rep.Err())
+	}
+	rep, err = replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Strict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() == nil {
+		t.Errorf("Err with Strict is nil for a replay that checked nothing: %s", rep)
 	}
 }

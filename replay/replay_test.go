@@ -116,7 +116,7 @@ func TestReplaySameServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake", tc.args...), rec)
+			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.args...), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestReplayDepartures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake", tc.replayArgs...), rec, replay.Patience(time.Second))
+			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.replayArgs...), rec, replay.Patience(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +290,7 @@ func TestLostDetail(t *testing.T) {
 	if gaps != 1 || whole >= len(full.Server)-1 {
 		t.Fatalf("the record with lost detail has %d gaps and %d of %d frames whole, want 1 gap and frames lost", gaps, whole, len(full.Server))
 	}
-	rep, err := mcptest.Replay(ctxFor(t), mcptest.Helper("fake"), rec)
+	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

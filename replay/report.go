@@ -1,14 +1,11 @@
 package replay
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // Kind is the kind of a departure from the record.
@@ -73,22 +70,66 @@ func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
+// StallOutcome is what a replay did with a recorded stall.
+type StallOutcome string
+
+// Outcomes of a recorded stall.
+const (
+	// StallVerified: the reader stopped where the recorded one did, and
+	// before the recorded side's next action the other side reached the
+	// state it had in the record: blocked writing, or it had written what
+	// the recorded one had by then.
+	StallVerified StallOutcome = "verified"
+	// StallMoved: the reader had to stop elsewhere (MovedBy bytes on) to
+	// get the messages the recorded reader had: the other side wrote other
+	// output first; the state was not checked at the recorded point.
+	StallMoved StallOutcome = "moved"
+	// StallUnverifiable: played, but the system shows neither pipe levels
+	// nor blocked threads (off Linux), so the state could not be seen.
+	StallUnverifiable StallOutcome = "unverifiable"
+	// StallNotReached: the other side never reached the recorded state
+	// within the bound: the StallNotBlocking departure.
+	StallNotReached StallOutcome = "not-blocking"
+	// StallSkipped: not played (the replay stopped first; Text says why).
+	StallSkipped StallOutcome = "skipped"
+)
+
+// StallCheck is what a replay did with one recorded stall.
+type StallCheck struct {
+	Seq     int64  // the stall's record event
+	Dir     string // the stream whose reader stopped
+	At      int64  // the stream byte where the recorded reader stopped
+	Outcome StallOutcome
+	MovedBy int64  // for StallMoved: how many bytes past At the reader stopped
+	Text    string // what was seen, or why it was not
+}
+
+// String formats the check on one line.
+func (c StallCheck) String() string {
+	return fmt.Sprintf("stall seq %d (%s) at byte %d: %s: %s", c.Seq, c.Dir, c.At, c.Outcome, c.Text)
+}
+
 // Report is what a replay found: every departure from the record, in the
-// order they were found, and what was played and checked.
+// order they were found, what was done with each recorded stall, and what
+// was played and checked.
 type Report struct {
 	Departures []Departure
+	Stalls     []StallCheck  // one per recorded stall of the side played against, in record order
 	Checked    int           // recorded messages compared with what came, equal or not
 	Played     int           // writes made (chunks or messages), as the record cut them
 	Elapsed    time.Duration // how long the replay took
 	// Notes say where the replay could not do exactly what the record
-	// did, and what it did instead (a stall point moved, messages the
-	// host's bounds dropped).
+	// did, and what it did instead (messages the host's bounds dropped,
+	// a record cut short).
 	Notes []string
 	// Stopped is why the replay ended before the end of the record (its
 	// context ended, the other side could not be started or written to);
 	// nil when it played the record to the end. The departures are then
 	// those found so far: a stopped replay is never "as recorded".
 	Stopped error
+
+	strict    bool // Strict: what was not checked fails too
+	headsOnly bool // the record was made without -log-bodies
 }
 
 // Count returns how many departures of kind k the report has.
@@ -102,18 +143,57 @@ func (r *Report) Count(k Kind) int {
 	return n
 }
 
+// Unverified returns how many recorded stalls were not verified.
+func (r *Report) Unverified() int {
+	n := 0
+	for _, c := range r.Stalls {
+		if c.Outcome != StallVerified {
+			n++
+		}
+	}
+	return n
+}
+
+// Complete reports whether the replay checked everything the record
+// has: it ran to the end, every message was compared and every stall
+// verified.
+func (r *Report) Complete() bool {
+	return r.Stopped == nil && r.Count(Unchecked) == 0 && r.Unverified() == 0
+}
+
 // Err returns nil when the replay ran to the end and found no departure
-// but Unchecked ones, else an error that lists them (String).
+// but Unchecked ones, else an error that lists them (String). Under
+// Strict, it also fails when the replay was not Complete: a message it
+// could not compare, a stall it could not verify.
 func (r *Report) Err() error {
-	if r.Stopped == nil && len(r.Departures) == r.Count(Unchecked) {
+	ok := r.Stopped == nil && len(r.Departures) == r.Count(Unchecked)
+	if ok && (!r.strict || r.Complete()) {
 		return nil
 	}
 	return errors.New(r.String())
 }
 
-// String summarizes the report on its first line, then lists the
-// departures and the notes.
+// String summarizes the report on its first line — which never claims
+// more than was checked — then lists the departures, the stalls and the
+// notes.
 func (r *Report) String() string {
+	var b strings.Builder
+	b.WriteString(r.headline())
+	for _, d := range r.Departures {
+		b.WriteString("\n  ")
+		b.WriteString(strings.ReplaceAll(d.String(), "\n", "\n  "))
+	}
+	for _, c := range r.Stalls {
+		b.WriteString("\n  " + c.String())
+	}
+	for _, s := range r.Notes {
+		b.WriteString("\n  note: " + s)
+	}
+	return b.String()
+}
+
+// headline is String's first line.
+func (r *Report) headline() string {
 	var b strings.Builder
 	n := len(r.Departures) - r.Count(Unchecked)
 	var kinds []string
@@ -122,84 +202,37 @@ func (r *Report) String() string {
 			kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
 		}
 	}
-	sep := ";"
+	unchecked := r.Count(Unchecked)
+	var gaps []string // what was not checked
+	if u := r.Unverified() - r.Count(StallNotBlocking); u > 0 {
+		gaps = append(gaps, fmt.Sprintf("%d of %d stalls unverified", u, len(r.Stalls)))
+	}
+	if unchecked > 0 {
+		gaps = append(gaps, fmt.Sprintf("%d messages only as heads", unchecked))
+	}
 	switch {
 	case r.Stopped != nil:
 		fmt.Fprintf(&b, "replay: stopped before the end of the record (%v): %d departures so far", r.Stopped, n)
 		if n > 0 {
 			fmt.Fprintf(&b, " (%s)", strings.Join(kinds, ", "))
 		}
-	case n == 0:
-		b.WriteString("replay: as recorded")
-		sep = ":"
+		b.WriteString(";")
+	case n > 0:
+		fmt.Fprintf(&b, "replay: %d departures from the record (%s);", n, strings.Join(kinds, ", "))
+	case r.Checked == 0 && unchecked > 0 && r.headsOnly:
+		fmt.Fprintf(&b, "replay: nothing checked: the record has only the heads of %d messages (record with mcpstdio proxy -log-bodies to check them);", unchecked)
+	case len(gaps) > 0:
+		fmt.Fprintf(&b, "replay: as recorded for what could be checked: %s;", strings.Join(gaps, ", "))
 	default:
-		fmt.Fprintf(&b, "replay: %d departures from the record (%s)", n, strings.Join(kinds, ", "))
+		b.WriteString("replay: as recorded:")
 	}
-	fmt.Fprintf(&b, "%s %d messages checked, %d writes played in %v", sep, r.Checked, r.Played, r.Elapsed.Round(time.Millisecond))
-	if c := r.Count(Unchecked); c > 0 {
-		fmt.Fprintf(&b, "; %d unchecked (not whole in the record)", c)
+	fmt.Fprintf(&b, " %d messages checked", r.Checked)
+	if len(r.Stalls) > 0 {
+		fmt.Fprintf(&b, ", %d of %d stalls verified", len(r.Stalls)-r.Unverified(), len(r.Stalls))
 	}
-	for _, d := range r.Departures {
-		b.WriteString("\n  ")
-		b.WriteString(strings.ReplaceAll(d.String(), "\n", "\n  "))
-	}
-	for _, s := range r.Notes {
-		b.WriteString("\n  note: " + s)
+	fmt.Fprintf(&b, ", %d writes played in %v", r.Played, r.Elapsed.Round(time.Millisecond))
+	if unchecked > 0 && (n > 0 || r.Stopped != nil) {
+		fmt.Fprintf(&b, "; %d unchecked (not whole in the record)", unchecked)
 	}
 	return b.String()
-}
-
-// maxDiff bounds the diff a departure keeps.
-const maxDiff = 8 << 10
-
-// Compare compares got, a message the side under test sent, with want, the
-// recorded frame it stands for: both decoded as JSON, without their "id"
-// (a replay remaps ids), with the record's redaction (and opts' Redact)
-// applied to got, the Ignore paths left out of both, and opts'
-// CmpOptions. A value the proxy redacted when it recorded ("[redacted]",
-// by its -redact paths or secret-looking keys) matches anything. It returns "" when they agree, else the cmp diff (-recorded
-// +got), cut to 8 KiB. checked is false when the record has only want's
-// head: nothing is compared. Lines that are not JSON compare as bytes.
-func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, checked bool) {
-	if want.Body == nil {
-		return "", false
-	}
-	o, _ := newOptions(opts)
-	if o == nil {
-		o = &options{}
-	}
-	got, _ = rewrite(got, append(append([]rule(nil), r.rules...), o.redact...))
-	drop := append([]rule{{p: path{"id"}, drop: true}}, o.ignore...)
-	w, wok := decode(want.Body, drop)
-	g, gok := decode(got, drop)
-	if !wok || !gok {
-		w, g = string(want.Body), string(got)
-	}
-	d := cmp.Diff(w, g, append([]cmp.Option{anyForRedacted}, o.cmp...)...)
-	if len(d) > maxDiff {
-		d = d[:maxDiff] + "\n… (diff cut at 8 KiB)"
-	}
-	return d, true
-}
-
-// redacted is the value the proxy records in place of one it redacted
-// (record.Redacted, decoded).
-const redacted = "[redacted]"
-
-// anyForRedacted makes a value the proxy redacted before recording match
-// whatever comes in its place: the recorded value is not known.
-var anyForRedacted = cmp.FilterValues(func(x, y any) bool {
-	return x == any(redacted) || y == any(redacted)
-}, cmp.Ignore())
-
-// decode decodes a JSON text with the drop rules applied.
-func decode(b []byte, drop []rule) (any, bool) {
-	b, _ = rewrite(b, drop)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return nil, false
-	}
-	return v, true
 }

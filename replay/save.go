@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/record"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Write writes the record as NDJSON in the proxy's format (one event per
@@ -17,8 +18,15 @@ import (
 // too; chunk data is rebuilt from the frames.
 func (r *Record) Write(w io.Writer) error {
 	r.redactAll()
+	byChunk := map[int64]*Chunk{}
+	for i := range r.Chunks {
+		byChunk[r.Chunks[i].Seq] = &r.Chunks[i]
+	}
 	bw := bufio.NewWriter(w)
 	for _, e := range r.Events {
+		if c := byChunk[e.Seq]; e.Ev == record.EvChunk && c != nil && c.Parts != nil && e.Data == "" && e.B64 == nil {
+			e.Data, e.B64 = chunkData(r, c)
+		}
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("replay: encoding event %d: %w", e.Seq, err)
@@ -41,12 +49,6 @@ func (r *Record) redactAll() {
 	if len(r.rules) == 0 {
 		return
 	}
-	type old struct {
-		dir  string
-		i    int
-		line []byte
-	}
-	var changed []old
 	bySeq := map[int64]*Frame{}
 	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		fs := *r.frames(d)
@@ -54,7 +56,7 @@ func (r *Record) redactAll() {
 			f := &fs[i]
 			bySeq[f.Seq] = f
 			if f.Body == nil {
-				if h, ok := rewrite(f.Head, r.rules); ok {
+				if h, ok := wire.Rewrite(f.Head, r.rules); ok {
 					f.Head = h
 				}
 				// The hash is of bytes the record has not, which may hold
@@ -62,42 +64,50 @@ func (r *Record) redactAll() {
 				f.Hash = ""
 				continue
 			}
-			body, ok := rewrite(f.Body, r.rules)
+			body, ok := wire.Rewrite(f.Body, r.rules)
 			if !ok {
 				continue
 			}
-			changed = append(changed, old{d, i, f.Line()})
+			old := f.Line()
 			f.Body = body
 			f.Head = headOf(body, r.Header.Head)
 			f.Hash = frameHash(body)
+			r.moveParts(d, i, old, f.Line())
 		}
 	}
-	for _, o := range changed {
-		f := &(*r.frames(o.dir))[o.i]
-		nl := f.Line()
-		for ci := range r.Chunks {
-			c := &r.Chunks[ci]
-			if c.Dir != o.dir {
+	r.syncEvents(bySeq)
+}
+
+// moveParts moves the chunk parts of frame i of direction d from its old
+// line to its new one.
+func (r *Record) moveParts(d string, i int, old, nl []byte) {
+	for ci := range r.Chunks {
+		c := &r.Chunks[ci]
+		if c.Dir != d {
+			continue
+		}
+		for pi := range c.Parts {
+			p := &c.Parts[pi]
+			if p.Frame != i {
 				continue
 			}
-			for pi := range c.Parts {
-				p := &c.Parts[pi]
-				if p.Frame != o.i {
-					continue
-				}
-				end := p.To == len(o.line)
-				p.From, p.To = mapOffset(o.line, nl, p.From), mapOffset(o.line, nl, p.To)
-				if end {
-					p.To = len(nl)
-				}
+			end := p.To == len(old)
+			p.From, p.To = mapOffset(old, nl, p.From), mapOffset(old, nl, p.To)
+			if end {
+				p.To = len(nl)
 			}
 		}
 	}
+}
+
+// syncEvents brings the events in line with the redacted frames: frame
+// heads and hashes, chunk data, cancel reasons.
+func (r *Record) syncEvents(bySeq map[int64]*Frame) {
 	byChunk := map[int64]*Chunk{}
 	for i := range r.Chunks {
 		byChunk[r.Chunks[i].Seq] = &r.Chunks[i]
 	}
-	reason := r.ruleAt("params", "reason")
+	reason := wire.RuleAt(r.rules, []string{"params", "reason"})
 	for i := range r.Events {
 		e := &r.Events[i]
 		switch e.Ev {
@@ -110,20 +120,19 @@ func (r *Record) redactAll() {
 			if c == nil || c.Parts == nil {
 				break
 			}
-			b, _ := r.ChunkBytes(c, nil)
-			e.Data, e.B64 = "", nil
-			if utf8.Valid(b) {
-				e.Data = string(b)
-			} else {
-				e.B64 = b
+			e.Data, e.B64 = "", nil // put back from the parts by Write
+			if _, ok := r.ChunkBytes(c, nil); !ok {
+				// Not all of it is known: keep what is, redacted, never
+				// the bytes as read.
+				e.Data, e.B64 = chunkData(r, c)
 			}
 		case record.EvCancel:
 			if reason != nil && e.Reason != "" {
-				if reason.drop {
+				if reason.Edit == wire.Drop {
 					e.Reason = ""
-				} else if v, _ := json.Marshal(e.Reason); !isHashed(v) {
+				} else if v, _ := json.Marshal(e.Reason); !wire.IsHashed(v) {
 					var s string
-					_ = json.Unmarshal(hashed(v), &s)
+					_ = json.Unmarshal(wire.Hashed(v), &s)
 					e.Reason = s
 				}
 			}
@@ -131,10 +140,14 @@ func (r *Record) redactAll() {
 	}
 }
 
-// ruleAt returns the redaction rule for the path p, if one names it.
-func (r *Record) ruleAt(p ...string) *rule {
-	w := &rewriter{rules: r.rules, stack: p}
-	return w.match()
+// chunkData returns a chunk's bytes from its parts, as an event holds
+// them: Data if they are UTF-8, else B64.
+func chunkData(r *Record, c *Chunk) (string, []byte) {
+	b, _ := r.ChunkBytes(c, nil)
+	if utf8.Valid(b) {
+		return string(b), nil
+	}
+	return "", b
 }
 
 // headOf returns the first n bytes of b, not cutting a character.

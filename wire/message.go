@@ -167,7 +167,11 @@ func parseValid(b []byte) (*Message, error) {
 		end := valueEnd(b, i)
 		val := json.RawMessage(b[i:end:end])
 		k := -1
-		switch string(key) {
+		ks := string(key)
+		if len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
+			ks = `"` + DecodeKey(key[1:len(key)-1]) + `"` // as JSON decodes it: "\u0069d" is "id"
+		}
+		switch ks {
 		case `"jsonrpc"`:
 			k, version = 0, val
 		case `"id"`:

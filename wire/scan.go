@@ -23,6 +23,10 @@ type Envelope struct {
 
 const keepValue = 128
 
+// maxKeyEscaped is the longest raw key the Scanner reads: "method" with
+// every character escaped ("\u006d…").
+const maxKeyEscaped = 6 * len("method")
+
 // Scanner follows the JSON structure of newline-delimited frames as their
 // bytes pass through Write, just enough to find each frame's top-level "id"
 // and "method", in constant memory however long the frame is. It never
@@ -58,7 +62,7 @@ type Scanner struct {
 // frame as soon as its newline has passed. onFrame runs inside Write and
 // must not keep the envelope's slices past its return without copying them.
 func NewScanner(onFrame func(Envelope)) *Scanner {
-	return &Scanner{onFrame: onFrame, key: make([]byte, 0, 8), val: make([]byte, 0, keepValue)}
+	return &Scanner{onFrame: onFrame, key: make([]byte, 0, maxKeyEscaped), val: make([]byte, 0, keepValue)}
 }
 
 // OnID makes the Scanner call f as soon as a frame's top-level "id" has
@@ -150,40 +154,7 @@ func (s *Scanner) scan(b []byte, base int64) {
 		s.env.Size++
 		s.prev = c
 		if s.inStr {
-			switch {
-			case s.esc:
-				s.esc = false
-			case c == '\\':
-				s.esc = true
-			case c == '"':
-				s.inStr = false
-				if s.inKey {
-					s.inKey = false
-					switch key := string(s.key); {
-					case s.keyLong:
-						s.member = 0
-					case key == "id":
-						s.member = 'i'
-					case key == "method":
-						s.member = 'm'
-					default:
-						s.member = 0
-					}
-				}
-				if s.inVal {
-					s.val = append(s.val, c)
-					s.finishVal()
-				}
-				continue
-			}
-			if s.inKey && len(s.key) < cap(s.key) {
-				s.key = append(s.key, c)
-			} else if s.inKey {
-				s.keyLong = true // longer than any key of interest
-			}
-			if s.inVal && len(s.val) < keepValue {
-				s.val = append(s.val, c)
-			}
+			s.strByte(c)
 			continue
 		}
 		switch c {
@@ -222,5 +193,45 @@ func (s *Scanner) scan(b []byte, base int64) {
 				s.val = append(s.val, c)
 			}
 		}
+	}
+}
+
+// strByte takes one byte c inside a string: an escape, the closing quote
+// (a key names the member whose value comes next), or a byte kept of a key
+// or a value of interest.
+func (s *Scanner) strByte(c byte) {
+	switch {
+	case s.esc:
+		s.esc = false
+	case c == '\\':
+		s.esc = true
+	case c == '"':
+		s.inStr = false
+		if s.inKey {
+			s.inKey = false
+			switch key := DecodeKey(s.key); { // as JSON decodes it: "\u0069d" is "id"
+			case s.keyLong:
+				s.member = 0
+			case key == "id":
+				s.member = 'i'
+			case key == "method":
+				s.member = 'm'
+			default:
+				s.member = 0
+			}
+		}
+		if s.inVal {
+			s.val = append(s.val, c)
+			s.finishVal()
+		}
+		return
+	}
+	if s.inKey && len(s.key) < cap(s.key) {
+		s.key = append(s.key, c)
+	} else if s.inKey {
+		s.keyLong = true // longer than any key of interest
+	}
+	if s.inVal && len(s.val) < keepValue {
+		s.val = append(s.val, c)
 	}
 }

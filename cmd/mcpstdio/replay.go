@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 const replayUsage = `usage: mcpstdio replay [flags] -record FILE -- <server command...>
@@ -28,9 +29,10 @@ requests, notifications and cancels in the same order, cut into the same
 chunks, the host's reads stopped where the recorded host stopped them, and
 prints where the server departs from the recorded one: a missing or extra
 message, a different result, a stall that no longer blocks the server. Exit
-status 0 when the server does as recorded (messages the record has only the
-head of are listed, not counted), 1 when it departs or the replay cannot run,
-2 for a usage error.
+status 0 when nothing departs (what could not be checked — messages the record
+has only the head of, stalls not verified — is listed and named in the first
+line, not counted; with -strict it is, exit 1), 1 when the server departs or
+the replay cannot run, 2 for a usage error.
 
 With -serve, it plays the server's side on this process's stdin and stdout
 for a host under test: put "mcpstdio replay -serve -record FILE" in the host's
@@ -48,7 +50,7 @@ Flags:
 
 type replayFlags struct {
 	record, save      string
-	serve             bool
+	serve, strict     bool
 	speed             float64
 	idleCap, patience time.Duration
 	redact, ignore    stringList
@@ -60,6 +62,7 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.record, "record", "", "play the record in `FILE`, written by mcpstdio proxy")
 	fs.BoolVar(&f.serve, "serve", false, "play the server's side on stdin and stdout, for a host under test")
+	fs.BoolVar(&f.strict, "strict", false, "exit 1 also when something could not be checked: a message the record has only the head of, a stall not verified")
 	fs.StringVar(&f.save, "save", "", "write the record, after -redact, to `OUT`")
 	fs.Float64Var(&f.speed, "timed", 0, "keep the recorded time between actions, divided by `SPEED` (0: causal, as soon as what each action depended on has happened)")
 	fs.DurationVar(&f.idleCap, "idle-cap", 0, "with -timed, cap each recorded gap at `DURATION` first (0: no cap)")
@@ -79,6 +82,11 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 	if len(argv) == 0 && endedByDashDash(fs, args) {
 		return nil, nil, nil, errors.New(`no server command after "--"`)
 	}
+	for _, p := range append(append([]string(nil), f.redact...), f.ignore...) {
+		if _, err := wire.ParsePath(strings.TrimPrefix(p, "-")); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	var opts []replay.Option
 	if len(f.redact) > 0 {
 		opts = append(opts, replay.Redact(f.redact...))
@@ -95,8 +103,8 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 		return nil, nil, nil, errors.New("-idle-cap needs -timed")
 	}
 	opts = append(opts, replay.Patience(f.patience))
-	if _, err := replay.PaceOf(opts...); err != nil {
-		return nil, nil, nil, errors.New(strings.TrimPrefix(err.Error(), "replay: "))
+	if f.strict {
+		opts = append(opts, replay.Strict())
 	}
 	switch {
 	case f.record == "":
@@ -138,7 +146,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if f.serve {
 		return serveRecord(ctx, rec, opts, stdin, stdout, stderr)
 	}
-	rep, err := mcptest.Replay(ctx, mcptest.Command(argv[0], argv[1:]...), rec, opts...)
+	rep, err := replay.Host(ctx, mcptest.Command(argv[0], argv[1:]...), rec, opts...)
 	fmt.Fprintln(stdout, rep)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpstdio replay: %v\n", err)

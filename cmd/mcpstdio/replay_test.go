@@ -47,7 +47,7 @@ func TestReplayServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	rep, err := mcptest.Replay(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec)
+	rep, err := replay.Host(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +111,20 @@ func TestReplayUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), []string{"help", "replay"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "-serve") {
 		t.Errorf("help replay: %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestReplayStrict: a record with a message it has only the head of
+// (record's pinned sample, made without -log-bodies) replays with exit 0,
+// the headline naming what was not checked; with -strict, exit 1.
+func TestReplayStrict(t *testing.T) {
+	recSample := filepath.Join("..", "..", "record", "testdata", "sample.ndjson")
+	res := mcpstdio(t, time.Minute, "replay", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: as recorded for what could be checked:") || !strings.Contains(strings.SplitN(res.stdout, "\n", 2)[0], "1 messages only as heads") {
+		t.Errorf("replay without -strict: exit %d, want 0 and a headline naming the unchecked message\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	res = mcpstdio(t, time.Minute, "replay", "-strict", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	if res.code != 1 {
+		t.Errorf("replay -strict of a record with an unchecked message: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
 }

@@ -1,0 +1,66 @@
+package mcptest
+
+import "encoding/json"
+
+// This file is the seam for a host that writes its own bytes (WriteStdin)
+// and still wants the session's routing: a replay of a recorded host
+// (package replay) writes the recorded chunks as they were cut, and waits
+// on what the session reads.
+
+// Expect enters a request with id, which the caller writes itself with
+// WriteStdin (in any pieces, along with other bytes), as pending: its
+// response and its progress notifications (the token in params, the
+// request's params as written) go to the returned Pending as for Send. A
+// cancel the caller writes for it is not seen by the session: its response
+// is not marked Late. Expect fails if the session has ended or a request
+// with id is pending.
+func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pending, error) {
+	p := s.newPending(id, method)
+	if err := s.addPending(p, params); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// TakeNotifications returns the kept notifications that no
+// WaitNotification has taken, oldest first, and takes them. What the
+// bounds dropped before is counted in Stats.NotificationsDropped.
+func (s *Session) TakeNotifications() []Notification { return s.takeNotifications() }
+
+// Changed returns a channel that is closed at the next change a waiter
+// may care about: a message read and dispatched, a request answered or
+// failed, the server's stdout ending, the session closing. Bytes that
+// arrive inside a frame change nothing: poll StdoutState for them.
+func (s *Session) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changedLocked()
+}
+
+// StdoutState is a snapshot of the host's side of the server's stdout.
+type StdoutState struct {
+	Read    int64 // bytes the host has read from the pipe (Stats.StdoutBytes)
+	Stalled bool  // reads are stalled (StallReads, or StallReadsAfter's bytes let through)
+	// Framed is how many of the bytes read the framer has taken, Partial
+	// how many of those belong to a line not yet ended.
+	Framed, Partial int64
+	// Buffered is how many bytes wait in the pipe, unread, and Capacity
+	// the pipe's size; -1 and 0 where the system does not tell (off Linux).
+	Buffered, Capacity int
+	Ended              bool // stdout has ended and the reader is done
+}
+
+// StdoutState returns the state of the server's stdout now.
+func (s *Session) StdoutState() StdoutState {
+	fs := s.framer.Stats()
+	st := StdoutState{
+		Read: s.valve.BytesRead(), Stalled: s.valve.Stalled(),
+		Framed: fs.Bytes, Partial: fs.Pending,
+		Buffered: -1, Capacity: s.stdout.Capacity(),
+		Ended: isClosed(s.readerDone),
+	}
+	if b, err := s.stdout.Buffered(); err == nil {
+		st.Buffered = b
+	}
+	return st
+}

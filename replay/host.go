@@ -1,0 +1,281 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// Host plays the host side of rec, a session recorded by mcpstdio proxy,
+// against target, and reports where the server under test departs from
+// the recorded server. It starts target on an mcptest session of its own
+// (real pipes, with the recorded pipe capacity on Linux, no handshake:
+// the record has its own) and does what the recorded host did, in the
+// same order:
+//
+//   - it writes the host's bytes to stdin cut into the recorded chunks,
+//     one write each, requests, notifications and cancels alike; a record
+//     without bodies is played frame by frame, and a frame the record has
+//     only the head of is left out (Unchecked);
+//   - it stops reading stdout where the recorded host did (at the byte the
+//     record's blocked write puts it, moved by how much longer or shorter
+//     the server under test's earlier responses were), checks that the
+//     server then blocks writing (if not: StallNotBlocking) when the
+//     recorded server had begun at least twice the pipe's capacity past
+//     that byte, and resumes when the recorded host did;
+//   - it closes stdin when the recorded host did.
+//
+// Requests get the recorded ids (a fresh one where a recorded id was a
+// string or was used before in the record), and each response is matched
+// to its request by that id, so it is compared with the response to the
+// same request in the record whatever the order; notifications, server
+// requests and junk lines are matched by order, per method. Server
+// requests are answered with the recorded host's answer. Values the proxy
+// redacted as it recorded are sent as "[redacted]" (the record has not
+// the originals), and match anything the server sends back in their
+// place.
+//
+// By default the replay is causal: each action comes as soon as the
+// server has sent what the recorded host had received before it (waited
+// for at most Patience plus twice the longest time one of them took in the
+// record, from the host's action before it, and no more than twice the
+// recorded gap before the action; longer while the server's output is
+// still arriving, up to 8 times that; then reported Missing); Timed adds
+// the recorded gaps. Each message is compared as Record.Compare says
+// (Ignore, CmpOptions). After the last action Host resumes reads, waits
+// for the rest of the recorded output, reports what else came (Extra),
+// and checks that the server exits after stdin closed if the recorded one
+// did. ctx bounds it all.
+//
+// The error is for a replay that could not run to the end (an invalid
+// option, a server that did not start, ctx ending; Report.Stopped says
+// which, and the report holds what was found so far) or for what closing
+// the session found (a server that had to be killed).
+func Host(ctx context.Context, target mcptest.Target, rec *Record, opts ...Option) (*Report, error) {
+	rep, _, err := playHost(ctx, target, rec, opts)
+	return rep, err
+}
+
+// TestServer is Host for tests, with the record loaded from file (with
+// opts, so that Redact applies) and the replay bounded by the test's
+// deadline. It calls t.Fatal if the file cannot be loaded or the server
+// cannot be started, t.Error for each departure from the record and for a
+// replay that could not finish, and t.Log for what could not be checked
+// (Unchecked messages, stalls not verified; t.Error under Strict). It
+// returns the report.
+func TestServer(t testing.TB, target mcptest.Target, file string, opts ...Option) *Report {
+	t.Helper()
+	rec, err := Load(file, opts...)
+	if err != nil {
+		t.Fatalf("replay.TestServer: %v", err)
+	}
+	ctx, cancel, _ := bound.Context(context.Background(), t)
+	defer cancel()
+	rep, started, err := playHost(ctx, target, rec, opts)
+	if !started {
+		t.Fatalf("replay.TestServer(%s, %s): %v", target, file, err)
+	}
+	report := t.Errorf
+	if !rep.strict {
+		report = t.Logf
+	}
+	for _, d := range rep.Departures {
+		if d.Kind == Unchecked {
+			report("replay.TestServer(%s): %s", file, d)
+		} else {
+			t.Errorf("replay.TestServer(%s): %s", file, d)
+		}
+	}
+	for _, c := range rep.Stalls {
+		if c.Outcome == StallVerified || c.Outcome == StallNotReached {
+			t.Logf("replay.TestServer(%s): %s", file, c) // a departure, if not reached
+		} else {
+			report("replay.TestServer(%s): %s", file, c)
+		}
+	}
+	for _, n := range rep.Notes {
+		t.Logf("replay.TestServer(%s): note: %s", file, n)
+	}
+	if err != nil {
+		t.Errorf("replay.TestServer(%s, %s): %v", target, file, err)
+	}
+	return rep
+}
+
+// hostPlayer plays the host side of a record on a session.
+type hostPlayer struct {
+	s     *mcptest.Session
+	rec   *Record
+	o     *options
+	pace  pace
+	start time.Time
+	wake  chan struct{} // the server-request handler matched something
+
+	// Used by the playing goroutine only.
+	pend      map[int]*mcptest.Pending  // host request frame → its Pending
+	resps     map[int]*mcptest.Response // host request frame → its response, once taken
+	checked   map[int]bool              // host request frames whose response was taken
+	usedIDs   map[int64]bool
+	nextID    int64
+	respFor   map[int]int // host request frame → the recorded response (server frame), -1 none
+	lines     map[int][]byte
+	junkSeen  int64
+	unkSeen   int64
+	stalls    []Stall      // of stdout
+	checks    []StallCheck // what was done with each
+	stall     int          // the next or current stall
+	armed     bool         // StallReadsAfter was called for stalls[stall]
+	target    int64        // stdout byte it stops at
+	extended  int64        // bytes let through beyond it
+	quiet     int          // consecutive looks at a stalled valve with nothing changing
+	deficit   int64        // how many bytes less than the recorded server the server has written, once it fell behind
+	short     *shortfall   // the last stall the server did not reach
+	lastLook  mcptest.StdoutState
+	hostDrops map[int]bool // host frames left out (reported once)
+
+	mu       sync.Mutex // with the server-request handler
+	report   Report
+	resolved []bool           // server frames matched or given up on
+	noteQ    map[string][]int // recorded notifications not yet matched, by method
+	srqQ     map[string][]int // recorded server requests, by method
+	answers  map[string]int   // recorded server request id → the recorded host's answer (host frame)
+	junkQ    []int            // recorded junk lines
+	unkQ     []int            // recorded responses to no request of the host
+	gaps     []int            // server frames where the record lost detail
+	latency  []time.Duration  // how long each server frame took in the record
+	lastNote map[string]int   // the last recorded notification matched, by method
+	lost     int              // messages that came where the record lost detail
+}
+
+// playHost runs a replay; started says whether the server started.
+func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Option) (*Report, bool, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return &Report{Stopped: err}, false, err
+	}
+	p := &hostPlayer{
+		rec: rec, o: o, pace: o.pace(), wake: make(chan struct{}, 1),
+		pend: map[int]*mcptest.Pending{}, resps: map[int]*mcptest.Response{}, checked: map[int]bool{},
+		usedIDs: map[int64]bool{}, respFor: map[int]int{}, lines: map[int][]byte{}, hostDrops: map[int]bool{},
+		resolved: make([]bool, len(rec.Server)),
+		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
+		stalls: stallsOf(rec, record.DirOut),
+	}
+	for _, st := range p.stalls {
+		p.checks = append(p.checks, StallCheck{Seq: st.Seq, Dir: st.Dir, At: st.At})
+	}
+	p.index()
+	p.latency = latencies(rec)
+	s, err := mcptest.Start(ctx, target, p.sessionOptions()...)
+	if err != nil {
+		return &Report{Stopped: err}, false, err
+	}
+	p.s = s
+	p.start = time.Now()
+	err = p.play(ctx)
+	p.finish(ctx, err == nil)
+	if err == nil {
+		err = ctx.Err() // finish was cut short
+	}
+	stopped := err
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	// What the server sent after the last recorded message (a response
+	// to a cancelled request, say) was read before Close returned: match
+	// it, so that it is reported Extra.
+	p.poll()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rec.Cut != "" {
+		p.report.Notes = append(p.report.Notes, rec.Cut+": played up to it")
+	}
+	if p.lost > 0 {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("%d messages came where the record lost detail (or after its cut): not checked", p.lost))
+	}
+	if st := s.Stats(); st.NotificationsDropped > 0 {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("the host's bounds dropped %d notifications unseen (Limits)", st.NotificationsDropped))
+	}
+	if stopped != nil {
+		p.skipStalls("the replay stopped before it: " + stopped.Error())
+	} else {
+		p.skipStalls("no action of the record came while it held")
+	}
+	p.report.Stalls = p.checks
+	p.report.strict, p.report.headsOnly = o.strict, !rec.Header.Bodies
+	p.report.Elapsed = time.Since(p.start)
+	p.report.Stopped = stopped
+	rep := p.report
+	return &rep, true, err
+}
+
+// The session's bounds for a replay: at least these, and more where the
+// record holds more (mcptest's own defaults).
+const (
+	minMaxFrame          = 16 << 20
+	minTimeout           = 10 * time.Second
+	extraNotifications   = 1024
+	minNotificationBytes = 16 << 20
+	minNotificationHead  = 64 << 10
+)
+
+// sessionOptions returns the session's options for the record: no
+// handshake (the record has its own), the recorded answers to server
+// requests, bounds that keep what the record holds, the recorded pipes.
+func (p *hostPlayer) sessionOptions() []mcptest.Option {
+	r := p.rec
+	var notes int
+	var noteBytes, longestNote, longest int64
+	for _, f := range r.Server {
+		longest = max(longest, f.Size)
+		if f.Gap {
+			// Any number of notifications, of at least 32 bytes each.
+			notes += int(f.Size / 32)
+			noteBytes += f.Size
+		}
+		if f.Kind == record.KindNotification {
+			notes++
+			noteBytes += f.Size
+			longestNote = max(longestNote, f.Size)
+		}
+	}
+	var stdinStall time.Duration
+	for _, st := range stallsOf(r, record.DirIn) {
+		stdinStall = max(stdinStall, st.Dur)
+	}
+	opts := []mcptest.Option{
+		mcptest.WithoutHandshake(),
+		mcptest.WithServerRequests(p.serverRequest),
+		mcptest.WithMaxFrame(max(minMaxFrame, int(2*longest))),
+		mcptest.WithTimeout(max(minTimeout, 2*stdinStall+p.pace.patience)),
+		mcptest.Limits{
+			Notifications:     notes + extraNotifications,
+			NotificationBytes: max(minNotificationBytes, 2*noteBytes),
+			NotificationHead:  int(max(minNotificationHead, longestNote+1)),
+		},
+	}
+	if c := r.Header.Pipes.ServerStdout; c > 0 && runtime.GOOS == "linux" {
+		opts = append(opts, mcptest.WithPipeCapacity(c))
+	}
+	return opts
+}
+
+// note adds a note to the report.
+func (p *hostPlayer) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.report.Notes = append(p.report.Notes, s)
+}
+
+// depart adds a departure to the report; p.mu held.
+func (p *hostPlayer) departLocked(d Departure) {
+	p.report.Departures = append(p.report.Departures, d)
+}
