@@ -10,8 +10,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// WaitError is the error of a bounded wait that failed: what was waited for,
-// why it ended, and a diagnosis of the session at that moment.
+// WaitError is the error of a bounded wait that failed, with a diagnosis.
 type WaitError struct {
 	Op        string // what was waited for
 	Err       error  // why the wait ended, often context.DeadlineExceeded
@@ -71,11 +70,9 @@ func fullWord(b, c int) string {
 	return ""
 }
 
-// Diagnose describes the state of the session: which side looks stuck and
-// the evidence — pipe fill levels, whether host reads are stalled and since
-// when, the last frame, the server's liveness and (Linux) its threads' wait
-// channels, pending requests, what the host's bounds dropped, the transcript
-// tail, junk, the stderr tail and, for an in-process server, its goroutines.
+// Diagnose describes the session: which side looks stuck, then the evidence
+// (pipe levels, stalled reads, liveness, threads, pending requests, what
+// the bounds dropped, the transcript, junk and stderr tails, goroutines).
 func (s *Session) Diagnose() string {
 	d := s.look()
 	var b strings.Builder
