@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -88,14 +89,21 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 		return p.resp, p.err
 	default:
 	}
-	ctx, cancel := p.s.bound(ctx)
-	defer cancel()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(time.Until(p.s.waitDeadline(ctx)))
+	defer t.Stop()
+	var err error
 	select {
 	case <-p.done:
 		return p.resp, p.err
 	case <-ctx.Done():
-		return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), ctx.Err())
+		err = ctx.Err()
+	case <-t.C:
+		err = context.DeadlineExceeded
 	}
+	return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), err)
 }
 
 // Cancel sends notifications/cancelled for the request with reason and

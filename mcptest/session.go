@@ -224,11 +224,23 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	return context.WithDeadline(ctx, s.waitDeadline(nil))
+}
+
+// waitDeadline is when a wait bounded by ctx (nil for none), the session's
+// timeout and the test deadline ends: for the hot paths (a request's write
+// and its wait), which then need no context of their own.
+func (s *Session) waitDeadline(ctx context.Context) time.Time {
 	d := time.Now().Add(s.cfg.timeout)
 	if !s.deadline.IsZero() && s.deadline.Before(d) {
 		d = s.deadline
 	}
-	return context.WithDeadline(ctx, d)
+	if ctx != nil {
+		if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+			d = cd
+		}
+	}
+	return d
 }
 
 // closedErr returns the error for an operation on a closed session, or nil

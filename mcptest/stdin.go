@@ -72,9 +72,10 @@ func appendString(b []byte, s string) []byte {
 // write, so that the stream stays framed and no later message is glued to
 // a broken one.
 func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	dl, _ := ctx.Deadline()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	dl := s.waitDeadline(ctx)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -85,6 +86,9 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	_ = s.stdin.W.SetWriteDeadline(dl)
 	if len(s.stdinRest) > 0 {
