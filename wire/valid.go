@@ -59,12 +59,8 @@ func validTop(b []byte, m *members) bool {
 				break
 			}
 			if c == '{' {
-				k0 := i
-				if i = key(b, i); i < 0 {
+				if i = key(b, i, m, len(stack) == 1); i < 0 {
 					return false
-				}
-				if m != nil && len(stack) == 1 {
-					m.note(k0, keyEnd(b, k0, i), i)
 				}
 			}
 			continue
@@ -112,12 +108,8 @@ func validTop(b []byte, m *members) bool {
 			}
 			i = skipSpace(b, i+1)
 			if top == '{' {
-				k0 := i
-				if i = key(b, i); i < 0 {
+				if i = key(b, i, m, len(stack) == 1); i < 0 {
 					return false
-				}
-				if m != nil && len(stack) == 1 {
-					m.note(k0, keyEnd(b, k0, i), i)
 				}
 			}
 			break
@@ -129,33 +121,26 @@ func validTop(b []byte, m *members) bool {
 const maxNestingDepth = 10000
 
 // key crosses an object's key and its ':' at i, and the space after; it
-// returns where the value starts, or -1.
-func key(b []byte, i int) int {
+// returns where the value starts, or -1. A key of the top level (top) is
+// noted in m, if m is not nil.
+func key(b []byte, i int, m *members, top bool) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
+	k0 := i
 	if i = validString(b, i); i < 0 {
 		return -1
 	}
+	k1 := i
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	return skipSpace(b, i+1)
-}
-
-// keyEnd returns the end of the key that starts at k0, which key crossed
-// up to the value at v: the ':' and the space around it are behind it.
-func keyEnd(b []byte, k0, v int) int {
-	j := v - 1 // the ':' or a space after it
-	for b[j] != ':' {
-		j--
+	i = skipSpace(b, i+1)
+	if m != nil && top {
+		m.note(k0, k1, i)
 	}
-	j--
-	for b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r' {
-		j--
-	}
-	return j + 1
+	return i
 }
 
 // plain marks the bytes a string may hold as they are: not '"', '\\' or a
