@@ -22,7 +22,8 @@ import (
 // against, measured in the same run (go test -bench; see the README):
 //
 //	BenchmarkRoundTrip/host   vs BenchmarkRoundTrip/pingpong (two goroutines bouncing a line through os.Pipe)
-//	BenchmarkIngest/host      vs BenchmarkIngest/framer      (pipes.Framer + wire.ParseMessage over the same bytes in memory)
+//	BenchmarkIngest/host      vs BenchmarkIngest/framer-live (a bare pipes.Framer reading the same live flood from the same server)
+//	                          and BenchmarkIngest/framer     (pipes.Framer + wire.ParseMessage over the same bytes in memory)
 
 // floodBytes is n progress notifications of about 150 bytes, as a server
 // reporting progress writes them.
@@ -131,6 +132,42 @@ func BenchmarkIngest(b *testing.B) {
 		if st := s.Stats(); st.Notifications%n != 0 {
 			b.Fatalf("%d notifications counted, not a multiple of %d", st.Notifications, n)
 		}
+	})
+	b.Run("framer-live", func(b *testing.B) {
+		// The same server and flood on the same kind of pipes, read by a
+		// bare Framer up to the response: the floor of live ingest.
+		inR, inW, _ := os.Pipe()
+		outR, outW, _ := os.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			err := rawServer(flood)(context.Background(), inR, outW, io.Discard)
+			outW.Close()
+			done <- err
+		}()
+		req := []byte(`{"jsonrpc":"2.0","id":1,"method":"flood"}` + "\n")
+		resp := []byte(`{"jsonrpc":"2.0","id":`)
+		f := pipes.NewFramer(outR, 16<<20)
+		b.SetBytes(int64(len(flood)))
+		for b.Loop() {
+			if _, err := inW.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				frame, err := f.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if bytes.HasPrefix(frame, resp) {
+					break
+				}
+			}
+		}
+		inW.Close()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		inR.Close()
+		outR.Close()
 	})
 	b.Run("framer", func(b *testing.B) {
 		b.SetBytes(int64(len(flood)))

@@ -7,9 +7,8 @@ import (
 	"os"
 )
 
-// Signal sends sig to a child-process server (the process itself, not its
-// process group). For an in-process server it returns an error wrapping
-// errors.ErrUnsupported.
+// Signal sends sig to a child-process server (not its group); an in-process
+// server gives errors.ErrUnsupported.
 func (s *Session) Signal(sig os.Signal) error {
 	s.mu.Lock()
 	err := s.closedErrLocked(fmt.Sprintf("Signal(%v)", sig))
@@ -29,10 +28,8 @@ func (s *Session) Signal(sig os.Signal) error {
 }
 
 // WaitExit waits until the server has ended, bounded by ctx and the session
-// timeout, and returns how it ended. On timeout the error is a *WaitError
-// with a diagnosis; the server is left running (Close ends it). After
-// Close it returns at once: how the server ended, or, if Close could not
-// end it, an error wrapping ErrClosed.
+// timeout (a *WaitError, the server left running), and returns how. After
+// Close it returns at once (ErrClosed if Close could not end it).
 func (s *Session) WaitExit(ctx context.Context) (Exit, error) {
 	if isClosed(s.proc.done()) {
 		return s.proc.exit(), nil

@@ -10,10 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
+
+// untilDeadline bounds a session's waits by the test's deadline instead of
+// the 10s default, for a flood that takes its time under -race on a loaded
+// machine: the wait is for the response, however long the flood before it
+// takes, and the test's deadline is its only bound.
+func untilDeadline(t *testing.T) mcptest.Option {
+	return mcptest.WithTimeout(bound.For(t, time.Hour))
+}
 
 // checkAccounting checks that every frame read from stdout is counted in
 // exactly one of the kinds Stats lists.
@@ -74,7 +83,7 @@ func TestResponseThenBurst(t *testing.T) {
 func TestNotificationFloodExact(t *testing.T) {
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(child), untilDeadline(t))
 		const n = 100_000
 		p := s.Send(wire.MethodToolsCall, map[string]any{"name": "notes", "arguments": map[string]any{"n": n, "size": 150}, "_meta": map[string]any{"progressToken": "flood"}})
 		if _, err := p.Wait(ctx); err != nil {
@@ -226,7 +235,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 func TestFloodWhileStalled(t *testing.T) {
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(child), untilDeadline(t))
 		s.StallReads()
 		const n = 20_000
 		p := s.Send(wire.MethodToolsCall, call("notes", map[string]any{"n": n, "size": 200}))

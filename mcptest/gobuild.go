@@ -20,14 +20,14 @@ var (
 	built    = map[string]string{} // package → its binary in buildDir
 )
 
-// GoBuild builds the main package pkg (an import path, or a directory such
-// as "./cmd/server", as go build takes it, resolved from the test's package
-// directory) once per test binary, and returns a Target that runs the
-// binary with args. A test therefore never runs a stale binary, and the
-// second test to ask pays nothing. The build is bounded by the test's
-// deadline; a failed build fails the test with the compiler's output. The
-// binaries live in a temporary directory that Main removes when the tests
-// end (without Main, it is left in os.TempDir).
+// GoBuild's build is bounded by the test's deadline, so a test never runs a
+// stale binary and the second test to ask pays nothing. The binaries live in
+// a temporary directory that Main removes when the tests end (without Main,
+// it is left in os.TempDir).
+
+// GoBuild builds the main package pkg (as go build takes it, from the test's
+// package directory) once per test binary and returns a Target that runs it
+// with args. A failed build fails the test with the compiler's output.
 func GoBuild(t testing.TB, pkg string, args ...string) Target {
 	t.Helper()
 	exe, err := goBuild(t, pkg)

@@ -21,69 +21,45 @@ import (
 // Limits.OverflowEndSession turns a reached bound into the end of the
 // session, for a test that asserts a server does not flood its host.
 
-// Option configures a Session. Options are applied in order by Start; an
-// invalid value makes Start fail with an error that names the option.
+// Option configures a Session; Start applies them in order and fails on an
+// invalid value, naming the option.
 type Option interface{ apply(*config) error }
 
 type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// ServerRequestHandler answers a request the server sends to the host (in the
-// legacy era: ping, roots/list, sampling/createMessage, …). It returns the
-// result to send, or an error: a *wire.RPCError is sent as is, any other
-// error as an internal error (-32603); a panic is recovered, answered with
-// -32603 and reported by Close with its stack. Handlers run one at a time on
-// a goroutine of their own, never on the stdout reader: a handler that
-// blocks delays only later server requests (see Limits.ServerRequests);
-// ctx ends when the session closes.
+// A panic in a ServerRequestHandler is recovered, answered with -32603 and
+// reported by Close with its stack. A handler that blocks delays only later
+// server requests (see Limits.ServerRequests).
+
+// ServerRequestHandler answers a request the server sends to the host (ping,
+// roots/list, …) with a result or an error (a *wire.RPCError as is, another
+// as -32603). Handlers run one at a time on a goroutine of their own, never on
+// the stdout reader; ctx ends when the session closes.
 type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
 
-// Limits are the host's bounds on what it keeps of the server's output, and
-// an Option that sets them. They
-// bound memory, never traffic: a bound that is reached drops the oldest kept
-// item, counts it in Stats and names it in Diagnose, and the session goes on
-// (unless OverflowEndSession). Responses are never dropped: each reaches its
-// Pending or is counted as late or unknown. A zero field means its default.
-//
-// With the defaults, the host holds at most about 16 MiB of notifications,
+// What the defaults of Limits hold at most: about 16 MiB of notifications,
 // 32 KiB of junk heads, 128 KiB of transcript heads and 16 MiB of server
 // requests waiting for a handler, besides one frame of up to WithMaxFrame
-// bytes being read: its heap is O(WithMaxFrame + these budgets) whatever the
-// server writes.
+// bytes being read, so the host's heap is O(WithMaxFrame + these budgets)
+// whatever the server writes. Responses are never dropped: each reaches its
+// Pending or is counted as late or unknown.
+
+// Limits are the host's bounds on what it keeps of the server's output
+// (zero means the default), and an Option. They bound memory, never traffic:
+// a reached bound drops the oldest kept item, counted in Stats.
 type Limits struct {
-	// Notifications and NotificationBytes bound the notifications kept for
-	// WaitNotification (defaults 1024 and 16 MiB); beyond either, the
-	// oldest go first (Stats.NotificationsDropped). Every notification is
-	// counted in Stats.Notifications, kept or not.
-	Notifications     int
-	NotificationBytes int64
-	// NotificationHead is the most bytes of one notification kept whole
-	// (default 64 KiB): a longer one is kept as its first NotificationHead
-	// bytes and its size, without Params (Stats.NotificationsCut).
-	NotificationHead int
-	// Junk is how many stdout lines that are not JSON-RPC are kept, as
-	// heads of Head bytes, for Diagnose (default 64; Stats.JunkDropped).
-	Junk int
-	// Transcript is how many entries Transcript keeps, frames both ways and
-	// the session's own events, each cut to Head bytes (default 256;
-	// Stats.TranscriptDropped).
-	Transcript int
-	// Head is how many bytes of each frame the transcript and the junk
-	// keep (default 512).
-	Head int
-	// ServerRequests and ServerRequestBytes bound the server-to-host
-	// requests waiting for the WithServerRequests handler (defaults 64 and
-	// 16 MiB). A request beyond either is dropped unanswered, counted in
-	// Stats.ServerRequestsDropped and noted: a handler that never returns
-	// cannot make the host hold the server's requests without bound.
-	ServerRequests     int
-	ServerRequestBytes int64
-	// OverflowEndSession makes reaching the Notifications, Junk or
-	// ServerRequests bounds end the session instead: every pending and later
-	// request fails with an error wrapping ErrClosed that names the bound,
-	// while stdout is still read and counted. It is for a test that asserts "this server
-	// does not flood me"; by default a flood is survived and counted.
+	Notifications      int   // notifications kept for WaitNotification (default 1024; all are counted)
+	NotificationBytes  int64 // their bytes (default 16 MiB)
+	NotificationHead   int   // bytes of one kept whole (default 64 KiB); a longer one keeps its head
+	Junk               int   // non-JSON-RPC stdout lines kept for Diagnose (default 64)
+	Transcript         int   // entries Transcript keeps (default 256)
+	Head               int   // bytes of each frame the transcript and junk keep (default 512)
+	ServerRequests     int   // server requests waiting for the handler (default 64); one beyond is dropped unanswered
+	ServerRequestBytes int64 // their bytes (default 16 MiB)
+	// OverflowEndSession makes a reached Notifications, Junk or
+	// ServerRequests bound end the session (ErrClosed naming it).
 	OverflowEndSession bool
 }
 
@@ -160,13 +136,13 @@ func nonNegative[T int | int64 | time.Duration](option string, v T, def any) err
 	return nil
 }
 
-// WithPipeCapacity sets the kernel buffer of the server's stdin and stdout
-// pipes to n bytes (rounded up by the kernel to a power-of-two number of
-// pages); 0 keeps the system's default. It works on Linux only; elsewhere
-// Start fails with an error wrapping errors.ErrUnsupported. Small pipes make
-// back-pressure appear with small responses; below 16 KiB (four pages) a
-// writer blocked behind a few bytes may not look full (see
+// Small pipes make back-pressure appear with small responses; below 16 KiB
+// (four pages) a writer blocked behind a few bytes may not look full (see
 // pipes.EffectivelyFull).
+
+// WithPipeCapacity sets the kernel buffer of the server's stdin and stdout
+// pipes to n bytes (rounded up to a power-of-two number of pages; 0 keeps the
+// default). Linux only: elsewhere Start fails with errors.ErrUnsupported.
 func WithPipeCapacity(n int) Option {
 	return optionFunc(func(c *config) error {
 		c.pipeCapacity = n
@@ -174,11 +150,10 @@ func WithPipeCapacity(n int) Option {
 	})
 }
 
-// WithMaxFrame sets the transport limit: the most bytes one JSON-RPC message
-// from the server may have on the wire, without its newline. Longer frames
-// are discarded unparsed and fail their request with a
-// *pipes.FrameTooLargeError. The default (and 0) is 16 MiB, as in the
-// official Go SDK.
+// WithMaxFrame sets the transport limit, the most bytes of one message from
+// the server without its newline (default 16 MiB, as in the official Go SDK).
+// A longer frame is discarded unparsed and fails its request with a
+// *pipes.FrameTooLargeError.
 func WithMaxFrame(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n == 0 {
@@ -220,36 +195,32 @@ func durationOption(name string, d, def time.Duration, field func(*config) *time
 	})
 }
 
-// WithTimeout sets the bound of every wait that the caller does not bound
-// more tightly by a context: waits for responses, writes to stdin, the
-// handshake. The default (and 0) is 10s; StartServer also stays within the
-// test deadline.
+// WithTimeout sets the bound of every wait that no tighter context bounds
+// (responses, stdin writes, the handshake); the default is 10s. StartServer
+// also stays within the test deadline.
 func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
-// WithGrace sets how long Close waits at each step of stopping the server:
-// after closing stdin, after SIGTERM, after SIGQUIT and after SIGKILL, and
-// how long the host waits for the server's stdout to close once the server
-// has exited. The default (and 0) is 2s.
+// WithGrace sets how long Close waits at each step of stopping the server, and
+// how long the host waits for stdout to close once the server has exited
+// (default 2s).
 func WithGrace(d time.Duration) Option {
 	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }
 
 // WithProbeTimeout sets how long negotiation waits for the answer to the
-// server/discover probe before it takes the server for a legacy one and
-// sends initialize. The default (and 0) is 5s, as in mcp-go's client. The
-// bound includes the server's start-up time.
+// server/discover probe, start-up included, before it takes the server for a
+// legacy one (default 5s, as in mcp-go's client).
 func WithProbeTimeout(d time.Duration) Option {
 	return durationOption("WithProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
 }
 
 var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// WithProtocolVersion pins the protocol version (YYYY-MM-DD): no probe. A
-// version of 2026-07-28 or later means the stateless era (no handshake,
-// _meta on every request); an earlier one means the initialize handshake
-// offering v. An empty v means negotiate, the default.
+// WithProtocolVersion pins the protocol version (YYYY-MM-DD) instead of
+// probing: 2026-07-28 or later is the stateless era, an earlier one the
+// initialize handshake offering v; "" negotiates (the default).
 func WithProtocolVersion(v string) Option {
 	return optionFunc(func(c *config) error {
 		if v != "" && !versionPattern.MatchString(v) {
@@ -266,20 +237,17 @@ func WithoutHandshake() Option {
 	return optionFunc(func(c *config) error { c.noHandshake = true; return nil })
 }
 
-// WithServerRequests sets the handler for requests the server sends to the
-// host. The default (and nil) answers ping with an empty result and
-// everything else with -32601 (method not found). In the modern era a
-// server request is a protocol violation: it is counted in
-// Stats.ProtocolViolations and answered with -32601 without calling h.
+// WithServerRequests sets the handler for the server's requests to the host.
+// The default answers ping and fails the rest with -32601; in the modern era a
+// server request is a protocol violation (Stats.ProtocolViolations), answered
+// -32601 without calling h.
 func WithServerRequests(h ServerRequestHandler) Option {
 	return optionFunc(func(c *config) error { c.serverRequests = h; return nil })
 }
 
-// WithStderr tees the server's stderr to w (for example a bytes.Buffer
-// behind a mutex, or, from Go 1.25, t.Output()). The tee never slows the
-// drain of stderr: when w falls more than 256 chunks behind, chunks for w
-// are dropped and counted in Stats.StderrTeeDropped. Stderr is always kept,
-// bounded, in Session.Stderr.
+// WithStderr tees the server's stderr to w (a mutex-guarded buffer, or
+// t.Output() from Go 1.25). The tee never slows the drain: chunks w falls 256
+// behind on are dropped (Stats.StderrTeeDropped); Session.Stderr keeps it, bounded.
 func WithStderr(w io.Writer) Option {
 	return optionFunc(func(c *config) error { c.stderr = w; return nil })
 }

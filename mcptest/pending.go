@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -45,11 +46,9 @@ type Pending struct {
 // ID returns the request's JSON-RPC id.
 func (p *Pending) ID() int64 { return p.id }
 
-// Progress returns how many notifications/progress have arrived so far for
-// the progress token the request carried in params._meta.progressToken (0 if
-// it carried none). Every one is counted, however many arrive and however
-// many the session keeps; tokens compare as JSON values (wire.Key), so a
-// server that writes "a&b" for the token "a\u0026b" is counted.
+// Progress returns how many notifications/progress have arrived for the
+// request's params._meta.progressToken (0 without one): every one, kept or
+// not, tokens compared as JSON values (wire.Key).
 func (p *Pending) Progress() int64 {
 	key := wire.Key(p.token)
 	if key == "" {
@@ -60,12 +59,9 @@ func (p *Pending) Progress() int64 {
 	return p.s.progress[key]
 }
 
-// Received returns how many bytes of the request's response the host has
-// read so far: the whole frame once it has arrived, the part read of one
-// still arriving, 0 before it begins. A response is recognized by its
-// top-level "id": one whose id comes after a long result is seen only when
-// the id arrives. With StallReadsAfter it shows how much of a response was
-// on the host's side when the test acted.
+// Received returns how many bytes of the response the host has read so far
+// (0 before it begins). A response is known by its top-level "id", so one
+// whose id comes after a long result counts only from the id on.
 func (p *Pending) Received() int64 {
 	if n := p.respSize.Load(); n > 0 {
 		return n
@@ -88,34 +84,35 @@ func (p *Pending) complete(r *Response, err error) {
 	})
 }
 
-// Wait waits for the response, bounded by ctx and the session's timeout. It
-// returns the response whatever it holds, a result or a JSON-RPC error (see
-// Response.Error), and an error only when no response can be had: the
-// response frame was over the transport limit (the error wraps the
-// *pipes.FrameTooLargeError), the server answered with another id or in a
-// batch, the request could not be written, the session ended or was closed
-// (the error wraps ErrClosed), or the wait timed out (a *WaitError with a
-// diagnosis).
+// Wait waits for the response, bounded by ctx and the session timeout. Its
+// error is for no response: an oversized frame (*pipes.FrameTooLargeError),
+// a bad id or batch, a failed write, ErrClosed, or a *WaitError.
 func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	select {
 	case <-p.done:
 		return p.resp, p.err
 	default:
 	}
-	ctx, cancel := p.s.bound(ctx)
-	defer cancel()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(time.Until(p.s.waitDeadline(ctx)))
+	defer t.Stop()
+	var err error
 	select {
 	case <-p.done:
 		return p.resp, p.err
 	case <-ctx.Done():
-		return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), ctx.Err())
+		err = ctx.Err()
+	case <-t.C:
+		err = context.DeadlineExceeded
 	}
+	return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), err)
 }
 
-// Cancel sends notifications/cancelled for the request with reason. A
-// response that arrives afterwards is still delivered, with Late set, and
-// counted in Stats.LateResponses. Cancel returns the error of writing the
-// notification.
+// Cancel sends notifications/cancelled for the request with reason and
+// returns the write's error. A later response is still delivered, with Late
+// set (Stats.LateResponses).
 func (p *Pending) Cancel(reason string) error {
 	p.markCancelled()
 	params := strconv.AppendInt([]byte(`{"requestId":`), p.id, 10)
@@ -134,22 +131,15 @@ func (p *Pending) markCancelled() {
 	p.s.mu.Unlock()
 }
 
-// Send writes a request to stdin and returns its Pending without waiting
-// for the response. The write itself takes as long as the server takes to
-// read it: a request larger than the pipe, or sent to a server that is not
-// reading its stdin, blocks Send until it is written, at most the session
-// timeout (send from another goroutine to do something meanwhile); a write
-// that fails or times out is what Wait returns. params is encoded with encoding/json, except a json.RawMessage,
-// which is sent as it is (compacted if it spans lines). In the modern era
-// the _meta fields are added to params (which must then be a JSON object or
-// nil).
+// Send writes a request (params by encoding/json, _meta added in the modern
+// era) and returns its Pending; the write blocks while the server does not
+// read, at most the session timeout, and its error is what Wait returns.
 func (s *Session) Send(method string, params any) *Pending {
 	return s.send(context.Background(), method, params, s.isModern())
 }
 
 // Call sends a request and waits for its response, bounded by ctx and the
-// session timeout. Unlike Wait, it also returns the response's JSON-RPC error
-// (a *wire.RPCError) as its error, along with the response.
+// session timeout; a JSON-RPC error (*wire.RPCError) is also its error.
 func (s *Session) Call(ctx context.Context, method string, params any) (*Response, error) {
 	return s.call(ctx, method, params, s.isModern())
 }
@@ -168,22 +158,15 @@ func (s *Session) call(ctx context.Context, method string, params any, meta bool
 
 // ToolResult is a tools/call result, decoded.
 type ToolResult struct {
-	// Text is the text of the result's text content blocks, joined by
-	// newlines.
-	Text string
-	// IsError reports a tool error: the tool ran and failed, which MCP
-	// sends as a result, not as a JSON-RPC error.
-	IsError bool
-	// StructuredContent is the result's structuredContent, if any.
-	StructuredContent json.RawMessage
-	// Raw is the whole result as the server sent it.
-	Raw json.RawMessage
+	Text              string          // the text content blocks, joined by newlines
+	IsError           bool            // a tool error: the tool ran and failed (a result, not a JSON-RPC error)
+	StructuredContent json.RawMessage // the result's structuredContent, if any
+	Raw               json.RawMessage // the whole result as the server sent it
 }
 
 // CallTool calls the tool name with args (nil for none) and decodes its
-// result. A tool error is a result with IsError set, not an error; the error
-// is for a call that got no result: a JSON-RPC error (*wire.RPCError), a
-// result that is not a tool result, or what Call fails with.
+// result. A tool error is a result with IsError set; the error is for a call
+// that got no tool result.
 func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
 	params := map[string]any{"name": name}
 	if args != nil {
@@ -283,9 +266,8 @@ func (s *Session) Notify(method string, params any) error {
 	return s.writeRaw(context.Background(), method, appendRequest(nil, -1, method, raw))
 }
 
-// Ping makes the cheapest round trip of the negotiated era: ping in the
-// legacy era (and when nothing was negotiated), server/discover in the modern
-// one. It fails if the server answers with an error.
+// Ping makes the cheapest round trip of the negotiated era (ping, or
+// server/discover in the modern era) and fails on an error answer.
 func (s *Session) Ping(ctx context.Context) error {
 	var err error
 	if s.isModern() {

@@ -59,6 +59,7 @@ type stdoutSource struct {
 	head      []byte // the current line's first bytes, until it is scanned
 	scanning  bool   // the current line is being scanned
 
+	msg       wire.Message    // the message being dispatched (aliases the framer's buffer)
 	oversized []wire.Envelope // envelopes of oversized lines not yet claimed, in order
 	lastRead  time.Time       // when the last read returned
 	busy      atomic.Int64    // nanoseconds spent between reads
@@ -234,8 +235,9 @@ func orNone(id []byte) string {
 // dispatch handles one frame, which aliases the framer's buffer: what is
 // kept is copied.
 func (s *Session) dispatch(frame []byte) {
-	now := time.Now()
-	msg, perr := wire.ParseMessageInPlace(frame)
+	now := s.in.lastRead // when the read(2) that completed the frame returned
+	msg := &s.in.msg     // the reader's own, reused: a flood allocates no Message per frame
+	perr := wire.ParseMessageInto(msg, frame)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastFrame = now
@@ -383,14 +385,17 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 // notificationLocked counts a notification and keeps it, bounded.
 func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
 	s.stats.Notifications++
-	if msg.Method == wire.MethodProgress {
+	if msg.Method == wire.MethodProgress && len(s.progress) > 0 { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
 	}
 	l := s.cfg.limits
 	n := Notification{Method: msg.Method, Size: int64(len(frame)), At: at}
 	size := int64(len(frame))
 	if len(frame) <= l.NotificationHead {
-		n.Params = bytes.Clone(msg.Params)
+		n.Params = append(s.reusableParamsLocked(len(msg.Params)), msg.Params...)
+		if msg.Params == nil {
+			n.Params = nil
+		}
 	} else {
 		n.Head = bytes.Clone(frame[:l.NotificationHead])
 		size = int64(len(n.Head))
@@ -401,6 +406,26 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		s.stats.NotificationsDropped = d
 		s.overflowLocked("notifications", l.Notifications)
 	}
+}
+
+// reusableParamsLocked returns the Params buffer of the oldest kept
+// notification, emptied, when pushing the next one drops it (the store is
+// full by count) and nobody was given it (WaitNotification did not take
+// it), and its capacity is not much more than n: the byte budget counts
+// lengths, so a buffer kept is never much larger than what it holds. A
+// flood then costs no allocation per notification.
+func (s *Session) reusableParamsLocked(n int) []byte {
+	r := s.notifications
+	if r.n < len(r.items) {
+		return nil
+	}
+	old := r.at(0)
+	if old.taken || cap(old.n.Params) > 2*n+64 {
+		return nil
+	}
+	buf := old.n.Params[:0]
+	old.n.Params = nil
+	return buf
 }
 
 // countProgressLocked counts a progress notification for its token, if the

@@ -41,9 +41,9 @@ func target(child bool, opts ...string) mcptest.Target {
 //	legacy (default)  initialize handshake; server/discover → -32601
 //	modern            server/discover; initialize → -32601; no ping
 //	silent-probe      legacy, and never answers server/discover
-//	ignore-eof        on stdin EOF, wait for ctx instead of returning
+//	ignore-eof        on stdin EOF, wait for the end (block) instead of returning
 //	ignore-sigterm    (child) ignore SIGTERM
-//	no-read           never read stdin
+//	no-read           never read stdin, wait for the end (block)
 //	stderr=N          write N bytes to stderr before serving
 //
 // Tools (tools/call name): echo {text}, big {size, idLast}, junk, notify,
@@ -89,7 +89,7 @@ func (s *testServer) serve() error {
 		}
 	}
 	if s.has("no-read") {
-		<-s.ctx.Done()
+		s.block()
 		return nil
 	}
 	if n, err := strconv.Atoi(s.opts["junk"]); err == nil {
@@ -124,12 +124,21 @@ func (s *testServer) eof() error {
 	if !s.has("ignore-eof") {
 		return nil
 	}
+	s.block()
+	return nil
+}
+
+// block waits for the end: a signal in a child, ctx in process. A child
+// waits for a signal even where ctx has a deadline: without one (go test
+// -timeout 0) nothing could end ctx, and a process whose only goroutine
+// waits on it is ended by the runtime's deadlock detector (exit 2) before
+// the test can see it not read.
+func (s *testServer) block() {
 	if s.child {
-		blockUntilSignal() // only a signal ends it
-		return nil
+		blockUntilSignal()
+		return
 	}
 	<-s.ctx.Done()
-	return nil
 }
 
 func (s *testServer) send(v any) error {

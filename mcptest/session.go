@@ -15,18 +15,17 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// ErrClosed is what every operation on a closed Session fails with, and
-// every request still pending when Close was called: the errors wrap it and
-// say how the server ended.
+// ErrClosed is wrapped by the error of every operation on a closed Session
+// and of every request pending at Close, which say how the server ended.
 var ErrClosed = errors.New("mcptest: session closed")
+
+// One goroutine reads the server's stdout for the whole life of the server:
+// stall valve → framer (the transport limit) → dispatch (see reader.go).
+// Server-to-host requests are answered on a goroutine of their own; stderr is
+// drained on a third.
 
 // Session is a running server and the host connected to it. Its methods are
 // safe for concurrent use.
-//
-// One goroutine reads the server's stdout for the whole life of the server:
-// stall valve → framer (the transport limit) → dispatch (see the package
-// documentation). Server-to-host requests are answered on a goroutine of
-// their own; stderr is drained on a third.
 type Session struct {
 	// Set by start, then read-only.
 	cfg       config
@@ -84,29 +83,27 @@ type Session struct {
 	closeErr  error
 }
 
-// Start starts target, connects its stdin, stdout and stderr to new kernel
-// pipes, starts the stdout reader, and negotiates the protocol unless
-// WithoutHandshake is given. ctx bounds the start and the negotiation, not
-// the session: the session lives until Close, which the caller must call.
-// An invalid option makes Start fail with an error that names it.
-//
-// Negotiation follows the 2026-07-28 stdio backward-compatibility rule: a
-// server/discover probe with the modern _meta; a result, or an
-// UnsupportedProtocolVersionError that lists a modern version this host
-// knows, means the modern era; any other error, or no answer within the
-// probe timeout (WithProbeTimeout), means legacy: initialize offering
+// How Start negotiates: a server/discover probe with the modern _meta; a
+// result, or an UnsupportedProtocolVersionError that lists a modern version
+// this host knows, means the modern era; any other error, or no answer within
+// the probe timeout (WithProbeTimeout), means legacy: initialize offering
 // 2025-11-25, accepting the version the server answers, then
-// notifications/initialized. WithProtocolVersion(v) skips the probe: a
-// modern v is used without any exchange, an older v is offered in
-// initialize. The probe and its outcome are noted in the transcript.
+// notifications/initialized. WithProtocolVersion(v) skips the probe: a modern
+// v is used without any exchange, an older v is offered in initialize. The
+// probe and its outcome are noted in the transcript. An invalid option makes
+// Start fail with an error that names it.
+
+// Start starts target on new kernel pipes, starts the stdout reader and
+// negotiates the protocol (as the 2026-07-28 stdio backward-compatibility rule
+// says) unless WithoutHandshake is given. ctx bounds the start and the
+// negotiation, not the session, which lives until the caller calls Close.
 func Start(ctx context.Context, target Target, opts ...Option) (*Session, error) {
 	return start(ctx, target, time.Time{}, opts)
 }
 
-// StartServer is Start for tests: it bounds the start by the test's deadline,
-// registers Close with t.Cleanup (failing the test if Close reports a
-// problem), and calls t.Fatal with a diagnosis if the server fails to start
-// or to negotiate.
+// StartServer is Start for tests: bounded by the test's deadline, with Close
+// registered in t.Cleanup (failing the test if Close reports a problem), and
+// t.Fatal with a diagnosis if the server fails to start or negotiate.
 func StartServer(t testing.TB, target Target, opts ...Option) *Session {
 	t.Helper()
 	ctx, cancel, dl := bound.Context(context.Background(), t)
@@ -227,11 +224,23 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	return context.WithDeadline(ctx, s.waitDeadline(nil))
+}
+
+// waitDeadline is when a wait bounded by ctx (nil for none), the session's
+// timeout and the test deadline ends: for the hot paths (a request's write
+// and its wait), which then need no context of their own.
+func (s *Session) waitDeadline(ctx context.Context) time.Time {
 	d := time.Now().Add(s.cfg.timeout)
 	if !s.deadline.IsZero() && s.deadline.Before(d) {
 		d = s.deadline
 	}
-	return context.WithDeadline(ctx, d)
+	if ctx != nil {
+		if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+			d = cd
+		}
+	}
+	return d
 }
 
 // closedErr returns the error for an operation on a closed session, or nil
@@ -305,25 +314,22 @@ func holders(f *os.File) string {
 	return " (held by " + strings.Join(hs, ", ") + ")"
 }
 
-// Close stops the server and the host, within a bound of about 7×grace
-// (WithGrace). At once, every pending request fails with an error wrapping
-// ErrClosed, as does every later operation. Then it resumes host reads
-// (stdout is drained to the end), closes the server's stdin, waits the grace
-// period, then sends SIGTERM, SIGQUIT (a Go server dumps its goroutines into
-// the stderr capture) and SIGKILL to its process group, waiting the grace
-// period after each; an in-process server's context is cancelled with its
-// stdin closed, and its pipes closed if it does not return. It then waits,
-// at most the grace period, for stdout and stderr to end, together; a
-// process that still holds them open (one the server started in a session of
-// its own, out of reach of the process group) is named in the error, not
-// killed. Every goroutine the session started is then waited for, within
-// bounds.
-//
-// Close reports a server that would not end, a goroutine that would not
-// stop, a held pipe and a panic in a server-request handler, instead of
-// waiting forever. Stats.Exit says how the server ended. Close is safe to
-// call more than once and from several goroutines; later calls return the
-// first call's result.
+// How Close proceeds: reads resume (stdout is drained to the end); stdin is
+// closed; after the grace period SIGTERM, SIGQUIT (a Go server dumps its
+// goroutines into the stderr capture) and SIGKILL are sent, a grace period
+// apart; an in-process server has its context cancelled with its stdin
+// closed, and its pipes closed if it does not return. Then it waits, at most
+// the grace period, for stdout and stderr to end together; a process that
+// still holds them (one the server started in a session of its own, out of
+// reach of the process group) is named in the error, not killed. Every
+// goroutine the session started is waited for, within bounds. A server that
+// would not end, a goroutine that would not stop, a held pipe and a panic in
+// a server-request handler are reported.
+
+// Close stops the server and the host within about 7×grace: pending and
+// later operations fail with ErrClosed, stdout is drained, stdin closed, then
+// SIGTERM, SIGQUIT and SIGKILL sent a grace apart. It reports what it could
+// not end (see Stats.Exit); later calls return the first call's result.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() { s.closeErr = s.close() })
 	return s.closeErr

@@ -37,8 +37,7 @@ func (s *Session) StallReadsAfter(n int64) {
 }
 
 // ResumeReads lets the host read the server's stdout again. On a closed
-// session, StallReads, StallReadsAfter and ResumeReads do nothing: Close
-// reads stdout to its end.
+// session the stall calls do nothing (Close reads stdout to its end).
 func (s *Session) ResumeReads() {
 	if s.isClosed() {
 		return
@@ -105,23 +104,19 @@ func (s *Session) monitor() {
 	}
 }
 
-// WriterEvidence is what showed that the server is blocked writing its
-// stdout.
+// A WriterEvidence with PipeFull alone is what in-process servers give, and
+// servers that make stdout non-blocking and queue the rest in memory
+// (Node). Threads come from /proc/<pid>/task/<tid>/syscall showing write or
+// writev on a descriptor of the session's stdout pipe, with the wchan
+// (pipe_write, anon_pipe_write) beside it.
+
+// WriterEvidence is what showed that the server is blocked writing stdout.
 type WriterEvidence struct {
-	At time.Time
-	// PipeFull: the stdout pipe was effectively full (pipes.Pipe.Full) on
-	// consecutive looks, with host reads stalled so it could not drain. This
-	// is the only evidence for in-process servers and for servers that make
-	// stdout non-blocking and queue the rest in memory (Node).
-	PipeFull bool
-	Buffered int // bytes in the stdout pipe, if known
-	Capacity int // the stdout pipe's capacity, if known
-	// Threads are the server process's threads seen blocked writing
-	// stdout, as "tid: syscall N (write fd F), wchan W": (Linux)
-	// /proc/<pid>/task/<tid>/syscall shows write or writev on a descriptor
-	// of the session's stdout pipe; wchan (pipe_write, anon_pipe_write) is
-	// shown beside it.
-	Threads []string
+	At       time.Time
+	PipeFull bool     // the stdout pipe effectively full on consecutive looks, reads stalled
+	Buffered int      // bytes in the stdout pipe, if known
+	Capacity int      // the stdout pipe's capacity, if known
+	Threads  []string // (Linux) threads blocked writing stdout: "tid: syscall N (write fd F), wchan W"
 }
 
 // String lists the evidence, or says "none".
@@ -157,21 +152,18 @@ func (t threadState) String() string {
 	return fmt.Sprintf("%d: %s, wchan %s", t.tid, call, t.wchan)
 }
 
-// WaitWriterBlocked returns once host reads are stalled and the server is
-// blocked writing its stdout, bounded by ctx and the session timeout. The
-// evidence is either of: (Linux, child processes) a thread blocked writing
-// the stdout pipe (see ThreadState), or the stdout pipe effectively full on
-// two consecutive looks while reads are stalled (pipes.EffectivelyFull:
-// within a page of capacity; a one-page pipe entirely full). What was seen
-// is in Stats.WriterEvidence and Diagnose. The kernel state is polled every
-// 2ms; on failure the error is a *WaitError with a diagnosis.
-//
-// Limits: only the direct child's threads are inspected (a server started
-// through a shell shows only the pipe evidence); a writer blocked on a pipe
-// that very small writes filled in fragments may not look full (see
-// pipes.Pipe.Full) and is then only seen through /proc; conversely, by the
-// pipe evidence alone, a server that wrote within a page of the pipe's
-// capacity and then stopped looks like a blocked writer.
+// What WaitWriterBlocked cannot see: only the direct child's threads are
+// inspected (a server started through a shell shows only the pipe
+// evidence); a writer blocked on a pipe that very small writes filled in
+// fragments may not look full (see pipes.Pipe.Full) and is then only seen
+// through /proc; by the pipe evidence alone, a server that wrote within a
+// page of the pipe's capacity and then stopped looks like a blocked writer.
+// The pipe is effectively full within a page of its capacity
+// (pipes.EffectivelyFull); a one-page pipe must be entirely full.
+
+// WaitWriterBlocked returns once reads are stalled and the server is blocked
+// writing stdout (a thread in write on the pipe, on Linux, or the pipe full
+// on two looks), bounded by ctx and the session timeout (Stats.WriterEvidence).
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -72,9 +72,10 @@ func appendString(b []byte, s string) []byte {
 // write, so that the stream stays framed and no later message is glued to
 // a broken one.
 func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	dl, _ := ctx.Deadline()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	dl := s.waitDeadline(ctx)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -85,6 +86,9 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	_ = s.stdin.W.SetWriteDeadline(dl)
 	if len(s.stdinRest) > 0 {
@@ -145,20 +149,16 @@ func (s *Session) stdinError(what string, n, total int, err error) error {
 	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
 }
 
-// WriteStdin writes b to the server's stdin as it is, bypassing framing and
-// encoding: for feeding a server invalid JSON, an oversized line or any other
-// bytes a well-behaved host would never send. The write is bounded by ctx and
-// the session timeout; a server that stops reading stdin makes it fail with
-// an error that says so. As for every write, bytes a timed-out write could
-// not deliver are written first by the next one.
+// WriteStdin writes b to the server's stdin as it is (invalid JSON, an
+// oversized line), bounded by ctx and the session timeout; a server that
+// stopped reading makes it fail saying so. Bytes a timed-out write left are
+// written first by the next one.
 func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
 	return s.writeRaw(ctx, "raw bytes", b)
 }
 
-// CloseStdin closes the server's stdin, the graceful shutdown signal of the
-// stdio transport. Later writes fail; the stdout reader goes on, so whatever
-// the server writes while it shuts down is still read. Use WaitExit to see
-// whether the server ends.
+// CloseStdin closes the server's stdin, the stdio transport's shutdown signal;
+// stdout is still read. WaitExit tells whether the server ends.
 func (s *Session) CloseStdin() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

@@ -8,13 +8,10 @@ import (
 	"time"
 )
 
-// Notification is a notification the server sent, as the session keeps it
-// (see Limits).
+// Notification is a notification the server sent, as the session keeps it.
 type Notification struct {
 	Method string
-	// Params are the notification's params, or nil if it was longer than
-	// Limits.NotificationHead: then Head holds its first bytes.
-	Params json.RawMessage
+	Params json.RawMessage // nil if longer than Limits.NotificationHead: then Head has its first bytes
 	Head   []byte
 	Size   int64     // the frame's bytes on the wire, without the newline
 	At     time.Time // when the host read it
@@ -27,12 +24,9 @@ type kept struct {
 }
 
 // WaitNotification returns the oldest kept notification with the given
-// method that no earlier WaitNotification returned, waiting for one to
-// arrive, bounded by ctx and the session timeout. The session keeps the
-// newest notifications within Limits (by default 1024 and 16 MiB); older
-// ones are counted in Stats.NotificationsDropped and cannot be waited for.
-// On a closed session it returns a kept notification if there is one, and
-// otherwise fails at once with an error wrapping ErrClosed.
+// method that no earlier call returned, waiting for one, bounded by ctx and
+// the session timeout. Only kept ones (Limits) can be had; a closed session
+// gives a kept one or ErrClosed at once.
 func (s *Session) WaitNotification(ctx context.Context, method string) (*Notification, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -81,16 +75,13 @@ func (s *Session) takeNotifications() []Notification {
 	return out
 }
 
-// TranscriptEntry is one frame in the session's transcript, or an event of
-// the session's own.
+// TranscriptEntry is a frame in the transcript, or an event of the session.
 type TranscriptEntry struct {
 	At   time.Time
 	Dir  string // "→" host to server, "←" server to host, "!" an event (negotiation, errors, stalls)
 	Size int64  // bytes on the wire, without the newline
 	Head []byte // the first bytes of the frame (Limits.Head), or the event
-	// Junk marks a frame from the server that is not a JSON-RPC message
-	// (counted in Stats.JunkLines, ParseErrors or Batches).
-	Junk bool
+	Junk bool   // a frame from the server that is not a JSON-RPC message
 }
 
 // line formats the entry as one line: time, direction, head and size.
@@ -105,9 +96,8 @@ func (e TranscriptEntry) line() string {
 	return fmt.Sprintf("%s %s %s%s", e.At.Format("15:04:05.000"), e.Dir, e.Head, more)
 }
 
-// Transcript returns the newest entries of the transcript (Limits.Transcript,
-// by default 256), oldest first: frames both ways, each cut to Limits.Head
-// bytes, and the session's events.
+// Transcript returns the newest entries of the transcript, oldest first
+// (Limits.Transcript, Limits.Head): frames both ways and the session's events.
 func (s *Session) Transcript() []TranscriptEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -30,15 +30,12 @@ import (
 // Children run in their own process group (Unix), so that signals from
 // Close also reach what they start.
 
-// ServeFunc serves MCP on the given streams until they end or ctx is done.
-// For an in-process target the streams are the *os.File ends of real kernel
-// pipes, so writes block when the host stops reading. Its shape matches the
-// official Go SDK (mcp.IOTransport{Reader: stdin, Writer: stdout}) and mcp-go
-// (server.NewStdioServer(s).Listen(ctx, stdin, stdout)).
+// ServeFunc serves MCP on the given streams until they end or ctx is done;
+// in process, they are real kernel pipes. It is the shape of the Go SDK's
+// mcp.IOTransport{Reader: stdin, Writer: stdout} and mcp-go's Listen.
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
-// Target is a server to start: a child process (Command, Exec, Helper) or a
-// goroutine (InProcess).
+// Target is a server to start: a child (Command, Exec, Helper) or InProcess.
 type Target interface {
 	// String describes the target in diagnoses.
 	String() string
@@ -51,10 +48,9 @@ func Command(name string, args ...string) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
 }
 
-// Exec returns a Target that runs cmd. Start sets cmd's Stdin, Stdout and
-// Stderr to its pipes (they must be nil), sets WaitDelay if it is zero and,
-// on Unix, puts the child in its own process group if SysProcAttr is nil. A
-// Cmd can be started once only.
+// Exec returns a Target that runs cmd, once. Start sets its standard streams
+// (they must be nil), a zero WaitDelay and, on Unix, a process group if
+// SysProcAttr is nil.
 func Exec(cmd *exec.Cmd) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
 }
@@ -74,15 +70,10 @@ func (t *cmdTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// InProcess returns a Target that runs serve in a goroutine of this
-// process, on real kernel pipes. Its goroutine stacks appear in Diagnose.
-//
-// A goroutine cannot be killed: if serve has not returned within the grace
-// period after Close cancelled its context and closed its pipes, Close
-// reports it as stuck and leaves it running, and a goleak check at the end
-// of the tests will name it. Servers that keep global state (mcp-go's stdio
-// server does) cannot run twice at once in one process; use Helper for
-// those.
+// InProcess returns a Target that runs serve in a goroutine of this process,
+// on real kernel pipes; its stacks appear in Diagnose. A serve that ignores
+// Close is reported stuck and left running. Servers with global state (mcp-go)
+// cannot run twice at once in one process: use Helper.
 func InProcess(serve ServeFunc) Target { return &inProcessTarget{serve: serve} }
 
 type inProcessTarget struct{ serve ServeFunc }
@@ -104,10 +95,9 @@ var (
 	helpersUsed = map[string]bool{} // started by Helper or HelperCommand
 )
 
-// RegisterHelper registers serve under name, to be run in a child process
-// started with Helper(name). Call it from init or a package-level variable
-// initializer, so that the child, which runs the same binary, has registered
-// it before TestMain calls Main. A duplicate or empty name panics.
+// RegisterHelper registers serve under name for Helper(name), from init or a
+// package-level initializer (the child must have it before TestMain calls
+// Main). A duplicate or empty name panics.
 func RegisterHelper(name string, serve ServeFunc) {
 	helpersMu.Lock()
 	defer helpersMu.Unlock()
@@ -120,11 +110,9 @@ func RegisterHelper(name string, serve ServeFunc) {
 	helpers[name] = serve
 }
 
-// Helper returns a Target that re-executes the running test binary as a
-// child process serving the helper registered under name on its own stdin,
-// stdout and stderr; args are available to it through HelperArgs. The
-// package's TestMain must call Main (or ServeHelper). Helper panics if name
-// is not registered in this process.
+// Helper returns a Target that re-executes the test binary as a child serving
+// the helper registered under name (args through HelperArgs); TestMain must
+// call Main or ServeHelper. An unregistered name panics.
 func Helper(name string, args ...string) Target {
 	useHelper("Helper", name)
 	return &helperTarget{name: name, args: args}
@@ -164,14 +152,10 @@ func (t *helperTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// HelperCommand returns the command that Helper(name, args...) runs: the
-// running test binary, re-executed to serve the registered helper. It is for
-// code that starts the server itself, such as a host under test (see
-// assertions.HostCriteria). Like exec.CommandContext, the process is killed
-// when ctx ends; the helper's own context ends at ctx's deadline.
-// HelperCommand fails if name is not registered, or if the package's
-// TestMain does not call Main (or ServeHelper): the child would then run the
-// tests instead of serving.
+// HelperCommand returns the command Helper(name, args...) runs, for code that
+// starts the server itself (a host under test), killed when ctx ends like
+// exec.CommandContext. It fails for an unregistered name or a TestMain without
+// Main or ServeHelper.
 func HelperCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
 	helpersMu.Lock()
 	_, ok := helpers[name]
@@ -223,14 +207,11 @@ var helpersEnabled atomic.Bool
 // other process, nil.
 func HelperArgs() []string { return append([]string(nil), helperArgs...) }
 
-// ServeHelper, in a helper child, runs the registered helper on os.Stdin,
-// os.Stdout and os.Stderr and exits: 0 when it returns nil, 1 when it
-// returns an error (printed to stderr), 2 when the name is unknown. In any
-// other process it returns at once. Call it first in a TestMain that cannot
-// use Main.
-//
-// The helper's context ends at the parent test's deadline; the child does
-// not catch signals, so SIGTERM ends it as it would any Go program.
+// A helper's context ends at the parent test's deadline; the child does not
+// catch signals, so SIGTERM ends it as it would any Go program.
+
+// ServeHelper, in a helper child, runs the registered helper on the standard
+// streams and exits; elsewhere it returns at once. It is Main without goleak.
 func ServeHelper() {
 	helpersEnabled.Store(true)
 	name := os.Getenv(helperEnv)
@@ -268,18 +249,15 @@ func ServeHelper() {
 	os.Exit(0)
 }
 
-// Main is a TestMain for packages that use Helper: in a helper child it
-// serves and exits (ServeHelper); otherwise it runs the tests under
-// goleak.VerifyTestMain with opts, so the package both has helpers and
-// checks for leaked goroutines:
+// A helper nothing uses is dead code that looks tested, so Main fails the
+// run for one when every test ran (no -run, -skip or -short), as os/exec's
+// own helper tests do. A package that needs more in its TestMain calls
+// ServeHelper first and then goleak.VerifyTestMain itself.
+
+// Main is the TestMain of a package with helpers: a helper child serves
+// (ServeHelper), else the tests run under goleak.VerifyTestMain with opts.
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
-//
-// When every test ran (no -run, -skip or -short), a registered helper that
-// no test started fails the run, as os/exec's own helper tests do: a
-// helper nothing uses is dead code that looks tested. A package that needs
-// more in its TestMain calls ServeHelper first and then
-// goleak.VerifyTestMain itself.
 func Main(m *testing.M, opts ...goleak.Option) {
 	ServeHelper()
 	goleak.VerifyTestMain(runner{m}, opts...)

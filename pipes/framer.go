@@ -119,12 +119,10 @@ const (
 // add counts frames frames (0 or 1) of n bytes in all, and crs '\r's (0 or
 // 1). Only the goroutine calling Next calls it.
 func (c *frameCount) add(frames, n, crs uint64) {
-	if n < packBigN {
-		if p := c.local + frames<<packFrameShift + n + crs<<packCRShift; p&packTopBits == 0 {
-			c.local = p
-			c.packed.Store(p)
-			return
-		}
+	if p := c.local + frames<<packFrameShift + n + crs<<packCRShift; n < packBigN && p&packTopBits == 0 {
+		c.local = p
+		c.packed.Store(p)
+		return
 	}
 	c.flush(frames, n, crs)
 }
@@ -245,7 +243,14 @@ func (f *Framer) Next() ([]byte, error) {
 		f.rpos += i + 1
 		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
 			// The common case, a whole frame in the read buffer: no copy.
-			f.count.frames.add(1, uint64(i), 0)
+			// frameCount.add for one frame below packBigN bytes, written
+			// out here: a call per frame shows at 200-byte frames.
+			if c := &f.count.frames; (c.local+1<<packFrameShift+uint64(i))&packTopBits == 0 {
+				c.local += 1<<packFrameShift + uint64(i)
+				c.packed.Store(c.local)
+			} else {
+				c.flush(1, uint64(i), 0)
+			}
 			if int64(i) > f.largest {
 				f.largest = int64(i)
 				f.count.largest.Store(f.largest)

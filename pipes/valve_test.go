@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
@@ -72,27 +73,17 @@ func startWriter(t *testing.T, p *pipes.Pipe, data []byte) <-chan error {
 	return done
 }
 
-// waitFull polls the kernel's fill level until the pipe is effectively full:
-// the event this test waits for has no notification, so it is a bounded poll.
+// waitFull waits until the pipe is effectively full: the kernel's fill
+// level has no notification, so it is a bounded poll.
 func waitFull(t *testing.T, p *pipes.Pipe, what string) {
 	t.Helper()
-	deadline := time.Now().Add(testBound(t))
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		full, err := p.Full()
-		if err != nil {
-			t.Skipf("pipe fill level not available on %s: %v", runtime.GOOS, err)
-		}
-		if full {
-			return
-		}
-		if time.Now().After(deadline) {
-			b, _ := p.Buffered()
-			t.Fatalf("%s: pipe never filled: %d of %d bytes buffered", what, b, p.Capacity())
-		}
-		<-tick.C
+	if _, err := p.Full(); err != nil {
+		t.Skipf("pipe fill level not available on %s: %v", runtime.GOOS, err)
 	}
+	poll.Wait(t, testBound(t), what+": the pipe full", func() bool { full, _ := p.Full(); return full }, func() string {
+		b, _ := p.Buffered()
+		return fmt.Sprintf("%d of %d bytes buffered", b, p.Capacity())
+	})
 }
 
 func waitStalled(t *testing.T, v *pipes.Valve) {

@@ -119,14 +119,12 @@ func (m *Message) IntID() (int64, bool) {
 // an envelope key given twice fails with an error wrapping ErrDuplicateKey,
 // a batch with one wrapping ErrBatch.
 //
-// It validates the frame once and then only slices the envelope's values
+// It validates the frame once (as encoding/json.Valid would, in one fast
+// pass) and then only slices the envelope's values
 // out of a copy of it: params and result, which may be megabytes, are
 // neither decoded nor scanned again.
 func ParseMessage(frame []byte) (*Message, error) {
-	if !json.Valid(frame) {
-		return nil, invalid(frame)
-	}
-	return parseValid(bytes.Clone(frame)) // the Message must not alias the caller's buffer
+	return parse(bytes.Clone(frame)) // the Message must not alias the caller's buffer
 }
 
 // ParseMessageInPlace is ParseMessage without the copy: the Message's raw
@@ -134,10 +132,31 @@ func ParseMessage(frame []byte) (*Message, error) {
 // neither change nor reuse while it uses them. It is for a reader that keeps
 // only some parts of some messages and copies just those.
 func ParseMessageInPlace(frame []byte) (*Message, error) {
-	if !json.Valid(frame) {
-		return nil, invalid(frame)
+	return parse(frame)
+}
+
+// ParseMessageInto is ParseMessageInPlace into m, which it overwrites: a
+// reader that parses a flood reuses one Message and allocates nothing per
+// frame. On error m is left zero.
+func ParseMessageInto(m *Message, frame []byte) error {
+	*m = Message{}
+	var mem members
+	if !validTop(frame, &mem) {
+		return invalid(frame)
 	}
-	return parseValid(frame)
+	if err := parseValid(frame, &mem, m); err != nil {
+		*m = Message{}
+		return err
+	}
+	return nil
+}
+
+func parse(frame []byte) (*Message, error) {
+	m := new(Message)
+	if err := ParseMessageInto(m, frame); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func invalid(frame []byte) error {
@@ -145,27 +164,26 @@ func invalid(frame []byte) error {
 	return fmt.Errorf("wire: not JSON-RPC: %w", json.Unmarshal(frame, &v))
 }
 
-// parseValid slices the envelope out of b, which is valid JSON.
-func parseValid(b []byte) (*Message, error) {
+// parseValid slices the envelope out of b into m: b is valid JSON whose
+// top-level members validTop found in mem.
+func parseValid(b []byte, mem *members, m *Message) error {
 	i := skipSpace(b, 0)
 	switch b[i] {
 	case '{':
 	case '[':
-		return nil, fmt.Errorf("wire: not JSON-RPC: %w", ErrBatch)
+		return fmt.Errorf("wire: not JSON-RPC: %w", ErrBatch)
 	default:
-		return nil, fmt.Errorf("wire: not JSON-RPC: not a JSON object")
+		return fmt.Errorf("wire: not JSON-RPC: not a JSON object")
 	}
-	var m Message
 	var version, method, rpcErr json.RawMessage
 	var seen [6]bool
-	i = skipSpace(b, i+1)
-	for b[i] != '}' {
-		keyEnd := valueEnd(b, i)
-		key := b[i:keyEnd]
-		i = skipSpace(b, keyEnd)
-		i = skipSpace(b, i+1) // the ':'
-		end := valueEnd(b, i)
-		val := json.RawMessage(b[i:end:end])
+	spans := mem.s[:mem.n]
+	if mem.over {
+		spans = walkMembers(b, skipSpace(b, i+1))
+	}
+	for _, sp := range spans {
+		key := b[sp.k0:sp.k1]
+		val := json.RawMessage(b[sp.v0:sp.v1:sp.v1])
 		k := -1
 		ks := string(key)
 		if len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
@@ -187,41 +205,60 @@ func parseValid(b []byte) (*Message, error) {
 		}
 		if k >= 0 {
 			if seen[k] {
-				return nil, fmt.Errorf("wire: not JSON-RPC: %w %s", ErrDuplicateKey, key)
+				return fmt.Errorf("wire: not JSON-RPC: %w %s", ErrDuplicateKey, key)
 			}
 			seen[k] = true
-		}
-		i = skipSpace(b, end)
-		if b[i] == ',' {
-			i = skipSpace(b, i+1)
 		}
 	}
 	if method != nil {
 		var err error
 		if m.Method, err = decodeString(method); err != nil {
-			return nil, fmt.Errorf("wire: not JSON-RPC: method: %w", err)
+			return fmt.Errorf("wire: not JSON-RPC: method: %w", err)
 		}
 	}
 	if rpcErr != nil {
 		if err := json.Unmarshal(rpcErr, &m.Error); err != nil {
-			return nil, fmt.Errorf("wire: not JSON-RPC: error: %w", err)
+			return fmt.Errorf("wire: not JSON-RPC: error: %w", err)
 		}
 	}
 	if !bytes.Equal(version, []byte(`"2.0"`)) {
 		if v, err := decodeString(version); version == nil || err != nil || v != "2.0" {
-			return nil, fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
+			return fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
 		}
 	}
 	m.JSONRPC = "2.0"
 	if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
-		return nil, fmt.Errorf("wire: not JSON-RPC: neither request, notification nor response")
+		return fmt.Errorf("wire: not JSON-RPC: neither request, notification nor response")
 	}
-	return &m, nil
+	return nil
+}
+
+// walkMembers finds the members of the valid JSON object whose first key
+// (or closing brace) is at i, for an object with more members than
+// validTop records.
+func walkMembers(b []byte, i int) []span {
+	var spans []span
+	for b[i] != '}' {
+		k1 := valueEnd(b, i)
+		v0 := skipSpace(b, skipSpace(b, k1)+1) // past the ':'
+		v1 := valueEnd(b, v0)
+		spans = append(spans, span{i, k1, v0, v1})
+		i = skipSpace(b, v1)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return spans
 }
 
 // decodeString decodes a valid JSON value that should be a string, without
 // reflection when it has no escapes.
 func decodeString(raw json.RawMessage) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' {
+		if m, ok := knownMethod(raw[1 : n-1]); ok {
+			return m, nil
+		}
+	}
 	// encoding/json also replaces invalid UTF-8 with U+FFFD.
 	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : n-1]), nil
@@ -229,6 +266,32 @@ func decodeString(raw json.RawMessage) (string, error) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// knownMethod returns the constant for a method name this package names,
+// so that the methods of a flood cost no allocation each.
+func knownMethod(b []byte) (string, bool) {
+	switch string(b) {
+	case MethodProgress:
+		return MethodProgress, true
+	case MethodMessage:
+		return MethodMessage, true
+	case MethodCancelled:
+		return MethodCancelled, true
+	case MethodPing:
+		return MethodPing, true
+	case MethodToolsCall:
+		return MethodToolsCall, true
+	case MethodToolsList:
+		return MethodToolsList, true
+	case MethodInitialize:
+		return MethodInitialize, true
+	case MethodInitialized:
+		return MethodInitialized, true
+	case MethodDiscover:
+		return MethodDiscover, true
+	}
+	return "", false
 }
 
 func orAbsent(v json.RawMessage) string {

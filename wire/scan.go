@@ -131,22 +131,9 @@ func (s *Scanner) scan(b []byte, base int64) {
 			continue
 		}
 		if s.inStr && !s.esc && !s.inKey && !s.inVal {
-			// Fast path through string contents: jump to the next byte
-			// that matters.
-			rest := b[i:]
-			j := bytes.IndexByte(rest, '"')
-			if j < 0 {
-				j = len(rest)
-			}
-			if k := bytes.IndexByte(rest[:j], '\\'); k >= 0 {
-				j = k
-			}
-			if k := bytes.IndexByte(rest[:j], '\n'); k >= 0 {
-				j = k
-			}
-			if j > 0 {
+			if j := plainRun(b[i:]); j > 0 {
 				s.env.Size += int64(j)
-				s.prev = rest[j-1]
+				s.prev = b[i+j-1]
 				i += j - 1
 				continue
 			}
@@ -154,52 +141,34 @@ func (s *Scanner) scan(b []byte, base int64) {
 		s.env.Size++
 		s.prev = c
 		if s.inStr {
-			s.strByte(c)
-			continue
-		}
-		switch c {
-		case '"':
-			s.inStr = true
-			if s.depth == 1 && s.expectKey {
-				s.inKey, s.keyLong, s.key = true, false, s.key[:0]
-			} else if s.depth == 1 && s.wantVal {
-				s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
-			}
-		case '{', '[':
-			s.wantVal = false
-			s.depth++
-			s.expectKey = s.depth == 1 && c == '{'
-		case '}', ']':
-			s.finishVal()
-			s.depth--
-		case ':':
-			if s.depth == 1 {
-				s.wantVal = s.member != 0
-				s.expectKey = false
-			}
-		case ',':
-			if s.depth == 1 {
-				s.finishVal()
-				s.wantVal, s.expectKey, s.member = false, true, 0
-			}
-		case ' ', '\t', '\r':
-			if s.depth == 1 {
-				s.finishVal()
-			}
-		default:
-			if s.depth == 1 && s.wantVal {
-				s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
-			} else if s.depth == 1 && s.inVal && len(s.val) < keepValue {
-				s.val = append(s.val, c)
-			}
+			s.stringByte(c)
+		} else {
+			s.structByte(c)
 		}
 	}
 }
 
-// strByte takes one byte c inside a string: an escape, the closing quote
-// (a key names the member whose value comes next), or a byte kept of a key
-// or a value of interest.
-func (s *Scanner) strByte(c byte) {
+// plainRun returns how many bytes at the start of rest are string contents
+// that matter to nobody: up to the next quote, backslash or newline. It is
+// the fast path through the contents of strings that are neither a key nor
+// a value of interest.
+func plainRun(rest []byte) int {
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		j = len(rest)
+	}
+	if k := bytes.IndexByte(rest[:j], '\\'); k >= 0 {
+		j = k
+	}
+	if k := bytes.IndexByte(rest[:j], '\n'); k >= 0 {
+		j = k
+	}
+	return j
+}
+
+// stringByte follows one byte inside a string: escapes, the closing quote,
+// and the bytes of a top-level key or a value of interest.
+func (s *Scanner) stringByte(c byte) {
 	switch {
 	case s.esc:
 		s.esc = false
@@ -233,5 +202,46 @@ func (s *Scanner) strByte(c byte) {
 	}
 	if s.inVal && len(s.val) < keepValue {
 		s.val = append(s.val, c)
+	}
+}
+
+// structByte follows one byte outside strings: nesting, the top level's
+// keys and values.
+func (s *Scanner) structByte(c byte) {
+	switch c {
+	case '"':
+		s.inStr = true
+		if s.depth == 1 && s.expectKey {
+			s.inKey, s.keyLong, s.key = true, false, s.key[:0]
+		} else if s.depth == 1 && s.wantVal {
+			s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
+		}
+	case '{', '[':
+		s.wantVal = false
+		s.depth++
+		s.expectKey = s.depth == 1 && c == '{'
+	case '}', ']':
+		s.finishVal()
+		s.depth--
+	case ':':
+		if s.depth == 1 {
+			s.wantVal = s.member != 0
+			s.expectKey = false
+		}
+	case ',':
+		if s.depth == 1 {
+			s.finishVal()
+			s.wantVal, s.expectKey, s.member = false, true, 0
+		}
+	case ' ', '\t', '\r':
+		if s.depth == 1 {
+			s.finishVal()
+		}
+	default:
+		if s.depth == 1 && s.wantVal {
+			s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
+		} else if s.depth == 1 && s.inVal && len(s.val) < keepValue {
+			s.val = append(s.val, c)
+		}
 	}
 }

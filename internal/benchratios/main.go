@@ -1,0 +1,304 @@
+// Command benchratios prints every performance ratio the README quotes,
+// each figure beside its anchor, from one command:
+//
+//	go run ./internal/benchratios            # 5 rounds
+//	go run ./internal/benchratios -rounds 3 -only 'host|framer'
+//
+// It builds the test binaries of the packages with benchmarks once (pipes,
+// mcptest, proxy, this command's own relay anchors, and the nested
+// integration module), then runs them round after round, each round one
+// process per binary whose benchmarks measure a figure and its anchor in
+// the same process, one after the other. A ratio is computed per round;
+// the table gives its median over the rounds and its spread (lowest and
+// highest round), with the machine it ran on: CPU model, cores, load
+// average before and after. Absolute figures move with the machine and its
+// load; a ratio of two things measured in the same round moves much less.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A binary is one package's test binary and the benchmarks of it that a
+// round runs.
+type binary struct {
+	name      string // as in -only
+	module    string // directory of the module, relative to the root
+	pkg       string // the package, as go test takes it from the module
+	bench     string // -test.bench
+	benchtime string // -test.benchtime
+	path      string // built binary
+}
+
+var binaries = []*binary{
+	{name: "framer", module: ".", pkg: "./pipes", bench: "^BenchmarkFramerRatios$/^pipe$", benchtime: "5x"},
+	{name: "host", module: ".", pkg: "./mcptest", bench: "^Benchmark(RoundTrip|Ingest)$", benchtime: "0.5s"},
+	{name: "inflight", module: "integration", pkg: ".", bench: "^BenchmarkCallsInFlight$", benchtime: "20x"},
+	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost)$", benchtime: "0.5s"},
+	{name: "relay", module: ".", pkg: "./internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
+}
+
+// results are one round's output of one binary: benchmark name (without
+// the -GOMAXPROCS suffix) → unit → value.
+type results map[string]map[string]float64
+
+// A ratio is one line of the table.
+type ratio struct {
+	bin            string // the binary whose round it is computed from
+	figure, anchor string
+	target         string
+	unit           string // "×" for a ratio, "µs" for a difference
+	value          func(r results) (float64, bool)
+}
+
+// over is a/b of one unit of two benchmarks.
+func over(a, b, unit string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		x, ok1 := r[a][unit]
+		y, ok2 := r[b][unit]
+		return x / y, ok1 && ok2 && y != 0
+	}
+}
+
+// metric is a metric one benchmark reports itself (the Framer's ratios).
+func metric(bench, unit string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		x, ok := r[bench][unit]
+		return x, ok
+	}
+}
+
+// added is how much more a than b takes, in µs, of a µs metric.
+func added(a, b, unit string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		x, ok1 := r[a][unit]
+		y, ok2 := r[b][unit]
+		return x - y, ok1 && ok2
+	}
+}
+
+// per is a/c of the amounts two relays add over direct d.
+func per(a, c, d, unit string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		x, ok1 := r[a][unit]
+		y, ok2 := r[c][unit]
+		z, ok3 := r[d][unit]
+		return (x - z) / (y - z), ok1 && ok2 && ok3 && y != z
+	}
+}
+
+var ratios = func() []ratio {
+	var rs []ratio
+	for _, size := range []string{"200B", "1KiB", "64KiB", "1MiB"} {
+		b := "BenchmarkFramerRatios/pipe/" + size
+		target := ""
+		if size == "200B" || size == "1MiB" {
+			target = "≥ 0.8×"
+		}
+		rs = append(rs,
+			ratio{"framer", "Framer, " + size + " frames through a pipe", "64 KiB read(2) loop", target, "×", metric(b, "framer/read64k")},
+			ratio{"framer", "Framer, " + size + " frames", "bufio.Reader.ReadSlice", "", "×", metric(b, "framer/bufio")},
+			ratio{"framer", "Valve+Framer (the host's reader), " + size, "64 KiB read(2) loop", "", "×", metric(b, "valve+framer/read64k")})
+	}
+	return append(rs,
+		ratio{"host", "host round trip, trivial call, in-process raw server (ns/op)", "pipe ping-pong of the same two lines", "≤ 3×", "×",
+			over("BenchmarkRoundTrip/host", "BenchmarkRoundTrip/pingpong", "ns/op")},
+		ratio{"host", "host ingest, 100,000 notifications live (MB/s)", "bare Framer on the same live flood", "≥ 0.5×", "×",
+			over("BenchmarkIngest/host", "BenchmarkIngest/framer-live", "MB/s")},
+		ratio{"host", "host ingest, live (MB/s)", "Framer + ParseMessage, same bytes in memory", "", "×",
+			over("BenchmarkIngest/host", "BenchmarkIngest/framer", "MB/s")},
+		ratio{"inflight", "1,000 tools/call in flight, mcptest (calls/s)", "official Go SDK client, same raw server", "≥ 6×", "×",
+			over("BenchmarkCallsInFlight/mcptest", "BenchmarkCallsInFlight/go-sdk-client", "calls/s")},
+		ratio{"proxy", "proxy, 1 MiB responses, host reading raw (MB/s)", "direct", "", "×",
+			over("BenchmarkThroughput/proxy", "BenchmarkThroughput/direct", "MB/s")},
+		ratio{"proxy", "proxy, raw 1 MiB responses (MB/s)", "io.Copy relay", "", "×",
+			over("BenchmarkThroughput/proxy", "BenchmarkThroughput/iocopy-relay", "MB/s")},
+		ratio{"proxy", "io.Copy relay, raw 1 MiB responses (MB/s)", "direct", "", "×",
+			over("BenchmarkThroughput/iocopy-relay", "BenchmarkThroughput/direct", "MB/s")},
+		ratio{"proxy", "proxy, 1 MiB tools/call to mcptest's host (MB/s)", "direct", "", "×",
+			over("BenchmarkMCPHost/proxy", "BenchmarkMCPHost/direct", "MB/s")},
+		ratio{"proxy", "proxy, small round trip, added (median µs)", "direct", "", "µs",
+			added("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/direct", "median-µs")},
+		ratio{"proxy", "proxy's added round trip", "io.Copy relay's added round trip", "", "×",
+			per("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/iocopy-relay", "BenchmarkRoundTrip/direct", "median-µs")},
+		ratio{"relay", "read/write relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
+			over("BenchmarkRelayThroughput/readwrite", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "splice relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
+			over("BenchmarkRelayThroughput/splice", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "io.Copy relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
+			over("BenchmarkRelayThroughput/iocopy", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "read/write relay, small round trip, added (median µs)", "direct", "", "µs",
+			added("BenchmarkRelayRoundTrip/readwrite", "BenchmarkRelayRoundTrip/direct", "median-µs")},
+		ratio{"relay", "splice relay, small round trip, added (median µs)", "direct", "", "µs",
+			added("BenchmarkRelayRoundTrip/splice", "BenchmarkRelayRoundTrip/direct", "median-µs")},
+	)
+}()
+
+func main() {
+	rounds := flag.Int("rounds", 5, "rounds of every benchmark")
+	only := flag.String("only", "", "run only the binaries whose name matches this regexp (framer, host, inflight, proxy, relay)")
+	flag.Parse()
+	root, err := moduleRoot()
+	if err != nil {
+		fail(err)
+	}
+	var sel []*binary
+	re := regexp.MustCompile(*only)
+	for _, b := range binaries {
+		if re.MatchString(b.name) {
+			sel = append(sel, b)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "benchratios")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, b := range sel {
+		b.path = filepath.Join(tmp, b.name+".test")
+		if err := run(filepath.Join(root, b.module), nil, "go", "test", "-c", "-o", b.path, b.pkg); err != nil {
+			fail(fmt.Errorf("building %s: %w", b.pkg, err))
+		}
+	}
+	loadBefore := loadavg()
+	start := time.Now()
+	per := map[string][]float64{} // ratio index → value per round
+	for r := range *rounds {
+		fmt.Fprintf(os.Stderr, "round %d of %d\n", r+1, *rounds)
+		for _, b := range sel {
+			out, err := runBinary(root, b)
+			if err != nil {
+				fail(fmt.Errorf("%s, round %d: %w\n%s", b.pkg, r+1, err, out))
+			}
+			res := parse(out)
+			for i, rt := range ratios {
+				if rt.bin != b.name {
+					continue
+				}
+				if v, ok := rt.value(res); ok {
+					per[fmt.Sprint(i)] = append(per[fmt.Sprint(i)], v)
+				}
+			}
+		}
+	}
+	fmt.Printf("Machine: %s, %d cores, %s/%s, %s; load average %s before, %s after; %d rounds in %v, %s.\n\n",
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadBefore, loadavg(), *rounds,
+		time.Since(start).Round(time.Second), start.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Println("| figure | anchor, same round | ratio (median) | spread over rounds | target |")
+	fmt.Println("|---|---|---|---|---|")
+	for i, rt := range ratios {
+		vs := per[fmt.Sprint(i)]
+		if len(vs) == 0 {
+			continue
+		}
+		slices.Sort(vs)
+		fmt.Printf("| %s | %s | %s | %s–%s | %s |\n", rt.figure, rt.anchor, format(median(vs), rt.unit), format(vs[0], rt.unit), format(vs[len(vs)-1], rt.unit), rt.target)
+	}
+}
+
+func format(v float64, unit string) string {
+	if unit == "µs" {
+		return fmt.Sprintf("%+.1f µs", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// runBinary runs one round of b in its package's directory.
+func runBinary(root string, b *binary) (string, error) {
+	dir := filepath.Join(root, b.module, b.pkg)
+	cmd := exec.Command(b.path, "-test.run", "^$", "-test.bench", b.bench, "-test.benchtime", b.benchtime, "-test.timeout", "20m")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// benchLine is a benchmark result: name-N, iterations, then value unit pairs.
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+func parse(out string) results {
+	res := results{}
+	for line := range strings.Lines(out) {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[2])
+		vals := map[string]float64{}
+		for i := 0; i+1 < len(f); i += 2 {
+			var v float64
+			if _, err := fmt.Sscan(f[i], &v); err == nil {
+				vals[f[i+1]] = v
+			}
+		}
+		res[m[1]] = vals
+	}
+	return res
+}
+
+func run(dir string, env []string, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// moduleRoot is the main module's directory, where go.mod is.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("benchratios: run it inside the mcpstdio module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "CPU unknown (" + runtime.GOOS + ")"
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "CPU unknown"
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchratios:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
+// The relay anchors the README's proxy figures are read against, which
+// proxy/bench_test.go does not have (it has direct and an io.Copy relay):
+// a blocking read(2)/write(2) relay and a splice(2) relay, each a process
+// between the host and a server, beside direct and an io.Copy relay in the
+// same run. Linux only: splice is.
+
+func init() {
+	mcptest.RegisterHelper("flood", flood)
+	mcptest.RegisterHelper("pong", pong)
+	mcptest.RegisterHelper("iocopy", relay(copyIO, false))
+	mcptest.RegisterHelper("readwrite", relay(copyReadWrite, true))
+	mcptest.RegisterHelper("splice", relay(copySplice, true))
+}
+
+func TestMain(m *testing.M) { mcptest.Main(m) }
+
+// relays are the ways between host and server; "" is direct.
+var relays = []string{"direct", "iocopy", "readwrite", "splice"}
+
+// flood answers every line on stdin with COUNT lines of SIZE bytes,
+// newlines included, in writes of at most 1 MiB. Args: SIZE COUNT.
+func flood(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
+	args := mcptest.HelperArgs()
+	size, _ := strconv.Atoi(args[0])
+	count, _ := strconv.Atoi(args[1])
+	line := bytes.Repeat([]byte("x"), size)
+	line[size-1] = '\n'
+	r := bufio.NewReader(stdin)
+	for {
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return nil
+		}
+		for range count {
+			for b := line; len(b) > 0; b = b[min(len(b), 1<<20):] {
+				if _, err := stdout.Write(b[:min(len(b), 1<<20)]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// pong answers every line with one small response line.
+func pong(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
+	r := bufio.NewReader(stdin)
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")
+	for {
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return nil
+		}
+		if _, err := stdout.Write(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// pipe returns a pipe, blocking (for the read/write and splice relays,
+// which make their own system calls) or on the runtime's poller (for
+// io.Copy, as a Go program has it).
+func pipe(blocking bool) (r, w *os.File, err error) {
+	if !blocking {
+		return os.Pipe()
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(p[0]), "pipe"), os.NewFile(uintptr(p[1]), "pipe"), nil
+}
+
+// relay returns a helper that starts the server its args name as its own
+// child and relays its stdin to the server and the
+// server's stdout to its own with copy, one goroutine each way.
+func relay(copy func(dst, src *os.File) error, blocking bool) mcptest.ServeFunc {
+	return func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		args := mcptest.HelperArgs()
+		cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
+		if err != nil {
+			return err
+		}
+		inR, inW, err := pipe(blocking)
+		if err != nil {
+			return err
+		}
+		outR, outW, err := pipe(blocking)
+		if err != nil {
+			return err
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, os.Stderr
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		inR.Close()
+		outW.Close()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // host → server; the server's stdin closes with ours
+			defer wg.Done()
+			_ = copy(inW, os.Stdin)
+			inW.Close()
+		}()
+		err = copy(os.Stdout, outR)
+		wg.Wait()
+		outR.Close()
+		return errors.Join(err, cmd.Wait())
+	}
+}
+
+func copyIO(dst, src *os.File) error {
+	_, err := io.Copy(dst, src)
+	return err
+}
+
+// copyReadWrite is a blocking read(2)/write(2) loop with a 64 KiB buffer.
+func copyReadWrite(dst, src *os.File) error {
+	d, s, err := blockingFDs(dst, src)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(s, buf)
+		if n <= 0 || err != nil {
+			return ignoreEOF(err)
+		}
+		for b := buf[:n]; len(b) > 0; {
+			k, err := syscall.Write(d, b)
+			if err != nil {
+				return err
+			}
+			b = b[k:]
+		}
+	}
+}
+
+// copySplice moves pipe to pipe in the kernel, up to 1 MiB a call.
+func copySplice(dst, src *os.File) error {
+	d, s, err := blockingFDs(dst, src)
+	if err != nil {
+		return err
+	}
+	for {
+		n, err := syscall.Splice(s, nil, d, nil, 1<<20, 0x1 /* SPLICE_F_MOVE */)
+		if n <= 0 || err != nil {
+			return ignoreEOF(err)
+		}
+	}
+}
+
+// blockingFDs returns the descriptors of dst and src in blocking mode: a
+// standard stream inherited from a Go parent may be non-blocking.
+func blockingFDs(dst, src *os.File) (int, int, error) {
+	d, s := int(dst.Fd()), int(src.Fd())
+	return d, s, errors.Join(syscall.SetNonblock(d, false), syscall.SetNonblock(s, false))
+}
+
+func ignoreEOF(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
+}
+
+// start runs the server (SERVER ARGS...) directly or behind the relay, and
+// returns its stdin and stdout and a function that ends it.
+func start(tb testing.TB, relay string, server ...string) (io.WriteCloser, io.Reader, func()) {
+	tb.Helper()
+	args := server
+	name := server[0]
+	if relay != "direct" {
+		name, args = relay, server
+	} else {
+		args = server[1:]
+	}
+	cmd, err := mcptest.HelperCommand(context.Background(), name, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return in, out, func() {
+		in.Close()
+		_, _ = io.Copy(io.Discard, out)
+		if err := cmd.Wait(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				tb.Error(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRelayThroughput: 64 lines of 1 MiB per request, read by the
+// host with 64 KiB reads, as proxy's BenchmarkThroughput does.
+func BenchmarkRelayThroughput(b *testing.B) {
+	const size, count = 1 << 20, 64
+	for _, r := range relays {
+		b.Run(r, func(b *testing.B) {
+			in, out, end := start(b, r, "flood", fmt.Sprint(size), fmt.Sprint(count))
+			defer end()
+			buf := make([]byte, 64<<10)
+			b.SetBytes(size * count)
+			for b.Loop() {
+				if _, err := in.Write([]byte("go\n")); err != nil {
+					b.Fatal(err)
+				}
+				for n := 0; n < size*count; {
+					k, err := out.Read(buf)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += k
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRelayRoundTrip: one small request and its response; the median
+// round trip is reported, as proxy's BenchmarkRoundTrip does.
+func BenchmarkRelayRoundTrip(b *testing.B) {
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	for _, r := range relays {
+		b.Run(r, func(b *testing.B) {
+			in, out, end := start(b, r, "pong")
+			defer end()
+			br := bufio.NewReader(out)
+			var rtts []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := in.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := br.ReadSlice('\n'); err != nil {
+					b.Fatal(err)
+				}
+				rtts = append(rtts, time.Since(t0))
+			}
+			slices.Sort(rtts)
+			b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
+		})
+	}
+}
+
+// TestRelays: every relay carries a flood byte for byte and a round trip.
+func TestRelays(t *testing.T) {
+	for _, r := range relays {
+		t.Run(r, func(t *testing.T) {
+			in, out, end := start(t, r, "flood", "1000", "70")
+			if _, err := in.Write([]byte("go\n")); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 70*1000)
+			if _, err := io.ReadFull(out, got); err != nil {
+				t.Fatal(err)
+			}
+			line := bytes.Repeat([]byte("x"), 1000)
+			line[999] = '\n'
+			if !bytes.Equal(got, bytes.Repeat(line, 70)) {
+				t.Errorf("%s relay: the flood arrived changed", r)
+			}
+			end()
+			in, out, end = start(t, r, "pong")
+			defer end()
+			if _, err := in.Write([]byte("ping\n")); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := bufio.NewReader(out).ReadSlice('\n'); err != nil || !bytes.Contains(l, []byte(`"result"`)) {
+				t.Errorf("%s relay: round trip %q, %v", r, l, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,54 @@
+// Package poll is the one way the library's tests wait for a state that
+// has no event to wait on: a pipe's fill level, a counter another process
+// exposes only as state. It looks at the state at a fixed interval, and its
+// only bound is the test's deadline (internal/bound). Where an event exists
+// (a channel, a Wait method, a byte count reached), wait on that instead.
+package poll
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+)
+
+// Interval is how often Until looks at the state.
+const Interval = time.Millisecond
+
+// Until calls cond every Interval, first at once, until it returns true or
+// ctx ends; then it returns an error naming what was awaited, how long,
+// and wrapping ctx's error.
+func Until(ctx context.Context, what string, cond func() bool) error {
+	start := time.Now()
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			if cond() {
+				return nil
+			}
+			return fmt.Errorf("poll: %s: not so after %v: %w", what, time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Wait is Until for a test: bounded by at most max and never past the
+// test's deadline less the margin (bound.For), it calls t.Fatalf with the
+// error and, if diag is not nil, diag's evidence when cond never holds.
+func Wait(t testing.TB, max time.Duration, what string, cond func() bool, diag func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound.For(t, max))
+	defer cancel()
+	err := Until(ctx, what, cond)
+	switch {
+	case err != nil && diag != nil:
+		t.Fatalf("%v\n%s", err, diag())
+	case err != nil:
+		t.Fatalf("%v", err)
+	}
+}
