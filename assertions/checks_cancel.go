@@ -156,7 +156,7 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	if c.end.visible && c.afterGrace.visible && window > 0 {
 		share = float64(c.end.cpu-c.afterGrace.cpu) / float64(window)
 		if cpuWentOn(g.cpuShare, share) {
-			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
+			went = append(went, fmt.Sprintf("the server used %v of CPU (ran or waited to run: %.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
 		}
 	}
 	if len(c.started) > 0 {
@@ -208,6 +208,8 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	why := []string{"the call sent no progress"}
 	if !c.end.visible {
 		why = append(why, "its CPU time and processes cannot be seen ("+invisibleWhy(s)+")")
+	} else if g.cpuShare >= 0.10 && share >= 0 {
+		why = append(why, fmt.Sprintf("its CPU use after the grace (%.0f%%) neither kept half of its use at work (%s) nor fell to a fifth of it", 100*share, g))
 	} else {
 		why = append(why, fmt.Sprintf("used little CPU at work (%s)", g))
 	}
@@ -217,8 +219,10 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 }
 
 // CPU use is judged against the call's own at work, measured on the same
-// machine under the same load: a loaded machine gives a busy call less than
-// a core. Work went on if the server kept half its working share (and at
+// machine. On Linux it is CPU demand, the time run plus the time waited on a
+// run queue (see cpuDemand), which a load that starts or stops between the
+// two windows does not change; where schedstat is not kept, CPU time, of
+// which a loaded machine gives a busy call less than a core. Work went on if the server kept half its working share (and at
 // least 5% of a core: an idle process uses next to none); it stopped if the
 // share fell by four fifths from at least 10%. Without a working share to
 // compare, only a quarter of a core counts as work.

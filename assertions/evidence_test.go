@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,9 +52,9 @@ func TestCancelEvidence(t *testing.T) {
 		{"sleeps, ignores cancel", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 0, assertions.Warn, "unverified"},
 		// The same, watched for the call's own duration: its late answer
 		// is seen.
-		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 3 * time.Second, assertions.Warn, "a response to the cancelled request arrived"},
+		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=2s"}, true, 2 * time.Second, assertions.Warn, "a response to the cancelled request arrived"},
 		// A call that honours the cancel, watched for its whole duration.
-		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
+		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=2s"}, true, 2 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
 		// Burning CPU after the cancel is work going on.
 		{"burns, ignores cancel", []string{"work=burn", "ignore-cancel", "for=5s"}, true, 0, assertions.Warn, "of CPU"},
 		// CPU use that falls to nothing is work that stopped.
@@ -64,15 +65,25 @@ func TestCancelEvidence(t *testing.T) {
 		{"spawns, ignores cancel", []string{"work=spawn", "ignore-cancel", "for=5s"}, true, 0, assertions.Warn, "sleep 30"},
 		{"spawns, honours cancel", []string{"work=spawn", "for=5s"}, true, 0, assertions.Pass, "processes the call starts"},
 	}
-	for _, tt := range tests {
+	// The criteria mostly wait (the watch after the cancel): run them side
+	// by side, more than go test's -parallel would, and judge them as
+	// subtests afterwards.
+	reports := make([]*assertions.Report, len(tests))
+	concurrently(len(tests), func(i int) {
+		tt := tests[i]
+		if tt.child && !linux && tt.want != assertions.Warn {
+			return
+		}
+		cfg := quietConfig()
+		cfg.SlowDuration = tt.slowFor
+		reports[i] = assertions.CheckServer(t.Context(), quiet(tt.child, tt.args...), cfg)
+	})
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if tt.child && !linux && tt.want != assertions.Warn {
+			rep := reports[i]
+			if rep == nil {
 				t.Skip("CPU time and child processes are read from /proc: Linux only")
 			}
-			cfg := quietConfig()
-			cfg.SlowDuration = tt.slowFor
-			rep := assertions.CheckServer(t.Context(), quiet(tt.child, tt.args...), cfg)
 			if len(rep.Results) != 1 {
 				t.Fatalf("%d results, want 1:\n%s", len(rep.Results), rep)
 			}
@@ -84,6 +95,20 @@ func TestCancelEvidence(t *testing.T) {
 	}
 }
 
+// concurrently runs f(0), …, f(n-1) side by side and waits for them all.
+// Only the test goroutine reports: f stores what it saw.
+func concurrently(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
 // TestCancelBeforeWorkEvidence: the early cancel is judged by what the same
 // call shows when left to work.
 func TestCancelBeforeWorkEvidence(t *testing.T) {
@@ -91,15 +116,19 @@ func TestCancelBeforeWorkEvidence(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("CPU time is read from /proc: Linux only")
 	}
-	for _, tt := range []struct {
+	tests := []struct {
 		args []string
 		want assertions.Verdict
-	}{{[]string{"work=burn", "for=5s"}, assertions.Pass}, {[]string{"work=burn", "ignore-cancel", "for=5s"}, assertions.Warn}} {
+	}{{[]string{"work=burn", "for=5s"}, assertions.Pass}, {[]string{"work=burn", "ignore-cancel", "for=5s"}, assertions.Warn}}
+	reports := make([]*assertions.Report, len(tests))
+	concurrently(len(tests), func(i int) {
 		cfg := quietConfig()
 		cfg.Run = regexp.MustCompile(`^cancel-before-work$`)
-		rep := assertions.CheckServer(t.Context(), quiet(true, tt.args...), cfg)
-		if got := rep.Verdicts()["cancel-before-work"]; got != tt.want {
-			t.Errorf("%q: cancel-before-work = %s, want %s\n%s", tt.args, got, tt.want, rep)
+		reports[i] = assertions.CheckServer(t.Context(), quiet(true, tests[i].args...), cfg)
+	})
+	for i, tt := range tests {
+		if got := reports[i].Verdicts()["cancel-before-work"]; got != tt.want {
+			t.Errorf("%q: cancel-before-work = %s, want %s\n%s", tt.args, got, tt.want, reports[i])
 		}
 	}
 }
@@ -111,12 +140,20 @@ func TestInvalidJSONSameRead(t *testing.T) {
 	cfg := quietConfig()
 	cfg.Run = regexp.MustCompile(`^invalid-json-input$`)
 	cfg.Within = time.Second
+	tests := []struct {
+		args []string
+		want assertions.Verdict
+	}{{nil, assertions.Pass}, {[]string{"drop-after-bad"}, assertions.Fail}}
+	var reports [2][2]*assertions.Report // by way, by row
+	concurrently(2*len(tests), func(i int) {
+		reports[i/2][i%2] = assertions.CheckServer(t.Context(), quiet(i/2 == 1, tests[i%2].args...), cfg)
+	})
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		for _, tt := range []struct {
-			args []string
-			want assertions.Verdict
-		}{{nil, assertions.Pass}, {[]string{"drop-after-bad"}, assertions.Fail}} {
-			rep := assertions.CheckServer(t.Context(), quiet(child, tt.args...), cfg)
+		for i, tt := range tests {
+			rep := reports[0][i]
+			if child {
+				rep = reports[1][i]
+			}
 			res := rep.Results[0]
 			// Depending on what the server's read held, the request behind
 			// the invalid line or the next one is lost: either way the

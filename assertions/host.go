@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -45,7 +43,7 @@ type HostConfig struct {
 	// MaxFrame is the host's transport limit: the most bytes of one
 	// JSON-RPC message it accepts. Zero skips the two criteria about it.
 	MaxFrame int
-	// Within bounds each call the battery makes. Default 10s.
+	// Within bounds each call the battery makes, and the host's Close. Default 10s.
 	Within time.Duration
 	// HugeField is the size in bytes of the response that is one huge text
 	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
@@ -93,24 +91,17 @@ func (c HostConfig) withDefaults() HostConfig {
 	return c
 }
 
-// fakeHelper is the name under which Main registers the fake as an
-// mcptest helper, for the hosts under test to start as a child.
+// fakeHelper is the name under which the package registers the fake as an
+// mcptest helper, for the hosts under test to start as a child of the test
+// binary. The registration is a map entry and nothing else: it runs only
+// when mcptest.Main (or mcptest.ServeHelper) in the package's TestMain
+// finds the test binary re-executed as that helper.
 const fakeHelper = "mcpstdio-assertions-fake"
 
-// Main is the TestMain of a package that runs HostCriteria or CheckHost:
-// those run the fake server (package fakeserver) as a child of the test
-// binary, so the binary must serve it when re-executed. Main registers it
-// and then does what mcptest.Main does (helpers, goleak with opts):
-//
-//	func TestMain(m *testing.M) { assertions.Main(m) }
-//
-// It registers nothing in any other program: importing assertions has no
-// side effect.
-func Main(m *testing.M, opts ...goleak.Option) {
+func init() {
 	mcptest.RegisterHelper(fakeHelper, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
-	mcptest.Main(m, opts...)
 }
 
 // hostFixture is one host criterion's fake and host.
@@ -133,7 +124,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	// The fake is killed when the criterion ends, whatever the host does.
 	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
 	if err != nil {
-		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { assertions.Main(m) }`)", err)
+		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { mcptest.Main(m) }`)", err)
 	}
 	r.cmd = cmd
 	type started struct {
@@ -249,7 +240,8 @@ func (r *hostFixture) diagnose() string {
 
 func (r *hostFixture) abort() { r.kill() }
 
-// close ends the host, within 5s, and makes sure the fake is gone.
+// close ends the host, within the criterion's bound, and makes sure the
+// fake is gone.
 func (r *hostFixture) close() (string, error) {
 	defer os.RemoveAll(r.dir)
 	var err error
@@ -263,12 +255,12 @@ func (r *hostFixture) close() (string, error) {
 			}()
 			done <- r.host.Close()
 		}()
-		t := time.NewTimer(5 * time.Second)
+		t := time.NewTimer(r.cfg.Within)
 		select {
 		case err = <-done:
 			t.Stop()
 		case <-t.C:
-			err = errors.New("the host's Close did not return within 5s")
+			err = fmt.Errorf("the host's Close did not return within %v", r.cfg.Within)
 		}
 	}
 	r.kill() // the host should have stopped the fake; make sure

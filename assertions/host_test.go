@@ -108,8 +108,19 @@ func (h *naiveHost) Close() error {
 
 func TestCheckHostNaive(t *testing.T) {
 	t.Parallel()
-	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20}
-	rep := assertions.CheckHost(t.Context(), newNaiveHost, cfg)
+	// One battery per criterion, side by side: most of them wait out a
+	// bound on this host.
+	names := assertions.HostCriterionNames()
+	reports := make([]*assertions.Report, len(names))
+	concurrently(len(names), func(i int) {
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20,
+			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
+		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
+	})
+	rep := &assertions.Report{Subject: reports[0].Subject}
+	for _, r := range reports {
+		rep.Results = append(rep.Results, r.Results...)
+	}
 	want := map[string]assertions.Verdict{}
 	for _, n := range assertions.HostCriterionNames() {
 		want[n] = assertions.Pass
@@ -186,8 +197,23 @@ func TestHostAdapterFaults(t *testing.T) {
 			return &badClient{inner: h, panicCall: true}, err
 		}, "the host's CallTool panicked: adapter bug in CallTool"},
 	}
-	for _, tt := range tests {
-		rep := assertions.CheckHost(t.Context(), tt.factory, cfg)
+	reports := make([]*assertions.Report, len(tests)+1)
+	concurrently(len(tests)+1, func(i int) {
+		if i < len(tests) {
+			reports[i] = assertions.CheckHost(t.Context(), tests[i].factory, cfg)
+			return
+		}
+		// A Close that does not return: the criterion still ends, and
+		// says so.
+		closeCfg := cfg
+		closeCfg.Run = regexp.MustCompile(`^era-legacy$`)
+		reports[i] = assertions.CheckHost(t.Context(), func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			h, err := real(ctx, cmd)
+			return &badClient{inner: h, closeBlock: release}, err
+		}, closeCfg)
+	})
+	for i, tt := range tests {
+		rep := reports[i]
 		if len(rep.Results) != 2 {
 			t.Errorf("%s: %d results, want both criteria to run:\n%s", tt.name, len(rep.Results), rep)
 		}
@@ -197,13 +223,7 @@ func TestHostAdapterFaults(t *testing.T) {
 			}
 		}
 	}
-	// A Close that does not return: the criterion still ends, and says so.
-	cfg.Run = regexp.MustCompile(`^era-legacy$`)
-	rep := assertions.CheckHost(t.Context(), func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
-		h, err := real(ctx, cmd)
-		return &badClient{inner: h, closeBlock: release}, err
-	}, cfg)
-	if res := rep.Results[0]; !strings.Contains(res.Details, "Close did not return within 5s") {
+	if res := reports[len(tests)].Results[0]; !strings.Contains(res.Details, "Close did not return within 2s") {
 		t.Errorf("a host whose Close hangs: %+v, want the details to say so", res)
 	}
 }

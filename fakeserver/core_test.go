@@ -114,7 +114,7 @@ func TestLegacyEra(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	r := startRig(t, rigOpt{}, WithMaxFrame(1024))
+	r := startRig(t, rigOpt{}, WithStdinLimit(1024))
 	r.writeLine([]byte(`this is not json`))
 	// wire.ParseMessage rejects a response with id null, which JSON-RPC
 	// 2.0 prescribes for a parse error: decode it directly.

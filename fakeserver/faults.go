@@ -16,7 +16,12 @@ import (
 //
 // Faults fire on counts, never on chance or a clock. "The nth message" is
 // the nth line read from stdin, counted from 1, valid or not (lines over the
-// WithMaxFrame limit are not counted); 0 turns the fault off.
+// WithStdinLimit limit are not counted); 0 turns the fault off. They are
+// junk on stdout (Banner, StdoutLogAfter, InvalidJSONAfter, OversizedAfter,
+// ServerRequestAfter), broken frames (RawNewline, NoFinalNewline,
+// ExitAfterBytes, CloseStdoutAfter), pressure (StderrNoise,
+// IdleNotifyBytes, UnboundedResults), and the wrong core (NaiveLoop,
+// IgnoreCancel, RespondAfterCancel, IgnoreEOF, IgnoreSIGTERM).
 type Faults struct {
 	// Banner, if set, is written with a newline on stdout before the first
 	// message is read: junk a strict host must survive.

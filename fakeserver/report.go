@@ -36,7 +36,7 @@ type Report struct {
 	StdinBytes       int64 // bytes read from stdin
 	StdinMessages    int64 // frames read from stdin, valid or not
 	StdinParseErrors int64 // frames that were not JSON-RPC (answered with -32700)
-	StdinOversized   int64 // lines over the WithMaxFrame limit, discarded unparsed
+	StdinOversized   int64 // lines over the WithStdinLimit limit, discarded unparsed
 	ResponsesRead    int64 // responses read from stdin (to server-to-client requests)
 
 	StdoutBytes        int64         // bytes written to stdout, newlines included
