@@ -36,9 +36,14 @@ type battery[F fixture] struct {
 	subject  string
 	criteria []criterion[F]
 	fixture  func(name string) F
-	budget   func(name string) time.Duration // the watchdog's budget for one criterion
-	run      *regexp.Regexp
-	expect   map[string]Verdict
+	// start, if set, runs before the criteria: a failure it returns
+	// (named "start") is the battery's only result; a pass goes to
+	// progress only.
+	start  func(ctx context.Context) Result
+	budget func(name string) time.Duration // the watchdog's budget for one criterion
+	run    *regexp.Regexp
+	expect map[string]Verdict
+	rules  map[string]string // a criterion's rule, for a verdict that names none
 }
 
 // names lists the battery's criteria in the order they run.
@@ -84,6 +89,18 @@ func (b *battery[F]) all(ctx context.Context, progress func(Result)) *Report {
 	if err := b.checkExpect(); err != nil {
 		rep.Results = append(rep.Results, Result{Name: "expect", Verdict: Fail, Evidence: err.Error()})
 	}
+	if b.start != nil && len(b.selected()) > 0 {
+		res := b.start(ctx)
+		res.Name, res.Duration = "start", time.Since(start)
+		if progress != nil {
+			progress(res)
+		}
+		if res.Verdict == Fail {
+			rep.Results = append(rep.Results, res)
+			rep.Duration = time.Since(start)
+			return rep
+		}
+	}
 	forced := ""
 	for _, c := range b.selected() {
 		if ctx.Err() != nil {
@@ -105,6 +122,16 @@ func (b *battery[F]) tests(t *testing.T) {
 	t.Helper()
 	if err := b.checkExpect(); err != nil {
 		t.Fatal(err)
+	}
+	if b.start != nil && len(b.selected()) > 0 {
+		ctx, cancel, _ := bound.Context(context.Background(), t)
+		res := b.start(ctx)
+		cancel()
+		if res.Verdict == Fail {
+			res.Name = "start"
+			t.Run("start", func(t *testing.T) { t.Helper(); report(t, res) })
+			return
+		}
 	}
 	forced := ""
 	for _, c := range b.selected() {
@@ -157,6 +184,9 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 		res.Evidence += fmt.Sprintf(" [the previous criterion's server had to be forced to end (%s)]", after)
 	}
 	res.Name = c.name
+	if res.Rule == "" {
+		res.Rule = b.rules[c.name]
+	}
 	res.Duration = time.Since(start)
 	if v, ok := b.expect[c.name]; ok {
 		res.Expected = v

@@ -59,8 +59,11 @@ type Report struct {
 	// internal error (-32603); the server went on after each.
 	Panics []string
 
-	EOF  bool   // stdin reached EOF
-	Exit string // why Serve returned; empty while it runs
+	EOF bool // stdin reached EOF
+	// DroppedAtEOF counts messages dropped unanswered at stdin EOF
+	// (Faults.DropPendingAtEOF).
+	DroppedAtEOF int
+	Exit         string // why Serve returned; empty while it runs
 }
 
 // RequestRecord is one request read from stdin.

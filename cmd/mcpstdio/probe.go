@@ -166,44 +166,36 @@ func (o *output) add(rep *assertions.Report) {
 }
 
 // The results that are not criteria: "start" when the server could not be
-// probed at all, "interrupted" when a signal stopped the run.
+// probed at all (the battery's), "interrupted" when a signal stopped the
+// run.
 const (
 	resultStart       = "start"
 	resultInterrupted = "interrupted"
-	ruleStart         = "the server starts from its command and negotiates MCP (server/discover, else initialize)"
 )
 
-// probe checks that the server starts and speaks MCP, then runs the
-// criteria, printing each result as it is known and the summary. It always
-// returns a report, of the command argv. The error is for a server that
-// could not be probed at all (the report's one result is "start") or an
-// interrupt (the criteria it cut short are dropped from the report, and
+// probe runs the criteria (the battery first starts the server once and
+// negotiates), printing each result as it is known and the summary. It
+// always returns a report, of the command argv. The error is for a server
+// that could not be probed at all (the report's one result is "start") or
+// an interrupt (the criteria it cut short are dropped from the report, and
 // named by its last result, "interrupted"); it names the command.
 func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
 	target := mcptest.Command(argv[0], argv[1:]...)
 	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
 	p.begin(rep.Subject, cfg)
 	begin := time.Now()
-	err := preflight(ctx, target, cfg, p)
-	switch {
-	case ctx.Err() != nil:
-		return interrupted(rep, p, begin), errInterrupted
-	case err != nil:
-		p.live.pause()
-		first, rest, _ := strings.Cut(err.Error(), "\n")
-		rep.Results = []assertions.Result{{Name: resultStart, Verdict: assertions.Fail, Evidence: first, Details: rest,
-			Rule: ruleStart, Duration: time.Since(begin)}}
-		rep.Duration = time.Since(begin)
-		if p.verbose && rest != "" {
-			return rep, fmt.Errorf("%s: %s\n%s", rep.Subject, first, indent(rest))
-		}
-		return rep, fmt.Errorf("%s: %s", rep.Subject, first)
-	}
 	got := assertions.CheckServerStream(ctx, target, cfg, p.result)
 	p.live.pause()
 	rep.Results, rep.Duration = got.Results, got.Duration
 	if ctx.Err() != nil {
 		return interrupted(rep, p, begin), errInterrupted
+	}
+	if len(rep.Results) == 1 && rep.Results[0].Name == resultStart {
+		res := rep.Results[0]
+		if p.verbose && res.Details != "" {
+			return rep, fmt.Errorf("%s: %s\n%s", rep.Subject, res.Evidence, indent(res.Details))
+		}
+		return rep, fmt.Errorf("%s: %s", rep.Subject, res.Evidence)
 	}
 	p.summary(rep)
 	return rep, nil
@@ -221,32 +213,4 @@ func interrupted(rep *assertions.Report, p *printer, begin time.Time) *assertion
 		rep.Duration = time.Since(begin)
 	}
 	return rep
-}
-
-// preflightGrace bounds each step of closing the preflight session: its
-// shutdown is judged by the criteria, not here.
-const preflightGrace = 200 * time.Millisecond
-
-// preflight starts the server once and negotiates, so that a server that
-// does not start or does not speak MCP is one error line instead of one
-// failure per criterion. On success it prints the report's heading.
-func preflight(ctx context.Context, target mcptest.Target, cfg assertions.ServerConfig, p *printer) error {
-	opts := []mcptest.Option{mcptest.WithGrace(preflightGrace)}
-	if cfg.Within > 0 {
-		opts = append(opts, mcptest.WithTimeout(cfg.Within))
-	}
-	if cfg.PipeCapacity > 0 {
-		opts = append(opts, mcptest.WithPipeCapacity(cfg.PipeCapacity))
-	}
-	opts = append(opts, cfg.Options...)
-	begin := time.Now()
-	s, err := mcptest.Start(ctx, target, opts...)
-	if err != nil {
-		return fmt.Errorf("could not start it and negotiate MCP: %s", strings.TrimSpace(err.Error()))
-	}
-	version := s.ProtocolVersion()
-	took := time.Since(begin)
-	closeErr := s.Close()
-	p.heading(version, took, closeErr)
-	return nil
 }
