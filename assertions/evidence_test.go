@@ -165,6 +165,19 @@ func TestInvalidJSONSameRead(t *testing.T) {
 	})
 }
 
+// TestInvalidJSONAnswerWithoutID: an error answer without an id (JSON-RPC's
+// answer when the id could not be read) is an answer, and the evidence says
+// what came.
+func TestInvalidJSONAnswerWithoutID(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^invalid-json-input$`)
+	res := assertions.CheckServer(t.Context(), quiet(false, "answer-bad"), cfg).Results[0]
+	if res.Verdict != assertions.Pass || !strings.Contains(res.Evidence, `answered with 2 error response(s) (-32700 "Parse error", no id;`) {
+		t.Errorf("invalid-json-input = %s (%s), want a pass naming the two id-less -32700 answers", res.Verdict, res.Evidence)
+	}
+}
+
 // TestOversizedSlowReader: a server still reading when the bound runs out
 // is "still reading", with its rate, not "stopped".
 func TestOversizedSlowReader(t *testing.T) {

@@ -31,6 +31,7 @@ func init() {
 //	ignore-cancel  the work goes on after a cancel, and answers when done
 //	for=D          the work lasts D (default 3s)
 //	drop-after-bad on an invalid JSON line, drop the rest of what was read
+//	answer-bad     answer an invalid JSON line with -32700 and no id
 //	slow-read=N    read stdin at about N KiB/s
 //	chatty         "big" writes 64 KiB of log notifications before its response
 //	id-last        responses put the id last, as the TypeScript SDK does:
@@ -77,6 +78,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			}
 			m, err := wire.ParseMessage(line)
 			if err != nil {
+				if _, answer := opts["answer-bad"]; answer {
+					write(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": wire.CodeParseError, "message": "Parse error"}})
+				}
 				if _, drop := opts["drop-after-bad"]; drop {
 					r.Discard(r.Buffered()) // the naive reader's bug: the rest of the read goes too
 				}
