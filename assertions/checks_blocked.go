@@ -2,6 +2,7 @@ package assertions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -105,9 +106,9 @@ func notLarge(s *mcptest.Session, resp *mcptest.Response, large *ToolCall) (Resu
 	capacity := s.Stats().WriterEvidence.Capacity // what the pipe really was
 	switch {
 	case resp.Error != nil:
-		return fail(ruleLargeCall, "the Large call (%s) failed: %v: configure a call that returns a large result", large, resp.Error), true
+		return fail(ruleLargeCall, "the Large call (%s) failed: %v: configure a call that returns a large result", large.describe(), resp.Error), true
 	case len(resp.Result) <= capacity:
-		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large, len(resp.Result), capacity), true
+		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large.describe(), len(resp.Result), capacity), true
 	}
 	return Result{}, false
 }
@@ -211,7 +212,7 @@ func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg Server
 	// bytes handed to write(2) cannot be recalled: more than the pipe held
 	// must have arrived. Otherwise a short response sat in the pipe.
 	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
-		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large)
+		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large.describe())
 	}
 	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, afterCancel(ctx, big))
 }
@@ -243,9 +244,28 @@ func responseKind(r *mcptest.Response) string {
 		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
 	}
 	if isErrorResult(r.Result) {
-		return fmt.Sprintf("an isError result (%.120s)", r.Result)
+		return "an isError result: " + firstText(r.Result)
 	}
 	return fmt.Sprintf("a result of %d bytes", len(r.Result))
+}
+
+// firstText returns a result's first text content block whole (up to 1
+// KiB), quoted, or its size if it has none.
+func firstText(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) == nil {
+		for _, c := range r.Content {
+			if c.Type == "text" {
+				return fmt.Sprintf("%q", boundText(c.Text, 1024))
+			}
+		}
+	}
+	return fmt.Sprintf("%d bytes, no text content", len(result))
 }
 
 // ended reports whether p has ended: answered, or failed.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
@@ -134,6 +135,8 @@ func (b *battery[F]) tests(t *testing.T) {
 		}
 	}
 	forced := ""
+	begin := time.Now()
+	rep := &Report{Subject: b.subject}
 	for _, c := range b.selected() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Helper()
@@ -141,9 +144,12 @@ func (b *battery[F]) tests(t *testing.T) {
 			defer cancel()
 			var res Result
 			res, forced = b.one(ctx, c, forced)
+			rep.Results = append(rep.Results, res)
 			report(t, res)
 		})
 	}
+	rep.Duration = time.Since(begin)
+	t.Log(rep.Summary())
 }
 
 // one runs criterion c against a fresh fixture under the watchdog, and
@@ -184,6 +190,7 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 		res.Evidence += fmt.Sprintf(" [the previous criterion's server had to be forced to end (%s)]", after)
 	}
 	res.Name = c.name
+	res.Evidence = boundLines(res.Evidence, evidenceLine)
 	if res.Rule == "" {
 		res.Rule = b.rules[c.name]
 	}
@@ -192,6 +199,37 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 		res.Expected = v
 	}
 	return res, forced
+}
+
+// evidenceLine bounds each line of a verdict's evidence, in bytes: what
+// informs is kept (tool calls by name and argument size, JSON-RPC errors by
+// code and message, an isError result's first text), what only repeats is
+// cut from the middle.
+const evidenceLine = 1024
+
+// boundLines cuts each line of s longer than n bytes to its head and tail.
+func boundLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = boundText(l, n)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// boundText cuts s, if longer than n bytes, to its first 3/4 and last 1/4
+// around a note of what was cut (at UTF-8 boundaries).
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*3/4, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", s[:head], len(s)-head-tail, s[len(s)-tail:])
 }
 
 // doneSignal returns a channel closed once done delivers, storing the
@@ -238,8 +276,12 @@ func report(t testing.TB, res Result) {
 		t.Errorf("%s: %s", name, msg)
 	case res.Verdict == Skip:
 		t.Skipf("%s: %s", name, msg)
-	case res.Verdict != Pass:
+	case res.Verdict != Pass && res.Expected == res.Verdict:
 		t.Logf("%s: %s (as Expect says): %s", name, strings.ToUpper(string(res.Verdict)), msg)
+	case res.Verdict == Warn:
+		// go test has no warning outcome: the log line and the battery's
+		// closing summary say it.
+		t.Logf("WARN %s: %s", name, msg)
 	default:
 		t.Logf("%s: %s", name, res.Evidence)
 	}

@@ -172,6 +172,20 @@ func (c *ToolCall) String() string {
 	return fmt.Sprintf("%s %s", c.Name, args)
 }
 
+// describe names the call for evidence: as String does, but with
+// arguments over 200 bytes given by their size, so that a Large call's
+// arguments do not fill the line.
+func (c *ToolCall) describe() string {
+	if c == nil {
+		return "none"
+	}
+	args, _ := json.Marshal(c.Arguments)
+	if len(c.Arguments) == 0 || len(args) <= 200 {
+		return c.String()
+	}
+	return fmt.Sprintf("%s with %d bytes of arguments", c.Name, len(args))
+}
+
 // params returns tools/call params, with a progress token if token is set.
 func (c *ToolCall) params(token any) map[string]any {
 	p := map[string]any{"name": c.Name}
