@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -111,73 +110,6 @@ func notLarge(s *mcptest.Session, resp *mcptest.Response, large *ToolCall) (Resu
 		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large.describe(), len(resp.Result), capacity), true
 	}
 	return Result{}, false
-}
-
-// floodRequest is one request of the reads-while-blocked flood: the cheap
-// call if configured, else a call of a tool that does not exist, padded so
-// that the flood is large; either goes through the server's tool-call path,
-// which is where a server may queue work behind its blocked writes.
-func floodRequest(cfg ServerConfig) map[string]any {
-	if cfg.Cheap != nil {
-		return cfg.Cheap.params(nil)
-	}
-	return map[string]any{"name": "mcpstdio-no-such-tool", "arguments": map[string]any{"pad": strings.Repeat("x", 256)}}
-}
-
-// CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), then writes a flood of tools/call requests to its stdin
-// — at least cfg.Flood, and at least 8 times the stdin pipe's capacity in
-// bytes — and checks that the server keeps reading them: every write
-// completes while its stdout is still blocked. After reads resume, the large
-// response and an answer to every flood request (a result or an error) must
-// arrive.
-func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured")
-	}
-	s.StallReads()
-	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	if err := s.WaitWriterBlocked(ctx); err != nil {
-		return failErr(ruleLargeCall, "the Large call did not block the server's stdout", err)
-	}
-	capacity := cfg.PipeCapacity
-	if capacity <= 0 {
-		capacity = 64 << 10 // Linux's default, the largest of the usual ones
-	}
-	req := floodRequest(cfg)
-	before := s.Stats().StdinBytes
-	begin := time.Now()
-	var flood []*mcptest.Pending
-	for i := 0; i < cfg.Flood || s.Stats().StdinBytes-before < 8*int64(capacity); i++ {
-		p := s.Send(wire.MethodToolsCall, req)
-		flood = append(flood, p)
-		if ended(p) && !responded(p) {
-			_, err := p.Wait(ctx)
-			if e := serverEnded(s); e != "" {
-				return fail(ruleReadsBlocked, "tools/call %d of the flood could not be written while the server's stdout was blocked: %s", i+1, e)
-			}
-			return failErr(ruleReadsBlocked, fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written while the server's stdout was blocked", i+1, s.Stats().StdinBytes-before), err)
-		}
-	}
-	sent := s.Stats().StdinBytes - before
-	took := time.Since(begin)
-	evidence := s.Stats().WriterEvidence
-	s.ResumeReads()
-	resp, err := big.Wait(ctx)
-	if err != nil {
-		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
-	}
-	if res, bad := notLarge(s, resp, cfg.Large); bad {
-		return res
-	}
-	for i, p := range flood {
-		if _, err := p.Wait(ctx); err != nil {
-			return failErr(ruleReadsBlocked, fmt.Sprintf("the answer to tools/call %d of the flood after resuming reads", i+1), err)
-		}
-	}
-	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) were read from stdin in %v while stdout was blocked (%s); all answered after resuming",
-		len(flood), sent, float64(sent)/float64(capacity), capacity, took.Round(time.Millisecond), evidence)
 }
 
 // AssertReadsWhileBlocked is CheckReadsWhileBlocked for tests.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -32,6 +33,10 @@ func init() {
 //	for=D          the work lasts D (default 3s)
 //	drop-after-bad on an invalid JSON line, drop the rest of what was read
 //	answer-bad     answer an invalid JSON line with -32700 and no id
+//	exit-after=N   end after the Nth tools/call (a server that cannot take
+//	               a flood, stalled or not)
+//	async          write every reply from a goroutine of its own, so that
+//	               the read loop never waits on stdout
 //	slow-read=N    read stdin at about N KiB/s
 //	chatty         "big" writes 64 KiB of log notifications before its response
 //	id-last        responses put the id last, as the TypeScript SDK does:
@@ -68,6 +73,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		cancels := map[string]context.CancelFunc{}
+		calls := 0
 		for {
 			line, err := r.ReadBytes('\n')
 			if err != nil {
@@ -105,6 +111,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			case wire.MethodPing:
 				reply["result"] = map[string]any{}
 			case wire.MethodToolsCall:
+				if calls++; opts["exit-after"] != "" && calls > atoiOr(opts["exit-after"], 0) {
+					return errors.New("quiet: exit-after reached")
+				}
 				name := string(wire.Member(m.Params, "name"))
 				switch name {
 				case `"slow"`:
@@ -135,6 +144,14 @@ func quietServer(args []string) mcptest.ServeFunc {
 				}
 			default:
 				reply["error"] = map[string]any{"code": wire.CodeMethodNotFound, "message": "method not found"}
+			}
+			if _, async := opts["async"]; async {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					write(reply)
+				}()
+				continue
 			}
 			write(reply)
 		}

@@ -99,7 +99,8 @@ type ServerConfig struct {
 	// true. Keys are criterion names (ServerCriterionNames).
 	Expect map[string]Verdict
 
-	start *serverStart // what the battery's first start learned
+	start *serverStart                                    // what the battery's first start learned
+	fresh func(context.Context) (*mcptest.Session, error) // starts another session of the criterion's server
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -257,7 +258,11 @@ func serverCriterion(name string, rule func(era string) string, check func(ctx c
 			res.Rule = rule("")
 			return res
 		}
-		res := check(ctx, s, f.cfg)
+		cfg := f.cfg
+		cfg.fresh = func(ctx context.Context) (*mcptest.Session, error) {
+			return mcptest.Start(ctx, f.target, f.cfg.options(f.cfg.start.options(f.cfg)...)...)
+		}
+		res := check(ctx, s, cfg)
 		res.Era = s.ProtocolVersion()
 		if res.Era == "" && f.cfg.start != nil { // a session without a handshake
 			res.Era = f.cfg.start.version
