@@ -52,6 +52,7 @@ type floodOutcome struct {
 	took      time.Duration // writing it
 	slow      bool          // a bound cut a write short while the server took bytes
 	stopped   string        // why the writes stopped, or ""
+	detail    string        // the last write's error
 	cappedOut bool          // still progressing at floodCap
 }
 
@@ -86,8 +87,9 @@ func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg Ser
 				// next write.
 				o.slow, idle, line = true, 0, nil
 			} else if idle++; idle == 2 {
-				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row: %s",
-					i+1, s.Stats().StdinBytes-start, cfg.Within, firstLine(err.Error()))
+				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row",
+					i+1, s.Stats().StdinBytes-start, cfg.Within)
+				o.detail = err.Error()
 				return o
 			}
 			if time.Since(begin) > cfg.floodCap() {
@@ -147,7 +149,9 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	evidence := s.Stats().WriterEvidence
 	s.ResumeReads()
 	if o.stopped != "" {
-		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "%s while the server's stdout was blocked", o.stopped))
+		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked", o.stopped)
+		res.Details = o.detail
+		return floodFailed(ctx, cfg, lines, res)
 	}
 	if o.cappedOut {
 		need := time.Duration(float64(total) / o.rate() * float64(time.Second))
