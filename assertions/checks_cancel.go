@@ -260,8 +260,8 @@ func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 1
 
 // CheckCancelStopsWork watches p, a request at work, for a while (until it
 // has sent three progress notifications, or min(Within, 10×CancelGrace)),
-// to learn what its work looks like; then cancels it and judges, by the
-// evidence described at the top of this file, whether the work stopped. A
+// to learn what its work looks like; then cancels it and judges, by its
+// progress, CPU demand and processes (Linux), whether the work stopped. A
 // response after the cancel fails in 2026-07-28 (MUST NOT) and warns before
 // it (SHOULD NOT), as does work that went on. Without evidence either way
 // the verdict is a warning that says "unverified". Processes the server

@@ -124,11 +124,11 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 }
 
 // CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), then writes a flood of tools/call requests to its stdin
-// (see floodLines) and checks that the server keeps reading them while its
-// stdout is still blocked: slow is not stopped (see above). After reads
-// resume, the large response and an answer to every flood request (a result
-// or an error) must arrive.
+// (reads stalled), writes a flood of tools/call requests (Flood, Cheap) to
+// its stdin and checks that the server keeps taking them while its stdout
+// is blocked; slow is not stopped. After reads resume, the large response
+// and an answer to every flood request must arrive. The README's criteria
+// table says how slow and stopped are told apart.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {

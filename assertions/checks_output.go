@@ -260,11 +260,9 @@ func oversizedRequest(size int) []byte {
 }
 
 // CheckOversizedInput writes a request line of cfg.OversizedRequest bytes to
-// stdin, in 1 MiB writes so that the server's reading can be followed, and
-// checks that the server survives it: the next request completes. It allows
-// Within plus 250ms per MiB in all (the session's WithTimeout must allow a
-// write that long); a server still reading when that runs out is reported
-// as still reading, with its rate, not as stopped.
+// stdin in 1 MiB writes and checks that the server survives it: the next
+// request completes, within Within plus 250ms per MiB; a server still
+// reading then is reported with its rate, not as stopped.
 func CheckOversizedInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	line := oversizedRequest(cfg.OversizedRequest)
