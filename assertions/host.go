@@ -402,7 +402,13 @@ func (r *hostFixture) bigResult(ctx context.Context, args fakeserver.BigArgs, wa
 // and proof that the criteria can be met.
 func SessionHost(opts ...mcptest.Option) HostFactory {
 	return func(ctx context.Context, cmd *exec.Cmd) (Host, error) {
-		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), opts...)
+		all := opts
+		if dl, ok := ctx.Deadline(); ok {
+			// The battery bounds the start (StartTimeout): the
+			// handshake need not end sooner.
+			all = append([]mcptest.Option{mcptest.WithStartTimeout(time.Until(dl))}, opts...)
+		}
+		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), all...)
 		if err != nil {
 			return nil, err
 		}

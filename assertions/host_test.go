@@ -113,7 +113,7 @@ func TestCheckHostNaive(t *testing.T) {
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 2 * time.Second, StderrNoise: 1 << 20,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 5 * time.Second, StderrNoise: 1 << 20,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})
