@@ -88,6 +88,7 @@ type config struct {
 	maxFrame       int
 	limits         Limits
 	timeout        time.Duration
+	startTimeout   time.Duration // 0: timeout
 	grace          time.Duration
 	probeTimeout   time.Duration
 	version        string
@@ -202,9 +203,19 @@ func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
-// WithGrace sets how long Close waits at each step of stopping the server, and
-// how long the host waits for stdout to close once the server has exited
-// (default 2s).
+// WithStartTimeout sets the bound of the waits of Start's handshake
+// (the server/discover probe within WithProbeTimeout, initialize) when it is
+// longer than WithTimeout's: a server that is slow to start is then not
+// bounded by what bounds its answers later. The default (and 0) is
+// WithTimeout's bound.
+func WithStartTimeout(d time.Duration) Option {
+	return durationOption("WithStartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
+}
+
+// WithGrace sets how long Close waits at each step of stopping the server:
+// after closing stdin, after SIGTERM, after SIGQUIT and after SIGKILL, and
+// how long the host waits for the server's stdout to close once the server
+// has exited. The default (and 0) is 2s.
 func WithGrace(d time.Duration) Option {
 	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }

@@ -107,6 +107,11 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	case <-t.C:
 		err = context.DeadlineExceeded
 	}
+	select {
+	case <-p.done: // it arrived as the bound ran out: an answer
+		return p.resp, p.err
+	default:
+	}
 	return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), err)
 }
 

@@ -81,6 +81,10 @@ type Session struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// handshaking is set while Start negotiates: bound then uses
+	// WithStartTimeout's bound if it is longer.
+	handshaking atomic.Bool
 }
 
 // How Start negotiates: a server/discover probe with the modern _meta; a
@@ -189,7 +193,10 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 	if cfg.noHandshake {
 		return s, nil
 	}
-	if err := s.handshake(ctx); err != nil {
+	s.handshaking.Store(true)
+	err = s.handshake(ctx)
+	s.handshaking.Store(false)
+	if err != nil {
 		d := s.Diagnose()
 		cerr := s.Close()
 		return nil, errors.Join(fmt.Errorf("%w\n%s", err, d), cerr)
@@ -228,10 +235,15 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // waitDeadline is when a wait bounded by ctx (nil for none), the session's
-// timeout and the test deadline ends: for the hot paths (a request's write
-// and its wait), which then need no context of their own.
+// timeout (WithStartTimeout's while Start negotiates, if longer) and the test
+// deadline ends: for the hot paths (a request's write and its wait), which
+// then need no context of their own.
 func (s *Session) waitDeadline(ctx context.Context) time.Time {
-	d := time.Now().Add(s.cfg.timeout)
+	timeout := s.cfg.timeout
+	if s.handshaking.Load() {
+		timeout = max(timeout, s.cfg.startTimeout)
+	}
+	d := time.Now().Add(timeout)
 	if !s.deadline.IsZero() && s.deadline.Before(d) {
 		d = s.deadline
 	}
