@@ -57,10 +57,11 @@ func oversizedConfig() assertions.ServerConfig {
 	}
 }
 
-// checkServer runs the whole battery against target in two parts.
-func checkServer(t *testing.T, target mcptest.Target) (map[string]assertions.Verdict, []*assertions.Report) {
+// checkServer runs the whole battery against target in two parts: cfg, and
+// oversized-input alone.
+func checkServer(t *testing.T, target mcptest.Target, cfg assertions.ServerConfig) (map[string]assertions.Verdict, []*assertions.Report) {
 	t.Helper()
-	rep := assertions.CheckServer(t.Context(), target, serverConfig())
+	rep := assertions.CheckServer(t.Context(), target, cfg)
 	over := assertions.CheckServer(t.Context(), target, oversizedConfig())
 	got := rep.Verdicts()
 	maps.Copy(got, over.Verdicts())
@@ -201,7 +202,7 @@ func TestServerVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, reps := checkServer(t, tt.target)
+			got, reps := checkServer(t, tt.target, serverConfig())
 			if tt.inProc != nil {
 				tt.inProc.wait(t, time.Minute)
 			}
