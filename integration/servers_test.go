@@ -206,17 +206,24 @@ func TestServerVerdicts(t *testing.T) {
 			if tt.inProc != nil {
 				tt.inProc.wait(t, time.Minute)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", tt.name, diff, reps[0], reps[1])
-			}
-			for _, rep := range reps {
-				for _, res := range rep.Results {
-					if res.Verdict != assertions.Pass {
-						t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
-					}
-				}
-			}
+			compareServer(t, tt.name, tt.want, got, reps)
 		})
+	}
+}
+
+// compareServer fails t when got, the verdicts of checkServer's reps, is not
+// want, and logs the evidence of every verdict that is not a pass.
+func compareServer(t *testing.T, name string, want, got map[string]assertions.Verdict, reps []*assertions.Report) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", name, diff, reps[0], reps[1])
+	}
+	for _, rep := range reps {
+		for _, res := range rep.Results {
+			if res.Verdict != assertions.Pass {
+				t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
+			}
+		}
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/integration"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -116,16 +114,7 @@ func TestTSServerVerdicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, reps := checkServer(t, tt.target, tt.cfg)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", tt.name, diff, reps[0], reps[1])
-			}
-			for _, r := range reps {
-				for _, res := range r.Results {
-					if res.Verdict != assertions.Pass {
-						t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
-					}
-				}
-			}
+			compareServer(t, tt.name, tt.want, got, reps)
 		})
 	}
 }
