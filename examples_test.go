@@ -16,7 +16,7 @@ import (
 
 // TestMain serves the fake as a child process for the host criteria and
 // checks for leaked goroutines.
-func TestMain(m *testing.M) { assertions.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // The reproduction every server should survive: the host stops reading,
 // the server blocks writing a large result, the host cancels it and resumes,
@@ -89,6 +89,11 @@ func Example_hostCriteria() {
 	rep := assertions.CheckHost(ctx, assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit})
 	fmt.Println(strings.Join(assertions.HostCriterionNames(), " "))
 	fmt.Println(rep.Count(assertions.Pass), "passed,", rep.Count(assertions.Fail), "failed")
+	for _, res := range rep.Results {
+		if res.Verdict != assertions.Pass {
+			fmt.Println(res.Verdict, res.Name+":", res.Evidence)
+		}
+	}
 	// Output:
 	// under-limit over-limit huge-field many-blocks invalid-json-response stderr-noise junk-on-stdout cancel-during-output idle-notifications era-legacy era-modern
 	// 11 passed, 0 failed

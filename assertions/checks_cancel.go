@@ -149,14 +149,17 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	era := s.ProtocolVersion()
 	window := c.end.at.Sub(c.afterGrace.at)
 	var went []string
-	if n := c.end.progress - c.afterGrace.progress; n > 0 {
+	// One notification can be one written before the cancel and read late
+	// (a loaded machine delays the host's reads by more than the grace):
+	// work that sends progress often shows going on as more than one.
+	if n := c.end.progress - c.afterGrace.progress; n >= 2 || n == 1 && (g.progressEvery == 0 || 2*g.progressEvery > window) {
 		went = append(went, fmt.Sprintf("%d progress notifications for id=%d arrived %v–%v after the cancel", n, c.p.ID(), c.grace, c.grace+window.Round(time.Millisecond)))
 	}
 	share := -1.0
 	if c.end.visible && c.afterGrace.visible && window > 0 {
 		share = float64(c.end.cpu-c.afterGrace.cpu) / float64(window)
 		if cpuWentOn(g.cpuShare, share) {
-			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
+			went = append(went, fmt.Sprintf("the server used %v of CPU (ran or waited to run: %.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
 		}
 	}
 	if len(c.started) > 0 {
@@ -208,6 +211,8 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	why := []string{"the call sent no progress"}
 	if !c.end.visible {
 		why = append(why, "its CPU time and processes cannot be seen ("+invisibleWhy(s)+")")
+	} else if g.cpuShare >= 0.10 && share >= 0 {
+		why = append(why, fmt.Sprintf("its CPU use after the grace (%.0f%%) neither kept half of its use at work (%s) nor fell to a fifth of it", 100*share, g))
 	} else {
 		why = append(why, fmt.Sprintf("used little CPU at work (%s)", g))
 	}
@@ -217,8 +222,10 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 }
 
 // CPU use is judged against the call's own at work, measured on the same
-// machine under the same load: a loaded machine gives a busy call less than
-// a core. Work went on if the server kept half its working share (and at
+// machine. On Linux it is CPU demand, the time run plus the time waited on a
+// run queue (see cpuDemand), which a load that starts or stops between the
+// two windows does not change; where schedstat is not kept, CPU time, of
+// which a loaded machine gives a busy call less than a core. Work went on if the server kept half its working share (and at
 // least 5% of a core: an idle process uses next to none); it stopped if the
 // share fell by four fifths from at least 10%. Without a working share to
 // compare, only a quarter of a core counts as work.
@@ -366,58 +373,6 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 func AssertCancelBeforeWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
 	t.Helper()
 	report(t, CheckCancelBeforeWork(testContext(t), s, cfg))
-}
-
-// CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
-// lets its response through a few KiB at a time until some of it has
-// arrived, cancels it there, resumes reads, and checks that the session
-// goes on: a second request completes. The cancel may be ignored (the
-// response is already on the wire) or answered; it must not break anything.
-func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured")
-	}
-	s.StallReads()
-	p := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	wctx, cancel := context.WithTimeout(ctx, cfg.Within)
-	defer cancel()
-	// Step through stdout until the response has begun (notifications may
-	// come first): exactly step bytes at a time.
-	const step = 4 << 10
-	for p.Received() == 0 && !ended(p) {
-		at := s.Stats().StdoutBytes
-		s.StallReadsAfter(step)
-		if err := s.WaitStdoutBytes(wctx, at+step); err != nil {
-			s.ResumeReads()
-			if ended(p) {
-				break
-			}
-			return failErr(ruleCancelAfter, "the Large response did not begin", err)
-		}
-	}
-	got := p.Received()
-	if ended(p) {
-		s.ResumeReads()
-		if _, err := p.Wait(ctx); err != nil {
-			return failErr(ruleCancelAfter, "the Large call", err)
-		}
-		return fail(ruleLargeCall, "the whole %d-byte response to the Large call (%s) arrived before it could be cancelled mid-way: configure a larger one", got, cfg.Large)
-	}
-	if err := p.Cancel("mcpstdio: cancelled after the response began"); err != nil {
-		return failErr(ruleCancelAfter, fmt.Sprintf("sending notifications/cancelled after %d bytes of the response", got), err)
-	}
-	s.ResumeReads()
-	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
-		return failErr(ruleCancelAfter, fmt.Sprintf("second request after cancelling a response %d bytes in", got), err)
-	}
-	return pass("cancelled after %d bytes of its response had arrived; %s; the second request completed", got, afterCancel(ctx, p))
-}
-
-// AssertCancelAfterOutputBegan is CheckCancelAfterOutputBegan for tests.
-func AssertCancelAfterOutputBegan(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
-	t.Helper()
-	report(t, CheckCancelAfterOutputBegan(testContext(t), s, cfg))
 }
 
 // isErrorResult reports whether a tools/call result says isError.

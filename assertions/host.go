@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -45,8 +43,11 @@ type HostConfig struct {
 	// MaxFrame is the host's transport limit: the most bytes of one
 	// JSON-RPC message it accepts. Zero skips the two criteria about it.
 	MaxFrame int
-	// Within bounds each call the battery makes. Default 10s.
+	// Within bounds each call the battery makes, and the host's Close. Default 10s.
 	Within time.Duration
+	// StartTimeout bounds the HostFactory starting the host against the
+	// fake, never counted in Within. Default 30s.
+	StartTimeout time.Duration
 	// HugeField is the size in bytes of the response that is one huge text
 	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
 	// it and at most half of it (at least 1 KiB).
@@ -71,6 +72,9 @@ func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
 	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
 	if c.HugeField <= 0 {
 		c.HugeField = 8 << 20
 		if c.MaxFrame > 0 {
@@ -93,24 +97,17 @@ func (c HostConfig) withDefaults() HostConfig {
 	return c
 }
 
-// fakeHelper is the name under which Main registers the fake as an
-// mcptest helper, for the hosts under test to start as a child.
+// fakeHelper is the name under which the package registers the fake as an
+// mcptest helper, for the hosts under test to start as a child of the test
+// binary. The registration is a map entry and nothing else: it runs only
+// when mcptest.Main (or mcptest.ServeHelper) in the package's TestMain
+// finds the test binary re-executed as that helper.
 const fakeHelper = "mcpstdio-assertions-fake"
 
-// Main is the TestMain of a package that runs HostCriteria or CheckHost:
-// those run the fake server (package fakeserver) as a child of the test
-// binary, so the binary must serve it when re-executed. Main registers it
-// and then does what mcptest.Main does (helpers, goleak with opts):
-//
-//	func TestMain(m *testing.M) { assertions.Main(m) }
-//
-// It registers nothing in any other program: importing assertions has no
-// side effect.
-func Main(m *testing.M, opts ...goleak.Option) {
+func init() {
 	mcptest.RegisterHelper(fakeHelper, func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
-	mcptest.Main(m, opts...)
 }
 
 // hostFixture is one host criterion's fake and host.
@@ -133,7 +130,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	// The fake is killed when the criterion ends, whatever the host does.
 	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
 	if err != nil {
-		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { assertions.Main(m) }`)", err)
+		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { mcptest.Main(m) }`)", err)
 	}
 	r.cmd = cmd
 	type started struct {
@@ -150,7 +147,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		h, err := r.newHost(ctx, r.cmd)
 		done <- started{h, err}
 	}()
-	t := time.NewTimer(r.cfg.Within)
+	t := time.NewTimer(r.cfg.StartTimeout)
 	defer t.Stop()
 	select {
 	case s := <-done:
@@ -170,7 +167,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		r.keep(s.h)
 	case <-time.After(5 * time.Second):
 	}
-	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v", strings.Join(flags, " "), r.cfg.Within)
+	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v (StartTimeout)", strings.Join(flags, " "), r.cfg.StartTimeout)
 }
 
 // keep keeps h to be closed at the end, unless it is nil or a nil pointer
@@ -249,7 +246,8 @@ func (r *hostFixture) diagnose() string {
 
 func (r *hostFixture) abort() { r.kill() }
 
-// close ends the host, within 5s, and makes sure the fake is gone.
+// close ends the host, within the criterion's bound, and makes sure the
+// fake is gone.
 func (r *hostFixture) close() (string, error) {
 	defer os.RemoveAll(r.dir)
 	var err error
@@ -263,12 +261,12 @@ func (r *hostFixture) close() (string, error) {
 			}()
 			done <- r.host.Close()
 		}()
-		t := time.NewTimer(5 * time.Second)
+		t := time.NewTimer(r.cfg.Within)
 		select {
 		case err = <-done:
 			t.Stop()
 		case <-t.C:
-			err = errors.New("the host's Close did not return within 5s")
+			err = fmt.Errorf("the host's Close did not return within %v", r.cfg.Within)
 		}
 	}
 	r.kill() // the host should have stopped the fake; make sure
@@ -305,9 +303,26 @@ func hostBattery(ctx context.Context, newHost HostFactory, cfg HostConfig) *batt
 			}
 			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, dir: dir, name: name}
 		},
-		budget: func(string) time.Duration { return 8 * cfg.Within },
+		start: func(ctx context.Context) Result {
+			f := &hostFixture{ctx: ctx, kill: func() {}, cfg: cfg, newHost: newHost, dir: os.TempDir(), name: "start"}
+			fctx, kill := context.WithCancel(ctx)
+			f.ctx, f.kill = fctx, kill
+			if dir, err := os.MkdirTemp("", "mcpstdio-host-"); err == nil {
+				f.dir = dir
+			}
+			begin := time.Now()
+			err := f.start(ctx)
+			f.close()
+			if err != nil {
+				res := failErr(ruleHostAdapter, "the host did not start against the fake", err)
+				return res
+			}
+			return pass("the host started against the fake in %v", time.Since(begin).Round(time.Millisecond))
+		},
+		budget: func(string) time.Duration { return cfg.StartTimeout + 8*cfg.Within },
 		run:    cfg.Run,
 		expect: cfg.Expect,
+		rules:  hostRules,
 	}
 }
 
@@ -329,8 +344,17 @@ func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 	hostBattery(t.Context(), newHost, cfg).tests(t)
 }
 
+// hostStartFailed is the verdict of a criterion whose host did not start:
+// the criterion's own rule (the battery fills it in), and why.
 func hostStartFailed(err error) Result {
-	return failErr(ruleHostAdapter, "the host did not start", err)
+	return failErr("", "the host did not start, so this was not checked", err)
+}
+
+// hostRules are the host criteria's rules, for a verdict that names none.
+var hostRules = map[string]string{
+	"under-limit": ruleHostIntact, "over-limit": ruleHostLimit, "huge-field": ruleHostIntact, "many-blocks": ruleHostIntact,
+	"invalid-json-response": ruleHostGoesOn, "stderr-noise": ruleHostReads, "junk-on-stdout": ruleHostGoesOn,
+	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
 }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.

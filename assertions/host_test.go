@@ -108,8 +108,19 @@ func (h *naiveHost) Close() error {
 
 func TestCheckHostNaive(t *testing.T) {
 	t.Parallel()
-	cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20}
-	rep := assertions.CheckHost(t.Context(), newNaiveHost, cfg)
+	// One battery per criterion, side by side: most of them wait out a
+	// bound on this host.
+	names := assertions.HostCriterionNames()
+	reports := make([]*assertions.Report, len(names))
+	concurrently(len(names), func(i int) {
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 2 * time.Second, StderrNoise: 1 << 20,
+			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
+		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
+	})
+	rep := &assertions.Report{Subject: reports[0].Subject}
+	for _, r := range reports {
+		rep.Results = append(rep.Results, r.Results...)
+	}
 	want := map[string]assertions.Verdict{}
 	for _, n := range assertions.HostCriterionNames() {
 		want[n] = assertions.Pass
@@ -170,26 +181,44 @@ func TestHostAdapterFaults(t *testing.T) {
 		name    string
 		factory assertions.HostFactory
 		want    string // in every criterion's evidence or details
+		start   bool   // the host does not start: one result, "start"
 	}{
 		{"typed nil and an error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			var c *badClient
 			return c, errors.New("connect failed")
-		}, "connect failed"},
+		}, "connect failed", true},
 		{"factory panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			panic("adapter bug in the factory")
-		}, "the HostFactory panicked: adapter bug in the factory"},
+		}, "the HostFactory panicked: adapter bug in the factory", true},
 		{"nil host, no error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			return nil, nil
-		}, "returned a nil Host and no error"},
+		}, "returned a nil Host and no error", true},
 		{"CallTool panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			h, err := real(ctx, cmd)
 			return &badClient{inner: h, panicCall: true}, err
-		}, "the host's CallTool panicked: adapter bug in CallTool"},
+		}, "the host's CallTool panicked: adapter bug in CallTool", false},
 	}
-	for _, tt := range tests {
-		rep := assertions.CheckHost(t.Context(), tt.factory, cfg)
-		if len(rep.Results) != 2 {
-			t.Errorf("%s: %d results, want both criteria to run:\n%s", tt.name, len(rep.Results), rep)
+	reports := make([]*assertions.Report, len(tests)+1)
+	concurrently(len(tests)+1, func(i int) {
+		if i < len(tests) {
+			reports[i] = assertions.CheckHost(t.Context(), tests[i].factory, cfg)
+			return
+		}
+		// A Close that does not return: the criterion still ends, and
+		// says so.
+		closeCfg := cfg
+		closeCfg.Run = regexp.MustCompile(`^era-legacy$`)
+		reports[i] = assertions.CheckHost(t.Context(), func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
+			h, err := real(ctx, cmd)
+			return &badClient{inner: h, closeBlock: release}, err
+		}, closeCfg)
+	})
+	for i, tt := range tests {
+		rep := reports[i]
+		// A factory that fails fails "start" once; a host that starts
+		// and then fails fails each criterion.
+		if want := map[bool]int{true: 1, false: 2}[tt.start]; len(rep.Results) != want || tt.start && rep.Results[0].Name != "start" {
+			t.Errorf("%s: %d results, want %d:\n%s", tt.name, len(rep.Results), want, rep)
 		}
 		for _, res := range rep.Results {
 			if res.Verdict != assertions.Fail || !strings.Contains(res.Evidence+res.Details, tt.want) {
@@ -197,13 +226,7 @@ func TestHostAdapterFaults(t *testing.T) {
 			}
 		}
 	}
-	// A Close that does not return: the criterion still ends, and says so.
-	cfg.Run = regexp.MustCompile(`^era-legacy$`)
-	rep := assertions.CheckHost(t.Context(), func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
-		h, err := real(ctx, cmd)
-		return &badClient{inner: h, closeBlock: release}, err
-	}, cfg)
-	if res := rep.Results[0]; !strings.Contains(res.Details, "Close did not return within 5s") {
+	if res := reports[len(tests)].Results[0]; !strings.Contains(res.Details, "Close did not return within 2s") {
 		t.Errorf("a host whose Close hangs: %+v, want the details to say so", res)
 	}
 }

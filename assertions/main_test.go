@@ -5,7 +5,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -30,4 +29,4 @@ func serveFake(args []string) mcptest.ServeFunc {
 // TestMain serves the fake as a helper child (for the server criteria's
 // child targets, as "fake", and for the host criteria) and otherwise runs
 // the tests under goleak.VerifyTestMain.
-func TestMain(m *testing.M) { assertions.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m) }

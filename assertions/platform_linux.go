@@ -47,6 +47,37 @@ type procStat struct {
 	dead time.Duration // cutime + cstime: its reaped children's
 }
 
+// cpuDemand returns the time pid's threads have run on a CPU plus the time
+// they waited on a run queue to run (/proc/<pid>/task/*/schedstat, in
+// nanoseconds): the CPU a process wanted. Unlike CPU time it does not fall
+// when other processes load the machine (a busy thread that gets half a
+// core waits the other half), so the cancel criteria compare it between
+// windows under changing load. ok is false where schedstat is not kept.
+func cpuDemand(pid int) (time.Duration, bool) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	var d time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, e.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, false
+		}
+		run, err1 := strconv.ParseInt(f[0], 10, 64)
+		wait, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		d += time.Duration(run + wait)
+	}
+	return d, true
+}
+
 func readProcStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -66,8 +97,16 @@ func readProcStat(pid int) (procStat, bool) {
 	return procStat{ppid: int(n(4)), cpu: time.Duration(n(14)+n(15)) * clockTick, dead: time.Duration(n(16)+n(17)) * clockTick}, true
 }
 
-// processTree returns the CPU time used so far by pid and every process
-// descended from it (the server and what it started, including what has
+// demandOr returns pid's CPU demand, or cpu where schedstat is not kept.
+func demandOr(pid int, cpu time.Duration) time.Duration {
+	if d, ok := cpuDemand(pid); ok {
+		return d
+	}
+	return cpu
+}
+
+// processTree returns the CPU demand so far (see cpuDemand; CPU time where
+// schedstat is not kept) of pid and every process descended from it (the server and what it started, including what has
 // exited and been reaped), and the live descendants with their command
 // lines. ok is false where /proc cannot tell.
 func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok bool) {
@@ -94,13 +133,13 @@ func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok boo
 			stats[p] = st
 		}
 	}
-	cpu = root.cpu + root.dead
+	cpu = demandOr(pid, root.cpu) + root.dead
 	descendants = map[int]string{}
 	for p := range parent {
 		for q, hops := parent[p], 0; q > 1 && hops < 64; q, hops = parent[q], hops+1 {
 			if q == pid {
 				descendants[p] = proc.CommandLine(p)
-				cpu += stats[p].cpu + stats[p].dead
+				cpu += demandOr(p, stats[p].cpu) + stats[p].dead
 				break
 			}
 		}

@@ -2,7 +2,10 @@ package assertions_test
 
 import (
 	"cmp"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +25,9 @@ func fakeConfig() assertions.ServerConfig {
 		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
 		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
 		OversizedRequest: 1 << 20, // the criterion's logic at any size; small for -race
-		CancelGrace:      100 * time.Millisecond,
+		// The default grace: a loaded machine delays the fake's reading
+		// of a cancel by more than 100ms.
+		CancelGrace: 200 * time.Millisecond,
 	}
 }
 
@@ -69,49 +74,68 @@ func TestCheckServerVerdicts(t *testing.T) {
 	// bound gets a short one, the others the default (passing steps never
 	// wait it out). grace is the shutdown grace, also how long each
 	// criterion's server gets to exit on stdin EOF before signals.
+	//
+	// run, if set, selects the criteria of a row: the naive loop's are
+	// split in batteries that run side by side, each cancel criterion
+	// (whose servers, stuck in the loop, get a short grace), its shutdown
+	// (the default grace: a loaded machine may take more than 200ms to end
+	// a process) and the rest.
 	tests := []struct {
 		name   string
 		args   []string
 		within time.Duration
 		grace  time.Duration
 		want   func(path string) map[string]assertions.Verdict
+		run    string
 	}{
-		{"good", nil, 0, 0, allPass},
-		{"naive loop", []string{"-naive"}, 2 * time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
+		{"good", nil, 0, 0, allPass, ""},
+		{"naive loop", []string{"-naive"}, 2 * time.Second, 0, func(p string) map[string]assertions.Verdict {
 			// Reads stdin only between writes: a blocked stdout stops its
-			// reader, and a long tool call keeps cancels unread.
-			return with(allPass(p), "reads-while-blocked", assertions.Fail, "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
-		}},
+			// reader.
+			return with(allPass(p), "reads-while-blocked", assertions.Fail)
+		}, "^(stdout-clean|invalid-json-input|oversized-input|reads-while-blocked|stall-cancel-recover|result-bounded|era)$"},
+		{"naive loop, cancel before work", []string{"-naive"}, 2 * time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
+			// A long tool call keeps cancels unread.
+			return with(allPass(p), "cancel-before-work", assertions.Fail)
+		}, "^cancel-before-work$"},
+		{"naive loop, cancel during work", []string{"-naive"}, 2 * time.Second, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "cancel-during-work", assertions.Fail)
+		}, "^cancel-during-work$"},
+		{"naive loop, shutdown", []string{"-naive"}, 2 * time.Second, 0, allPass, "^shutdown-"},
 		{"ignore cancel", []string{"-ignore-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
-		}},
+		}, ""},
 		{"unbounded results", []string{"-unbounded"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "result-bounded", assertions.Fail)
-		}},
+		}, ""},
 		{"banner on stdout", []string{"-banner", "fakeserver starting"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			return with(allPass(p), "stdout-clean", assertions.Fail)
-		}},
+		}, ""},
 		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// A MUST NOT on the 2026-07-28 stdio transport.
 			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
-		}},
+		}, ""},
 		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// Only a SHOULD NOT in 2025-11-25.
 			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
-		}},
+		}, ""},
 		{"server request on stdout, modern", []string{"-server-request-after", "2"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// The 2026-07-28 stdio transport forbids requests from the
 			// server; the fake sends one right after the second message.
 			return with(allPass(p), "stdout-clean", assertions.Fail, "era", assertions.Fail)
-		}},
-		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, 0, allPass},
-		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, 200 * time.Millisecond, func(p string) map[string]assertions.Verdict {
+		}, ""},
+		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, 0, allPass, ""},
+		{"drops pending requests at EOF", []string{"-drop-pending-at-eof"}, 0, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "eof-drains-pending", assertions.Fail)
+		}, "^eof-drains-pending$"},
+		{"ends unless initialize comes first", []string{"-end-unless-initialize"}, 0, 0, allPass, ""},
+		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, 50 * time.Millisecond, func(p string) map[string]assertions.Verdict {
 			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
 			if p == "child" {
 				m["shutdown-sigterm"] = assertions.Warn
 			}
 			return m
-		}},
+		}, ""},
 	}
 	// The batteries mostly wait (observation windows, bounds running
 	// out): run them side by side, more than go test's -parallel (the
@@ -119,7 +143,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 	t.Parallel()
 	reports := make([][2]*assertions.Report, len(tests))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, 12)
 	for i, tt := range tests {
 		for w, child := range []bool{false, true} {
 			wg.Add(1)
@@ -130,6 +154,9 @@ func TestCheckServerVerdicts(t *testing.T) {
 				cfg := fakeConfig()
 				cfg.Within = tt.within
 				cfg.ShutdownGrace = cmp.Or(tt.grace, time.Second)
+				if tt.run != "" {
+					cfg.Run = regexp.MustCompile(tt.run)
+				}
 				reports[i][w] = assertions.CheckServer(t.Context(), target(child, tt.args...), cfg)
 			}()
 		}
@@ -142,10 +169,17 @@ func TestCheckServerVerdicts(t *testing.T) {
 				if child {
 					rep = reports[i][1]
 				}
-				if diff := gocmp.Diff(tt.want(path), rep.Verdicts()); diff != "" {
+				want := tt.want(path)
+				if tt.run != "" {
+					maps.DeleteFunc(want, func(name string, _ assertions.Verdict) bool { return !regexp.MustCompile(tt.run).MatchString(name) })
+				}
+				if diff := gocmp.Diff(want, rep.Verdicts()); diff != "" {
 					t.Errorf("CheckServer(%s %q) verdicts mismatch (-want +got):\n%s\nreport:\n%s", path, tt.args, diff, rep)
 				}
 				for _, res := range rep.Results {
+					if res.Name == "era" && slices.Contains(tt.args, "-end-unless-initialize") && !strings.Contains(res.Evidence, "started again, it negotiated with initialize") {
+						t.Errorf("era evidence %q does not say the server was started again after the probe ended it", res.Evidence)
+					}
 					if res.Evidence == "" || res.Rule == "" {
 						t.Errorf("%s: %s without evidence or rule: %+v", res.Name, res.Verdict, res)
 					}
@@ -184,4 +218,16 @@ func TestLargeCallTooSmall(t *testing.T) {
 			t.Errorf("ran %d criteria, want 2", len(rep.Results))
 		}
 	})
+}
+
+// TestServerNeverStarts: a command that is not a server fails "start"
+// once, with its rule, and no criterion runs.
+func TestServerNeverStarts(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig()
+	cfg.StartTimeout = 2 * time.Second
+	rep := assertions.CheckServer(t.Context(), mcptest.Command("true"), cfg)
+	if len(rep.Results) != 1 || rep.Results[0].Name != "start" || rep.Results[0].Verdict != assertions.Fail || rep.Results[0].Rule == "" {
+		t.Errorf("CheckServer(true): want one failed start result with its rule, got:\n%s", rep)
+	}
 }

@@ -104,8 +104,7 @@ func (s *Server) toolBig(w *work, a BigArgs) (*frame, error) {
 	if a.FrameSize > maxBig || a.Bytes > maxBig {
 		return nil, argError(fmt.Sprintf("big: at most %d bytes", maxBig))
 	}
-	blocks := 1
-	layout := a.Layout
+	layout, blocks := a.Layout, 1
 	switch layout {
 	case "", LayoutText:
 		layout = LayoutText
@@ -115,8 +114,18 @@ func (s *Server) toolBig(w *work, a BigArgs) (*frame, error) {
 	default:
 		return nil, argError(fmt.Sprintf("big: unknown layout %q (want text, blocks or structured)", a.Layout))
 	}
+	pieces, envelope := bigTemplate(w, layout, blocks)
+	texts, err := bigTexts(w, a, envelope, blocks, len(raw), len(enc))
+	if err != nil {
+		return nil, err
+	}
+	return bigFrame(w, pieces, texts, enc, cmpOr(a.ChunkSize, defaultChunkSize))
+}
 
-	// Measure the envelope with a marker for each block's text.
+// bigTemplate measures the envelope of a big response with a marker for
+// each block's text: it returns the envelope split at the markers and its
+// size without them.
+func bigTemplate(w *work, layout Layout, blocks int) (pieces [][]byte, envelope int) {
 	var result map[string]any
 	if layout == LayoutStructured {
 		result = map[string]any{
@@ -131,42 +140,50 @@ func (s *Server) toolBig(w *work, a BigArgs) (*frame, error) {
 		result = map[string]any{"content": content}
 	}
 	tmpl := resultFrame(w, result).buf
-	pieces := bytes.Split(tmpl, []byte(bigMarker))
-	envelope := len(tmpl) - blocks*len(bigMarker)
+	return bytes.Split(tmpl, []byte(bigMarker)), len(tmpl) - blocks*len(bigMarker)
+}
 
-	// sizes[i] is block i's text on the wire: k units and the rest 'x'.
-	type text struct{ units, filler int }
-	texts := make([]text, blocks)
+// bigText is one block's text on the wire: units encoded units and filler
+// bytes of 'x'.
+type bigText struct{ units, filler int }
+
+// bigTexts sizes each block's text so that the response has a.Bytes of
+// payload or is a.FrameSize bytes in all; raw and enc are the sizes of one
+// unit decoded and encoded.
+func bigTexts(w *work, a BigArgs, envelope, blocks, raw, enc int) ([]bigText, error) {
+	texts := make([]bigText, blocks)
+	total, unitSize := a.Bytes, raw
 	if a.FrameSize > 0 {
-		body := a.FrameSize - envelope
-		if body < 0 {
+		total, unitSize = a.FrameSize-envelope, enc
+		if total < 0 {
 			return nil, argError(fmt.Sprintf("big: frameSize %d is below the %d-byte envelope of this response (id %s, %d blocks)", a.FrameSize, envelope, w.id, blocks))
 		}
-		for i := range texts {
-			b := body / blocks
-			if i < body%blocks {
-				b++
-			}
-			texts[i] = text{b / len(enc), b % len(enc)}
+	}
+	size := envelope
+	for i := range texts {
+		b := total / blocks
+		if i < total%blocks {
+			b++
 		}
-	} else {
-		for i := range texts {
-			b := a.Bytes / blocks
-			if i < a.Bytes%blocks {
-				b++
-			}
-			texts[i] = text{b / len(raw), b % len(raw)}
-		}
+		texts[i] = bigText{b / unitSize, b % unitSize}
+		size += texts[i].units*enc + texts[i].filler
 	}
-	total := envelope
-	for _, t := range texts {
-		total += t.units*len(enc) + t.filler
+	if size > maxBig {
+		return nil, argError(fmt.Sprintf("big: response of %d bytes is over the %d-byte maximum", size, maxBig))
 	}
-	if total > maxBig {
-		return nil, argError(fmt.Sprintf("big: response of %d bytes is over the %d-byte maximum", total, maxBig))
-	}
+	return texts, nil
+}
 
-	buf := make([]byte, 0, total)
+// bigFrame writes the texts into the envelope pieces. A cut inside block
+// i's text keeps blocks before it whole and ends the frame with buf[be:],
+// which closes a text block and the result, so the cut frame is still valid
+// JSON with fewer blocks.
+func bigFrame(w *work, pieces [][]byte, texts []bigText, enc string, chunk int) (*frame, error) {
+	blocks, size := len(texts), 0
+	for i, t := range texts {
+		size += len(pieces[i]) + t.units*len(enc) + t.filler
+	}
+	buf := make([]byte, 0, size+len(pieces[blocks]))
 	starts := make([]int, blocks) // offset of each block's text in buf
 	ends := make([]int, blocks)
 	for i, t := range texts {
@@ -198,10 +215,7 @@ func (s *Server) toolBig(w *work, a BigArgs) (*frame, error) {
 		}
 		return be - bs
 	}
-	// A cut inside block i's text keeps blocks before it whole and ends the
-	// frame with buf[be:], which closes a text block and the result, so the
-	// cut frame is still valid JSON with fewer blocks.
-	return &frame{buf: buf, bodyStart: bs, bodyEnd: be, cut: cut, chunk: cmpOr(a.ChunkSize, defaultChunkSize)}, nil
+	return &frame{buf: buf, bodyStart: bs, bodyEnd: be, cut: cut, chunk: chunk}, nil
 }
 
 func cmpOr(v, def int) int {

@@ -72,10 +72,11 @@ func WithTools(names ...string) Option {
 	})
 }
 
-// WithMaxFrame sets the limit in bytes on one message read from stdin
-// (default 16 MiB, like the official Go SDK); a longer line is discarded
-// unparsed and counted in Report.StdinOversized.
-func WithMaxFrame(n int) Option { return optionFunc(func(c *config) { c.maxFrame = n }) }
+// WithStdinLimit sets the limit in bytes on one message the server reads
+// from stdin (default 16 MiB, like the official Go SDK); a longer line is
+// discarded unparsed and counted in Report.StdinOversized. (mcptest's
+// WithMaxFrame is the host's limit on a message from the server.)
+func WithStdinLimit(n int) Option { return optionFunc(func(c *config) { c.maxFrame = n }) }
 
 // WithConcurrency lets at most n requests run at once; the others wait in
 // state "not started" (a cancel then finds them there). 0 means no limit.
@@ -107,7 +108,7 @@ func ParseArgs(args []string) ([]Option, error) {
 	)
 	fs.StringVar(&era, "era", string(EraBoth), "protocol era: both, modern or legacy (WithEra)")
 	fs.StringVar(&tools, "tools", strings.Join(Tools(), ","), "comma-separated tools to offer (WithTools)")
-	fs.IntVar(&maxFrame, "max-frame", defaultMaxFrame, "limit in bytes on one stdin message (WithMaxFrame)")
+	fs.IntVar(&maxFrame, "max-frame", defaultMaxFrame, "limit in bytes on one stdin message (WithStdinLimit)")
 	fs.IntVar(&concurrency, "concurrency", 0, "requests running at once, 0 for no limit (WithConcurrency)")
 	fs.StringVar(&report, "report", "", "write the report as JSON to this file (WithReportFile)")
 	fs.StringVar(&subprocess, "subprocess-command", "", `command of the subprocess tool as a JSON array, e.g. ["sh","-c","..."] (WithSubprocessCommand)`)
@@ -143,7 +144,7 @@ func ParseArgs(args []string) ([]Option, error) {
 	if err := faults.check(); err != nil {
 		return nil, fmt.Errorf("fakeserver: %w", err)
 	}
-	opts := []Option{WithEra(Era(era)), WithTools(toolList...), WithMaxFrame(maxFrame), WithConcurrency(concurrency), faults}
+	opts := []Option{WithEra(Era(era)), WithTools(toolList...), WithStdinLimit(maxFrame), WithConcurrency(concurrency), faults}
 	if report != "" {
 		opts = append(opts, WithReportFile(report))
 	}

@@ -36,7 +36,7 @@ type Report struct {
 	StdinBytes       int64 // bytes read from stdin
 	StdinMessages    int64 // frames read from stdin, valid or not
 	StdinParseErrors int64 // frames that were not JSON-RPC (answered with -32700)
-	StdinOversized   int64 // lines over the WithMaxFrame limit, discarded unparsed
+	StdinOversized   int64 // lines over the WithStdinLimit limit, discarded unparsed
 	ResponsesRead    int64 // responses read from stdin (to server-to-client requests)
 
 	StdoutBytes        int64         // bytes written to stdout, newlines included
@@ -59,8 +59,11 @@ type Report struct {
 	// internal error (-32603); the server went on after each.
 	Panics []string
 
-	EOF  bool   // stdin reached EOF
-	Exit string // why Serve returned; empty while it runs
+	EOF bool // stdin reached EOF
+	// DroppedAtEOF counts messages dropped unanswered at stdin EOF
+	// (Faults.DropPendingAtEOF).
+	DroppedAtEOF int
+	Exit         string // why Serve returned; empty while it runs
 }
 
 // RequestRecord is one request read from stdin.

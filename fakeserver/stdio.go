@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcpstdio/mcpstdio/internal/pollable"
 )
 
 // ServeStdio runs a Server configured by command-line args (see ParseArgs)
@@ -59,7 +61,7 @@ func (d dupFile) Close() error {
 // interruptible returns a file on the same descriptor that a concurrent
 // Close can interrupt, where the platform allows it, or f itself.
 func interruptible(f *os.File) io.ReadWriteCloser {
-	if nf := pollable(f); nf != nil {
+	if nf := pollable.Dup(f); nf != nil {
 		return dupFile{nf, f}
 	}
 	return f

@@ -10,7 +10,23 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
-// Tool names, as listed by tools/list and called by tools/call.
+// Tool names, as listed by tools/list and called by tools/call (all offered
+// unless WithTools says otherwise):
+//
+//   - echo: returns its text at once (the "second request").
+//   - big: a payload of an exact size, as one text field, many blocks or
+//     structuredContent, made of ASCII, multibyte UTF-8, quotes and
+//     backslashes, or escaped newlines, written in chunks; FrameSize makes
+//     the whole response line exactly that many bytes (see BigArgs).
+//   - slow: progress notifications at a caller-given interval.
+//   - subprocess: a real child writing a given number of bytes to stdout
+//     and stderr, drained through pipes.Capture; killed with its process
+//     group on cancel.
+//   - remote: chunks streamed from a loopback httptest.Server at a given
+//     interval; the HTTP request is aborted on cancel.
+//   - search: the good result contract (bounded page of 50 of 4382
+//     records by default, at most 200; nextCursor, truncated,
+//     totalEstimate only when known).
 const (
 	ToolEcho       = "echo"
 	ToolBig        = "big"

@@ -3,7 +3,6 @@ package integration_test
 import (
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/integration"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -14,4 +13,4 @@ func init() {
 	mcptest.RegisterHelper("mcp-go", integration.MCPGoServer())
 }
 
-func TestMain(m *testing.M) { assertions.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m) }

@@ -14,58 +14,18 @@
 //	mcpstdio help [probe|fake|proxy|status|replay]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
-// server started from the command after "--", each criterion with a fresh
-// server process. It prints one line per criterion as it finishes (verdict,
-// name, duration, evidence) and a summary, with a live status line on
-// stderr when that is a terminal; -v adds each criterion's rule and
-// diagnosis; -json prints the report (an assertions.Report) as one line of
-// JSON on stdout instead (progress goes to stderr); -junit writes it as
-// JUnit XML; -baseline compares it with an earlier -json report; -expect
-// names known verdicts. The criteria that need a tool call are skipped
-// unless a flag names it: -large (a response much larger than the pipe),
-// -slow (a call that runs for a while and honours cancellation) and -bounded
-// (a call that could return a lot); -cheap replaces the "second request"
-// (default ping or server/discover) and the requests of the
-// reads-while-blocked flood. Each takes a tool name, optionally followed by
-// a space and its arguments as a JSON object:
+// server command, each criterion with a fresh server process, and prints a
+// verdict per criterion; without a server command it runs them against the
+// built-in fake server, correct and naive. fake serves the fakeserver
+// package's server on this process's stdio. proxy runs a server command
+// with its stdio forwarded exactly and records what passes; status prints
+// what each running proxy sees now; replay plays a recorded session again.
+// "mcpstdio help COMMAND" describes each command and its flags.
 //
-//	mcpstdio probe -large 'read_file {"path":"/var/log/big.log"}' -slow sleep -- ./myserver --stdio
-//
-// Before the criteria, probe starts the server once and negotiates; a
-// server that does not start or does not speak MCP ends the probe there
-// with one error line.
-//
-// With no server command (and no "--"), probe runs the criteria against the
-// built-in fake server twice, as child processes of this command: once
-// correct, once with its naive single-goroutine loop (-naive), and says
-// whether each behaved as expected. It takes seconds and shows what the
-// criteria catch:
-//
-//	go run ./cmd/mcpstdio probe
-//
-// fake serves the fakeserver package's server on this process's stdin and
-// stdout; its flags (see "mcpstdio fake -h") pick the tools and the faults
-// and name a file for its JSON report of what the host did.
-//
-// proxy runs a server command with its stdin, stdout and stderr forwarded
-// exactly to and from its own, for use in a host's MCP configuration in
-// place of the server command, and records what passes in a private NDJSON
-// file in the per-user state directory (see the proxy package). It exits
-// with the server's status. status prints what each running proxy sees
-// now: pending requests, blocked directions and verdicts.
-//
-// replay plays again a session that proxy recorded (see the replay
-// package): with a server command, the host's side against that server,
-// printing where it departs from the recorded one (exit status 1 if it
-// does); with -serve, the server's side on this process's stdio, for a
-// host under test; with -save, the record redacted (-redact) to a file.
-//
-// Exit status: 0 when no criterion failed (warnings and skips allowed;
-// with -expect, every verdict is the expected one; with -baseline, nothing
-// got worse) or, without a server command, when both fakes behaved as
-// expected; 1 when a criterion failed, something got worse than the
-// baseline, the server could not be probed, or the fake server ended on an
-// error; 2 for a usage error.
+// Exit status: 0 when no criterion failed (or, without a server command,
+// when both fakes behaved as expected); 1 when a criterion failed,
+// something got worse than the baseline, the server could not be probed,
+// or the fake server ended on an error; 2 for a usage error.
 package main
 
 import (

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/pollable"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
@@ -35,7 +36,7 @@ func hostStreams(stdin io.Reader, stdout, stderr io.Writer) (proxy.Streams, func
 		if !ok {
 			return s
 		}
-		d := pollable(f)
+		d := pollable.Dup(f)
 		if d == nil {
 			return s
 		}
@@ -66,11 +67,7 @@ func (d *dupFile) SetWriteDeadline(t time.Time) error { return d.f.SetWriteDeadl
 // File returns the duplicate, for the proxy's pipe evidence.
 func (d *dupFile) File() *os.File { return d.f }
 
-func (d *dupFile) blocking() {
-	if rc, err := d.f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
-	}
-}
+func (d *dupFile) blocking() { pollable.Blocking(d.f) }
 
 func (d *dupFile) Close() error {
 	d.blocking()
@@ -79,23 +76,4 @@ func (d *dupFile) Close() error {
 		err = err2
 	}
 	return err
-}
-
-// pollable returns a duplicate of f's descriptor in non-blocking mode as a
-// new *os.File, or nil.
-func pollable(f *os.File) *os.File {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	fd := -1
-	if err := rc.Control(func(u uintptr) { fd, err = syscall.Dup(int(u)) }); err != nil || fd < 0 {
-		return nil
-	}
-	syscall.CloseOnExec(fd)
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
-		return nil
-	}
-	return os.NewFile(uintptr(fd), f.Name())
 }

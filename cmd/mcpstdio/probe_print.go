@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+)
+
+// printer prints what a person reads: the heading, the results as they
+// come, the summary. Beside it, on a terminal, a live status line shows the
+// criterion running.
+type printer struct {
+	w       io.Writer
+	verbose bool
+	ctx     context.Context // once it is done, results are cut short: not shown
+	live    *liveStatus     // nil unless stderr is a terminal
+
+	subject string
+	shown   int      // results of the current report shown
+	pending []string // criteria of the current report not reported yet, in the order they run
+}
+
+// newPrinter prints to stdout, or to stderr with -json; the live status
+// goes to stderr if it is a terminal.
+func newPrinter(ctx context.Context, stdout, stderr io.Writer, f *probeFlags) *printer {
+	p := &printer{w: stdout, verbose: f.verbose, ctx: ctx}
+	if f.json {
+		p.w = stderr
+	}
+	if file, ok := stderr.(*os.File); ok {
+		if width, ok := terminalWidth(file); ok {
+			p.live = startLiveStatus(stderr, width, statusEvery)
+		}
+	}
+	return p
+}
+
+// begin starts a report: the criteria cfg selects are pending, and the
+// server is being started.
+func (p *printer) begin(subject string, cfg assertions.ServerConfig) {
+	p.subject, p.shown, p.pending = subject, 0, nil
+	for _, name := range assertions.ServerCriterionNames() {
+		if cfg.Run == nil || cfg.Run.MatchString(name) {
+			p.pending = append(p.pending, name)
+		}
+	}
+	p.live.show("(starting the server)")
+}
+
+// heading prints the report's first line, before its first criterion's.
+func (p *printer) heading() {
+	fmt.Fprintln(p.w, p.subject)
+}
+
+// next shows the criterion that runs next in the live status.
+func (p *printer) next() {
+	if len(p.pending) > 0 {
+		p.live.show(p.pending[0])
+	}
+}
+
+func (p *printer) result(res assertions.Result) {
+	if p.ctx.Err() != nil {
+		return
+	}
+	p.live.pause()
+	if res.Name == resultStart {
+		// The battery's first start: a failure is probe's to say.
+		if res.Verdict == assertions.Pass {
+			p.heading()
+			if p.verbose {
+				fmt.Fprintf(p.w, "        %s\n", res.Evidence)
+			}
+			p.next()
+		}
+		return
+	}
+	p.shown++
+	if len(p.pending) > 0 && p.pending[0] == res.Name {
+		p.pending = p.pending[1:]
+	}
+	fmt.Fprintln(p.w, res.Line())
+	if p.verbose {
+		if res.Rule != "" {
+			fmt.Fprintf(p.w, "        rule: %s\n", res.Rule)
+		}
+		if res.Era != "" {
+			fmt.Fprintf(p.w, "        protocol: %s\n", res.Era)
+		}
+		if d := strings.TrimSpace(res.Details); d != "" {
+			fmt.Fprintln(p.w, indent(d))
+		}
+	}
+	p.next()
+}
+
+// summary prints the report's summary line.
+func (p *printer) summary(rep *assertions.Report) {
+	fmt.Fprintln(p.w, rep.Summary())
+}
+
+// close erases the live status and stops it.
+func (p *printer) close() { p.live.close() }
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n ")
+	return "        " + strings.ReplaceAll(s, "\n", "\n        ")
+}
+
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// shellQuote writes argv as a shell would need it typed: arguments with
+// characters other than letters, digits and -_./:=@%+, in single quotes.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		plain := a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./:=@%+,", r)))
+		}) < 0
+		if plain {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
