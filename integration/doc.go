@@ -1,6 +1,8 @@
 // Package integration runs the mcpstdio release criteria against servers and
 // clients built with real third-party MCP SDKs: the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk) and github.com/mark3labs/mcp-go.
+// (github.com/modelcontextprotocol/go-sdk), github.com/mark3labs/mcp-go and,
+// through node, the official TypeScript SDK (@modelcontextprotocol/sdk, in
+// the Node project ts/, installed with `npm ci`; see tssdk.go).
 //
 // It is a nested module so that users of mcpstdio never download the SDKs.
 // Its tests assert the verdicts observed for each SDK version (see
