@@ -59,6 +59,9 @@ type Report struct {
 	// internal error (-32603); the server went on after each.
 	Panics []string
 
+	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin
+	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
+
 	EOF  bool   // stdin reached EOF
 	Exit string // why Serve returned; empty while it runs
 }
@@ -144,7 +147,7 @@ func (s *Server) writeReportFile() {
 		s.logf("report: %v", err)
 		return
 	}
-	if err := writeFileAtomic(s.cfg.reportFile, append(b, '\n')); err != nil {
+	if err := writeFileAtomic(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
 		s.logf("report: %v", err)
 	}
 }
