@@ -372,58 +372,6 @@ func AssertCancelBeforeWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) 
 	report(t, CheckCancelBeforeWork(testContext(t), s, cfg))
 }
 
-// CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
-// lets its response through a few KiB at a time until some of it has
-// arrived, cancels it there, resumes reads, and checks that the session
-// goes on: a second request completes. The cancel may be ignored (the
-// response is already on the wire) or answered; it must not break anything.
-func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured")
-	}
-	s.StallReads()
-	p := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	wctx, cancel := context.WithTimeout(ctx, cfg.Within)
-	defer cancel()
-	// Step through stdout until the response has begun (notifications may
-	// come first): exactly step bytes at a time.
-	const step = 4 << 10
-	for p.Received() == 0 && !ended(p) {
-		at := s.Stats().StdoutBytes
-		s.StallReadsAfter(step)
-		if err := s.WaitStdoutBytes(wctx, at+step); err != nil {
-			s.ResumeReads()
-			if ended(p) {
-				break
-			}
-			return failErr(ruleCancelAfter, "the Large response did not begin", err)
-		}
-	}
-	got := p.Received()
-	if ended(p) {
-		s.ResumeReads()
-		if _, err := p.Wait(ctx); err != nil {
-			return failErr(ruleCancelAfter, "the Large call", err)
-		}
-		return fail(ruleLargeCall, "the whole %d-byte response to the Large call (%s) arrived before it could be cancelled mid-way: configure a larger one", got, cfg.Large)
-	}
-	if err := p.Cancel("mcpstdio: cancelled after the response began"); err != nil {
-		return failErr(ruleCancelAfter, fmt.Sprintf("sending notifications/cancelled after %d bytes of the response", got), err)
-	}
-	s.ResumeReads()
-	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
-		return failErr(ruleCancelAfter, fmt.Sprintf("second request after cancelling a response %d bytes in", got), err)
-	}
-	return pass("cancelled after %d bytes of its response had arrived; %s; the second request completed", got, afterCancel(ctx, p))
-}
-
-// AssertCancelAfterOutputBegan is CheckCancelAfterOutputBegan for tests.
-func AssertCancelAfterOutputBegan(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
-	t.Helper()
-	report(t, CheckCancelAfterOutputBegan(testContext(t), s, cfg))
-}
-
 // isErrorResult reports whether a tools/call result says isError.
 func isErrorResult(result json.RawMessage) bool {
 	return string(wire.Member(result, "isError")) == "true"

@@ -33,6 +33,8 @@ func init() {
 //	drop-after-bad on an invalid JSON line, drop the rest of what was read
 //	slow-read=N    read stdin at about N KiB/s
 //	chatty         "big" writes 64 KiB of log notifications before its response
+//	id-last        responses put the id last, as the TypeScript SDK does:
+//	               {"result":…,"jsonrpc":"2.0","id":N}
 //
 // Tools: slow (the work), big {bytes} (a text result), echo.
 func quietServer(args []string) mcptest.ServeFunc {
@@ -43,8 +45,14 @@ func quietServer(args []string) mcptest.ServeFunc {
 	}
 	return func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
 		var mu sync.Mutex
+		_, idLast := opts["id-last"]
 		write := func(v any) {
 			b, _ := json.Marshal(v)
+			if m, ok := v.(map[string]any); ok && idLast && m["result"] != nil {
+				res, _ := json.Marshal(m["result"])
+				id, _ := json.Marshal(m["id"])
+				b = fmt.Appendf(nil, `{"result":%s,"jsonrpc":"2.0","id":%s}`, res, id)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			out.Write(append(b, '\n'))

@@ -40,6 +40,10 @@ type ServerConfig struct {
 	// ContentBudget is the content budget in bytes the Bounded call's
 	// result must fit. Default 64 KiB.
 	ContentBudget int
+	// CancelAfter is how many bytes of the Large call's response
+	// cancel-after-output-began lets through before it holds reads and
+	// cancels. Default 32 KiB; a response shorter than that is a skip.
+	CancelAfter int
 	// Cheap is the small request of "a second request completes", and what
 	// reads-while-blocked floods stdin with. Nil means Session.Ping (ping or
 	// server/discover, by era) for the second request, and a tools/call of
@@ -97,6 +101,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.Flood <= 0 {
 		c.Flood = 500
+	}
+	if c.CancelAfter <= 0 {
+		c.CancelAfter = 32 << 10
 	}
 	if c.PipeCapacity == 0 && pipeCapacitySettable {
 		c.PipeCapacity = 16 << 10

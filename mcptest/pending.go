@@ -104,6 +104,11 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	case <-p.done:
 		return p.resp, p.err
 	case <-ctx.Done():
+		select {
+		case <-p.done: // it arrived as the bound ran out: an answer
+			return p.resp, p.err
+		default:
+		}
 		return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), ctx.Err())
 	}
 }

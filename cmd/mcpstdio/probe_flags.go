@@ -112,8 +112,8 @@ func parseToolCall(s string) (*assertions.ToolCall, error) {
 type probeFlags struct {
 	large, slow, cheap, bounded toolCallFlag
 
-	maxFrame, pipeCapacity, oversized, flood, contentBudget int
-	within, cancelGrace, shutdownGrace, slowDuration        time.Duration
+	maxFrame, pipeCapacity, oversized, flood, contentBudget, cancelAfter int
+	within, cancelGrace, shutdownGrace, slowDuration                     time.Duration
 
 	expect          expectFlag
 	run             string
@@ -134,6 +134,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 0, "how long the server has to exit after stdin EOF or SIGTERM (0: 2s)")
 	fs.IntVar(&f.oversized, "oversized-request", 0, "size in `bytes` of the oversized request line (0: 32 MiB)")
 	fs.IntVar(&f.flood, "flood", 0, "least `number` of tools/call requests written while the server's stdout is blocked; more if needed to write 8 times the stdin pipe's capacity (0: 500)")
+	fs.IntVar(&f.cancelAfter, "cancel-after", 0, "`bytes` of the -large response cancel-after-output-began lets through before it holds reads and cancels (0: 32 KiB; a shorter response is a skip)")
 	fs.IntVar(&f.contentBudget, "content-budget", 0, "`bytes` the -bounded call's result must fit (0: 64 KiB)")
 	fs.Var(&f.expect, "expect", "verdicts the server is known to get, as `criterion=verdict,...`; an expected one does not fail the probe (marked *), and any other verdict of that criterion, even a pass, does: update the list (server command only)")
 	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
@@ -151,6 +152,7 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 		Cheap:            f.cheap.call,
 		Bounded:          f.bounded.call,
 		ContentBudget:    f.contentBudget,
+		CancelAfter:      f.cancelAfter,
 		OversizedRequest: f.oversized,
 		Flood:            f.flood,
 		PipeCapacity:     f.pipeCapacity,
@@ -161,7 +163,7 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 		Expect:           f.expect.m,
 	}
 	for name, v := range map[string]int{"max-frame": f.maxFrame, "pipe-capacity": f.pipeCapacity,
-		"oversized-request": f.oversized, "flood": f.flood, "content-budget": f.contentBudget} {
+		"oversized-request": f.oversized, "flood": f.flood, "content-budget": f.contentBudget, "cancel-after": f.cancelAfter} {
 		if v < 0 {
 			return cfg, fmt.Errorf("-%s %d: must not be negative", name, v)
 		}

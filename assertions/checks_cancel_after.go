@@ -1,0 +1,186 @@
+package assertions
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// The cancel after output began is placed by bytes, not by the response's
+// id: a server may put the id last (the TypeScript SDK writes
+// {"result":…,"jsonrpc":"2.0","id":N}), so the host learns whose frame it
+// is only when it ends. With one request outstanding, the first frame that
+// is neither a notification nor a server request is its response whatever
+// the key order: the criterion lets exactly CancelAfter bytes of that frame
+// through, holds reads there, and cancels.
+
+// heldFrame is where the criterion held the host's reads: CancelAfter bytes
+// into the frame that began at start.
+type heldFrame struct {
+	start, at    int64 // stdout offsets of the frame's start and of the hold
+	framesBefore int64 // frames completed before it since the request
+}
+
+// frameCounter sums the stdout bytes of the frames from the server that
+// completed after a moment, reading the session's transcript as it goes:
+// steps of at most cancelStep bytes keep each read well under what the
+// transcript holds (Limits.Transcript, 256 by default: 4 KiB is ~130 of
+// the smallest frames).
+type frameCounter struct {
+	last          time.Time // the newest entry counted
+	bytes, frames int64
+}
+
+const cancelStep = 4 << 10
+
+// update counts the entries newer than the last counted; ok is false if
+// some were dropped from the transcript before they could be counted.
+func (c *frameCounter) update(s *mcptest.Session) (ok bool) {
+	tr := s.Transcript()
+	if len(tr) > 0 && tr[0].At.After(c.last) && s.Stats().TranscriptDropped > 0 {
+		return false
+	}
+	for _, e := range tr {
+		if e.At.After(c.last) {
+			if e.Dir == "←" {
+				c.bytes += e.Size + 1
+				c.frames++
+			}
+			c.last = e.At
+		}
+	}
+	return true
+}
+
+// waitBytes waits until the host has read n stdout bytes in all or p has
+// ended, bounded by within.
+func waitBytes(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, n int64, within time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- s.WaitStdoutBytes(wctx, n) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-p.Done():
+		cancel()
+		<-errc
+		return nil
+	}
+}
+
+// holdInResponse lets stdout through until reads are held exactly n bytes
+// into a frame that has not ended, each step bounded by within. It returns
+// where it held, or a Result when it could not: the response ended first
+// (a skip naming its size) or the output stopped.
+func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, base int64, c *frameCounter, n int64, cfg ServerConfig) (heldFrame, *Result) {
+	for {
+		if !c.update(s) {
+			r := skip("more frames came before the Large call's response than the session's transcript keeps (Limits.Transcript): the response's start cannot be placed")
+			return heldFrame{}, &r
+		}
+		if ended(p) {
+			r := skip("the Large call's response was only %d bytes, under the %d bytes after which the cancel is sent: configure a larger call or a smaller CancelAfter", p.Received(), n)
+			return heldFrame{}, &r
+		}
+		at := s.Stats().StdoutBytes
+		start := base + c.bytes
+		in := at - start
+		if in >= n {
+			return heldFrame{start: start, at: at, framesBefore: c.frames}, nil
+		}
+		step := min(n-in, cancelStep)
+		s.StallReadsAfter(step)
+		if err := waitBytes(ctx, s, p, at+step, cfg.Within); err != nil {
+			r := failErr(ruleCancelAfter, fmt.Sprintf("the server's output stopped %d bytes into a frame after the Large call, before %d bytes", s.Stats().StdoutBytes-start, n), err)
+			return heldFrame{}, &r
+		}
+	}
+}
+
+// CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
+// lets exactly CancelAfter bytes of its response through (the first frame
+// after the request that is neither a notification nor a server request),
+// holds reads there and cancels it; it checks that the server is still
+// running and the frame unfinished, resumes reads, and checks that the
+// session goes on: a second request completes. The cancel may be ignored
+// (the response is already on the wire) or answered; it must not break
+// anything. A response shorter than CancelAfter is a skip naming its size.
+// Each step is bounded by Within.
+func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	n := int64(cfg.CancelAfter)
+	s.StallReads()
+	base, t0 := s.Stats().StdoutBytes, time.Now()
+	p := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+	h, res := holdInResponse(ctx, s, p, base, &frameCounter{last: t0}, n, cfg)
+	if res != nil {
+		s.ResumeReads()
+		return *res
+	}
+	if ex := s.Stats().Exit; ex.How != "" {
+		s.ResumeReads()
+		return fail(ruleCancelAfter, "the server ended while %d bytes of a frame after the Large call had arrived: %s", n, ex)
+	}
+	if err := p.Cancel("mcpstdio: cancelled after the response began"); err != nil {
+		s.ResumeReads()
+		return failErr(ruleCancelAfter, fmt.Sprintf("sending notifications/cancelled %d bytes into the response", n), err)
+	}
+	// Held: nothing more of the frame reaches the host until resumed.
+	unfinished := !ended(p) && s.Stats().StdoutBytes == h.at
+	alive := s.Stats().Exit.How == ""
+	s.ResumeReads()
+	if !alive {
+		return fail(ruleCancelAfter, "the server ended after the cancel that came %d bytes into its response: %s", n, s.Stats().Exit)
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.Within)
+	_, werr := p.Wait(wctx)
+	cancel()
+	if werr != nil && !ended(p) {
+		return failErr(ruleCancelAfter, fmt.Sprintf("the rest of the response after the cancel %d bytes in", n), werr)
+	}
+	if why := notTheResponse(s, p, h, t0); why != "" {
+		return skip("%s: the cancel came before the response began; configure a larger CancelAfter", why)
+	}
+	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
+		return failErr(ruleCancelAfter, fmt.Sprintf("second request after cancelling a response %d bytes in", n), err)
+	}
+	held := "held mid-frame while cancelled"
+	if !unfinished {
+		held = "the frame was not seen unfinished at the cancel"
+	}
+	return pass("cancelled %d bytes into its response (%s, the server still running); %s; the second request completed", n, held, afterCancel(ctx, p))
+}
+
+// notTheResponse says why the frame held was not p's response, or "": the
+// frame that completed first after framesBefore is the response if its
+// size is the response's.
+func notTheResponse(s *mcptest.Session, p *mcptest.Pending, h heldFrame, t0 time.Time) string {
+	var k int64
+	for _, e := range s.Transcript() {
+		if e.Dir != "←" || !e.At.After(t0) {
+			continue
+		}
+		if k == h.framesBefore {
+			if got := p.Received(); got > 0 && e.Size != got && e.Size+1 != got {
+				return fmt.Sprintf("the frame held was a %d-byte frame before the %d-byte response", e.Size, got)
+			}
+			return ""
+		}
+		k++
+	}
+	return ""
+}
+
+// AssertCancelAfterOutputBegan is CheckCancelAfterOutputBegan for tests.
+func AssertCancelAfterOutputBegan(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
+	t.Helper()
+	report(t, CheckCancelAfterOutputBegan(testContext(t), s, cfg))
+}
