@@ -113,10 +113,10 @@ func (s *Server) toolsList(w *work) *frame {
 }
 
 func (s *Server) toolsCall(w *work) *frame {
-	name := w.params.Name
 	if f, ok := s.hostCall(w); ok {
 		return f
 	}
+	name := w.params.Name
 	i := slices.IndexFunc(s.tools, func(t tool) bool { return t.Name == name })
 	if i < 0 && s.cfg.faults.Call != "" {
 		i = slices.IndexFunc(s.tools, func(t tool) bool { return t.Name == ToolEcho })
