@@ -134,7 +134,6 @@ func (r *hostFixture) startCommand(flags []string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	run := &commandRun{cmd: cmd, out: pipes.NewCapture(hostOutputLimit), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = run.out, run.out
-	cmd.Dir = r.dir
 	cmd.WaitDelay = 2 * time.Second // a grandchild holding the output pipes
 	setProcessGroup(cmd)
 	run.begin = time.Now()

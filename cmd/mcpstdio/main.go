@@ -42,13 +42,14 @@ func main() {
 const usageText = `usage:
   mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
   mcpstdio probe [flags]                          run them against the built-in fake, good and naive
+  mcpstdio hostprobe [flags] -- <host command...> run the host criteria against an MCP host (any language)
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
   mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
   mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
   mcpstdio replay [flags] -record FILE -- <server command...>
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
-  mcpstdio help [probe|fake|proxy|status|replay]  show this help or a command's flags
+  mcpstdio help [probe|hostprobe|fake|...]        show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "probe":
 		return runProbe(ctx, args[1:], stdout, stderr)
+	case "hostprobe":
+		return runHostProbe(ctx, args[1:], stdout, stderr)
 	case "fake":
 		return runFake(ctx, args[1:], stdout, stderr)
 	case "proxy":
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "replay":
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "hostprobe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {

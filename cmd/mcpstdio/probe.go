@@ -91,19 +91,26 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer junit.Close()
 	}
 
+	return withOutput(ctx, "mcpstdio probe", stdout, stderr, f.verbose, f.json, junit, func(ctx context.Context, out *output) int {
+		if demo {
+			return runDemo(ctx, cfg, out, stderr)
+		}
+		return probeServer(ctx, fs.Args(), cfg, base, out, stderr)
+	})
+}
+
+// withOutput runs run with the output of a probe (the printer, -json on
+// stdout, interrupts by a signal), then writes the JUnit file, if any; it
+// returns run's exit status, or 1 if the JUnit file could not be written.
+func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbose, json bool, junit *os.File, run func(context.Context, *output) int) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := &output{p: newPrinter(ctx, stdout, stderr, &f)}
-	if f.json {
+	out := &output{p: newPrinter(ctx, stdout, stderr, verbose, json)}
+	if json {
 		out.json = stdout
 	}
 	defer out.p.close()
-	var code int
-	if demo {
-		code = runDemo(ctx, cfg, out, stderr)
-	} else {
-		code = probeServer(ctx, fs.Args(), cfg, base, out, stderr)
-	}
+	code := run(ctx, out)
 	out.p.close()
 	if junit != nil {
 		err := writeJUnit(junit, out.reports)
@@ -111,7 +118,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			err = cerr
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "mcpstdio probe: -junit: %v\n", err)
+			fmt.Fprintf(stderr, "%s: -junit: %v\n", cmd, err)
 			code = 1
 		}
 	}
@@ -126,6 +133,12 @@ func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig
 		fmt.Fprintf(stderr, "mcpstdio probe: %v\n", err)
 		return 1
 	}
+	return exitStatus(rep, base, out)
+}
+
+// exitStatus is a probe's exit status once its report is complete: 1 if a
+// criterion failed or, with a baseline, if a verdict got worse.
+func exitStatus(rep, base *assertions.Report, out *output) int {
 	if base != nil {
 		changes := compareReports(base, rep)
 		out.p.changes(base, rep, changes)
@@ -182,7 +195,7 @@ const (
 func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
 	target := mcptest.Command(argv[0], argv[1:]...)
 	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
-	p.begin(rep.Subject, cfg)
+	p.begin(rep.Subject, assertions.ServerCriterionNames(), cfg.Run)
 	begin := time.Now()
 	err := preflight(ctx, target, cfg, p)
 	switch {

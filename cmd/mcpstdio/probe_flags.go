@@ -38,14 +38,24 @@ func (f *toolCallFlag) Set(s string) error {
 
 // expectFlag is the -expect flag: criterion=verdict pairs, separated by
 // commas; the flag may be given more than once.
-type expectFlag struct{ m map[string]assertions.Verdict }
+type expectFlag struct {
+	m     map[string]assertions.Verdict
+	names []string // the criteria; nil: the server criteria
+}
+
+func (f *expectFlag) criteria() []string {
+	if f.names != nil {
+		return f.names
+	}
+	return assertions.ServerCriterionNames()
+}
 
 func (f *expectFlag) String() string {
 	if f == nil || f.m == nil {
 		return ""
 	}
 	var pairs []string
-	for _, name := range assertions.ServerCriterionNames() {
+	for _, name := range f.criteria() {
 		if v, ok := f.m[name]; ok {
 			pairs = append(pairs, name+"="+string(v))
 		}
@@ -60,8 +70,8 @@ func (f *expectFlag) Set(s string) error {
 		switch {
 		case !ok || name == "":
 			return fmt.Errorf("%q: want criterion=verdict", pair)
-		case !slices.Contains(assertions.ServerCriterionNames(), name):
-			return fmt.Errorf("%q names no criterion (they are: %s)", name, strings.Join(assertions.ServerCriterionNames(), ", "))
+		case !slices.Contains(f.criteria(), name):
+			return fmt.Errorf("%q names no criterion (they are: %s)", name, strings.Join(f.criteria(), ", "))
 		case !slices.Contains(verdictOrder, verdict):
 			return fmt.Errorf("%q: the verdict is one of pass, fail, warn, skip", pair)
 		}
@@ -174,15 +184,9 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 			return cfg, fmt.Errorf("-%s %v: must not be negative", name, d)
 		}
 	}
-	if f.run != "" {
-		re, err := regexp.Compile(f.run)
-		if err != nil {
-			return cfg, fmt.Errorf("-run: %v", err)
-		}
-		if !slices.ContainsFunc(assertions.ServerCriterionNames(), re.MatchString) {
-			return cfg, fmt.Errorf("-run %q matches no criterion (they are: %s)", f.run, strings.Join(assertions.ServerCriterionNames(), ", "))
-		}
-		cfg.Run = re
+	var err error
+	if cfg.Run, err = compileRun(f.run, assertions.ServerCriterionNames()); err != nil {
+		return cfg, err
 	}
 	if f.maxFrame > 0 {
 		cfg.Options = append(cfg.Options, mcptest.WithMaxFrame(f.maxFrame))
@@ -216,4 +220,20 @@ func endedByDashDash(fs *flag.FlagSet, args []string) bool {
 		i++ // the flag's value
 	}
 	return false
+}
+
+// compileRun compiles the -run flag, which must match one of names; empty
+// selects everything (nil).
+func compileRun(run string, names []string) (*regexp.Regexp, error) {
+	if run == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(run)
+	if err != nil {
+		return nil, fmt.Errorf("-run: %v", err)
+	}
+	if !slices.ContainsFunc(names, re.MatchString) {
+		return nil, fmt.Errorf("-run %q matches no criterion (they are: %s)", run, strings.Join(names, ", "))
+	}
+	return re, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -28,9 +29,9 @@ type printer struct {
 
 // newPrinter prints to stdout, or to stderr with -json; the live status
 // goes to stderr if it is a terminal.
-func newPrinter(ctx context.Context, stdout, stderr io.Writer, f *probeFlags) *printer {
-	p := &printer{w: stdout, verbose: f.verbose, ctx: ctx}
-	if f.json {
+func newPrinter(ctx context.Context, stdout, stderr io.Writer, verbose, json bool) *printer {
+	p := &printer{w: stdout, verbose: verbose, ctx: ctx}
+	if json {
 		p.w = stderr
 	}
 	if file, ok := stderr.(*os.File); ok {
@@ -41,23 +42,28 @@ func newPrinter(ctx context.Context, stdout, stderr io.Writer, f *probeFlags) *p
 	return p
 }
 
-// begin starts a report: the criteria cfg selects are pending, and the
-// server is being started.
-func (p *printer) begin(subject string, cfg assertions.ServerConfig) {
+// begin starts a report: the criteria of names that run selects are
+// pending, and the server is being started.
+func (p *printer) begin(subject string, names []string, run *regexp.Regexp) {
 	p.subject, p.shown, p.pending = subject, 0, nil
-	for _, name := range assertions.ServerCriterionNames() {
-		if cfg.Run == nil || cfg.Run.MatchString(name) {
+	for _, name := range names {
+		if run == nil || run.MatchString(name) {
 			p.pending = append(p.pending, name)
 		}
 	}
 	p.live.show("(starting the server)")
 }
 
+// title prints the report's first line.
+func (p *printer) title() {
+	p.live.pause()
+	fmt.Fprintln(p.w, p.subject)
+}
+
 // heading prints the report's first line once the server is known to
 // start, and starts the live status of the first criterion.
 func (p *printer) heading(version string, took time.Duration, closeErr error) {
-	p.live.pause()
-	fmt.Fprintln(p.w, p.subject)
+	p.title()
 	if p.verbose {
 		fmt.Fprintf(p.w, "        started and negotiated protocol %s in %v\n", version, took.Round(time.Millisecond))
 		if closeErr != nil {
