@@ -136,7 +136,9 @@ func furtherNote(made bool) string {
 // Go Host) it has a cancel of the call, waited for at most a moment.
 func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	if r.command != nil {
-		r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+		if !r.run.killed { // a killed host's fake was killed with it
+			r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
 		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 })
@@ -187,7 +189,7 @@ func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule str
 		if cancelled {
 			what = "a notifications/cancelled only when the criterion ended it"
 		}
-		res := fail(rule, "%s: the host was still waiting %v after the call (the cap, HostConfig.Cap / -host-cap): it has no timeout of its own that fired; %s", fault, r.cfg.Cap, what)
+		res := fail(rule, "%s: the host was still waiting %v after the call (the cap is %v: HostConfig.Cap, -host-cap): no timeout of its own fired; %s", fault, o.ended.Sub(call.Arrived).Round(time.Millisecond), r.cfg.Cap, what)
 		res.Verdict = atCap
 		if o.hung {
 			res.Evidence += "; its CallTool did not return even after its context ended"
@@ -197,12 +199,12 @@ func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule str
 	}
 	after := o.ended.Sub(call.Arrived).Round(time.Millisecond)
 	if !cancelled {
-		res := fail(rule, "%s: the host gave up %v after the call (%s) without sending notifications/cancelled: the server is left working", fault, after, o.how())
+		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: the server is left working", fault, r.gaveUp(), after, o.how())
 		res.Verdict = Warn
 		return res
 	}
-	return pass("%s: the host gave up %v after the call (%s) and sent notifications/cancelled %v after the call (reason %q)",
-		fault, after, o.how(), c.Arrived.Sub(call.Arrived).Round(time.Millisecond), c.Reason)
+	return pass("%s: the host %s %v after the call (%s) and sent notifications/cancelled %v after the call (reason %q)",
+		fault, r.gaveUp(), after, o.how(), c.Arrived.Sub(call.Arrived).Round(time.Millisecond), c.Reason)
 }
 
 func hostTimeout(ctx context.Context, r *hostFixture) Result {
@@ -304,13 +306,17 @@ func hostStdinNotRead(ctx context.Context, r *hostFixture) Result {
 		return fail(ruleHostStdin, "the fake never saw the handshake end (requests: %d), so it never stopped reading; the host ended with %s", len(rep.Requests), o.how())
 	}
 	if o.atLimit {
-		res := fail(ruleHostStdin, "the fake stopped reading stdin after the handshake; the host was still waiting %v later (the cap)", r.cfg.Cap)
+		res := fail(ruleHostStdin, "the fake stopped reading stdin after the handshake; the host was still waiting %v later (the cap is %v)", o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), r.cfg.Cap)
 		if o.hung {
 			res.Evidence += ", and its CallTool did not return even after its context ended: it is frozen"
 		}
 		return res
 	}
-	return pass("the fake stopped reading stdin after the handshake; the host gave up %v later (%s)", o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), o.how())
+	ended := "the host's call ended"
+	if r.command != nil {
+		ended = "the host ended"
+	}
+	return pass("the fake stopped reading stdin after the handshake; %s %v later (%s)", ended, o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), o.how())
 }
 
 // ToolLister is a Host that can list the server's tools; large-tools-list
@@ -322,10 +328,6 @@ type ToolLister interface {
 func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
 	if err := r.startWith(ctx, "-tools-list-bytes", fmt.Sprint(r.cfg.ToolsListBytes)); err != nil {
 		return hostStartFailed(err)
-	}
-	want := 0
-	for size := 0; size < r.cfg.ToolsListBytes; want++ {
-		size += 1100 // about one filler tool; the exact count is the fake's
 	}
 	if r.command == nil {
 		l, ok := r.host.(ToolLister)
@@ -344,7 +346,8 @@ func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
 				fillers++
 			}
 		}
-		if !slices.Contains(names, fakeserver.FillerTool(fillers)) || fillers < want*9/10 {
+		rep, _ := r.fakeReport()
+		if fillers != rep.FillerTools || !slices.Contains(names, fakeserver.FillerTool(fillers)) {
 			return fail(ruleHostToolList, "a %d-byte tools/list: the host has %d tools, %d of them filler tools", r.cfg.ToolsListBytes, len(names), fillers)
 		}
 		return pass("a %d-byte tools/list: the host took all %d tools", r.cfg.ToolsListBytes, len(names))
@@ -369,8 +372,10 @@ func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
 		return fail(ruleHostToolList, "after a %d-byte tools/list the host's output does not match -expect-output %q; last line: %s", r.cfg.ToolsListBytes, r.command.ExpectOutput, lastLine(o.output))
 	case r.command.ExpectOutput != nil:
 		return pass("after a %d-byte tools/list the host's output matches %q", r.cfg.ToolsListBytes, r.command.ExpectOutput)
+	case filler != "" && filler != fakeserver.FillerTool(rep.FillerTools):
+		return fail(ruleHostToolList, "the host called %s from a %d-byte tools/list whose last tool is %s: it did not take the whole list", filler, r.cfg.ToolsListBytes, fakeserver.FillerTool(rep.FillerTools))
 	case filler != "":
-		return pass("the host took a %d-byte tools/list and called %s from it", r.cfg.ToolsListBytes, filler)
+		return pass("the host took a %d-byte tools/list and called its last tool, %s", r.cfg.ToolsListBytes, filler)
 	}
 	return Result{Verdict: Warn, Rule: ruleHostToolList, Evidence: fmt.Sprintf("the host took a %d-byte tools/list and ended with exit status 0; whether it kept every tool is not known: give -expect-output (HostCommand.ExpectOutput)", r.cfg.ToolsListBytes)}
 }
@@ -386,8 +391,25 @@ func (r *hostFixture) idleCommand(ctx context.Context) Result {
 		return failErr(ruleHostReads, fmt.Sprintf("with %d bytes of notifications after the answer", r.cfg.IdleNotifications), o.err)
 	}
 	rep := r.settled(ctx)
-	if !rep.IdleNotifyDone {
-		return skip("the host ended (exit status 0) after %d of the fake's %d bytes of notifications: a host command that makes one call and ends cannot show that it reads while idle", rep.IdleNotifyBytes, r.cfg.IdleNotifications)
+	made, err := r.further(ctx)
+	switch {
+	case err != nil:
+		return failErr(ruleHostReads, "after the notifications", err)
+	case !made:
+		// Whether its one call's notifications got out before it ended is
+		// a race with its exit, not a verdict.
+		return skip("the host made one call and ended (exit status 0): a host command that makes no further call cannot show that it reads while idle")
+	case !rep.IdleNotifyDone:
+		return fail(ruleHostReads, "the host made further calls but the fake got only %d of %d bytes of notifications out while it was between them", rep.IdleNotifyBytes, r.cfg.IdleNotifications)
 	}
 	return pass("%d bytes of notifications written after the answer, longest stdout block %v; the host ended with exit status 0", r.cfg.IdleNotifications, rep.StdoutLongestBlock.Round(time.Millisecond))
+}
+
+// gaveUp is what the end of the host's call is, by the kind of host: a Go
+// Host's call returns; a command is timed to its exit.
+func (r *hostFixture) gaveUp() string {
+	if r.command != nil {
+		return "ended"
+	}
+	return "gave up"
 }
