@@ -152,11 +152,14 @@ func (s *Server) fillerTools(tools []any) []any {
 	}
 	size := len(marshal(tools))
 	desc := strings.Repeat("A filler tool that makes tools/list large. ", 22)
-	for i := 1; size < want; i++ {
-		t := tool{Name: FillerTool(i), Description: desc, InputSchema: schemaOf(reflect.TypeFor[echoArgs]())}
+	n := 0
+	for size < want {
+		n++
+		t := tool{Name: FillerTool(n), Description: desc, InputSchema: schemaOf(reflect.TypeFor[echoArgs]())}
 		size += len(marshal(t)) + 1
 		tools = append(tools, t)
 	}
+	s.update(func(r *Report) { r.FillerTools = n })
 	return tools
 }
 

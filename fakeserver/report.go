@@ -61,6 +61,7 @@ type Report struct {
 
 	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin
 	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
+	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
 
 	EOF  bool   // stdin reached EOF
 	Exit string // why Serve returned; empty while it runs

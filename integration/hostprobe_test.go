@@ -261,3 +261,52 @@ func TestHostProbeRealHosts(t *testing.T) {
 		})
 	}
 }
+
+// hostTableHeader is the header row of the README's host table.
+const hostTableHeader = "| host | own timeout | cancels when it gives up | progress forever | late answer | crash mid-call |"
+
+// TestREADMEHostTable checks the README's host table against hostTable,
+// whose verdicts TestHostProbeRealHosts asserts.
+func TestREADMEHostTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), hostTableHeader)
+	if !ok {
+		t.Fatalf("the README has no host table (header %q)", hostTableHeader)
+	}
+	got := map[string][5]string{}
+	for line := range strings.Lines(table) {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			if len(got) > 0 {
+				break
+			}
+			continue
+		}
+		f := strings.Split(strings.Trim(line, "|"), "|")
+		if strings.HasPrefix(strings.TrimSpace(f[0]), "---") {
+			continue
+		}
+		if len(f) != 6 {
+			t.Errorf("a row of the host table has %d cells, want 6: %s", len(f), line)
+			continue
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		name, _, _ := strings.Cut(f[0], " ")
+		got[name] = [5]string(f[1:])
+	}
+	for name, row := range hostTable {
+		want := [5]string{row.timeout, row.cancels, row.progress, row.late, row.crash}
+		if g := got[name]; g != want {
+			t.Errorf("the README's host table says of %s %q, the tests %q", name, g, want)
+		}
+		delete(got, name)
+	}
+	for name := range got {
+		t.Errorf("the README's host table has a row for %s, which the tests do not run", name)
+	}
+}
