@@ -98,7 +98,7 @@ func CheckResultBounded(ctx context.Context, s *mcptest.Session, cfg ServerConfi
 	}
 	res := CheckResultContract(resp.Result, cfg.ContentBudget)
 	if res.Verdict == Fail {
-		res.Evidence = "tools/call " + cfg.Bounded.String() + ": " + res.Evidence
+		res.Evidence = "tools/call " + cfg.Bounded.describe() + ": " + res.Evidence
 	}
 	return res
 }

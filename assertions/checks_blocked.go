@@ -2,8 +2,8 @@ package assertions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,78 +105,11 @@ func notLarge(s *mcptest.Session, resp *mcptest.Response, large *ToolCall) (Resu
 	capacity := s.Stats().WriterEvidence.Capacity // what the pipe really was
 	switch {
 	case resp.Error != nil:
-		return fail(ruleLargeCall, "the Large call (%s) failed: %v: configure a call that returns a large result", large, resp.Error), true
+		return fail(ruleLargeCall, "the Large call (%s) failed: %v: configure a call that returns a large result", large.describe(), resp.Error), true
 	case len(resp.Result) <= capacity:
-		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large, len(resp.Result), capacity), true
+		return fail(ruleLargeCall, "the Large call (%s) returned only %d bytes, not more than the %d-byte stdout pipe: configure a larger result", large.describe(), len(resp.Result), capacity), true
 	}
 	return Result{}, false
-}
-
-// floodRequest is one request of the reads-while-blocked flood: the cheap
-// call if configured, else a call of a tool that does not exist, padded so
-// that the flood is large; either goes through the server's tool-call path,
-// which is where a server may queue work behind its blocked writes.
-func floodRequest(cfg ServerConfig) map[string]any {
-	if cfg.Cheap != nil {
-		return cfg.Cheap.params(nil)
-	}
-	return map[string]any{"name": "mcpstdio-no-such-tool", "arguments": map[string]any{"pad": strings.Repeat("x", 256)}}
-}
-
-// CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), then writes a flood of tools/call requests to its stdin
-// — at least cfg.Flood, and at least 8 times the stdin pipe's capacity in
-// bytes — and checks that the server keeps reading them: every write
-// completes while its stdout is still blocked. After reads resume, the large
-// response and an answer to every flood request (a result or an error) must
-// arrive.
-func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured")
-	}
-	s.StallReads()
-	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	if err := s.WaitWriterBlocked(ctx); err != nil {
-		return failErr(ruleLargeCall, "the Large call did not block the server's stdout", err)
-	}
-	capacity := cfg.PipeCapacity
-	if capacity <= 0 {
-		capacity = 64 << 10 // Linux's default, the largest of the usual ones
-	}
-	req := floodRequest(cfg)
-	before := s.Stats().StdinBytes
-	begin := time.Now()
-	var flood []*mcptest.Pending
-	for i := 0; i < cfg.Flood || s.Stats().StdinBytes-before < 8*int64(capacity); i++ {
-		p := s.Send(wire.MethodToolsCall, req)
-		flood = append(flood, p)
-		if ended(p) && !responded(p) {
-			_, err := p.Wait(ctx)
-			if e := serverEnded(s); e != "" {
-				return fail(ruleReadsBlocked, "tools/call %d of the flood could not be written while the server's stdout was blocked: %s", i+1, e)
-			}
-			return failErr(ruleReadsBlocked, fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written while the server's stdout was blocked", i+1, s.Stats().StdinBytes-before), err)
-		}
-	}
-	sent := s.Stats().StdinBytes - before
-	took := time.Since(begin)
-	evidence := s.Stats().WriterEvidence
-	s.ResumeReads()
-	resp, err := big.Wait(ctx)
-	if err != nil {
-		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
-	}
-	if res, bad := notLarge(s, resp, cfg.Large); bad {
-		return res
-	}
-	for i, p := range flood {
-		if _, err := p.Wait(ctx); err != nil {
-			return failErr(ruleReadsBlocked, fmt.Sprintf("the answer to tools/call %d of the flood after resuming reads", i+1), err)
-		}
-	}
-	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) were read from stdin in %v while stdout was blocked (%s); all answered after resuming",
-		len(flood), sent, float64(sent)/float64(capacity), capacity, took.Round(time.Millisecond), evidence)
 }
 
 // AssertReadsWhileBlocked is CheckReadsWhileBlocked for tests.
@@ -211,7 +144,7 @@ func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg Server
 	// bytes handed to write(2) cannot be recalled: more than the pipe held
 	// must have arrived. Otherwise a short response sat in the pipe.
 	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
-		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large)
+		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large.describe())
 	}
 	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, afterCancel(ctx, big))
 }
@@ -243,9 +176,28 @@ func responseKind(r *mcptest.Response) string {
 		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
 	}
 	if isErrorResult(r.Result) {
-		return fmt.Sprintf("an isError result (%.120s)", r.Result)
+		return "an isError result: " + firstText(r.Result)
 	}
 	return fmt.Sprintf("a result of %d bytes", len(r.Result))
+}
+
+// firstText returns a result's first text content block whole (up to 1
+// KiB), quoted, or its size if it has none.
+func firstText(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) == nil {
+		for _, c := range r.Content {
+			if c.Type == "text" {
+				return fmt.Sprintf("%q", boundText(c.Text, 1024))
+			}
+		}
+	}
+	return fmt.Sprintf("%d bytes, no text content", len(result))
 }
 
 // ended reports whether p has ended: answered, or failed.

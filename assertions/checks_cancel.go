@@ -149,7 +149,10 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	era := s.ProtocolVersion()
 	window := c.end.at.Sub(c.afterGrace.at)
 	var went []string
-	if n := c.end.progress - c.afterGrace.progress; n > 0 {
+	// One notification can be one written before the cancel and read late
+	// (a loaded machine delays the host's reads by more than the grace):
+	// work that sends progress often shows going on as more than one.
+	if n := c.end.progress - c.afterGrace.progress; n >= 2 || n == 1 && (g.progressEvery == 0 || 2*g.progressEvery > window) {
 		went = append(went, fmt.Sprintf("%d progress notifications for id=%d arrived %v–%v after the cancel", n, c.p.ID(), c.grace, c.grace+window.Round(time.Millisecond)))
 	}
 	share := -1.0

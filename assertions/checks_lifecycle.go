@@ -71,7 +71,7 @@ func CheckEra(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result 
 	if isModernEra(v) {
 		era = "modern: the server answered the server/discover probe"
 	}
-	return pass("negotiated %s (%s); no server-to-client requests on stdout", v, era)
+	return pass("negotiated %s (%s); no server-to-client requests on stdout%s", v, era, cfg.start.startNote())
 }
 
 // AssertEra is CheckEra for tests.

@@ -3,6 +3,7 @@ package assertions
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -155,7 +156,7 @@ func gluedRequest(s *mcptest.Session, id string) []byte {
 // all.
 func CheckInvalidJSONInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
-	before := s.Stats()
+	t0 := time.Now()
 	// One write: the invalid line and a request the host does not route,
 	// whose answer is seen as an unknown id in the transcript.
 	const id = "mcpstdio-after-invalid"
@@ -181,12 +182,39 @@ func CheckInvalidJSONInput(ctx context.Context, s *mcptest.Session, cfg ServerCo
 		}
 		return failErr(ruleInvalidJSON, "after an invalid JSON line in a write of its own", err)
 	}
-	after := s.Stats()
-	answer := "silence"
-	if n := after.UnknownIDs - before.UnknownIDs - 1; n > 0 { // less the glued request's answer
-		answer = fmt.Sprintf("%d error response(s)", n)
+	return pass("an invalid JSON line, twice (with a request behind it in the same write, then alone), answered with %s; every request after it was answered", invalidAnswers(s, t0))
+}
+
+// invalidAnswers says what came from the server for the invalid lines:
+// error responses whose id is null or missing (JSON-RPC's answer to a line
+// whose id could not be read, as mcp-go writes -32700 with "id":null) or
+// the invalid line's own, or silence. The glued request's own answer is not among them.
+func invalidAnswers(s *mcptest.Session, t0 time.Time) string {
+	var seen []string
+	for _, e := range s.Transcript() {
+		if e.Dir != "←" || !e.At.After(t0) {
+			continue
+		}
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int64  `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(e.Head, &m) != nil || m.Error == nil || len(m.ID) > 0 && string(m.ID) != "null" && string(m.ID) != `"mcpstdio-bad"` {
+			continue
+		}
+		id := "id " + string(m.ID)
+		if len(m.ID) == 0 {
+			id = "no id"
+		}
+		seen = append(seen, fmt.Sprintf("%d %q, %s", m.Error.Code, m.Error.Message, id))
 	}
-	return pass("an invalid JSON line, twice (with a request behind it in the same write, then alone), answered with %s; every request after it was answered", answer)
+	if len(seen) == 0 {
+		return "silence"
+	}
+	return fmt.Sprintf("%d error response(s) (%s)", len(seen), strings.Join(seen, "; "))
 }
 
 // AssertInvalidJSONInput is CheckInvalidJSONInput for tests.

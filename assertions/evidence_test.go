@@ -2,6 +2,7 @@ package assertions_test
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"runtime"
 	"strings"
@@ -165,6 +166,61 @@ func TestInvalidJSONSameRead(t *testing.T) {
 	})
 }
 
+// TestInvalidJSONAnswerWithoutID: an error answer without an id (JSON-RPC's
+// answer when the id could not be read) is an answer, and the evidence says
+// what came.
+func TestInvalidJSONAnswerWithoutID(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^invalid-json-input$`)
+	res := assertions.CheckServer(t.Context(), quiet(false, "answer-bad"), cfg).Results[0]
+	if res.Verdict != assertions.Pass || !strings.Contains(res.Evidence, `answered with 2 error response(s) (-32700 "Parse error", no id;`) {
+		t.Errorf("invalid-json-input = %s (%s), want a pass naming the two id-less -32700 answers", res.Verdict, res.Evidence)
+	}
+}
+
+// TestReadsWhileBlockedSlowReader: a server that keeps reading stdin while
+// its stdout is blocked, but slowly, is slow and not stopped: a pass when
+// the flood fits the cap (6×Within), else a warning with the rate and what
+// the bound would need.
+func TestReadsWhileBlockedSlowReader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		kibs int
+		want assertions.Verdict
+		text string
+	}{
+		{24, assertions.Warn, `^slow, not stopped: the server takes stdin at [\d.]+ KB/s while its stdout is blocked .* the flood needs .*raise Within to about`},
+		{1024, assertions.Pass, `were read from stdin`},
+	}
+	results := make([]assertions.Result, len(tests))
+	concurrently(len(tests), func(i int) {
+		cfg := quietConfig()
+		cfg.Run = regexp.MustCompile(`^reads-while-blocked$`)
+		cfg.Within = 500 * time.Millisecond // the cap: 3s; 24 KiB/s takes ~7s for the flood
+		results[i] = assertions.CheckServer(t.Context(), quiet(false, "async", fmt.Sprintf("slow-read=%d", tests[i].kibs)), cfg).Results[0]
+	})
+	for i, tt := range tests {
+		if res := results[i]; res.Verdict != tt.want || !regexp.MustCompile(tt.text).MatchString(res.Evidence) {
+			t.Errorf("reading stdin at %d KiB/s: reads-while-blocked = %s (%s), want %s matching %q", tt.kibs, res.Verdict, res.Evidence, tt.want, tt.text)
+		}
+	}
+}
+
+// TestFloodTooMuchAtAll: a flood the server cannot take even with the host
+// reading all the time is not blamed on back-pressure: a skip that says so
+// and asks for a cheaper call.
+func TestFloodTooMuchAtAll(t *testing.T) {
+	t.Parallel()
+	cfg := quietConfig()
+	cfg.Run = regexp.MustCompile(`^reads-while-blocked$`)
+	cfg.Within = time.Second
+	res := assertions.CheckServer(t.Context(), quiet(true, "async", "exit-after=100"), cfg).Results[0]
+	if res.Verdict != assertions.Skip || !strings.Contains(res.Evidence, "the server cannot take this flood at all") || !strings.Contains(res.Evidence, "cheaper") {
+		t.Errorf("reads-while-blocked = %s (%s), want a skip saying the server cannot take this flood at all", res.Verdict, res.Evidence)
+	}
+}
+
 // TestOversizedSlowReader: a server still reading when the bound runs out
 // is "still reading", with its rate, not "stopped".
 func TestOversizedSlowReader(t *testing.T) {
@@ -193,9 +249,9 @@ func TestCancelAfterOutputCountsItsResponse(t *testing.T) {
 		want  assertions.Verdict
 		text  string
 	}{
-		{[]string{"chatty"}, 256 << 10, assertions.Pass, "cancelled 32768 bytes into its response (held mid-frame while cancelled"},
-		{[]string{"id-last"}, 256 << 10, assertions.Pass, "cancelled 32768 bytes into its response (held mid-frame while cancelled"},
-		{[]string{"chatty", "id-last"}, 256 << 10, assertions.Pass, "cancelled 32768 bytes into its response (held mid-frame while cancelled"},
+		{[]string{"chatty"}, 256 << 10, assertions.Pass, `cancelled 327\d\d bytes into its response \(held mid-frame while cancelled`},
+		{[]string{"id-last"}, 256 << 10, assertions.Pass, `cancelled 327\d\d bytes into its response \(held mid-frame while cancelled`},
+		{[]string{"chatty", "id-last"}, 256 << 10, assertions.Pass, `cancelled 327\d\d bytes into its response \(held mid-frame while cancelled`},
 		{[]string{"id-last"}, 20 << 10, assertions.Skip, "the Large call's response was only 20"},
 	} {
 		cfg := quietConfig()
@@ -204,7 +260,7 @@ func TestCancelAfterOutputCountsItsResponse(t *testing.T) {
 		testkit.EachWay(t, func(t *testing.T, child bool) {
 			rep := assertions.CheckServer(t.Context(), quiet(child, tt.args...), cfg)
 			res := rep.Results[0]
-			if res.Verdict != tt.want || !strings.Contains(res.Evidence, tt.text) {
+			if res.Verdict != tt.want || !regexp.MustCompile(tt.text).MatchString(res.Evidence) {
 				t.Errorf("%q, %d bytes: cancel-after-output-began = %s (%s), want %s with %q", tt.args, tt.bytes, res.Verdict, res.Evidence, tt.want, tt.text)
 			}
 		})

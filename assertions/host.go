@@ -45,6 +45,9 @@ type HostConfig struct {
 	MaxFrame int
 	// Within bounds each call the battery makes, and the host's Close. Default 10s.
 	Within time.Duration
+	// StartTimeout bounds the HostFactory starting the host against the
+	// fake, never counted in Within. Default 30s.
+	StartTimeout time.Duration
 	// HugeField is the size in bytes of the response that is one huge text
 	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
 	// it and at most half of it (at least 1 KiB).
@@ -75,6 +78,9 @@ type HostConfig struct {
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
 	}
 	if c.HugeField <= 0 {
 		c.HugeField = 8 << 20
@@ -160,7 +166,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		h, err := r.newHost(ctx, r.cmd)
 		done <- started{h, err}
 	}()
-	t := time.NewTimer(r.cfg.Within)
+	t := time.NewTimer(r.cfg.StartTimeout)
 	defer t.Stop()
 	select {
 	case s := <-done:
@@ -180,7 +186,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		r.keep(s.h)
 	case <-time.After(5 * time.Second):
 	}
-	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v", strings.Join(flags, " "), r.cfg.Within)
+	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v (StartTimeout)", strings.Join(flags, " "), r.cfg.StartTimeout)
 }
 
 // keep keeps h to be closed at the end, unless it is nil or a nil pointer
@@ -343,9 +349,26 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 			}
 			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, command: command, dir: dir, name: name}
 		},
-		budget: func(name string) time.Duration { return hostBudget(name, cfg) },
+		start: func(ctx context.Context) Result {
+			f := &hostFixture{ctx: ctx, kill: func() {}, cfg: cfg, newHost: newHost, command: command, dir: os.TempDir(), name: "start"}
+			fctx, kill := context.WithCancel(ctx)
+			f.ctx, f.kill = fctx, kill
+			if dir, err := os.MkdirTemp("", "mcpstdio-host-"); err == nil {
+				f.dir = dir
+			}
+			begin := time.Now()
+			err := f.startCheck(ctx)
+			f.close()
+			if err != nil {
+				res := failErr(startRule(command), "the host did not start against the fake", err)
+				return res
+			}
+			return pass("the host started against the fake in %v", time.Since(begin).Round(time.Millisecond))
+		},
+		budget: func(name string) time.Duration { return cfg.StartTimeout + hostBudget(name, cfg) },
 		run:    cfg.Run,
 		expect: cfg.Expect,
+		rules:  hostRules,
 	}
 }
 
@@ -367,8 +390,19 @@ func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 	hostBattery(t.Context(), newHost, nil, cfg).tests(t)
 }
 
+// hostStartFailed is the verdict of a criterion whose host did not start:
+// the criterion's own rule (the battery fills it in), and why.
 func hostStartFailed(err error) Result {
-	return failErr(ruleHostAdapter, "the host did not start", err)
+	return failErr("", "the host did not start, so this was not checked", err)
+}
+
+// hostRules are the host criteria's rules, for a verdict that names none.
+var hostRules = map[string]string{
+	"under-limit": ruleHostIntact, "over-limit": ruleHostLimit, "huge-field": ruleHostIntact, "many-blocks": ruleHostIntact,
+	"invalid-json-response": ruleHostGoesOn, "stderr-noise": ruleHostReads, "junk-on-stdout": ruleHostGoesOn,
+	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
+	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
+	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
 }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.

@@ -215,3 +215,28 @@ func (r *hostFixture) reportFiles() []string {
 	files, _ := filepath.Glob(filepath.Join(r.dir, r.name+"-*.json"))
 	return files
 }
+
+// startCheck is the battery's start: a Go Host is started against the
+// fake; a host command is run once against it and must call a tool.
+func (r *hostFixture) startCheck(ctx context.Context) error {
+	if r.command == nil {
+		return r.start(ctx)
+	}
+	if err := r.startWith(ctx); err != nil {
+		return err
+	}
+	o := r.waitCommand(ctx, r.cfg.StartTimeout)
+	rep, _ := r.fakeReport()
+	if _, ok := firstCall(rep); !ok {
+		return errors.New(noCall(rep, o).Evidence)
+	}
+	return nil
+}
+
+// startRule is the rule of the battery's start.
+func startRule(command *HostCommand) string {
+	if command != nil {
+		return ruleHostCommand
+	}
+	return ruleHostAdapter
+}

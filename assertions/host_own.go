@@ -171,6 +171,9 @@ func noCall(rep fakeserver.Report, o hostOutcome) Result {
 	for _, q := range rep.Requests {
 		methods = append(methods, q.Method)
 	}
+	if len(methods) == 0 {
+		methods = []string{"none"}
+	}
 	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", strings.Join(methods, ", "), o.how())
 }
 

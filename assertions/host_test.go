@@ -136,7 +136,7 @@ func TestCheckHostNaive(t *testing.T) {
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 2 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})
@@ -209,21 +209,22 @@ func TestHostAdapterFaults(t *testing.T) {
 		name    string
 		factory assertions.HostFactory
 		want    string // in every criterion's evidence or details
+		start   bool   // the host does not start: one result, "start"
 	}{
 		{"typed nil and an error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			var c *badClient
 			return c, errors.New("connect failed")
-		}, "connect failed"},
+		}, "connect failed", true},
 		{"factory panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			panic("adapter bug in the factory")
-		}, "the HostFactory panicked: adapter bug in the factory"},
+		}, "the HostFactory panicked: adapter bug in the factory", true},
 		{"nil host, no error", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			return nil, nil
-		}, "returned a nil Host and no error"},
+		}, "returned a nil Host and no error", true},
 		{"CallTool panics", func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 			h, err := real(ctx, cmd)
 			return &badClient{inner: h, panicCall: true}, err
-		}, "the host's CallTool panicked: adapter bug in CallTool"},
+		}, "the host's CallTool panicked: adapter bug in CallTool", false},
 	}
 	reports := make([]*assertions.Report, len(tests)+1)
 	concurrently(len(tests)+1, func(i int) {
@@ -242,8 +243,10 @@ func TestHostAdapterFaults(t *testing.T) {
 	})
 	for i, tt := range tests {
 		rep := reports[i]
-		if len(rep.Results) != 2 {
-			t.Errorf("%s: %d results, want both criteria to run:\n%s", tt.name, len(rep.Results), rep)
+		// A factory that fails fails "start" once; a host that starts
+		// and then fails fails each criterion.
+		if want := map[bool]int{true: 1, false: 2}[tt.start]; len(rep.Results) != want || tt.start && rep.Results[0].Name != "start" {
+			t.Errorf("%s: %d results, want %d:\n%s", tt.name, len(rep.Results), want, rep)
 		}
 		for _, res := range rep.Results {
 			if res.Verdict != assertions.Fail || !strings.Contains(res.Evidence+res.Details, tt.want) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -31,6 +32,11 @@ func init() {
 //	ignore-cancel  the work goes on after a cancel, and answers when done
 //	for=D          the work lasts D (default 3s)
 //	drop-after-bad on an invalid JSON line, drop the rest of what was read
+//	answer-bad     answer an invalid JSON line with -32700 and no id
+//	exit-after=N   end after the Nth tools/call (a server that cannot take
+//	               a flood, stalled or not)
+//	async          write every reply from a goroutine of its own, so that
+//	               the read loop never waits on stdout
 //	slow-read=N    read stdin at about N KiB/s
 //	chatty         "big" writes 64 KiB of log notifications before its response
 //	id-last        responses put the id last, as the TypeScript SDK does:
@@ -67,6 +73,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		cancels := map[string]context.CancelFunc{}
+		calls := 0
 		for {
 			line, err := r.ReadBytes('\n')
 			if err != nil {
@@ -77,6 +84,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			}
 			m, err := wire.ParseMessage(line)
 			if err != nil {
+				if _, answer := opts["answer-bad"]; answer {
+					write(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": wire.CodeParseError, "message": "Parse error"}})
+				}
 				if _, drop := opts["drop-after-bad"]; drop {
 					r.Discard(r.Buffered()) // the naive reader's bug: the rest of the read goes too
 				}
@@ -101,6 +111,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			case wire.MethodPing:
 				reply["result"] = map[string]any{}
 			case wire.MethodToolsCall:
+				if calls++; opts["exit-after"] != "" && calls > atoiOr(opts["exit-after"], 0) {
+					return errors.New("quiet: exit-after reached")
+				}
 				name := string(wire.Member(m.Params, "name"))
 				switch name {
 				case `"slow"`:
@@ -131,6 +144,14 @@ func quietServer(args []string) mcptest.ServeFunc {
 				}
 			default:
 				reply["error"] = map[string]any{"code": wire.CodeMethodNotFound, "message": "method not found"}
+			}
+			if _, async := opts["async"]; async {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					write(reply)
+				}()
+				continue
 			}
 			write(reply)
 		}

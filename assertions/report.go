@@ -144,11 +144,22 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// Summary is one line of counts: "9 passed, 1 failed, 1 warned, 1 skipped
-// in 3.5s", with the expected ones named.
+// Summary is one line of counts: "9 passed, 1 failed, 1 warned (era), 1
+// skipped in 3.5s", naming the warned criteria and counting the expected
+// ones.
 func (r *Report) Summary() string {
-	s := fmt.Sprintf("%d passed, %d failed, %d warned, %d skipped in %v",
-		r.Count(Pass), r.Count(Fail), r.Count(Warn), r.Count(Skip), r.Duration.Round(time.Millisecond))
+	warned := ""
+	var names []string
+	for _, res := range r.Results {
+		if res.Verdict == Warn {
+			names = append(names, res.Name)
+		}
+	}
+	if len(names) > 0 {
+		warned = " (" + strings.Join(names, ", ") + ")"
+	}
+	s := fmt.Sprintf("%d passed, %d failed, %d warned%s, %d skipped in %v",
+		r.Count(Pass), r.Count(Fail), r.Count(Warn), warned, r.Count(Skip), r.Duration.Round(time.Millisecond))
 	expected := 0
 	for _, res := range r.Results {
 		if res.Expected != "" && res.Expected == res.Verdict && res.Verdict != Pass {

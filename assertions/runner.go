@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
@@ -36,9 +37,14 @@ type battery[F fixture] struct {
 	subject  string
 	criteria []criterion[F]
 	fixture  func(name string) F
-	budget   func(name string) time.Duration // the watchdog's budget for one criterion
-	run      *regexp.Regexp
-	expect   map[string]Verdict
+	// start, if set, runs before the criteria: a failure it returns
+	// (named "start") is the battery's only result; a pass goes to
+	// progress only.
+	start  func(ctx context.Context) Result
+	budget func(name string) time.Duration // the watchdog's budget for one criterion
+	run    *regexp.Regexp
+	expect map[string]Verdict
+	rules  map[string]string // a criterion's rule, for a verdict that names none
 }
 
 // names lists the battery's criteria in the order they run.
@@ -84,6 +90,18 @@ func (b *battery[F]) all(ctx context.Context, progress func(Result)) *Report {
 	if err := b.checkExpect(); err != nil {
 		rep.Results = append(rep.Results, Result{Name: "expect", Verdict: Fail, Evidence: err.Error()})
 	}
+	if b.start != nil && len(b.selected()) > 0 {
+		res := b.start(ctx)
+		res.Name, res.Duration = "start", time.Since(start)
+		if progress != nil {
+			progress(res)
+		}
+		if res.Verdict == Fail {
+			rep.Results = append(rep.Results, res)
+			rep.Duration = time.Since(start)
+			return rep
+		}
+	}
 	forced := ""
 	for _, c := range b.selected() {
 		if ctx.Err() != nil {
@@ -106,7 +124,19 @@ func (b *battery[F]) tests(t *testing.T) {
 	if err := b.checkExpect(); err != nil {
 		t.Fatal(err)
 	}
+	if b.start != nil && len(b.selected()) > 0 {
+		ctx, cancel, _ := bound.Context(context.Background(), t)
+		res := b.start(ctx)
+		cancel()
+		if res.Verdict == Fail {
+			res.Name = "start"
+			t.Run("start", func(t *testing.T) { t.Helper(); report(t, res) })
+			return
+		}
+	}
 	forced := ""
+	begin := time.Now()
+	rep := &Report{Subject: b.subject}
 	for _, c := range b.selected() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Helper()
@@ -114,9 +144,12 @@ func (b *battery[F]) tests(t *testing.T) {
 			defer cancel()
 			var res Result
 			res, forced = b.one(ctx, c, forced)
+			rep.Results = append(rep.Results, res)
 			report(t, res)
 		})
 	}
+	rep.Duration = time.Since(begin)
+	t.Log(rep.Summary())
 }
 
 // one runs criterion c against a fresh fixture under the watchdog, and
@@ -157,11 +190,46 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 		res.Evidence += fmt.Sprintf(" [the previous criterion's server had to be forced to end (%s)]", after)
 	}
 	res.Name = c.name
+	res.Evidence = boundLines(res.Evidence, evidenceLine)
+	if res.Rule == "" {
+		res.Rule = b.rules[c.name]
+	}
 	res.Duration = time.Since(start)
 	if v, ok := b.expect[c.name]; ok {
 		res.Expected = v
 	}
 	return res, forced
+}
+
+// evidenceLine bounds each line of a verdict's evidence, in bytes: what
+// informs is kept (tool calls by name and argument size, JSON-RPC errors by
+// code and message, an isError result's first text), what only repeats is
+// cut from the middle.
+const evidenceLine = 1024
+
+// boundLines cuts each line of s longer than n bytes to its head and tail.
+func boundLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = boundText(l, n)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// boundText cuts s, if longer than n bytes, to its first 3/4 and last 1/4
+// around a note of what was cut (at UTF-8 boundaries).
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*3/4, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", s[:head], len(s)-head-tail, s[len(s)-tail:])
 }
 
 // doneSignal returns a channel closed once done delivers, storing the
@@ -208,8 +276,12 @@ func report(t testing.TB, res Result) {
 		t.Errorf("%s: %s", name, msg)
 	case res.Verdict == Skip:
 		t.Skipf("%s: %s", name, msg)
-	case res.Verdict != Pass:
+	case res.Verdict != Pass && res.Expected == res.Verdict:
 		t.Logf("%s: %s (as Expect says): %s", name, strings.ToUpper(string(res.Verdict)), msg)
+	case res.Verdict == Warn:
+		// go test has no warning outcome: the log line and the battery's
+		// closing summary say it.
+		t.Logf("WARN %s: %s", name, msg)
 	default:
 		t.Logf("%s: %s", name, res.Evidence)
 	}

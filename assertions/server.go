@@ -78,6 +78,14 @@ type ServerConfig struct {
 	// closed or after SIGTERM, and how long each criterion's server is
 	// given to exit on stdin EOF before it is sent signals. Default 2s.
 	ShutdownGrace time.Duration
+	// StartTimeout bounds starting the server and negotiating MCP, for the
+	// battery's first start and for each criterion's; it is never counted
+	// in Within. Default 30s.
+	StartTimeout time.Duration
+	// Protocol, if set, pins the protocol version every session uses
+	// (mcptest.WithProtocolVersion): a 2026-07-28 one without a handshake,
+	// an older one offered in initialize.
+	Protocol string
 	// Options are passed to every mcptest.Start, after the battery's own
 	// (WithPipeCapacity, WithTimeout, WithGrace), so they can override
 	// them.
@@ -90,6 +98,9 @@ type ServerConfig struct {
 	// now passes) fails with "update Expect", so that expectations stay
 	// true. Keys are criterion names (ServerCriterionNames).
 	Expect map[string]Verdict
+
+	start *serverStart                                    // what the battery's first start learned
+	fresh func(context.Context) (*mcptest.Session, error) // starts another session of the criterion's server
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -116,6 +127,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 2 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -159,6 +173,20 @@ func (c *ToolCall) String() string {
 	return fmt.Sprintf("%s %s", c.Name, args)
 }
 
+// describe names the call for evidence: as String does, but with
+// arguments over 200 bytes given by their size, so that a Large call's
+// arguments do not fill the line.
+func (c *ToolCall) describe() string {
+	if c == nil {
+		return "none"
+	}
+	args, _ := json.Marshal(c.Arguments)
+	if len(c.Arguments) == 0 || len(args) <= 200 {
+		return c.String()
+	}
+	return fmt.Sprintf("%s with %d bytes of arguments", c.Name, len(args))
+}
+
 // params returns tools/call params, with a progress token if token is set.
 func (c *ToolCall) params(token any) map[string]any {
 	p := map[string]any{"name": c.Name}
@@ -180,6 +208,7 @@ type serverFixture struct {
 
 // start starts the criterion's session.
 func (f *serverFixture) start(ctx context.Context, extra ...mcptest.Option) (*mcptest.Session, error) {
+	extra = append(f.cfg.start.options(f.cfg), extra...)
 	s, err := mcptest.Start(ctx, f.target, f.cfg.options(extra...)...)
 	if err != nil {
 		return nil, err
@@ -229,8 +258,15 @@ func serverCriterion(name string, rule func(era string) string, check func(ctx c
 			res.Rule = rule("")
 			return res
 		}
-		res := check(ctx, s, f.cfg)
+		cfg := f.cfg
+		cfg.fresh = func(ctx context.Context) (*mcptest.Session, error) {
+			return mcptest.Start(ctx, f.target, f.cfg.options(f.cfg.start.options(f.cfg)...)...)
+		}
+		res := check(ctx, s, cfg)
 		res.Era = s.ProtocolVersion()
+		if res.Era == "" && f.cfg.start != nil { // a session without a handshake
+			res.Era = f.cfg.start.version
+		}
 		if res.Rule == "" {
 			res.Rule = rule(res.Era)
 		}
@@ -253,6 +289,9 @@ var serverCriteria = []criterion[*serverFixture]{
 	serverCriterion("cancel-during-work", cancelRule, CheckCancelDuringWork, nil),
 	serverCriterion("cancel-after-output-began", always(ruleCancelAfter), CheckCancelAfterOutputBegan, nil),
 	serverCriterion("shutdown-stdin-eof", always(ruleShutdownEOF), CheckShutdownStdinEOF, nil),
+	serverCriterion("eof-drains-pending", always(ruleEOFDrains), CheckEOFDrainsPending, func(ServerConfig) []mcptest.Option {
+		return []mcptest.Option{mcptest.WithoutHandshake()}
+	}),
 	serverCriterion("shutdown-sigterm", always(ruleShutdownTERM), CheckShutdownSIGTERM, nil),
 	serverCriterion("result-bounded", always(ruleResultContract), CheckResultBounded, nil),
 	serverCriterion("era", always(ruleEra), CheckEra, nil),
@@ -268,12 +307,17 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 	return &battery[*serverFixture]{
 		subject:  target.String(),
 		criteria: serverCriteria,
-		fixture:  func(string) *serverFixture { return &serverFixture{target: target, cfg: cfg} },
+		start: func(ctx context.Context) Result {
+			st, res := startOnce(ctx, target, cfg)
+			cfg.start = st
+			return res
+		},
+		fixture: func(string) *serverFixture { return &serverFixture{target: target, cfg: cfg} },
 		budget: func(name string) time.Duration {
 			// Every step inside is bounded by Within (or the shutdown and
 			// cancel windows): a criterion past a generous multiple of them
 			// is stuck.
-			b := 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 2*cfg.cancelWatch()
+			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 2*cfg.cancelWatch()
 			if name == "oversized-input" {
 				b += 2 * oversizedAllowance(cfg)
 			}
@@ -293,7 +337,10 @@ func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *
 }
 
 // CheckServerStream is CheckServer that also calls progress with each result
-// as soon as it is known, for a command that shows progress.
+// as soon as it is known, for a command that shows progress. Before them
+// progress gets the result named "start" of the battery's first start: a
+// pass (saying how long it took), which the report leaves out, or the
+// failure that is then the report's only result.
 func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerConfig, progress func(Result)) *Report {
 	return serverBattery(target, cfg).all(ctx, progress)
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +25,9 @@ func fakeConfig() assertions.ServerConfig {
 		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
 		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
 		OversizedRequest: 1 << 20, // the criterion's logic at any size; small for -race
-		CancelGrace:      100 * time.Millisecond,
+		// The default grace: a loaded machine delays the fake's reading
+		// of a cancel by more than 100ms.
+		CancelGrace: 200 * time.Millisecond,
 	}
 }
 
@@ -121,6 +125,10 @@ func TestCheckServerVerdicts(t *testing.T) {
 			return with(allPass(p), "stdout-clean", assertions.Fail, "era", assertions.Fail)
 		}, ""},
 		{"server request on stdout, legacy", []string{"-server-request-after", "2", "-era", "legacy"}, 0, 0, allPass, ""},
+		{"drops pending requests at EOF", []string{"-drop-pending-at-eof"}, 0, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "eof-drains-pending", assertions.Fail)
+		}, "^eof-drains-pending$"},
+		{"ends unless initialize comes first", []string{"-end-unless-initialize"}, 0, 0, allPass, ""},
 		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, 50 * time.Millisecond, func(p string) map[string]assertions.Verdict {
 			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
 			if p == "child" {
@@ -169,6 +177,9 @@ func TestCheckServerVerdicts(t *testing.T) {
 					t.Errorf("CheckServer(%s %q) verdicts mismatch (-want +got):\n%s\nreport:\n%s", path, tt.args, diff, rep)
 				}
 				for _, res := range rep.Results {
+					if res.Name == "era" && slices.Contains(tt.args, "-end-unless-initialize") && !strings.Contains(res.Evidence, "started again, it negotiated with initialize") {
+						t.Errorf("era evidence %q does not say the server was started again after the probe ended it", res.Evidence)
+					}
 					if res.Evidence == "" || res.Rule == "" {
 						t.Errorf("%s: %s without evidence or rule: %+v", res.Name, res.Verdict, res)
 					}
@@ -207,4 +218,16 @@ func TestLargeCallTooSmall(t *testing.T) {
 			t.Errorf("ran %d criteria, want 2", len(rep.Results))
 		}
 	})
+}
+
+// TestServerNeverStarts: a command that is not a server fails "start"
+// once, with its rule, and no criterion runs.
+func TestServerNeverStarts(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig()
+	cfg.StartTimeout = 2 * time.Second
+	rep := assertions.CheckServer(t.Context(), mcptest.Command("true"), cfg)
+	if len(rep.Results) != 1 || rep.Results[0].Name != "start" || rep.Results[0].Verdict != assertions.Fail || rep.Results[0].Rule == "" {
+		t.Errorf("CheckServer(true): want one failed start result with its rule, got:\n%s", rep)
+	}
 }

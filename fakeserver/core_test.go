@@ -232,21 +232,74 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+// TestShutdownOnEOF: stdin's end cancels the running work, which is
+// answered with an error (JSON-RPC wants an answer to every request), and
+// the server ends.
 func TestShutdownOnEOF(t *testing.T) {
 	r := startRig(t, rigOpt{})
 	slow := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
 	r.nextMsg() // the first progress: the work is running
 	r.in.W.Close()
+	m := r.nextMsg()
+	if wire.Key(m.ID) != fmt.Sprint(slow) || m.Error == nil || m.Error.Code != codeRequestCancelled {
+		t.Errorf("after EOF: %s %s, want the running request %d answered with error %d", m.ID, m.Error, slow, codeRequestCancelled)
+	}
 	if err := r.wait(); err != nil {
 		t.Errorf("Serve = %v, want nil on stdin EOF", err)
 	}
 	rep := r.srv.Report()
 	q, _ := requestByID(rep, slow)
-	if !rep.EOF || rep.Exit != "stdin EOF" || q.State != StateDone || !q.Suppressed {
-		t.Errorf("report after EOF: EOF %v, Exit %q, slow %+v; want the running work cancelled and suppressed", rep.EOF, rep.Exit, q)
+	if !rep.EOF || rep.Exit != "stdin EOF" || q.State != StateDone || q.Suppressed {
+		t.Errorf("report after EOF: EOF %v, Exit %q, slow %+v; want the running work cancelled and answered", rep.EOF, rep.Exit, q)
 	}
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
 		t.Errorf("stdout after Serve returned: %v, want EOF", err)
+	}
+}
+
+// TestFaultDropPendingAtEOF: the messages of the last read before EOF go
+// unanswered, the handshake among them; a message read alone is answered.
+func TestFaultDropPendingAtEOF(t *testing.T) {
+	r := startRig(t, rigOpt{legacy: true}, Faults{DropPendingAtEOF: true})
+	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"alone","method":"ping"}`))
+	if m := r.nextMsg(); wire.Key(m.ID) != `"alone"` {
+		t.Fatalf("a ping read alone: got %s, want its answer", m.ID)
+	}
+	var batch []byte
+	for i := range 5 {
+		batch = fmt.Appendf(batch, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
+	}
+	if _, err := r.in.W.Write(batch); err != nil {
+		t.Fatal(err)
+	}
+	r.in.W.Close()
+	if f, err := r.next(); !errors.Is(err, io.EOF) {
+		t.Errorf("after five pings in one write and EOF: %q, %v; want nothing, then EOF", f, err)
+	}
+	r.wait()
+	if rep := r.srv.Report(); rep.DroppedAtEOF != 5 {
+		t.Errorf("Report.DroppedAtEOF = %d, want 5", rep.DroppedAtEOF)
+	}
+}
+
+// TestFaultEndUnlessInitialize: a first message other than initialize ends
+// the server; initialize first is served.
+func TestFaultEndUnlessInitialize(t *testing.T) {
+	r := startRig(t, rigOpt{}, Faults{EndUnlessInitialize: true})
+	r.writeLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`))
+	if f, err := r.next(); !errors.Is(err, io.EOF) {
+		t.Errorf("after server/discover first: %q, %v; want stdout closed", f, err)
+	}
+	if err := r.wait(); !errors.Is(err, ErrExited) {
+		t.Errorf("Serve = %v, want ErrExited", err)
+	}
+	r2 := startRig(t, rigOpt{legacy: true}, Faults{EndUnlessInitialize: true})
+	r2.writeLine([]byte(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rig","version":"0"}}}`))
+	if m := r2.nextMsg(); m.Error != nil || wire.Key(m.ID) != `"init"` {
+		t.Errorf("initialize first: %s %s, want its result", m.ID, m.Error)
+	}
+	if m, _ := r2.response(r2.tool(ToolEcho, map[string]any{"text": "hi"}, nil)); m.Error != nil {
+		t.Errorf("after initialize: echo = %s", m.Error)
 	}
 }
 

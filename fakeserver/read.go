@@ -1,9 +1,11 @@
 package fakeserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -12,9 +14,14 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// readLoop reads stdin until it ends. It never writes stdout itself.
+// readLoop reads stdin until it ends. It never writes stdout itself. With
+// Faults.DropPendingAtEOF, the frames of a read that brought more than one
+// are held until the next read: dispatched if it brings data, dropped if
+// it is the end of stdin.
 func (s *Server) readLoop(stdin io.Reader) error {
 	fr := pipes.NewFramer(stdin, max(s.cfg.maxFrame, 1))
+	var held [][]byte
+	dry := false // the read that brought the held frames is used up
 	for {
 		frame, err := fr.Next()
 		var tl *pipes.FrameTooLargeError
@@ -32,7 +39,23 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			continue
 		}
 		if err != nil {
+			if len(held) > 0 {
+				s.update(func(r *Report) { r.DroppedAtEOF += len(held) })
+				s.logf("stdin ended after %d messages of one read: dropped unanswered (DropPendingAtEOF)", len(held))
+			}
 			return err
+		}
+		if len(held) > 0 && dry {
+			for _, f := range held {
+				s.msgs++
+				s.dispatch(f, s.planFor(s.msgs))
+			}
+			held = nil
+		}
+		if s.cfg.faults.DropPendingAtEOF && (len(held) > 0 || fr.Stats().Pending > 0) {
+			held = append(held, bytes.Clone(frame))
+			dry = fr.Stats().Pending == 0
+			continue
 		}
 		s.msgs++
 		s.dispatch(frame, s.planFor(s.msgs))
@@ -56,6 +79,12 @@ func (s *Server) dispatch(frame []byte, plan faultPlan) {
 		s.update(func(r *Report) { r.StdinParseErrors++ })
 		s.logf("stdin: message %d: %v", plan.n, perr)
 		s.loose(errorFrame(json.RawMessage("null"), code, msg, nil), plan)
+		return
+	}
+	if s.cfg.faults.EndUnlessInitialize && plan.n == 1 && m.Method != wire.MethodInitialize {
+		s.logf("the first message is %s, not initialize: ending (EndUnlessInitialize)", m.Method)
+		s.out.close()
+		s.exit(fmt.Errorf("%w: EndUnlessInitialize: the first message was %q", ErrExited, m.Method))
 		return
 	}
 	switch {

@@ -63,8 +63,11 @@ type Report struct {
 	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
 	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
 
-	EOF  bool   // stdin reached EOF
-	Exit string // why Serve returned; empty while it runs
+	EOF bool // stdin reached EOF
+	// DroppedAtEOF counts messages dropped unanswered at stdin EOF
+	// (Faults.DropPendingAtEOF).
+	DroppedAtEOF int
+	Exit         string // why Serve returned; empty while it runs
 }
 
 // RequestRecord is one request read from stdin.

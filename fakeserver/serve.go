@@ -67,6 +67,9 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 		err = s.readLoop(stdin)
 	}()
 	exit, readEnded := s.waitEnd(ctx, readDone)
+	// Work that stdin's end cancels is answered with an error: JSON-RPC
+	// wants an answer to every request (see Faults.DropPendingAtEOF).
+	s.eofCancel.Store(exit == "stdin EOF")
 
 	// Shut down: cancel all work, stop reading, wait for every goroutine.
 	cancel()

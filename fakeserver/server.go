@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrExited is returned by Serve when a fault (Faults.ExitAfterBytes,
@@ -43,6 +44,8 @@ type Server struct {
 	sem    chan struct{}   // concurrency slots, nil for no limit
 	msgs   int             // messages read; only the read loop touches it
 	remote remoteSource
+
+	eofCancel atomic.Bool // the work is cancelled by stdin's end
 
 	exitOnce sync.Once
 	exitCh   chan struct{}

@@ -18,8 +18,11 @@ func (s *Server) respond(w *work, f *frame) {
 	defer s.wmu.Unlock()
 	s.writePrelude(w.plan)
 	suppress := false
+	if w.ctx.Err() != nil && !w.cancelled && s.eofCancel.Load() {
+		f = errorFrame(w.rawID, codeRequestCancelled, "stdin reached EOF: request cancelled", nil)
+	}
 	s.update(func(r *Report) {
-		suppress = f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled))
+		suppress = f == nil || (w.ctx.Err() != nil && !(s.cfg.faults.RespondAfterCancel && w.cancelled) && !s.eofCancel.Load())
 		if suppress {
 			w.suppressed = true
 			return

@@ -102,6 +102,7 @@ type config struct {
 	maxFrame       int
 	limits         Limits
 	timeout        time.Duration
+	startTimeout   time.Duration // 0: timeout
 	grace          time.Duration
 	probeTimeout   time.Duration
 	version        string
@@ -222,6 +223,15 @@ func durationOption(name string, d, def time.Duration, field func(*config) *time
 // test deadline.
 func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
+}
+
+// WithStartTimeout sets the bound of the waits of Start's handshake
+// (the server/discover probe within WithProbeTimeout, initialize) when it is
+// longer than WithTimeout's: a server that is slow to start is then not
+// bounded by what bounds its answers later. The default (and 0) is
+// WithTimeout's bound.
+func WithStartTimeout(d time.Duration) Option {
+	return durationOption("WithStartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
 }
 
 // WithGrace sets how long Close waits at each step of stopping the server:

@@ -82,6 +82,10 @@ type Session struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// handshaking is set while Start negotiates: bound then uses
+	// WithStartTimeout's bound if it is longer.
+	handshaking atomic.Bool
 }
 
 // Start starts target, connects its stdin, stdout and stderr to new kernel
@@ -192,7 +196,10 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 	if cfg.noHandshake {
 		return s, nil
 	}
-	if err := s.handshake(ctx); err != nil {
+	s.handshaking.Store(true)
+	err = s.handshake(ctx)
+	s.handshaking.Store(false)
+	if err != nil {
 		d := s.Diagnose()
 		cerr := s.Close()
 		return nil, errors.Join(fmt.Errorf("%w\n%s", err, d), cerr)
@@ -227,7 +234,11 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	d := time.Now().Add(s.cfg.timeout)
+	timeout := s.cfg.timeout
+	if s.handshaking.Load() {
+		timeout = max(timeout, s.cfg.startTimeout)
+	}
+	d := time.Now().Add(timeout)
 	if !s.deadline.IsZero() && s.deadline.Before(d) {
 		d = s.deadline
 	}

@@ -73,19 +73,20 @@ func (f *configFlag) Set(s string) error {
 // hostProbeFlags are hostprobe's flags; those it shares with probe mean
 // the same.
 type hostProbeFlags struct {
-	maxFrame, toolsList  int
-	within, hostCap      time.Duration
-	expectOutput         string
-	configs              configFlag
-	expect               expectFlag
-	run, junit, baseline string
-	verbose, json        bool
+	maxFrame, toolsList    int
+	within, hostCap, start time.Duration
+	expectOutput           string
+	configs                configFlag
+	expect                 expectFlag
+	run, junit, baseline   string
+	verbose, json          bool
 }
 
 func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 	f.expect.names = assertions.HostCriterionNames()
 	fs.IntVar(&f.maxFrame, "max-frame", 0, "the host's transport limit: most `bytes` in one message from the server (0: unknown, skips under-limit and over-limit)")
 	fs.DurationVar(&f.within, "within", 0, "bound of each step of a criterion (0: 10s)")
+	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, which must call a tool, before the criteria (0: 30s)")
 	fs.DurationVar(&f.hostCap, "host-cap", 0, "how long the host's own timeout is waited for; a host still waiting fails (0: 2m)")
 	fs.IntVar(&f.toolsList, "tools-list-bytes", 0, "size in `bytes` of large-tools-list's tools/list (0: 300000)")
 	fs.StringVar(&f.expectOutput, "expect-output", "", "`regexp` the host's output must match after a call that worked (large-tools-list needs it unless the host calls a filler tool)")
@@ -99,9 +100,9 @@ func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *hostProbeFlags) config() (assertions.HostConfig, *regexp.Regexp, error) {
-	cfg := assertions.HostConfig{MaxFrame: f.maxFrame, Within: f.within, Cap: f.hostCap, ToolsListBytes: f.toolsList, Expect: f.expect.m}
-	if f.maxFrame < 0 || f.toolsList < 0 || f.within < 0 || f.hostCap < 0 {
-		return cfg, nil, errors.New("-max-frame, -tools-list-bytes, -within and -host-cap must not be negative")
+	cfg := assertions.HostConfig{MaxFrame: f.maxFrame, Within: f.within, Cap: f.hostCap, StartTimeout: f.start, ToolsListBytes: f.toolsList, Expect: f.expect.m}
+	if f.maxFrame < 0 || f.toolsList < 0 || f.within < 0 || f.hostCap < 0 || f.start < 0 {
+		return cfg, nil, errors.New("-max-frame, -tools-list-bytes, -within, -host-cap and -start-timeout must not be negative")
 	}
 	var err error
 	if cfg.Run, err = compileRun(f.run, assertions.HostCriterionNames()); err != nil {
@@ -161,21 +162,9 @@ func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	argv := fs.Args()
 	h := assertions.HostCommand{Argv: argv, Configs: f.configs, Fake: []string{exe, "fake"}, ExpectOutput: expectOutput}
 	return withOutput(ctx, "mcpstdio hostprobe", stdout, stderr, f.verbose, f.json, junit, func(ctx context.Context, out *output) int {
-		subject := shellQuote(argv)
-		out.p.begin(subject, assertions.HostCriterionNames(), cfg.Run)
-		out.p.title()
-		out.p.next()
-		got := assertions.CheckHostCommand(ctx, h, cfg, out.p.result)
-		out.p.live.pause()
-		rep := &assertions.Report{Subject: subject, Command: argv, Results: got.Results, Duration: got.Duration}
-		if ctx.Err() != nil {
-			rep = interrupted(rep, out.p, time.Now().Add(-got.Duration))
-			out.add(rep)
-			fmt.Fprintf(stderr, "mcpstdio hostprobe: %s: %v\n", subject, errInterrupted)
-			return 1
-		}
-		out.p.summary(rep)
-		out.add(rep)
-		return exitStatus(rep, base, out)
+		rep, err := probeWith(ctx, argv, assertions.HostCriterionNames(), cfg.Run, out.p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
+			return assertions.CheckHostCommand(ctx, h, cfg, progress)
+		})
+		return exitStatus("mcpstdio hostprobe", rep, err, base, out, stderr)
 	})
 }

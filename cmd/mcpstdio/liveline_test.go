@@ -189,7 +189,7 @@ func TestPrinterLive(t *testing.T) {
 		if tt.live && !strings.HasSuffix(tt.w.String(), statusText("(starting the server)", 0, 80)) {
 			t.Errorf("no status while the server starts: %q", tt.w.String())
 		}
-		p.heading("2026-07-28", time.Millisecond, nil)
+		p.result(assertions.Result{Name: resultStart, Verdict: assertions.Pass, Evidence: "started"})
 		for _, res := range results {
 			clock.add(time.Second)
 			p.live.redraw()

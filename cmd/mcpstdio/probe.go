@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -128,17 +129,18 @@ func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbo
 // probeServer probes the server argv and returns the exit status.
 func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig, base *assertions.Report, out *output, stderr io.Writer) int {
 	rep, err := probe(ctx, argv, cfg, out.p)
-	out.add(rep)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpstdio probe: %v\n", err)
-		return 1
-	}
-	return exitStatus(rep, base, out)
+	return exitStatus("mcpstdio probe", rep, err, base, out, stderr)
 }
 
-// exitStatus is a probe's exit status once its report is complete: 1 if a
-// criterion failed or, with a baseline, if a verdict got worse.
-func exitStatus(rep, base *assertions.Report, out *output) int {
+// exitStatus adds the report of a probe to the output and returns the exit
+// status: 1 if it could not be run (err, which is printed), if a criterion
+// failed or, with a baseline, if a verdict got worse.
+func exitStatus(cmd string, rep *assertions.Report, err error, base *assertions.Report, out *output, stderr io.Writer) int {
+	out.add(rep)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return 1
+	}
 	if base != nil {
 		changes := compareReports(base, rep)
 		out.p.changes(base, rep, changes)
@@ -179,44 +181,44 @@ func (o *output) add(rep *assertions.Report) {
 }
 
 // The results that are not criteria: "start" when the server could not be
-// probed at all, "interrupted" when a signal stopped the run.
+// probed at all (the battery's), "interrupted" when a signal stopped the
+// run.
 const (
 	resultStart       = "start"
 	resultInterrupted = "interrupted"
-	ruleStart         = "the server starts from its command and negotiates MCP (server/discover, else initialize)"
 )
 
-// probe checks that the server starts and speaks MCP, then runs the
-// criteria, printing each result as it is known and the summary. It always
-// returns a report, of the command argv. The error is for a server that
-// could not be probed at all (the report's one result is "start") or an
-// interrupt (the criteria it cut short are dropped from the report, and
+// probe runs the criteria (the battery first starts the server once and
+// negotiates), printing each result as it is known and the summary. It
+// always returns a report, of the command argv. The error is for a server
+// that could not be probed at all (the report's one result is "start") or
+// an interrupt (the criteria it cut short are dropped from the report, and
 // named by its last result, "interrupted"); it names the command.
 func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
 	target := mcptest.Command(argv[0], argv[1:]...)
+	return probeWith(ctx, argv, assertions.ServerCriterionNames(), cfg.Run, p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
+		return assertions.CheckServerStream(ctx, target, cfg, progress)
+	})
+}
+
+// probeWith is probe with the battery given: check runs the criteria of
+// names that run selects, against the command argv.
+func probeWith(ctx context.Context, argv, names []string, run *regexp.Regexp, p *printer, check func(context.Context, func(assertions.Result)) *assertions.Report) (*assertions.Report, error) {
 	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
-	p.begin(rep.Subject, assertions.ServerCriterionNames(), cfg.Run)
+	p.begin(rep.Subject, names, run)
 	begin := time.Now()
-	err := preflight(ctx, target, cfg, p)
-	switch {
-	case ctx.Err() != nil:
-		return interrupted(rep, p, begin), errInterrupted
-	case err != nil:
-		p.live.pause()
-		first, rest, _ := strings.Cut(err.Error(), "\n")
-		rep.Results = []assertions.Result{{Name: resultStart, Verdict: assertions.Fail, Evidence: first, Details: rest,
-			Rule: ruleStart, Duration: time.Since(begin)}}
-		rep.Duration = time.Since(begin)
-		if p.verbose && rest != "" {
-			return rep, fmt.Errorf("%s: %s\n%s", rep.Subject, first, indent(rest))
-		}
-		return rep, fmt.Errorf("%s: %s", rep.Subject, first)
-	}
-	got := assertions.CheckServerStream(ctx, target, cfg, p.result)
+	got := check(ctx, p.result)
 	p.live.pause()
 	rep.Results, rep.Duration = got.Results, got.Duration
 	if ctx.Err() != nil {
 		return interrupted(rep, p, begin), errInterrupted
+	}
+	if len(rep.Results) == 1 && rep.Results[0].Name == resultStart {
+		res := rep.Results[0]
+		if p.verbose && res.Details != "" {
+			return rep, fmt.Errorf("%s: %s\n%s", rep.Subject, res.Evidence, indent(res.Details))
+		}
+		return rep, fmt.Errorf("%s: %s", rep.Subject, res.Evidence)
 	}
 	p.summary(rep)
 	return rep, nil
@@ -234,32 +236,4 @@ func interrupted(rep *assertions.Report, p *printer, begin time.Time) *assertion
 		rep.Duration = time.Since(begin)
 	}
 	return rep
-}
-
-// preflightGrace bounds each step of closing the preflight session: its
-// shutdown is judged by the criteria, not here.
-const preflightGrace = 200 * time.Millisecond
-
-// preflight starts the server once and negotiates, so that a server that
-// does not start or does not speak MCP is one error line instead of one
-// failure per criterion. On success it prints the report's heading.
-func preflight(ctx context.Context, target mcptest.Target, cfg assertions.ServerConfig, p *printer) error {
-	opts := []mcptest.Option{mcptest.WithGrace(preflightGrace)}
-	if cfg.Within > 0 {
-		opts = append(opts, mcptest.WithTimeout(cfg.Within))
-	}
-	if cfg.PipeCapacity > 0 {
-		opts = append(opts, mcptest.WithPipeCapacity(cfg.PipeCapacity))
-	}
-	opts = append(opts, cfg.Options...)
-	begin := time.Now()
-	s, err := mcptest.Start(ctx, target, opts...)
-	if err != nil {
-		return fmt.Errorf("could not start it and negotiate MCP: %s", strings.TrimSpace(err.Error()))
-	}
-	version := s.ProtocolVersion()
-	took := time.Since(begin)
-	closeErr := s.Close()
-	p.heading(version, took, closeErr)
-	return nil
 }

@@ -86,6 +86,9 @@ func (f *expectFlag) Set(s string) error {
 	return nil
 }
 
+// protocolPattern is the form of a protocol version.
+var protocolPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
 // verdictOrder lists the verdicts from worst to best: the order -baseline
 // compares them in.
 var verdictOrder = []assertions.Verdict{assertions.Fail, assertions.Skip, assertions.Warn, assertions.Pass}
@@ -123,7 +126,8 @@ type probeFlags struct {
 	large, slow, cheap, bounded toolCallFlag
 
 	maxFrame, pipeCapacity, oversized, flood, contentBudget, cancelAfter int
-	within, cancelGrace, shutdownGrace, slowDuration                     time.Duration
+	within, cancelGrace, shutdownGrace, slowDuration, startTimeout       time.Duration
+	protocol                                                             string
 
 	expect          expectFlag
 	run             string
@@ -140,6 +144,8 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxFrame, "max-frame", 0, "transport limit: most `bytes` in one message from the server (0: 16 MiB)")
 	fs.IntVar(&f.pipeCapacity, "pipe-capacity", 0, "capacity in `bytes` of the server's stdin and stdout pipes, Linux only (0: 16 KiB on Linux, the system's elsewhere)")
 	fs.DurationVar(&f.within, "within", 0, "bound of each step of a criterion (0: 5s)")
+	fs.DurationVar(&f.startTimeout, "start-timeout", 0, "bound of starting the server and negotiating, once first and for each criterion; never counted in -within (0: 30s)")
+	fs.StringVar(&f.protocol, "protocol", "", "pin the protocol `version` every session uses (e.g. 2025-11-25: initialize offers it; 2026-07-28: no handshake) instead of negotiating by the server/discover probe")
 	fs.DurationVar(&f.cancelGrace, "cancel-grace", 0, "how long work may go on after a cancel (0: 200ms)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 0, "how long the server has to exit after stdin EOF or SIGTERM (0: 2s)")
 	fs.IntVar(&f.oversized, "oversized-request", 0, "size in `bytes` of the oversized request line (0: 32 MiB)")
@@ -170,6 +176,8 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 		CancelGrace:      f.cancelGrace,
 		ShutdownGrace:    f.shutdownGrace,
 		SlowDuration:     f.slowDuration,
+		StartTimeout:     f.startTimeout,
+		Protocol:         f.protocol,
 		Expect:           f.expect.m,
 	}
 	for name, v := range map[string]int{"max-frame": f.maxFrame, "pipe-capacity": f.pipeCapacity,
@@ -179,10 +187,13 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 		}
 	}
 	for name, d := range map[string]time.Duration{"within": f.within, "cancel-grace": f.cancelGrace,
-		"shutdown-grace": f.shutdownGrace, "slow-duration": f.slowDuration} {
+		"shutdown-grace": f.shutdownGrace, "slow-duration": f.slowDuration, "start-timeout": f.startTimeout} {
 		if d < 0 {
 			return cfg, fmt.Errorf("-%s %v: must not be negative", name, d)
 		}
+	}
+	if f.protocol != "" && !protocolPattern.MatchString(f.protocol) {
+		return cfg, fmt.Errorf("-protocol %q: want a version such as 2025-11-25", f.protocol)
 	}
 	var err error
 	if cfg.Run, err = compileRun(f.run, assertions.ServerCriterionNames()); err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
@@ -54,23 +53,9 @@ func (p *printer) begin(subject string, names []string, run *regexp.Regexp) {
 	p.live.show("(starting the server)")
 }
 
-// title prints the report's first line.
-func (p *printer) title() {
-	p.live.pause()
+// heading prints the report's first line, before its first criterion's.
+func (p *printer) heading() {
 	fmt.Fprintln(p.w, p.subject)
-}
-
-// heading prints the report's first line once the server is known to
-// start, and starts the live status of the first criterion.
-func (p *printer) heading(version string, took time.Duration, closeErr error) {
-	p.title()
-	if p.verbose {
-		fmt.Fprintf(p.w, "        started and negotiated protocol %s in %v\n", version, took.Round(time.Millisecond))
-		if closeErr != nil {
-			fmt.Fprintf(p.w, "        closing it: %s\n", firstLine(closeErr.Error()))
-		}
-	}
-	p.next()
 }
 
 // next shows the criterion that runs next in the live status.
@@ -85,6 +70,17 @@ func (p *printer) result(res assertions.Result) {
 		return
 	}
 	p.live.pause()
+	if res.Name == resultStart {
+		// The battery's first start: a failure is probe's to say.
+		if res.Verdict == assertions.Pass {
+			p.heading()
+			if p.verbose {
+				fmt.Fprintf(p.w, "        %s\n", res.Evidence)
+			}
+			p.next()
+		}
+		return
+	}
 	p.shown++
 	if len(p.pending) > 0 && p.pending[0] == res.Name {
 		p.pending = p.pending[1:]

@@ -1,0 +1,207 @@
+package assertions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// Slow is not stopped. The flood's writes are judged by progress over a
+// window: a write that the bound (Within) cuts short while the server still
+// took bytes is slow, and the flood goes on; only two bounds in a row with
+// nothing taken from stdin are "stopped reading". A flood that keeps
+// progressing past floodCap is a warning that gives the rate and what the
+// bound would need. A flood that fails is written once more to a fresh
+// server with the host reading all the time: if it fails there too, the
+// server cannot take this flood at all, which says nothing of back-pressure.
+
+// floodCap is how long a flood that keeps progressing may take.
+func (c ServerConfig) floodCap() time.Duration { return 6 * c.Within }
+
+// floodLines are the requests of the reads-while-blocked flood, each a
+// line with its own id (mcpstdio-flood-N): the cheap call if configured,
+// else a call of a tool that does not exist, padded so that the flood is
+// large; either goes through the server's tool-call path, which is where a
+// server may queue work behind its blocked writes. There are at least
+// cfg.Flood, and at least 8 times the stdin pipe's capacity in bytes.
+func floodLines(version string, cfg ServerConfig, capacity int) (lines [][]byte, total int64) {
+	params := map[string]any{"name": "mcpstdio-no-such-tool", "arguments": map[string]any{"pad": strings.Repeat("x", 256)}}
+	if cfg.Cheap != nil {
+		params = cfg.Cheap.params(nil)
+	}
+	if isModernEra(version) {
+		params["_meta"] = map[string]any{wire.MetaProtocolVersion: version, wire.MetaClientCapabilities: map[string]any{}, wire.MetaClientInfo: map[string]any{"name": "mcpstdio", "version": "0"}}
+	}
+	for i := 1; i <= cfg.Flood || total < 8*int64(capacity); i++ {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("mcpstdio-flood-%d", i), "method": wire.MethodToolsCall, "params": params})
+		lines = append(lines, append(b, '\n'))
+		total += int64(len(b) + 1)
+	}
+	return lines, total
+}
+
+// floodOutcome is how writing a flood went.
+type floodOutcome struct {
+	sent      int64         // bytes taken
+	took      time.Duration // writing it
+	slow      bool          // a bound cut a write short while the server took bytes
+	stopped   string        // why the writes stopped, or ""
+	cappedOut bool          // still progressing at floodCap
+}
+
+// rate is the intake in bytes per second.
+func (o floodOutcome) rate() float64 { return float64(o.sent) / max(o.took.Seconds(), 1e-6) }
+
+// writeFlood writes the lines, each write bounded by the session timeout
+// (Within), going on while the server takes bytes.
+func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg ServerConfig) (o floodOutcome) {
+	begin, start := time.Now(), s.Stats().StdinBytes
+	defer func() { o.sent, o.took = s.Stats().StdinBytes-start, time.Since(begin) }()
+	idle := 0 // bounds in a row with nothing taken
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		for {
+			before := s.Stats().StdinBytes
+			err := s.WriteStdin(ctx, line)
+			if err == nil {
+				idle = 0
+				break
+			}
+			if ctx.Err() != nil {
+				o.stopped = "interrupted: " + ctx.Err().Error()
+				return o
+			}
+			if e := serverEnded(s); e != "" {
+				o.stopped = fmt.Sprintf("tools/call %d of the flood could not be written: %s", i+1, e)
+				return o
+			}
+			if s.Stats().StdinBytes > before {
+				// Part taken: the rest is kept and goes first on the
+				// next write.
+				o.slow, idle, line = true, 0, nil
+			} else if idle++; idle == 2 {
+				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row: %s",
+					i+1, s.Stats().StdinBytes-start, cfg.Within, firstLine(err.Error()))
+				return o
+			}
+			if time.Since(begin) > cfg.floodCap() {
+				o.cappedOut = true
+				return o
+			}
+		}
+		if time.Since(begin) > cfg.floodCap() && i < len(lines)-1 {
+			o.cappedOut = true
+			return o
+		}
+	}
+	return o
+}
+
+// waitFloodAnswers waits, at most within, until n answers to flood
+// requests have arrived since base (counted as unknown ids: the host did
+// not route them).
+func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int, within time.Duration) (got int64, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		// Answers to requests the host did not route have no event of
+		// their own: the counter is looked at every few milliseconds.
+		if got = s.Stats().UnknownIDs - base; got >= int64(n) {
+			return got, true
+		}
+		if bound.Pass(ctx, 5*time.Millisecond) != nil {
+			return got, false
+		}
+	}
+}
+
+// CheckReadsWhileBlocked blocks the server's stdout with the Large call
+// (reads stalled), then writes a flood of tools/call requests to its stdin
+// (see floodLines) and checks that the server keeps reading them while its
+// stdout is still blocked: slow is not stopped (see above). After reads
+// resume, the large response and an answer to every flood request (a result
+// or an error) must arrive.
+func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	cfg = cfg.withDefaults()
+	if cfg.Large == nil {
+		return skip("no Large tool call configured")
+	}
+	s.StallReads()
+	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		return failErr(ruleLargeCall, "the Large call did not block the server's stdout", err)
+	}
+	capacity := cfg.PipeCapacity
+	if capacity <= 0 {
+		capacity = 64 << 10 // Linux's default, the largest of the usual ones
+	}
+	lines, total := floodLines(s.ProtocolVersion(), cfg, capacity)
+	base := s.Stats().UnknownIDs
+	o := writeFlood(ctx, s, lines, cfg)
+	evidence := s.Stats().WriterEvidence
+	s.ResumeReads()
+	if o.stopped != "" {
+		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "%s while the server's stdout was blocked", o.stopped))
+	}
+	if o.cappedOut {
+		need := time.Duration(float64(total) / o.rate() * float64(time.Second))
+		return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("slow, not stopped: the server takes stdin at %.1f KB/s while its stdout is blocked (%d of the flood's %d bytes in %v); the flood needs %v, past the cap of %v (6×Within): raise Within to about %v, or lower Flood",
+			o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond), need.Round(100*time.Millisecond), cfg.floodCap(), (need / 6).Round(100*time.Millisecond))}
+	}
+	resp, err := big.Wait(ctx)
+	if err != nil {
+		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
+	}
+	if res, bad := notLarge(s, resp, cfg.Large); bad {
+		return res
+	}
+	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
+		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took))
+	}
+	how := "were read from stdin"
+	if o.slow {
+		how = fmt.Sprintf("were read from stdin, slowly (%.1f KB/s),", o.rate()/1000)
+	}
+	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) %s in %v while stdout was blocked (%s); all answered after resuming",
+		len(lines), o.sent, float64(o.sent)/float64(capacity), capacity, how, o.took.Round(time.Millisecond), evidence)
+}
+
+// floodFailed writes the same flood once to a fresh server with the host
+// reading all the time: if it fails there too, the server cannot take this
+// flood at all, and res (a back-pressure failure) becomes a skip that says
+// so. Without a fresh server (a Check called on a caller's session), res
+// stands.
+func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Result) Result {
+	if cfg.fresh == nil {
+		return res
+	}
+	s, err := cfg.fresh(ctx)
+	if err != nil {
+		return res
+	}
+	defer s.Close()
+	base := s.Stats().UnknownIDs
+	o := writeFlood(ctx, s, lines, cfg)
+	control := ""
+	switch {
+	case o.stopped != "":
+		control = o.stopped
+	case o.cappedOut:
+		return res // slow even with the host reading: the stall was not the cause
+	default:
+		if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
+			control = fmt.Sprintf("%d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
+		}
+	}
+	if control == "" {
+		res.Evidence += "; with the host reading all the time the same flood went through, so the stalled stdout is the cause"
+		return res
+	}
+	return skip("the server cannot take this flood at all: with the host reading all the time too, %s; this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, res.Evidence)
+}
