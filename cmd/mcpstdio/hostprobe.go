@@ -77,9 +77,7 @@ type hostProbeFlags struct {
 	within, hostCap, start time.Duration
 	expectOutput           string
 	configs                configFlag
-	expect                 expectFlag
-	run, junit, baseline   string
-	verbose, json          bool
+	reportFlags
 }
 
 func (f *hostProbeFlags) register(fs *flag.FlagSet) {
@@ -91,12 +89,7 @@ func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.toolsList, "tools-list-bytes", 0, "size in `bytes` of large-tools-list's tools/list (0: 300000)")
 	fs.StringVar(&f.expectOutput, "expect-output", "", "`regexp` the host's output must match after a call that worked (large-tools-list needs it unless the host calls a filler tool)")
 	fs.Var(&f.configs, "config", "`TEMPLATE=PATH`: write PATH from TEMPLATE before each run (may be repeated)")
-	fs.Var(&f.expect, "expect", "verdicts the host is known to get, as `criterion=verdict,...` (see probe -h)")
-	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
-	fs.BoolVar(&f.verbose, "v", false, "print each criterion's rule and full diagnosis, whatever its verdict")
-	fs.BoolVar(&f.json, "json", false, "print the report as JSON on stdout, one line (progress goes to stderr)")
-	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to `file`: one testcase per criterion")
-	fs.StringVar(&f.baseline, "baseline", "", "compare with an earlier -json report in `file`, print what changed, and exit 0 only if no criterion got worse")
+	f.reportFlags.register(fs, "host", "")
 }
 
 func (f *hostProbeFlags) config() (assertions.HostConfig, *regexp.Regexp, error) {
@@ -123,16 +116,11 @@ func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	fs := flag.NewFlagSet("mcpstdio hostprobe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var f hostProbeFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, hostProbeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, hostProbeUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return usageErr(err)
 	}
 	if fs.NArg() == 0 {

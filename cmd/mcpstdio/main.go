@@ -6,6 +6,7 @@
 //
 //	mcpstdio probe [flags] -- <server command...>
 //	mcpstdio probe [flags]
+//	mcpstdio hostprobe [flags] -- <host command...>
 //	mcpstdio fake [fake flags]
 //	mcpstdio proxy [flags] -- <server command...>
 //	mcpstdio status [-json] [-all] [-dir DIR]
@@ -16,7 +17,9 @@
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server command, each criterion with a fresh server process, and prints a
 // verdict per criterion; without a server command it runs them against the
-// built-in fake server, correct and naive. fake serves the fakeserver
+// built-in fake server, correct and naive. hostprobe runs the host criteria
+// (assertions.CheckHostCommand) against a host command, in any language,
+// each criterion against a fresh fake. fake serves the fakeserver
 // package's server on this process's stdio. proxy runs a server command
 // with its stdio forwarded exactly and records what passes; status prints
 // what each running proxy sees now; replay plays a recorded session again.

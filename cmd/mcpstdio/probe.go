@@ -53,16 +53,11 @@ flags:
 
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpstdio probe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var f probeFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, probeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, probeUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return usageError(stderr, err)
 	}
 	if fs.NArg() == 0 && endedByDashDash(fs, args) {
