@@ -8,9 +8,11 @@
 //   - ServerCriteria (subtests) and CheckServer (a Report) run every
 //     server criterion against a fresh server started from a
 //     mcptest.Target, each under a watchdog;
-//   - HostCriteria and CheckHost run the host criteria against a host,
-//     each with a fresh fake server (package fakeserver) as a child of the
-//     test binary, whose TestMain must be Main.
+//   - HostCriteria and CheckHost run the host criteria against a Go Host,
+//     HostCommandCriteria and CheckHostCommand the same criteria against a
+//     host command in any language (mcpstdio hostprobe), each with a fresh
+//     fake server (package fakeserver), judged by what the fake saw and,
+//     for host-timeout and its kin, by the host's own timeout.
 //
 // A verdict says only what was observed: "stopped", "blocked" and
 // "survived" come with their evidence, numbers are taken when they are

@@ -9,12 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // HostCommand is a host under test given as a command, in any language: it
@@ -217,7 +220,8 @@ func (r *hostFixture) reportFiles() []string {
 }
 
 // startCheck is the battery's start: a Go Host is started against the
-// fake; a host command is run once against it and must call a tool.
+// fake; a host command is run once against it and must call a tool or
+// list them.
 func (r *hostFixture) startCheck(ctx context.Context) error {
 	if r.command == nil {
 		return r.start(ctx)
@@ -227,7 +231,9 @@ func (r *hostFixture) startCheck(ctx context.Context) error {
 	}
 	o := r.waitCommand(ctx, r.cfg.StartTimeout)
 	rep, _ := r.fakeReport()
-	if _, ok := firstCall(rep); !ok {
+	if !slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
+		return q.Method == wire.MethodToolsCall || q.Method == wire.MethodToolsList
+	}) {
 		return errors.New(noCall(rep, o).Evidence)
 	}
 	return nil

@@ -73,10 +73,11 @@ func (f *configFlag) Set(s string) error {
 // hostProbeFlags are hostprobe's flags; those it shares with probe mean
 // the same.
 type hostProbeFlags struct {
-	maxFrame, toolsList    int
-	within, hostCap, start time.Duration
-	expectOutput           string
-	configs                configFlag
+	maxFrame, toolsList, hugeField, blocks int
+	stderrNoise                            int64
+	within, hostCap, start                 time.Duration
+	expectOutput                           string
+	configs                                configFlag
 	reportFlags
 }
 
@@ -87,15 +88,19 @@ func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, which must call a tool, before the criteria (0: 30s)")
 	fs.DurationVar(&f.hostCap, "host-cap", 0, "how long the host's own timeout is waited for; a host still waiting fails (0: 2m)")
 	fs.IntVar(&f.toolsList, "tools-list-bytes", 0, "size in `bytes` of large-tools-list's tools/list (0: 300000)")
+	fs.IntVar(&f.hugeField, "huge-field", 0, "size in `bytes` of huge-field's response (0: 8 MiB, less under -max-frame)")
+	fs.IntVar(&f.blocks, "blocks", 0, "`number` of content blocks of many-blocks (0: 10000, fewer under -max-frame)")
+	fs.Int64Var(&f.stderrNoise, "stderr-noise", 0, "`bytes` the fake writes to stderr in stderr-noise (0: 64 MiB)")
 	fs.StringVar(&f.expectOutput, "expect-output", "", "`regexp` the host's output must match after a call that worked (large-tools-list needs it unless the host calls a filler tool)")
 	fs.Var(&f.configs, "config", "`TEMPLATE=PATH`: write PATH from TEMPLATE before each run (may be repeated)")
 	f.reportFlags.register(fs, "host", "")
 }
 
 func (f *hostProbeFlags) config() (assertions.HostConfig, *regexp.Regexp, error) {
-	cfg := assertions.HostConfig{MaxFrame: f.maxFrame, Within: f.within, Cap: f.hostCap, StartTimeout: f.start, ToolsListBytes: f.toolsList, Expect: f.expect.m}
-	if f.maxFrame < 0 || f.toolsList < 0 || f.within < 0 || f.hostCap < 0 || f.start < 0 {
-		return cfg, nil, errors.New("-max-frame, -tools-list-bytes, -within, -host-cap and -start-timeout must not be negative")
+	cfg := assertions.HostConfig{MaxFrame: f.maxFrame, Within: f.within, Cap: f.hostCap, StartTimeout: f.start, ToolsListBytes: f.toolsList,
+		HugeField: f.hugeField, Blocks: f.blocks, StderrNoise: f.stderrNoise, Expect: f.expect.m}
+	if f.maxFrame < 0 || f.toolsList < 0 || f.hugeField < 0 || f.blocks < 0 || f.stderrNoise < 0 || f.within < 0 || f.hostCap < 0 || f.start < 0 {
+		return cfg, nil, errors.New("-max-frame, -tools-list-bytes, -huge-field, -blocks, -stderr-noise, -within, -host-cap and -start-timeout must not be negative")
 	}
 	var err error
 	if cfg.Run, err = compileRun(f.run, assertions.HostCriterionNames()); err != nil {
