@@ -37,8 +37,11 @@ that read their servers from a config file:
   mcpstdio hostprobe -config mcp.json.tmpl=mcp.json -- myhost --config mcp.json ask "call a tool"
 
 Bounds: host-timeout, progress-forever, late-after-cancel and
-stdin-not-read wait at most -host-cap (plus -within for the host to start)
-for the host's own timeout; the other criteria at most 2×-within.
+stdin-not-read wait at most -host-cap plus -within (for the host to start)
+for the host's own timeout, then at most -within for the fake's last
+report; the other criteria 3×-within in all. The first run, which must
+call or list tools, gets -start-timeout. A host still running at its bound
+is killed with its process group.
 
 Exit status: as probe's: 0 no criterion failed (with -expect, every verdict
 is the expected one; with -baseline, nothing got worse); 1 otherwise; 2
