@@ -136,7 +136,7 @@ func TestCheckHostNaive(t *testing.T) {
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 2 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 10 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})
