@@ -11,13 +11,10 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// CheckNoDeadlock runs scenario under a watchdog. If scenario has not
-// returned within the bound, it records the session's diagnosis, closes the
-// session (which kills the server and closes every pipe, so whatever the
-// scenario is blocked on fails), waits for scenario to return and fails with
-// the diagnosis. Otherwise the verdict is scenario's: pass if it returns nil.
-// The context scenario gets ends at the bound too; well-behaved scenarios use
-// it for every wait.
+// CheckNoDeadlock runs scenario under a watchdog: past the bound it records
+// the session's diagnosis, closes the session (so whatever the scenario is
+// blocked on fails) and fails with the diagnosis; otherwise the verdict is
+// scenario's. The context scenario gets ends at the bound too.
 func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) Result {
 	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()

@@ -31,8 +31,9 @@ type workSample struct {
 	progress int64 // progress notifications for the request
 	answered bool  // its response has arrived
 	cpu      time.Duration
-	procs    map[int]string // the server's live descendants
-	visible  bool           // cpu and procs are known
+	procs    map[int]string              // the server's live descendants
+	threads  map[string][2]time.Duration // "pid/tid": run time and run-queue wait
+	visible  bool                        // cpu and procs are known
 }
 
 // sampleWork samples the server's work, and p's (nil for none).
@@ -41,7 +42,7 @@ func sampleWork(s *mcptest.Session, p *mcptest.Pending) workSample {
 	if p != nil {
 		w.progress, w.answered = p.Progress(), responded(p)
 	}
-	w.cpu, w.procs, w.visible = processTree(s.PID())
+	w.cpu, w.procs, w.threads, w.visible = processTree(s.PID())
 	return w
 }
 
@@ -83,6 +84,27 @@ func observe(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, from w
 	return signatureOf(from, sampleWork(s, p))
 }
 
+// waitCap bounds how much run-queue wait demand counts per unit of a
+// thread's run time in a window.
+const waitCap = 32
+
+// demand is the CPU the server wanted between two samples: its CPU time,
+// plus each thread's wait on a run queue, up to waitCap times the time the
+// thread ran. A busy thread that a loaded machine gives a twentieth of a
+// core waits the rest, and so still counts as busy; an idle runtime thread
+// that wakes now and then, and may wait long on a loaded machine for its few
+// microseconds of run, barely counts.
+func demand(from, to workSample) time.Duration {
+	d := to.cpu - from.cpu
+	for k, t := range to.threads {
+		f := from.threads[k]
+		if run, wait := t[0]-f[0], t[1]-f[1]; run > 0 && wait > 0 {
+			d += min(wait, waitCap*run)
+		}
+	}
+	return d
+}
+
 func signatureOf(from, to workSample) signature {
 	g := signature{cpuShare: -1}
 	d := to.at.Sub(from.at)
@@ -90,7 +112,7 @@ func signatureOf(from, to workSample) signature {
 		g.progressEvery = d / time.Duration(n)
 	}
 	if from.visible && to.visible && d > 0 {
-		g.cpuShare = float64(to.cpu-from.cpu) / float64(d)
+		g.cpuShare = float64(demand(from, to)) / float64(d)
 		g.procs = newProcs(from.procs, to.procs)
 	}
 	return g
@@ -157,9 +179,9 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	}
 	share := -1.0
 	if c.end.visible && c.afterGrace.visible && window > 0 {
-		share = float64(c.end.cpu-c.afterGrace.cpu) / float64(window)
+		share = float64(demand(c.afterGrace, c.end)) / float64(window)
 		if cpuWentOn(g.cpuShare, share) {
-			went = append(went, fmt.Sprintf("the server used %v of CPU (ran or waited to run: %.0f%%) in the %v after the grace", (c.end.cpu-c.afterGrace.cpu).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
+			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace", demand(c.afterGrace, c.end).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
 		}
 	}
 	if len(c.started) > 0 {
@@ -222,10 +244,8 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 }
 
 // CPU use is judged against the call's own at work, measured on the same
-// machine. On Linux it is CPU demand, the time run plus the time waited on a
-// run queue (see cpuDemand), which a load that starts or stops between the
-// two windows does not change; where schedstat is not kept, CPU time, of
-// which a loaded machine gives a busy call less than a core. Work went on if the server kept half its working share (and at
+// machine, as demand (see demand), which a load that changes between the
+// two windows does not change much. Work went on if the server kept half its working share (and at
 // least 5% of a core: an idle process uses next to none); it stopped if the
 // share fell by four fifths from at least 10%. Without a working share to
 // compare, only a quarter of a core counts as work.
@@ -260,8 +280,8 @@ func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 1
 
 // CheckCancelStopsWork watches p, a request at work, for a while (until it
 // has sent three progress notifications, or min(Within, 10×CancelGrace)),
-// to learn what its work looks like; then cancels it and judges, by the
-// evidence described at the top of this file, whether the work stopped. A
+// to learn what its work looks like; then cancels it and judges, by its
+// progress, CPU demand and processes (Linux), whether the work stopped. A
 // response after the cancel fails in 2026-07-28 (MUST NOT) and warns before
 // it (SHOULD NOT), as does work that went on. Without evidence either way
 // the verdict is a warning that says "unverified". Processes the server

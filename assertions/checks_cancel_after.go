@@ -102,14 +102,10 @@ func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 }
 
 // CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
-// lets exactly CancelAfter bytes of its response through (the first frame
-// after the request that is neither a notification nor a server request),
-// holds reads there and cancels it; it checks that the server is still
-// running and the frame unfinished, resumes reads, and checks that the
-// session goes on: a second request completes. The cancel may be ignored
-// (the response is already on the wire) or answered; it must not break
-// anything. A response shorter than CancelAfter is a skip naming its size.
-// Each step is bounded by Within.
+// lets CancelAfter bytes of its response through, holds reads there and
+// cancels it, then resumes and checks that a second request completes. The
+// cancel may be ignored or answered; it must not break anything. A response
+// shorter than CancelAfter is a skip naming its size.
 func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {

@@ -58,14 +58,10 @@ func eofBatch(s *mcptest.Session, cfg ServerConfig) ([]byte, []string) {
 	return b, ids
 }
 
-// CheckEOFDrainsPending writes several cheap requests (Cheap, else ping or
-// server/discover by era) in one write, with the handshake before them if
-// the session has not negotiated (start it with mcptest.WithoutHandshake),
-// closes stdin at once, and requires an answer to each before the server
-// exits (an error answer counts: work cancelled by the end of stdin may be
-// answered so). It waits for the answers, or the end of the server's
-// stdout, within Within plus ShutdownGrace; the failure says how many
-// requests were dropped and how the server ended.
+// CheckEOFDrainsPending writes several cheap requests in one write, after
+// the handshake if the session has none (mcptest.WithoutHandshake), closes
+// stdin at once, and requires an answer (an error counts) to each before
+// the server exits, within Within plus ShutdownGrace.
 func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	batch, ids := eofBatch(s, cfg)

@@ -52,6 +52,7 @@ type floodOutcome struct {
 	took      time.Duration // writing it
 	slow      bool          // a bound cut a write short while the server took bytes
 	stopped   string        // why the writes stopped, or ""
+	detail    string        // the last write's error
 	cappedOut bool          // still progressing at floodCap
 }
 
@@ -86,8 +87,9 @@ func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg Ser
 				// next write.
 				o.slow, idle, line = true, 0, nil
 			} else if idle++; idle == 2 {
-				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row: %s",
-					i+1, s.Stats().StdinBytes-start, cfg.Within, firstLine(err.Error()))
+				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row",
+					i+1, s.Stats().StdinBytes-start, cfg.Within)
+				o.detail = err.Error()
 				return o
 			}
 			if time.Since(begin) > cfg.floodCap() {
@@ -122,11 +124,11 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 }
 
 // CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), then writes a flood of tools/call requests to its stdin
-// (see floodLines) and checks that the server keeps reading them while its
-// stdout is still blocked: slow is not stopped (see above). After reads
-// resume, the large response and an answer to every flood request (a result
-// or an error) must arrive.
+// (reads stalled), writes a flood of tools/call requests (Flood, Cheap) to
+// its stdin and checks that the server keeps taking them while its stdout
+// is blocked; slow is not stopped. After reads resume, the large response
+// and an answer to every flood request must arrive. The README's criteria
+// table says how slow and stopped are told apart.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
@@ -147,7 +149,9 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	evidence := s.Stats().WriterEvidence
 	s.ResumeReads()
 	if o.stopped != "" {
-		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "%s while the server's stdout was blocked", o.stopped))
+		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked", o.stopped)
+		res.Details = o.detail
+		return floodFailed(ctx, cfg, lines, res)
 	}
 	if o.cappedOut {
 		need := time.Duration(float64(total) / o.rate() * float64(time.Second))

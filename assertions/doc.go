@@ -11,17 +11,11 @@
 //   - HostCriteria and CheckHost run the host criteria against a Go Host,
 //     HostCommandCriteria and CheckHostCommand the same criteria against a
 //     host command in any language (mcpstdio hostprobe), each with a fresh
-//     fake server (package fakeserver), judged by what the fake saw and,
-//     for host-timeout and its kin, by the host's own timeout.
+//     fake server (package fakeserver), as a child of the test binary,
+//     whose TestMain must call mcptest.Main, unless HostCommand.Fake says.
 //
-// A verdict says only what was observed: "stopped", "blocked" and
-// "survived" come with their evidence, numbers are taken when they are
-// seen, and without evidence a verdict says "unverified". Warn is for
-// SHOULD-level rules, named with their spec revision. Expect (in
-// ServerConfig and HostConfig) names the verdicts a server or host is known
-// to get, so that a known failure does not keep a CI red and a fixed one
-// is noticed.
-//
-// Result.Evidence carries no package prefix; Result.Err and Report.Err
-// prefix it with the criterion's name.
+// A verdict says only what was observed, with its evidence; without
+// evidence it says "unverified", and slow is not stopped. Expect names the
+// verdicts a server or host is known to get, so that a known failure does
+// not keep a CI red and a fixed one is noticed.
 package assertions

@@ -32,9 +32,8 @@ type Host interface {
 }
 
 // HostFactory starts a host against the server that cmd runs: the host must
-// start cmd itself (with its own stdin, stdout and stderr handling, which is
-// part of what is tested) and be ready to call tools when it returns. Its
-// result is used only if err is nil; a host it returns with an error is
+// start cmd itself (its stdio handling is part of what is tested) and be
+// ready to call tools when it returns. A host returned with an error is
 // closed if it is not a nil pointer.
 type HostFactory func(ctx context.Context, cmd *exec.Cmd) (Host, error)
 
@@ -376,9 +375,8 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 // server (package fakeserver, as a child process of this test binary) with
 // the criterion's faults, starts a host against it with newHost, and judges
 // what the host did, using the fake's report. The test binary's TestMain
-// must call Main, so that the fake can run as a child. A factory or a host
-// that panics, returns a nil host, or does not return is a failed criterion
-// with what it did; the other criteria run.
+// must call mcptest.Main, so that the fake can run as a child. A host that
+// does not start fails "start" once (see HostConfig.StartTimeout).
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
 	return hostBattery(ctx, newHost, nil, cfg).all(ctx, nil)
 }
@@ -448,7 +446,13 @@ func bigIntact(res json.RawMessage, want, blocks int) (int, error) {
 // and proof that the criteria can be met.
 func SessionHost(opts ...mcptest.Option) HostFactory {
 	return func(ctx context.Context, cmd *exec.Cmd) (Host, error) {
-		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), opts...)
+		all := opts
+		if dl, ok := ctx.Deadline(); ok {
+			// The battery bounds the start (StartTimeout): the
+			// handshake need not end sooner.
+			all = append([]mcptest.Option{mcptest.WithStartTimeout(time.Until(dl))}, opts...)
+		}
+		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), all...)
 		if err != nil {
 			return nil, err
 		}

@@ -47,13 +47,11 @@ type procStat struct {
 	dead time.Duration // cutime + cstime: its reaped children's
 }
 
-// cpuDemand returns the time pid's threads have run on a CPU plus the time
-// they waited on a run queue to run (/proc/<pid>/task/*/schedstat, in
-// nanoseconds): the CPU a process wanted. Unlike CPU time it does not fall
-// when other processes load the machine (a busy thread that gets half a
-// core waits the other half), so the cancel criteria compare it between
-// windows under changing load. ok is false where schedstat is not kept.
-func cpuDemand(pid int) (time.Duration, bool) {
+// cpuRun returns the time pid's threads have run on a CPU
+// (/proc/<pid>/task/*/schedstat, in nanoseconds, where /proc/<pid>/stat
+// counts 10ms ticks), and adds each thread's run time and run-queue wait to
+// threads; ok is false where schedstat is not kept.
+func cpuRun(pid int, threads map[string][2]time.Duration) (time.Duration, bool) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0, false
@@ -73,7 +71,8 @@ func cpuDemand(pid int) (time.Duration, bool) {
 		if err1 != nil || err2 != nil {
 			return 0, false
 		}
-		d += time.Duration(run + wait)
+		d += time.Duration(run)
+		threads[fmt.Sprintf("%d/%s", pid, e.Name())] = [2]time.Duration{time.Duration(run), time.Duration(wait)}
 	}
 	return d, true
 }
@@ -97,29 +96,29 @@ func readProcStat(pid int) (procStat, bool) {
 	return procStat{ppid: int(n(4)), cpu: time.Duration(n(14)+n(15)) * clockTick, dead: time.Duration(n(16)+n(17)) * clockTick}, true
 }
 
-// demandOr returns pid's CPU demand, or cpu where schedstat is not kept.
-func demandOr(pid int, cpu time.Duration) time.Duration {
-	if d, ok := cpuDemand(pid); ok {
+// runOr returns pid's CPU time from schedstat, or cpu where it is not kept.
+func runOr(pid int, cpu time.Duration, threads map[string][2]time.Duration) time.Duration {
+	if d, ok := cpuRun(pid, threads); ok {
 		return d
 	}
 	return cpu
 }
 
-// processTree returns the CPU demand so far (see cpuDemand; CPU time where
-// schedstat is not kept) of pid and every process descended from it (the server and what it started, including what has
+// processTree returns the CPU time used so far by pid and every process
+// descended from it, each live thread's run time and run-queue wait (the server and what it started, including what has
 // exited and been reaped), and the live descendants with their command
 // lines. ok is false where /proc cannot tell.
-func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok bool) {
+func processTree(pid int) (cpu time.Duration, descendants map[int]string, threads map[string][2]time.Duration, ok bool) {
 	if pid <= 0 {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	root, ok := readProcStat(pid)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	parent := map[int]int{}
 	stats := map[int]procStat{}
@@ -133,16 +132,17 @@ func processTree(pid int) (cpu time.Duration, descendants map[int]string, ok boo
 			stats[p] = st
 		}
 	}
-	cpu = demandOr(pid, root.cpu) + root.dead
+	threads = map[string][2]time.Duration{}
+	cpu = runOr(pid, root.cpu, threads) + root.dead
 	descendants = map[int]string{}
 	for p := range parent {
 		for q, hops := parent[p], 0; q > 1 && hops < 64; q, hops = parent[q], hops+1 {
 			if q == pid {
 				descendants[p] = proc.CommandLine(p)
-				cpu += demandOr(p, stats[p].cpu) + stats[p].dead
+				cpu += runOr(p, stats[p].cpu, threads) + stats[p].dead
 				break
 			}
 		}
 	}
-	return cpu, descendants, true
+	return cpu, descendants, threads, true
 }

@@ -17,4 +17,6 @@ func peakMemoryKB(int) (int64, error) {
 
 // processTree: without /proc, a server's CPU time and the processes it
 // started cannot be seen; the cancel criteria then judge by the wire alone.
-func processTree(int) (time.Duration, map[int]string, bool) { return 0, nil, false }
+func processTree(int) (time.Duration, map[int]string, map[string][2]time.Duration, bool) {
+	return 0, nil, nil, false
+}

@@ -28,10 +28,8 @@ type ServerConfig struct {
 	// it starts.
 	Slow *ToolCall
 	// SlowDuration is how long the Slow call works when not cancelled, if
-	// known. After a cancel the cancel criteria watch this long for a late
-	// response, and "no response within the call's own duration" is then
-	// evidence that the work stopped. Zero: unknown; the criteria watch for
-	// 5×CancelGrace.
+	// known: the cancel criteria then watch this long for a late response.
+	// Zero: unknown; they watch for 5×CancelGrace.
 	SlowDuration time.Duration
 	// Bounded is a tools/call that could return a lot (a search over many
 	// records); the result contract says it returns a bounded page and
@@ -44,11 +42,9 @@ type ServerConfig struct {
 	// cancel-after-output-began lets through before it holds reads and
 	// cancels. Default 32 KiB; a response shorter than that is a skip.
 	CancelAfter int
-	// Cheap is the small request of "a second request completes", and what
-	// reads-while-blocked floods stdin with. Nil means Session.Ping (ping or
-	// server/discover, by era) for the second request, and a tools/call of
-	// a tool that does not exist for the flood: either way the flood goes
-	// through the server's tool-call path.
+	// Cheap is the small request of "a second request completes" and of
+	// the reads-while-blocked flood. Nil: Session.Ping, and for the flood a
+	// tools/call of a tool that does not exist.
 	Cheap *ToolCall
 
 	// OversizedRequest is the size in bytes of the oversized request line
@@ -62,11 +58,8 @@ type ServerConfig struct {
 	Flood int
 	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
 	// (0) 16 KiB on Linux, so that modest responses block the writer;
-	// elsewhere the capacity cannot be set and the system's default is
-	// used. A negative value keeps the system's default on Linux too. Not a
-	// single page: a pipe of one slot can hold a writer blocked behind a
-	// few bytes of an earlier small message, which no fill level shows
-	// (see pipes.EffectivelyFull).
+	// elsewhere the system's default. A negative value keeps the system's
+	// default on Linux too.
 	PipeCapacity int
 	// Within bounds each step of a criterion (a response, a blocked writer,
 	// a second request). Default 5s.
@@ -86,17 +79,14 @@ type ServerConfig struct {
 	// (mcptest.WithProtocolVersion): a 2026-07-28 one without a handshake,
 	// an older one offered in initialize.
 	Protocol string
-	// Options are passed to every mcptest.Start, after the battery's own
-	// (WithPipeCapacity, WithTimeout, WithGrace), so they can override
-	// them.
+	// Options are passed to every mcptest.Start, after the battery's own,
+	// so they can override them.
 	Options []mcptest.Option
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names the verdicts a server is known to get: a criterion with
-	// the verdict Expect names is reported but does not fail the battery,
-	// and a criterion whose verdict differs from it (even a failure that
-	// now passes) fails with "update Expect", so that expectations stay
-	// true. Keys are criterion names (ServerCriterionNames).
+	// Expect names the verdicts a server is known to get, by criterion: an
+	// expected verdict does not fail the battery; any other verdict of
+	// that criterion, even a pass, fails with "update Expect".
 	Expect map[string]Verdict
 
 	start *serverStart                                    // what the battery's first start learned
@@ -329,9 +319,8 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 }
 
 // CheckServer runs the server release criteria against target, each with a
-// fresh server started from it, and returns the report. It never fails
-// itself: every problem, including a server that does not start, is a
-// criterion's verdict. ctx bounds the whole run.
+// fresh server started from it, and returns the report: every problem is a
+// verdict (a server that does not start fails "start"). ctx bounds the run.
 func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *Report {
 	return CheckServerStream(ctx, target, cfg, nil)
 }
@@ -346,10 +335,8 @@ func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerCon
 }
 
 // ServerCriteria runs the server release criteria against target as named
-// subtests of t, each with a fresh server and a watchdog: a criterion that
-// fails reports its evidence with t.Error, a skipped one t.Skip with the
-// reason, a warning or an expected verdict (Expect) is logged. The target
-// must be startable many times (Command, GoBuild, InProcess, Helper).
+// subtests of t, each with a fresh server and a watchdog: a failure is
+// t.Error, a skip t.Skip, a warning a log line that starts with WARN.
 func ServerCriteria(t *testing.T, target mcptest.Target, cfg ServerConfig) {
 	t.Helper()
 	serverBattery(target, cfg).tests(t)
