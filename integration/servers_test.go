@@ -57,10 +57,11 @@ func oversizedConfig() assertions.ServerConfig {
 	}
 }
 
-// checkServer runs the whole battery against target in two parts.
-func checkServer(t *testing.T, target mcptest.Target) (map[string]assertions.Verdict, []*assertions.Report) {
+// checkServer runs the whole battery against target in two parts: cfg, and
+// oversized-input alone.
+func checkServer(t *testing.T, target mcptest.Target, cfg assertions.ServerConfig) (map[string]assertions.Verdict, []*assertions.Report) {
 	t.Helper()
-	rep := assertions.CheckServer(t.Context(), target, serverConfig())
+	rep := assertions.CheckServer(t.Context(), target, cfg)
 	over := assertions.CheckServer(t.Context(), target, oversizedConfig())
 	got := rep.Verdicts()
 	maps.Copy(got, over.Verdicts())
@@ -207,21 +208,28 @@ func TestServerVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, reps := checkServer(t, tt.target)
+			got, reps := checkServer(t, tt.target, serverConfig())
 			if tt.inProc != nil {
 				tt.inProc.wait(t, time.Minute)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", tt.name, diff, reps[0], reps[1])
-			}
-			for _, rep := range reps {
-				for _, res := range rep.Results {
-					if res.Verdict != assertions.Pass {
-						t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
-					}
-				}
-			}
+			compareServer(t, tt.name, tt.want, got, reps)
 		})
+	}
+}
+
+// compareServer fails t when got, the verdicts of checkServer's reps, is not
+// want, and logs the evidence of every verdict that is not a pass.
+func compareServer(t *testing.T, name string, want, got map[string]assertions.Verdict, reps []*assertions.Report) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", name, diff, reps[0], reps[1])
+	}
+	for _, rep := range reps {
+		for _, res := range rep.Results {
+			if res.Verdict != assertions.Pass {
+				t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
+			}
+		}
 	}
 }
 

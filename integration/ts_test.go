@@ -2,12 +2,9 @@ package integration_test
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/integration"
@@ -53,15 +50,6 @@ func everythingConfig() assertions.ServerConfig {
 	return cfg
 }
 
-// setIf sets m[name] = v when name is a criterion of names: a criterion
-// added to the battery later (eof-drains-pending) is asserted once it is
-// there.
-func setIf(m map[string]assertions.Verdict, names []string, name string, v assertions.Verdict) {
-	if slices.Contains(names, name) {
-		m[name] = v
-	}
-}
-
 // tsSDKServerVerdicts is what is true of ts/server.mjs, a server on the
 // official TypeScript SDK 1.32.2, run as a child process.
 func tsSDKServerVerdicts() map[string]assertions.Verdict {
@@ -78,16 +66,16 @@ func tsSDKServerVerdicts() map[string]assertions.Verdict {
 		// frame before its last 7 bytes; held after 32 KiB of a 256 KiB
 		// response, the frame stayed unfinished 1.5 s with the server idle
 		// (epoll_wait), the rest came whole on resume and the next request
-		// was answered in 42 ms. The battery of this commit walks the whole
-		// frame looking for the id and fails it (issue 18 item 1).
+		// was answered in 42 ms. The battery holds reads by byte count
+		// (CancelAfter), whatever the key order, and agrees.
 		//
 		// invalid-json-input passes with silence: JSON.parse throws in
 		// ReadBuffer.readMessage, which only calls onerror (TSSDK
 		// server/stdio.js processReadBuffer); the session goes on.
 		//
 		// eof-drains-pending passes: the transport has no 'end' handler,
-		// so node exits only when the event loop is empty, after the
-		// last response (5 of 5 answered, cheap or 300 ms calls, both
+		// so node exits only when its event loop is empty, after the last
+		// response (by hand: 5 of 5 answered, cheap or 300 ms calls, both
 		// eras).
 	)
 }
@@ -107,6 +95,12 @@ func everythingServerVerdicts() map[string]assertions.Verdict {
 		"cancel-before-work", assertions.Warn,
 		"cancel-during-work", assertions.Warn,
 		"result-bounded", assertions.Skip, // no tool returns a page
+		// eof-drains-pending passes: by hand it answers the handshake and
+		// all five requests before it exits. Its initialize answer is
+		// 2036 bytes with the id at byte 2011 (id last, as above), past
+		// the transcript's 256-byte Head, where the battery of verdicts
+		// ba1f542 looks for it (assertions/checks_eof.go answered): that
+		// battery reports the answer missing and fails it.
 	)
 }
 
@@ -125,22 +119,8 @@ func TestTSServerVerdicts(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rep := assertions.CheckServer(t.Context(), tt.target, tt.cfg)
-			over := assertions.CheckServer(t.Context(), tt.target, oversizedConfig())
-			got := rep.Verdicts()
-			for k, v := range over.Verdicts() {
-				got[k] = v
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CheckServer(%s) verdicts mismatch (-want +got):\n%s\nreports:\n%s%s", tt.name, diff, rep, over)
-			}
-			for _, r := range []*assertions.Report{rep, over} {
-				for _, res := range r.Results {
-					if res.Verdict != assertions.Pass {
-						t.Logf("%s %s: %s", res.Verdict, res.Name, res.Evidence)
-					}
-				}
-			}
+			got, reps := checkServer(t, tt.target, tt.cfg)
+			compareServer(t, tt.name, tt.want, got, reps)
 		})
 	}
 }

@@ -211,6 +211,10 @@ func (h *tsHost) send(v any) error {
 	return err
 }
 
+// abortBound bounds the wait for host.mjs to answer a call it was told to
+// abort: it rejects the call's promise at once.
+const abortBound = 5 * time.Second
+
 // CallTool asks host.mjs for client.callTool; when ctx ends first, it asks
 // for the call to be aborted (the SDK then sends notifications/cancelled)
 // and returns once the client has given the call up.
@@ -236,7 +240,14 @@ func (h *tsHost) CallTool(ctx context.Context, name string, args map[string]any)
 		h.mu.Lock()
 		_ = h.send(map[string]any{"op": "cancel", "id": id})
 		h.mu.Unlock()
-		r = <-c // host.mjs answers an aborted call at once, or has exited
+		// host.mjs answers an aborted call at once, or has exited.
+		t := time.NewTimer(abortBound)
+		defer t.Stop()
+		select {
+		case r = <-c:
+		case <-t.C:
+			return nil, fmt.Errorf("%w, and the TS SDK client had not given the call up %v after it was aborted", ctx.Err(), abortBound)
+		}
 		if r.Error == "" {
 			return r.Result, nil
 		}
