@@ -80,13 +80,16 @@ func Example_serverCriteria() {
 }
 
 // CheckHost runs the host release criteria against a host: here this
-// library's own, mcptest.Session, adapted by SessionHost. For your host,
-// write a HostFactory that starts your client on the command it is given.
+// library's own, mcptest.Session, adapted by SessionHost, with its own
+// timeout (WithTimeout) of 3 s, which host-timeout and its kin measure. For
+// your host, write a HostFactory that starts your client on the command it
+// is given (or give a host in any language to CheckHostCommand).
 func Example_hostCriteria() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const limit = 1 << 20
-	rep := assertions.CheckHost(ctx, assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit})
+	host := assertions.SessionHost(mcptest.WithMaxFrame(limit), mcptest.WithTimeout(3*time.Second))
+	rep := assertions.CheckHost(ctx, host, assertions.HostConfig{MaxFrame: limit, HugeField: 1 << 20, StderrNoise: 8 << 20})
 	fmt.Println(strings.Join(assertions.HostCriterionNames(), " "))
 	fmt.Println(rep.Count(assertions.Pass), "passed,", rep.Count(assertions.Fail), "failed")
 	for _, res := range rep.Results {
@@ -95,6 +98,6 @@ func Example_hostCriteria() {
 		}
 	}
 	// Output:
-	// under-limit over-limit huge-field many-blocks invalid-json-response stderr-noise junk-on-stdout cancel-during-output idle-notifications era-legacy era-modern
-	// 11 passed, 0 failed
+	// under-limit over-limit huge-field many-blocks invalid-json-response stderr-noise junk-on-stdout cancel-during-output idle-notifications era-legacy era-modern host-timeout progress-forever late-after-cancel crash-mid-call stdin-not-read large-tools-list
+	// 17 passed, 0 failed
 }

@@ -8,9 +8,11 @@
 //   - ServerCriteria (subtests) and CheckServer (a Report) run every
 //     server criterion against a fresh server started from a
 //     mcptest.Target, each under a watchdog;
-//   - HostCriteria and CheckHost run the host criteria against a host,
-//     each with a fresh fake server (package fakeserver) as a child of the
-//     test binary, whose TestMain must call mcptest.Main.
+//   - HostCriteria and CheckHost run the host criteria against a Go Host,
+//     HostCommandCriteria and CheckHostCommand the same criteria against a
+//     host command in any language (mcpstdio hostprobe), each with a fresh
+//     fake server (package fakeserver), as a child of the test binary,
+//     whose TestMain must call mcptest.Main, unless HostCommand.Fake says.
 //
 // A verdict says only what was observed, with its evidence; without
 // evidence it says "unverified", and slow is not stopped. Expect names the

@@ -60,6 +60,13 @@ type HostConfig struct {
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
+	// Cap bounds how long the host's own timeout is waited for (host-timeout,
+	// progress-forever, late-after-cancel, stdin-not-read): a host still
+	// waiting past it fails. Default 2 min.
+	Cap time.Duration
+	// ToolsListBytes is the size of large-tools-list's tools/list. Default
+	// 300 KB.
+	ToolsListBytes int
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
 	// Expect names the verdicts a host is known to get, as
@@ -89,6 +96,12 @@ func (c HostConfig) withDefaults() HostConfig {
 	}
 	if c.StderrNoise <= 0 {
 		c.StderrNoise = 64 << 20
+	}
+	if c.Cap <= 0 {
+		c.Cap = DefaultHostCap
+	}
+	if c.ToolsListBytes <= 0 {
+		c.ToolsListBytes = 300_000
 	}
 	if c.IdleNotifications <= 0 {
 		c.IdleNotifications = 1 << 20
@@ -120,12 +133,18 @@ type hostFixture struct {
 	host    Host
 	cmd     *exec.Cmd
 	report  string
+
+	command *HostCommand // the host as a command (host_command.go), or nil
+	run     *commandRun  // its run, once started
 }
 
 // start starts the fake with the given flags and a host against it.
 func (r *hostFixture) start(ctx context.Context, flags ...string) error {
-	r.report = filepath.Join(r.dir, r.name+".json")
+	r.report = filepath.Join(r.dir, r.name+"-"+fakeserver.ReportPID+".json")
 	flags = append([]string{"-report", r.report}, flags...)
+	if r.command != nil {
+		return r.startCommand(flags)
+	}
 	// The fake is killed when the criterion ends, whatever the host does.
 	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
 	if err != nil {
@@ -229,9 +248,22 @@ func callBounded(ctx context.Context, h Host, within time.Duration, name string,
 	}
 }
 
-// fakeReport reads the fake's report file.
+// fakeReport reads the report of the first fake the host started (a host
+// that restarts the server starts more, see reportFiles).
 func (r *hostFixture) fakeReport() (fakeserver.Report, error) {
-	return fakeserver.ReadReportFile(r.report)
+	files := r.reportFiles()
+	if len(files) == 0 {
+		return fakeserver.Report{}, fmt.Errorf("no report in %s: the host did not start the fake", r.dir)
+	}
+	var first fakeserver.Report
+	var firstErr error
+	for i, f := range files {
+		rep, err := fakeserver.ReadReportFile(f)
+		if i == 0 || (err == nil && len(rep.Requests) > 0 && (len(first.Requests) == 0 || rep.Requests[0].Arrived.Before(first.Requests[0].Arrived))) {
+			first, firstErr = rep, err
+		}
+	}
+	return first, firstErr
 }
 
 func (r *hostFixture) diagnose() string {
@@ -243,13 +275,21 @@ func (r *hostFixture) diagnose() string {
 	return "the fake's report:\n" + string(b)
 }
 
-func (r *hostFixture) abort() { r.kill() }
+func (r *hostFixture) abort() {
+	r.kill()
+	if r.run != nil {
+		killProcessGroup(r.run.cmd)
+	}
+}
 
 // close ends the host, within the criterion's bound, and makes sure the
 // fake is gone.
 func (r *hostFixture) close() (string, error) {
 	defer os.RemoveAll(r.dir)
 	var err error
+	if r.command != nil {
+		err = r.endCommand()
+	}
 	if r.host != nil {
 		done := make(chan error, 1)
 		go func() {
@@ -284,12 +324,18 @@ var hostCriteria = []criterion[*hostFixture]{
 	{"idle-notifications", hostIdleNotifications},
 	{"era-legacy", hostEra(fakeserver.EraLegacy)},
 	{"era-modern", hostEra(fakeserver.EraModern)},
+	{"host-timeout", hostTimeout},
+	{"progress-forever", hostProgressForever},
+	{"late-after-cancel", hostLateAfterCancel},
+	{"crash-mid-call", hostCrashMidCall},
+	{"stdin-not-read", hostStdinNotRead},
+	{"large-tools-list", hostLargeToolsList},
 }
 
 // HostCriterionNames lists the host criteria in the order they run.
 func HostCriterionNames() []string { return (&battery[*hostFixture]{criteria: hostCriteria}).names() }
 
-func hostBattery(ctx context.Context, newHost HostFactory, cfg HostConfig) *battery[*hostFixture] {
+func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand, cfg HostConfig) *battery[*hostFixture] {
 	cfg = cfg.withDefaults()
 	return &battery[*hostFixture]{
 		subject:  "host",
@@ -300,25 +346,25 @@ func hostBattery(ctx context.Context, newHost HostFactory, cfg HostConfig) *batt
 			if err != nil {
 				dir = os.TempDir()
 			}
-			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, dir: dir, name: name}
+			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, command: command, dir: dir, name: name}
 		},
 		start: func(ctx context.Context) Result {
-			f := &hostFixture{ctx: ctx, kill: func() {}, cfg: cfg, newHost: newHost, dir: os.TempDir(), name: "start"}
+			f := &hostFixture{ctx: ctx, kill: func() {}, cfg: cfg, newHost: newHost, command: command, dir: os.TempDir(), name: "start"}
 			fctx, kill := context.WithCancel(ctx)
 			f.ctx, f.kill = fctx, kill
 			if dir, err := os.MkdirTemp("", "mcpstdio-host-"); err == nil {
 				f.dir = dir
 			}
 			begin := time.Now()
-			err := f.start(ctx)
+			err := f.startCheck(ctx)
 			f.close()
 			if err != nil {
-				res := failErr(ruleHostAdapter, "the host did not start against the fake", err)
+				res := failErr(startRule(command), "the host did not start against the fake", err)
 				return res
 			}
 			return pass("the host started against the fake in %v", time.Since(begin).Round(time.Millisecond))
 		},
-		budget: func(string) time.Duration { return cfg.StartTimeout + 8*cfg.Within },
+		budget: func(name string) time.Duration { return cfg.StartTimeout + hostBudget(name, cfg) },
 		run:    cfg.Run,
 		expect: cfg.Expect,
 		rules:  hostRules,
@@ -332,14 +378,14 @@ func hostBattery(ctx context.Context, newHost HostFactory, cfg HostConfig) *batt
 // must call mcptest.Main, so that the fake can run as a child. A host that
 // does not start fails "start" once (see HostConfig.StartTimeout).
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
-	return hostBattery(ctx, newHost, cfg).all(ctx, nil)
+	return hostBattery(ctx, newHost, nil, cfg).all(ctx, nil)
 }
 
 // HostCriteria runs the host release criteria as named subtests of t, each
 // with a fresh fake and a fresh host (see CheckHost).
 func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 	t.Helper()
-	hostBattery(t.Context(), newHost, cfg).tests(t)
+	hostBattery(t.Context(), newHost, nil, cfg).tests(t)
 }
 
 // hostStartFailed is the verdict of a criterion whose host did not start:
@@ -353,6 +399,8 @@ var hostRules = map[string]string{
 	"under-limit": ruleHostIntact, "over-limit": ruleHostLimit, "huge-field": ruleHostIntact, "many-blocks": ruleHostIntact,
 	"invalid-json-response": ruleHostGoesOn, "stderr-noise": ruleHostReads, "junk-on-stdout": ruleHostGoesOn,
 	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
+	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
+	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
 }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.
@@ -367,13 +415,9 @@ func (r *hostFixture) checkFollowUp(ctx context.Context) error {
 	return nil
 }
 
-// bigResult calls big and checks that the payload arrived whole: the
-// result's text adds up to at least want bytes in at least blocks blocks.
-func (r *hostFixture) bigResult(ctx context.Context, args fakeserver.BigArgs, want, blocks int) (int, error) {
-	res, err := r.call(ctx, "big", args.Map())
-	if err != nil {
-		return 0, err
-	}
+// bigIntact checks that a big result arrived whole: its text adds up to at
+// least want bytes in at least blocks blocks.
+func bigIntact(res json.RawMessage, want, blocks int) (int, error) {
 	var out struct {
 		Content []struct {
 			Text string `json:"text"`
@@ -422,10 +466,9 @@ func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]
 	p := h.s.Send(wire.MethodToolsCall, map[string]any{"name": name, "arguments": args})
 	resp, err := p.Wait(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Abandoning a request means cancelling it.
-			_ = p.Cancel(ctx.Err().Error())
-		}
+		// Abandoning a request (its context ended, or the session's own
+		// timeout, WithTimeout, passed) means cancelling it.
+		_ = p.Cancel(firstLine(err.Error()))
 		return nil, err
 	}
 	if resp.Error != nil {
@@ -435,3 +478,27 @@ func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]
 }
 
 func (h sessionHost) Close() error { return h.s.Close() }
+
+// ListTools lists the server's tools, for large-tools-list.
+func (h sessionHost) ListTools(ctx context.Context) ([]string, error) {
+	resp, err := h.s.Send(wire.MethodToolsList, map[string]any{}).Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	var out struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(resp.Result, &out); err != nil {
+		return nil, fmt.Errorf("tools/list result: %v", err)
+	}
+	names := make([]string, len(out.Tools))
+	for i, t := range out.Tools {
+		names[i] = t.Name
+	}
+	return names, nil
+}

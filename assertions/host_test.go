@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,29 @@ import (
 func TestCheckHostSession(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
-	rep := assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit, StderrNoise: 8 << 20})
+	// The criteria that wait for the host's own timeout run side by side,
+	// with the session's timeout (WithTimeout) short.
+	own := []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read"}
+	var rest []string
+	for _, n := range assertions.HostCriterionNames() {
+		if !slices.Contains(own, n) {
+			rest = append(rest, n)
+		}
+	}
+	reports := make([]*assertions.Report, len(own)+1)
+	concurrently(len(reports), func(i int) {
+		if i == len(own) {
+			reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit, StderrNoise: 8 << 20,
+				Run: regexp.MustCompile("^(" + strings.Join(rest, "|") + ")$")})
+			return
+		}
+		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(2*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
+			Run: regexp.MustCompile("^" + own[i] + "$")})
+	})
+	rep := reports[len(own)]
+	for _, r := range reports[:len(own)] {
+		rep.Results = append(rep.Results, r.Results...)
+	}
 	want := map[string]assertions.Verdict{}
 	for _, n := range assertions.HostCriterionNames() {
 		want[n] = assertions.Pass
@@ -113,7 +136,7 @@ func TestCheckHostNaive(t *testing.T) {
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 5 * time.Second, StderrNoise: 1 << 20,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 10 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})
@@ -131,6 +154,11 @@ func TestCheckHostNaive(t *testing.T) {
 	want["cancel-during-output"] = assertions.Fail // ignores its context, never cancels
 	want["idle-notifications"] = assertions.Fail   // reads stdout only while waiting for a response
 	want["era-modern"] = assertions.Fail           // speaks only the initialize handshake
+	want["host-timeout"] = assertions.Fail         // no timeout of its own, and it ignores its context
+	want["progress-forever"] = assertions.Fail     // the same
+	want["late-after-cancel"] = assertions.Skip    // it never cancels: nothing to answer late
+	want["stdin-not-read"] = assertions.Fail       // its write blocks for good
+	want["large-tools-list"] = assertions.Skip     // it cannot list tools
 	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
 		t.Errorf("CheckHost(naive host) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
 	}

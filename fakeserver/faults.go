@@ -108,6 +108,23 @@ type Faults struct {
 	// "fakeserver-1") on stdout right after the nth message is read, in
 	// either era; in 2026-07-28 that is a protocol violation.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
+
+	// The host faults (faults_host.go): what a host's own timeout, cancel
+	// and restart logic is judged by.
+
+	// Call makes the first tools/call, whatever tool it names, behave as
+	// one of CallModes, or as the fake tool of that name with CallArgs;
+	// later calls of a tool the fake does not have are answered as echo.
+	Call string `flag:"call" usage:"the first tools/call, whatever its tool: hang, progress, crash, or a tool's name (with -call-args)"`
+	// CallArgs are the JSON arguments the -call tool runs with, in place
+	// of the host's own.
+	CallArgs string `flag:"call-args" usage:"JSON object of arguments for -call TOOL"`
+	// StopReadingAfterHandshake stops reading stdin (for good) after the
+	// handshake: after notifications/initialized, or server/discover.
+	StopReadingAfterHandshake bool `flag:"stop-reading-after-handshake" usage:"stop reading stdin after the handshake"`
+	// ToolsListBytes pads tools/list with filler tools until it is at
+	// least this many bytes.
+	ToolsListBytes int `flag:"tools-list-bytes" usage:"pad tools/list with filler tools to at least n bytes"`
 }
 
 func (f Faults) apply(c *config) { c.faults = f }
@@ -144,6 +161,9 @@ func (f *Faults) check() error {
 		if fv := v.Field(i); fv.CanInt() && fv.Int() < 0 {
 			return fmt.Errorf("-%s %d: must not be negative", v.Type().Field(i).Tag.Get("flag"), fv.Int())
 		}
+	}
+	if err := f.checkHost(); err != nil {
+		return err
 	}
 	if f.OversizedAfter > 0 && f.OversizedSize <= 0 {
 		return fmt.Errorf("-oversized-after %d needs -oversized-size", f.OversizedAfter)

@@ -337,6 +337,12 @@ func TestFaultFlags(t *testing.T) {
 		case *bool:
 			value, *p = "true", true
 		}
+		switch f.Name { // the string faults whose values are checked
+		case "Call":
+			value, want.Call = CallHang, CallHang
+		case "CallArgs":
+			value, want.CallArgs = `{"a":1}`, `{"a":1}`
+		}
 		args := []string{"-" + name + "=" + value}
 		if f.Name == "OversizedAfter" {
 			args, want.OversizedSize = append(args, "-oversized-size=1"), 1

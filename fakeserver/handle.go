@@ -104,7 +104,7 @@ func (s *Server) toolsList(w *work) *frame {
 	for _, t := range s.tools {
 		tools = append(tools, t)
 	}
-	r := map[string]any{"tools": tools}
+	r := map[string]any{"tools": s.fillerTools(tools)}
 	if w.modern {
 		r["ttlMs"] = 0
 		r["cacheScope"] = "private"
@@ -113,8 +113,14 @@ func (s *Server) toolsList(w *work) *frame {
 }
 
 func (s *Server) toolsCall(w *work) *frame {
+	if f, ok := s.hostCall(w); ok {
+		return f
+	}
 	name := w.params.Name
 	i := slices.IndexFunc(s.tools, func(t tool) bool { return t.Name == name })
+	if i < 0 && s.cfg.faults.Call != "" {
+		i = slices.IndexFunc(s.tools, func(t tool) bool { return t.Name == ToolEcho })
+	}
 	if i < 0 {
 		return errorFrame(w.rawID, wire.CodeInvalidParams, fmt.Sprintf("unknown tool %q", name), nil)
 	}

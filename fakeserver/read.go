@@ -59,6 +59,9 @@ func (s *Server) readLoop(stdin io.Reader) error {
 		}
 		s.msgs++
 		s.dispatch(frame, s.planFor(s.msgs))
+		if s.cfg.faults.StopReadingAfterHandshake && endsHandshake(frame) {
+			return s.stopReading()
+		}
 	}
 }
 

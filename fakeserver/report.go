@@ -59,6 +59,10 @@ type Report struct {
 	// internal error (-32603); the server went on after each.
 	Panics []string
 
+	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin
+	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
+	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
+
 	EOF bool // stdin reached EOF
 	// DroppedAtEOF counts messages dropped unanswered at stdin EOF
 	// (Faults.DropPendingAtEOF).
@@ -147,7 +151,7 @@ func (s *Server) writeReportFile() {
 		s.logf("report: %v", err)
 		return
 	}
-	if err := writeFileAtomic(s.cfg.reportFile, append(b, '\n')); err != nil {
+	if err := writeFileAtomic(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
 		s.logf("report: %v", err)
 	}
 }

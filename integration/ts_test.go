@@ -155,7 +155,7 @@ func TestTSHostVerdicts(t *testing.T) {
 		// criteria run below with the same ReadBuffer set to probeFrame,
 		// as the frames at 10 MiB take seconds under -race.
 		cfg := hostConfig(0)
-		cfg.Run = allBut(assertions.HostCriterionNames(), "under-limit", "over-limit")
+		cfg.Run = adapterCriteria("under-limit", "over-limit")
 		checkHost(t, integration.TSSDKHost(tsDir, 0), cfg, only(tsSDKHostVerdicts(), cfg))
 	})
 	t.Run("ts-sdk/limit", func(t *testing.T) {

@@ -185,7 +185,7 @@ func TestPrinterLive(t *testing.T) {
 		if tt.live {
 			p.live = newLiveStatus(tt.w, 80, clock.now)
 		}
-		p.begin("./server --stdio", cfg)
+		p.begin("./server --stdio", assertions.ServerCriterionNames(), cfg.Run)
 		if tt.live && !strings.HasSuffix(tt.w.String(), statusText("(starting the server)", 0, 80)) {
 			t.Errorf("no status while the server starts: %q", tt.w.String())
 		}

@@ -6,6 +6,7 @@
 //
 //	mcpstdio probe [flags] -- <server command...>
 //	mcpstdio probe [flags]
+//	mcpstdio hostprobe [flags] -- <host command...>
 //	mcpstdio fake [fake flags]
 //	mcpstdio proxy [flags] -- <server command...>
 //	mcpstdio status [-json] [-all] [-dir DIR]
@@ -16,7 +17,9 @@
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server command, each criterion with a fresh server process, and prints a
 // verdict per criterion; without a server command it runs them against the
-// built-in fake server, correct and naive. fake serves the fakeserver
+// built-in fake server, correct and naive. hostprobe runs the host criteria
+// (assertions.CheckHostCommand) against a host command, in any language,
+// each criterion against a fresh fake. fake serves the fakeserver
 // package's server on this process's stdio. proxy runs a server command
 // with its stdio forwarded exactly and records what passes; status prints
 // what each running proxy sees now; replay plays a recorded session again.
@@ -42,13 +45,14 @@ func main() {
 const usageText = `usage:
   mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
   mcpstdio probe [flags]                          run them against the built-in fake, good and naive
+  mcpstdio hostprobe [flags] -- <host command...> run the host criteria against an MCP host (any language)
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
   mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
   mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
   mcpstdio replay [flags] -record FILE -- <server command...>
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
-  mcpstdio help [probe|fake|proxy|status|replay]  show this help or a command's flags
+  mcpstdio help [probe|hostprobe|fake|...]        show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -61,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "probe":
 		return runProbe(ctx, args[1:], stdout, stderr)
+	case "hostprobe":
+		return runHostProbe(ctx, args[1:], stdout, stderr)
 	case "fake":
 		return runFake(ctx, args[1:], stdout, stderr)
 	case "proxy":
@@ -70,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "replay":
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "hostprobe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {

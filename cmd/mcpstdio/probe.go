@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -52,16 +53,11 @@ flags:
 
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpstdio probe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var f probeFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, probeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
+	if help, err := parseFlags(fs, args, probeUsage, stdout); help {
+		return 0
+	} else if err != nil {
 		return usageError(stderr, err)
 	}
 	if fs.NArg() == 0 && endedByDashDash(fs, args) {
@@ -91,19 +87,26 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer junit.Close()
 	}
 
+	return withOutput(ctx, "mcpstdio probe", stdout, stderr, f.verbose, f.json, junit, func(ctx context.Context, out *output) int {
+		if demo {
+			return runDemo(ctx, cfg, out, stderr)
+		}
+		return probeServer(ctx, fs.Args(), cfg, base, out, stderr)
+	})
+}
+
+// withOutput runs run with the output of a probe (the printer, -json on
+// stdout, interrupts by a signal), then writes the JUnit file, if any; it
+// returns run's exit status, or 1 if the JUnit file could not be written.
+func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbose, json bool, junit *os.File, run func(context.Context, *output) int) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := &output{p: newPrinter(ctx, stdout, stderr, &f)}
-	if f.json {
+	out := &output{p: newPrinter(ctx, stdout, stderr, verbose, json)}
+	if json {
 		out.json = stdout
 	}
 	defer out.p.close()
-	var code int
-	if demo {
-		code = runDemo(ctx, cfg, out, stderr)
-	} else {
-		code = probeServer(ctx, fs.Args(), cfg, base, out, stderr)
-	}
+	code := run(ctx, out)
 	out.p.close()
 	if junit != nil {
 		err := writeJUnit(junit, out.reports)
@@ -111,7 +114,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			err = cerr
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "mcpstdio probe: -junit: %v\n", err)
+			fmt.Fprintf(stderr, "%s: -junit: %v\n", cmd, err)
 			code = 1
 		}
 	}
@@ -121,9 +124,16 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // probeServer probes the server argv and returns the exit status.
 func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig, base *assertions.Report, out *output, stderr io.Writer) int {
 	rep, err := probe(ctx, argv, cfg, out.p)
+	return exitStatus("mcpstdio probe", rep, err, base, out, stderr)
+}
+
+// exitStatus adds the report of a probe to the output and returns the exit
+// status: 1 if it could not be run (err, which is printed), if a criterion
+// failed or, with a baseline, if a verdict got worse.
+func exitStatus(cmd string, rep *assertions.Report, err error, base *assertions.Report, out *output, stderr io.Writer) int {
 	out.add(rep)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpstdio probe: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return 1
 	}
 	if base != nil {
@@ -181,10 +191,18 @@ const (
 // named by its last result, "interrupted"); it names the command.
 func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
 	target := mcptest.Command(argv[0], argv[1:]...)
+	return probeWith(ctx, argv, assertions.ServerCriterionNames(), cfg.Run, p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
+		return assertions.CheckServerStream(ctx, target, cfg, progress)
+	})
+}
+
+// probeWith is probe with the battery given: check runs the criteria of
+// names that run selects, against the command argv.
+func probeWith(ctx context.Context, argv, names []string, run *regexp.Regexp, p *printer, check func(context.Context, func(assertions.Result)) *assertions.Report) (*assertions.Report, error) {
 	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
-	p.begin(rep.Subject, cfg)
+	p.begin(rep.Subject, names, run)
 	begin := time.Now()
-	got := assertions.CheckServerStream(ctx, target, cfg, p.result)
+	got := check(ctx, p.result)
 	p.live.pause()
 	rep.Results, rep.Duration = got.Results, got.Duration
 	if ctx.Err() != nil {

@@ -38,14 +38,24 @@ func (f *toolCallFlag) Set(s string) error {
 
 // expectFlag is the -expect flag: criterion=verdict pairs, separated by
 // commas; the flag may be given more than once.
-type expectFlag struct{ m map[string]assertions.Verdict }
+type expectFlag struct {
+	m     map[string]assertions.Verdict
+	names []string // the criteria; nil: the server criteria
+}
+
+func (f *expectFlag) criteria() []string {
+	if f.names != nil {
+		return f.names
+	}
+	return assertions.ServerCriterionNames()
+}
 
 func (f *expectFlag) String() string {
 	if f == nil || f.m == nil {
 		return ""
 	}
 	var pairs []string
-	for _, name := range assertions.ServerCriterionNames() {
+	for _, name := range f.criteria() {
 		if v, ok := f.m[name]; ok {
 			pairs = append(pairs, name+"="+string(v))
 		}
@@ -60,8 +70,8 @@ func (f *expectFlag) Set(s string) error {
 		switch {
 		case !ok || name == "":
 			return fmt.Errorf("%q: want criterion=verdict", pair)
-		case !slices.Contains(assertions.ServerCriterionNames(), name):
-			return fmt.Errorf("%q names no criterion (they are: %s)", name, strings.Join(assertions.ServerCriterionNames(), ", "))
+		case !slices.Contains(f.criteria(), name):
+			return fmt.Errorf("%q names no criterion (they are: %s)", name, strings.Join(f.criteria(), ", "))
 		case !slices.Contains(verdictOrder, verdict):
 			return fmt.Errorf("%q: the verdict is one of pass, fail, warn, skip", pair)
 		}
@@ -119,10 +129,7 @@ type probeFlags struct {
 	within, cancelGrace, shutdownGrace, slowDuration, startTimeout       time.Duration
 	protocol                                                             string
 
-	expect          expectFlag
-	run             string
-	junit, baseline string
-	verbose, json   bool
+	reportFlags
 }
 
 func (f *probeFlags) register(fs *flag.FlagSet) {
@@ -142,12 +149,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.flood, "flood", 0, "least `number` of tools/call requests written while the server's stdout is blocked; more if needed to write 8 times the stdin pipe's capacity (0: 500)")
 	fs.IntVar(&f.cancelAfter, "cancel-after", 0, "`bytes` of the -large response cancel-after-output-began lets through before it holds reads and cancels (0: 32 KiB; a shorter response is a skip)")
 	fs.IntVar(&f.contentBudget, "content-budget", 0, "`bytes` the -bounded call's result must fit (0: 64 KiB)")
-	fs.Var(&f.expect, "expect", "verdicts the server is known to get, as `criterion=verdict,...`; an expected one does not fail the probe (marked *), and any other verdict of that criterion, even a pass, does: update the list (server command only)")
-	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
-	fs.BoolVar(&f.verbose, "v", false, "print each criterion's rule, protocol and full diagnosis, whatever its verdict")
-	fs.BoolVar(&f.json, "json", false, "print the report as JSON on stdout, one line per report (progress goes to stderr)")
-	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to `file`: one testcase per criterion")
-	fs.StringVar(&f.baseline, "baseline", "", "compare with an earlier -json report in `file`, print what changed, and exit 0 only if no criterion got worse (fail < skip < warn < pass; a new criterion that fails is worse) (server command only)")
+	f.reportFlags.register(fs, "server", " (server command only)")
 }
 
 // config turns the flags into a battery configuration, or a usage error.
@@ -185,15 +187,9 @@ func (f *probeFlags) config() (assertions.ServerConfig, error) {
 	if f.protocol != "" && !protocolPattern.MatchString(f.protocol) {
 		return cfg, fmt.Errorf("-protocol %q: want a version such as 2025-11-25", f.protocol)
 	}
-	if f.run != "" {
-		re, err := regexp.Compile(f.run)
-		if err != nil {
-			return cfg, fmt.Errorf("-run: %v", err)
-		}
-		if !slices.ContainsFunc(assertions.ServerCriterionNames(), re.MatchString) {
-			return cfg, fmt.Errorf("-run %q matches no criterion (they are: %s)", f.run, strings.Join(assertions.ServerCriterionNames(), ", "))
-		}
-		cfg.Run = re
+	var err error
+	if cfg.Run, err = compileRun(f.run, assertions.ServerCriterionNames()); err != nil {
+		return cfg, err
 	}
 	if f.maxFrame > 0 {
 		cfg.Options = append(cfg.Options, mcptest.WithMaxFrame(f.maxFrame))
@@ -227,4 +223,54 @@ func endedByDashDash(fs *flag.FlagSet, args []string) bool {
 		i++ // the flag's value
 	}
 	return false
+}
+
+// compileRun compiles the -run flag, which must match one of names; empty
+// selects everything (nil).
+func compileRun(run string, names []string) (*regexp.Regexp, error) {
+	if run == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(run)
+	if err != nil {
+		return nil, fmt.Errorf("-run: %v", err)
+	}
+	if !slices.ContainsFunc(names, re.MatchString) {
+		return nil, fmt.Errorf("-run %q matches no criterion (they are: %s)", run, strings.Join(names, ", "))
+	}
+	return re, nil
+}
+
+// reportFlags are the flags probe and hostprobe share: which criteria run,
+// the verdicts expected, and how the report is written.
+type reportFlags struct {
+	expect          expectFlag
+	run             string
+	junit, baseline string
+	verbose, json   bool
+}
+
+// register defines the flags; subject is what is probed, note what ends
+// the usage of -expect and -baseline.
+func (f *reportFlags) register(fs *flag.FlagSet, subject, note string) {
+	fs.Var(&f.expect, "expect", "verdicts the "+subject+" is known to get, as `criterion=verdict,...`; an expected one does not fail the probe (marked *), and any other verdict of that criterion, even a pass, does: update the list"+note)
+	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
+	fs.BoolVar(&f.verbose, "v", false, "print each criterion's rule, protocol and full diagnosis, whatever its verdict")
+	fs.BoolVar(&f.json, "json", false, "print the report as JSON on stdout, one line per report (progress goes to stderr)")
+	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to `file`: one testcase per criterion")
+	fs.StringVar(&f.baseline, "baseline", "", "compare with an earlier -json report in `file`, print what changed, and exit 0 only if no criterion got worse (fail < skip < warn < pass; a new criterion that fails is worse)"+note)
+}
+
+// parseFlags parses args with fs; on -h it prints usage and the flags to
+// stdout and reports help.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (help bool, err error) {
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return true, nil
+	}
+	return false, err
 }

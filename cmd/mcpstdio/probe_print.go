@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -27,9 +28,9 @@ type printer struct {
 
 // newPrinter prints to stdout, or to stderr with -json; the live status
 // goes to stderr if it is a terminal.
-func newPrinter(ctx context.Context, stdout, stderr io.Writer, f *probeFlags) *printer {
-	p := &printer{w: stdout, verbose: f.verbose, ctx: ctx}
-	if f.json {
+func newPrinter(ctx context.Context, stdout, stderr io.Writer, verbose, json bool) *printer {
+	p := &printer{w: stdout, verbose: verbose, ctx: ctx}
+	if json {
 		p.w = stderr
 	}
 	if file, ok := stderr.(*os.File); ok {
@@ -40,12 +41,12 @@ func newPrinter(ctx context.Context, stdout, stderr io.Writer, f *probeFlags) *p
 	return p
 }
 
-// begin starts a report: the criteria cfg selects are pending, and the
-// server is being started.
-func (p *printer) begin(subject string, cfg assertions.ServerConfig) {
+// begin starts a report: the criteria of names that run selects are
+// pending, and the server is being started.
+func (p *printer) begin(subject string, names []string, run *regexp.Regexp) {
 	p.subject, p.shown, p.pending = subject, 0, nil
-	for _, name := range assertions.ServerCriterionNames() {
-		if cfg.Run == nil || cfg.Run.MatchString(name) {
+	for _, name := range names {
+		if run == nil || run.MatchString(name) {
 			p.pending = append(p.pending, name)
 		}
 	}

@@ -1,0 +1,248 @@
+package assertions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// HostCommand is a host under test given as a command, in any language: it
+// is run once per criterion against a fresh fake server, makes its own
+// calls (the fake answers whatever tool it calls as the criterion needs),
+// and is judged by what the fake saw and by how it ended.
+type HostCommand struct {
+	// Argv is the host's command. A word that is exactly {server} becomes
+	// the fake's command line as separate words; in any word, {server_json}
+	// becomes it as a JSON array, {server_command_json} its first word as
+	// a JSON string and {server_args_json} the others as a JSON array.
+	Argv []string
+	// Configs are files written from templates, with the same
+	// substitutions, before each run: for hosts that read their servers
+	// from a config file.
+	Configs []ConfigFile
+	// Fake is the fake server's command (e.g. mcpstdio fake), to which each
+	// criterion appends its flags. Empty: this test binary, run as the
+	// fake helper of package assertions (the TestMain must be mcptest.Main).
+	Fake []string
+	// ExpectOutput, if set, must match the host's output (stdout and
+	// stderr) after a call that worked; large-tools-list needs it unless
+	// the host calls a filler tool.
+	ExpectOutput *regexp.Regexp
+}
+
+// ConfigFile is a file a HostCommand's host reads: Path is written from
+// the template file Template before each run.
+type ConfigFile struct{ Template, Path string }
+
+// hostOutputLimit bounds the head and the tail of a host's output kept.
+const hostOutputLimit = 8 << 10
+
+// CheckHostCommand runs the host criteria against a host command (see
+// HostCommand and CheckHost); progress, if set, gets each result as soon
+// as it is known.
+func CheckHostCommand(ctx context.Context, h HostCommand, cfg HostConfig, progress func(Result)) *Report {
+	return hostBattery(ctx, nil, &h, cfg).all(ctx, progress)
+}
+
+// HostCommandCriteria runs the host criteria against a host command as
+// named subtests of t (see CheckHostCommand).
+func HostCommandCriteria(t *testing.T, h HostCommand, cfg HostConfig) {
+	t.Helper()
+	hostBattery(t.Context(), nil, &h, cfg).tests(t)
+}
+
+// commandRun is one run of a host command.
+type commandRun struct {
+	cmd    *exec.Cmd
+	out    *pipes.Capture
+	begin  time.Time
+	done   chan struct{} // closed once the host has exited and its output is in
+	err    error         // Wait's error, once done
+	ended  time.Time
+	killed bool // the criterion killed it
+}
+
+// fakeWords is the fake's command line with flags appended.
+func (r *hostFixture) fakeWords(flags []string) ([]string, error) {
+	if len(r.command.Fake) > 0 {
+		return append(append([]string(nil), r.command.Fake...), flags...), nil
+	}
+	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
+	if err != nil {
+		return nil, err
+	}
+	// The helper is chosen by environment variables: env sets them, so the
+	// command line alone starts it, whatever environment the host passes.
+	words := []string{"env"}
+	inherited := map[string]bool{}
+	for _, e := range os.Environ() {
+		inherited[e] = true
+	}
+	for _, e := range cmd.Env {
+		if !inherited[e] {
+			words = append(words, e)
+		}
+	}
+	return append(append(words, cmd.Path), cmd.Args[1:]...), nil
+}
+
+// substitute replaces the server placeholders in s.
+func substitute(s string, server []string) string {
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	return strings.NewReplacer("{server_json}", js(server), "{server_command_json}", js(server[0]),
+		"{server_args_json}", js(append([]string{}, server[1:]...))).Replace(s)
+}
+
+// startCommand writes the config files and starts the host command
+// against the fake started with flags.
+func (r *hostFixture) startCommand(flags []string) error {
+	server, err := r.fakeWords(flags)
+	if err != nil {
+		return fmt.Errorf("%w\n(the fake runs as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { mcptest.Main(m) }`, or HostCommand.Fake must be set)", err)
+	}
+	for _, c := range r.command.Configs {
+		b, err := os.ReadFile(c.Template)
+		if err != nil {
+			return fmt.Errorf("config template: %w", err)
+		}
+		if err := os.WriteFile(c.Path, []byte(substitute(string(b), server)), 0o600); err != nil {
+			return fmt.Errorf("config file: %w", err)
+		}
+	}
+	var argv []string
+	for _, a := range r.command.Argv {
+		if a == "{server}" {
+			argv = append(argv, server...)
+			continue
+		}
+		argv = append(argv, substitute(a, server))
+	}
+	if len(argv) == 0 {
+		return errors.New("HostCommand.Argv is empty")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	run := &commandRun{cmd: cmd, out: pipes.NewCapture(hostOutputLimit), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = run.out, run.out
+	cmd.WaitDelay = 2 * time.Second // a grandchild holding the output pipes
+	setProcessGroup(cmd)
+	run.begin = time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the host command: %w", err)
+	}
+	r.run = run
+	go func() {
+		run.err = cmd.Wait()
+		run.ended = time.Now()
+		close(run.done)
+	}()
+	return nil
+}
+
+// waitCommand waits for the host command to end by itself, at most limit;
+// past it the host is killed (with its process group: the fake with it).
+func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) hostOutcome {
+	run := r.run
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-run.done:
+	case <-t.C:
+		run.killed = true
+	case <-ctx.Done():
+		run.killed = true
+	}
+	if run.killed {
+		killProcessGroup(run.cmd)
+		<-run.done // WaitDelay bounds it
+	}
+	o := hostOutcome{took: run.ended.Sub(run.begin), ended: run.ended, atLimit: run.killed, output: run.out.String()}
+	o.exit = "exit status 0"
+	if run.err != nil {
+		o.exit = run.err.Error()
+		o.err = fmt.Errorf("the host command ended with %s: %s", o.exit, lastLine(o.output))
+	}
+	return o
+}
+
+// endCommand ends what is left of a host command's run: the host and its
+// process group (the fake, if the host left it).
+func (r *hostFixture) endCommand() error {
+	if r.run == nil {
+		return nil
+	}
+	select {
+	case <-r.run.done:
+	default:
+		r.run.killed = true
+	}
+	killProcessGroup(r.run.cmd)
+	<-r.run.done
+	return nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if s == "" {
+		return "(no output)"
+	}
+	return truncate(s, 300)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// reportFiles lists the report files of every fake the host started, the
+// first first.
+func (r *hostFixture) reportFiles() []string {
+	files, _ := filepath.Glob(filepath.Join(r.dir, r.name+"-*.json"))
+	return files
+}
+
+// startCheck is the battery's start: a Go Host is started against the
+// fake; a host command is run once against it and must call a tool or
+// list them.
+func (r *hostFixture) startCheck(ctx context.Context) error {
+	if r.command == nil {
+		return r.start(ctx)
+	}
+	if err := r.startWith(ctx); err != nil {
+		return err
+	}
+	o := r.waitCommand(ctx, r.cfg.StartTimeout)
+	rep, _ := r.fakeReport()
+	if !slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
+		return q.Method == wire.MethodToolsCall || q.Method == wire.MethodToolsList
+	}) {
+		return errors.New(noCall(rep, o).Evidence)
+	}
+	return nil
+}
+
+// startRule is the rule of the battery's start.
+func startRule(command *HostCommand) string {
+	if command != nil {
+		return ruleHostCommand
+	}
+	return ruleHostAdapter
+}

@@ -1,0 +1,20 @@
+//go:build unix
+
+package assertions
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup puts a host command in a process group of its own, so
+// that the fake it starts can be ended with it.
+func setProcessGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+// killProcessGroup kills the host command's process group: the host and
+// the servers it started.
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

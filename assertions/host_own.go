@@ -1,0 +1,418 @@
+package assertions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// The host criteria run the same way against a Go Host (through its
+// adapter) and a HostCommand: the fake gets the criterion's faults, the
+// host makes its call (a Go Host calls hostWorkTool; a command calls
+// whatever tool it calls, and the fake's -call makes its first call behave
+// as the criterion needs), and the verdict comes from the fake's report and
+// the call's outcome. What only one kind of host can show is a skip on the
+// other, with the reason.
+
+// DefaultHostCap is HostConfig.Cap's default: how long a host's own
+// timeout is waited for.
+const DefaultHostCap = 2 * time.Minute
+
+// hostWorkTool is the tool a Go Host calls for the criterion's work; the
+// fake's -call decides what it does.
+const hostWorkTool = "work"
+
+const (
+	ruleHostTimeout  = "a host bounds every request with a timeout of its own and, when it gives up, sends notifications/cancelled for it"
+	ruleHostProgress = "a host SHOULD enforce a maximum timeout regardless of progress notifications"
+	ruleHostLate     = "a response after a cancel SHOULD be ignored: the host stays healthy and a further call works"
+	ruleHostCrash    = "a server that ends mid-response is an error the host reports within a bound; the client SHOULD restart a server that ended"
+	ruleHostStdin    = "a server that stops reading stdin never freezes the host past its own timeout"
+	ruleHostToolList = "a host takes a large tools/list whole: every tool in it"
+	ruleHostCommand  = "a host command starts the server it is given and calls a tool"
+)
+
+// capCriteria are the criteria that wait for the host's own timeout, up to
+// HostConfig.Cap.
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read"}
+
+// hostBudget is the watchdog's budget for one host criterion.
+func hostBudget(name string, cfg HostConfig) time.Duration {
+	if slices.Contains(capCriteria, name) {
+		return cfg.Cap + 8*cfg.Within
+	}
+	return 8 * cfg.Within
+}
+
+// hostOutcome is how the host's call ended.
+type hostOutcome struct {
+	result  json.RawMessage // a Go Host's result
+	err     error           // the call's error, or how a command ended if not with status 0
+	took    time.Duration   // the call (Go), or the command's whole run
+	ended   time.Time
+	atLimit bool   // it was still waiting when the limit passed: the criterion ended it
+	hung    bool   // a Go Host's CallTool did not return even then
+	exit    string // a command's exit status
+	output  string // a command's output, head and tail
+}
+
+// how says how the call ended, in a few words.
+func (o hostOutcome) how() string {
+	if o.exit != "" {
+		return o.exit + ", last output line: " + lastLine(o.output)
+	}
+	if o.err != nil {
+		return "error: " + truncate(firstLine(o.err.Error()), 300)
+	}
+	return "a result"
+}
+
+// startWith starts the fake with flags and the host against it: -call echo
+// unless the criterion sets -call, so that whatever the host calls first is
+// answered.
+func (r *hostFixture) startWith(ctx context.Context, flags ...string) error {
+	if !slices.Contains(flags, "-call") {
+		flags = append(flags, "-call", fakeserver.ToolEcho)
+	}
+	return r.start(ctx, flags...)
+}
+
+// work makes the host's call and waits at most limit for it: a Go Host
+// calls hostWorkTool with args; a command is waited for until it ends (with
+// a start-up allowance of Within on top of limit).
+func (r *hostFixture) work(ctx context.Context, limit time.Duration, args map[string]any) hostOutcome {
+	if r.command != nil {
+		return r.waitCommand(ctx, limit+r.cfg.Within)
+	}
+	if args == nil {
+		args = map[string]any{"text": "work"}
+	}
+	begin := time.Now()
+	res, err := callBounded(ctx, r.host, limit, hostWorkTool, args)
+	o := hostOutcome{result: res, err: err, ended: time.Now()}
+	o.took = o.ended.Sub(begin)
+	o.hung = errors.Is(err, errHostHung)
+	o.atLimit = o.hung || (err != nil && o.took >= limit)
+	return o
+}
+
+// further makes a further call (Go), or looks for the host command's
+// further calls in the fake's report; made is false when a command made
+// none.
+func (r *hostFixture) further(ctx context.Context) (made bool, err error) {
+	if r.command == nil {
+		return true, r.checkFollowUp(ctx)
+	}
+	rep, _ := r.fakeReport()
+	calls := 0
+	for _, q := range rep.Requests {
+		if q.Method != wire.MethodToolsCall {
+			continue
+		}
+		if calls++; calls > 1 && (q.State != fakeserver.StateDone || q.ResponseBytes == 0) {
+			return true, fmt.Errorf("the host's further tools/call %s (%s) got no answer (%s)", q.ID, q.Tool, q.State)
+		}
+	}
+	return calls > 1, nil
+}
+
+// furtherNote says what a successful further call showed.
+func furtherNote(made bool) string {
+	if made {
+		return "a further call succeeded"
+	}
+	return "the host made no further call (judged by its exit status)"
+}
+
+// settled returns the fake's report once it tells the end of the host's
+// call: the fake has ended (a command, whose end closes its stdin), or (a
+// Go Host) it has a cancel of the call, waited for at most a moment.
+func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
+	if r.command != nil {
+		if !r.run.killed { // a killed host's fake was killed with it
+			r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+		}
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
+		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 })
+		cancel()
+	}
+	rep, _ := r.fakeReport()
+	return rep
+}
+
+// firstCall is the host's first tools/call, the one the criterion's fault
+// is about.
+func firstCall(rep fakeserver.Report) (fakeserver.RequestRecord, bool) {
+	i := slices.IndexFunc(rep.Requests, func(q fakeserver.RequestRecord) bool { return q.Method == wire.MethodToolsCall })
+	if i < 0 {
+		return fakeserver.RequestRecord{}, false
+	}
+	return rep.Requests[i], true
+}
+
+func cancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) {
+	i := slices.IndexFunc(rep.Cancels, func(c fakeserver.CancelRecord) bool { return c.ID == id })
+	if i < 0 {
+		return fakeserver.CancelRecord{}, false
+	}
+	return rep.Cancels[i], true
+}
+
+func noCall(rep fakeserver.Report, o hostOutcome) Result {
+	var methods []string
+	for _, q := range rep.Requests {
+		methods = append(methods, q.Method)
+	}
+	if len(methods) == 0 {
+		methods = []string{"none"}
+	}
+	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", strings.Join(methods, ", "), o.how())
+}
+
+// giveUp judges a call the fake never answers: whether the host gave up by
+// itself within the cap, when, how, and whether it cancelled; fault is what
+// the fake did.
+func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule string, atCap Verdict) Result {
+	rep := r.settled(ctx)
+	call, ok := firstCall(rep)
+	if !ok {
+		return noCall(rep, o)
+	}
+	c, cancelled := cancelOf(rep, call.ID)
+	if o.atLimit {
+		what := "no notifications/cancelled"
+		if cancelled {
+			what = "a notifications/cancelled only when the criterion ended it"
+		}
+		res := fail(rule, "%s: the host was still waiting %v after the call (the cap is %v: HostConfig.Cap, -host-cap): no timeout of its own fired; %s", fault, o.ended.Sub(call.Arrived).Round(time.Millisecond), r.cfg.Cap, what)
+		res.Verdict = atCap
+		if o.hung {
+			res.Evidence += "; its CallTool did not return even after its context ended"
+			res.Verdict = Fail
+		}
+		return res
+	}
+	after := o.ended.Sub(call.Arrived).Round(time.Millisecond)
+	if !cancelled {
+		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: the server is left working", fault, r.gaveUp(), after, o.how())
+		res.Verdict = Warn
+		return res
+	}
+	return pass("%s: the host %s %v after the call (%s) and sent notifications/cancelled %v after the call (reason %q)",
+		fault, r.gaveUp(), after, o.how(), c.Arrived.Sub(call.Arrived).Round(time.Millisecond), c.Reason)
+}
+
+func hostTimeout(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-call", fakeserver.CallHang); err != nil {
+		return hostStartFailed(err)
+	}
+	return r.giveUp(ctx, r.work(ctx, r.cfg.Cap, nil), "a call the fake never answers", ruleHostTimeout, Fail)
+}
+
+func hostProgressForever(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-call", fakeserver.CallProgress); err != nil {
+		return hostStartFailed(err)
+	}
+	fault := fmt.Sprintf("a call with progress every %v and never an answer", fakeserver.ProgressEvery)
+	return r.giveUp(ctx, r.work(ctx, r.cfg.Cap, nil), fault, ruleHostProgress, Warn)
+}
+
+func hostLateAfterCancel(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-call", fakeserver.CallHang, "-respond-after-cancel"); err != nil {
+		return hostStartFailed(err)
+	}
+	var o hostOutcome
+	if r.command != nil {
+		o = r.work(ctx, r.cfg.Cap, nil) // the host's own timeout cancels, if it does
+	} else {
+		// A Go Host cancels when its context ends: end it once the call runs.
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			defer cancel()
+			r.waitReport(cctx, func(rep fakeserver.Report) bool {
+				q, ok := firstCall(rep)
+				return ok && q.State == fakeserver.StateRunning
+			})
+		}()
+		o = r.work(cctx, r.cfg.Within, nil)
+		cancel()
+	}
+	rep := r.settled(ctx)
+	call, ok := firstCall(rep)
+	if !ok {
+		return noCall(rep, o)
+	}
+	if _, cancelled := cancelOf(rep, call.ID); !cancelled {
+		if o.atLimit {
+			return skip("the host sent no notifications/cancelled for its call within %v: there was nothing to answer late (see host-timeout)", r.cfg.Cap)
+		}
+		return skip("the host gave up (%s) without notifications/cancelled: there was nothing to answer late (see host-timeout)", o.how())
+	}
+	if r.command != nil && o.atLimit {
+		return fail(ruleHostLate, "the fake answered the call after the host's cancel, and the host was still running %v later", r.cfg.Cap)
+	}
+	made, err := r.further(ctx)
+	if err != nil {
+		return failErr(ruleHostLate, "after the fake's late answer to the cancelled call", err)
+	}
+	if r.command != nil && o.err != nil && !made {
+		return pass("the fake answered the call after the host's cancel; the host then ended by itself (%s)", o.how())
+	}
+	return pass("the fake answered the call after the host's cancel; %s", furtherNote(made))
+}
+
+func hostCrashMidCall(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-call", fakeserver.CallCrash); err != nil {
+		return hostStartFailed(err)
+	}
+	o := r.work(ctx, r.cfg.Within, nil)
+	rep := r.settled(ctx)
+	if _, ok := firstCall(rep); !ok {
+		return noCall(rep, o)
+	}
+	starts := len(r.reportFiles())
+	restart := "it did not restart the server"
+	if starts > 1 {
+		restart = fmt.Sprintf("it restarted the server (%d starts)", starts)
+	}
+	switch {
+	case rep.CallCrashed.IsZero():
+		return fail(ruleHostCrash, "the fake did not crash (its exit: %q)", rep.Exit)
+	case o.atLimit:
+		return fail(ruleHostCrash, "the server exited half-way through a %d-byte response and the host was still waiting %v later; %s", fakeserver.CrashFrameSize, r.cfg.Within, restart)
+	case o.err == nil && r.command == nil:
+		return fail(ruleHostCrash, "the server exited half-way through a %d-byte response and the host returned a result: %.200s", fakeserver.CrashFrameSize, o.result)
+	}
+	after := o.ended.Sub(rep.CallCrashed).Round(time.Millisecond)
+	if o.err == nil && starts < 2 {
+		return Result{Verdict: Warn, Rule: ruleHostCrash, Evidence: fmt.Sprintf("the server exited half-way through a response; the host ended %v later with exit status 0 (reporting no error by its status; last output line: %s); %s", after, lastLine(o.output), restart)}
+	}
+	return pass("the server exited half-way through a %d-byte response; the host ended the call %v later (%s); %s", fakeserver.CrashFrameSize, after, o.how(), restart)
+}
+
+func hostStdinNotRead(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-stop-reading-after-handshake"); err != nil {
+		return hostStartFailed(err)
+	}
+	// Large arguments fill the pipe the fake no longer reads.
+	o := r.work(ctx, r.cfg.Cap, map[string]any{"text": strings.Repeat("x", 1<<20)})
+	rep := r.settled(ctx)
+	if rep.StdinStopped.IsZero() {
+		return fail(ruleHostStdin, "the fake never saw the handshake end (requests: %d), so it never stopped reading; the host ended with %s", len(rep.Requests), o.how())
+	}
+	if o.atLimit {
+		res := fail(ruleHostStdin, "the fake stopped reading stdin after the handshake; the host was still waiting %v later (the cap is %v)", o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), r.cfg.Cap)
+		if o.hung {
+			res.Evidence += ", and its CallTool did not return even after its context ended: it is frozen"
+		}
+		return res
+	}
+	ended := "the host's call ended"
+	if r.command != nil {
+		ended = "the host ended"
+	}
+	return pass("the fake stopped reading stdin after the handshake; %s %v later (%s)", ended, o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), o.how())
+}
+
+// ToolLister is a Host that can list the server's tools; large-tools-list
+// needs it of a Go Host.
+type ToolLister interface {
+	ListTools(ctx context.Context) ([]string, error)
+}
+
+func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
+	if err := r.startWith(ctx, "-tools-list-bytes", fmt.Sprint(r.cfg.ToolsListBytes)); err != nil {
+		return hostStartFailed(err)
+	}
+	if r.command == nil {
+		l, ok := r.host.(ToolLister)
+		if !ok {
+			return skip("the Host does not implement assertions.ToolLister")
+		}
+		lctx, cancel := context.WithTimeout(ctx, r.cfg.Within)
+		defer cancel()
+		names, err := l.ListTools(lctx)
+		if err != nil {
+			return failErr(ruleHostToolList, fmt.Sprintf("a %d-byte tools/list", r.cfg.ToolsListBytes), err)
+		}
+		fillers := 0
+		for _, n := range names {
+			if strings.HasPrefix(n, "filler-") {
+				fillers++
+			}
+		}
+		rep, _ := r.fakeReport()
+		if fillers != rep.FillerTools || !slices.Contains(names, fakeserver.FillerTool(fillers)) {
+			return fail(ruleHostToolList, "a %d-byte tools/list: the host has %d tools, %d of them filler tools", r.cfg.ToolsListBytes, len(names), fillers)
+		}
+		return pass("a %d-byte tools/list: the host took all %d tools", r.cfg.ToolsListBytes, len(names))
+	}
+	o := r.work(ctx, r.cfg.Within, nil)
+	rep := r.settled(ctx)
+	listed := slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
+		return q.Method == wire.MethodToolsList && q.ResponseBytes >= int64(r.cfg.ToolsListBytes)
+	})
+	var filler string
+	for _, q := range rep.Requests {
+		if strings.HasPrefix(q.Tool, "filler-") {
+			filler = q.Tool
+		}
+	}
+	switch {
+	case o.err != nil:
+		return fail(ruleHostToolList, "a %d-byte tools/list (asked for: %v): the host ended with %s", r.cfg.ToolsListBytes, listed, o.how())
+	case !listed && filler == "":
+		return skip("the host never asked for tools/list (it ended with %s)", o.how())
+	case r.command.ExpectOutput != nil && !r.command.ExpectOutput.MatchString(o.output):
+		return fail(ruleHostToolList, "after a %d-byte tools/list the host's output does not match -expect-output %q; last line: %s", r.cfg.ToolsListBytes, r.command.ExpectOutput, lastLine(o.output))
+	case r.command.ExpectOutput != nil:
+		return pass("after a %d-byte tools/list the host's output matches %q", r.cfg.ToolsListBytes, r.command.ExpectOutput)
+	case filler != "" && filler != fakeserver.FillerTool(rep.FillerTools):
+		return fail(ruleHostToolList, "the host called %s from a %d-byte tools/list whose last tool is %s: it did not take the whole list", filler, r.cfg.ToolsListBytes, fakeserver.FillerTool(rep.FillerTools))
+	case filler != "":
+		return pass("the host took a %d-byte tools/list and called its last tool, %s", r.cfg.ToolsListBytes, filler)
+	}
+	return Result{Verdict: Warn, Rule: ruleHostToolList, Evidence: fmt.Sprintf("the host took a %d-byte tools/list and ended with exit status 0; whether it kept every tool is not known: give -expect-output (HostCommand.ExpectOutput)", r.cfg.ToolsListBytes)}
+}
+
+// idleCommand is idle-notifications for a host command: the fake writes
+// notifications after its answer, while the host is between calls.
+func (r *hostFixture) idleCommand(ctx context.Context) Result {
+	if err := r.startWith(ctx, "-idle-notify-bytes", fmt.Sprint(r.cfg.IdleNotifications)); err != nil {
+		return hostStartFailed(err)
+	}
+	o := r.work(ctx, r.cfg.Within, nil)
+	if o.err != nil {
+		return failErr(ruleHostReads, fmt.Sprintf("with %d bytes of notifications after the answer", r.cfg.IdleNotifications), o.err)
+	}
+	rep := r.settled(ctx)
+	made, err := r.further(ctx)
+	switch {
+	case err != nil:
+		return failErr(ruleHostReads, "after the notifications", err)
+	case !made:
+		// Whether its one call's notifications got out before it ended is
+		// a race with its exit, not a verdict.
+		return skip("the host made one call and ended (exit status 0): a host command that makes no further call cannot show that it reads while idle")
+	case !rep.IdleNotifyDone:
+		return fail(ruleHostReads, "the host made further calls but the fake got only %d of %d bytes of notifications out while it was between them", rep.IdleNotifyBytes, r.cfg.IdleNotifications)
+	}
+	return pass("%d bytes of notifications written after the answer, longest stdout block %v; the host ended with exit status 0", r.cfg.IdleNotifications, rep.StdoutLongestBlock.Round(time.Millisecond))
+}
+
+// gaveUp is what the end of the host's call is, by the kind of host: a Go
+// Host's call returns; a command is timed to its exit.
+func (r *hostFixture) gaveUp() string {
+	if r.command != nil {
+		return "ended"
+	}
+	return "gave up"
+}

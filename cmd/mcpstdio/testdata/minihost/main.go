@@ -1,0 +1,94 @@
+// Command minihost is the smallest MCP host, for the hostprobe tests: it
+// starts the server given as arguments (or, with -config FILE, the one in
+// FILE's {"command": ..., "args": [...]}), negotiates the legacy era, calls
+// the echo tool and exits 0 with its answer. With -timeout it gives up on
+// the call after that long, sends notifications/cancelled and exits 1.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+func main() {
+	timeout := flag.Duration("timeout", 0, "give up on the call after this long (0: never)")
+	config := flag.String("config", "", "read the server's command from this JSON file")
+	flag.Parse()
+	argv := flag.Args()
+	if *config != "" {
+		b, err := os.ReadFile(*config)
+		if err != nil {
+			fail(err)
+		}
+		var c struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil {
+			fail(err)
+		}
+		argv = append([]string{c.Command}, c.Args...)
+	}
+	if len(argv) == 0 {
+		fail(fmt.Errorf("no server command"))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		fail(err)
+	}
+	answers := make(chan map[string]json.RawMessage)
+	go func() {
+		defer close(answers)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["id"] != nil && m["method"] == nil {
+				answers <- m
+			}
+		}
+	}()
+	send := func(s string) { fmt.Fprintln(in, s) }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"minihost","version":"0"}}}`)
+	if _, ok := <-answers; !ok {
+		fail(fmt.Errorf("the server ended before answering initialize"))
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	var giveUp <-chan time.Time
+	if *timeout > 0 {
+		giveUp = time.After(*timeout)
+	}
+	select {
+	case m, ok := <-answers:
+		if !ok {
+			fail(fmt.Errorf("the server ended before answering tools/call"))
+		}
+		if m["error"] != nil {
+			fail(fmt.Errorf("tools/call: %s", m["error"]))
+		}
+		fmt.Printf("tools/call echo: %s\n", strings.TrimSpace(string(m["result"])))
+		in.Close()
+		cmd.Wait()
+	case <-giveUp:
+		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"timeout"}}`)
+		in.Close() // the server ends at EOF; one that does not read is killed
+		t := time.AfterFunc(2*time.Second, func() { cmd.Process.Kill() })
+		cmd.Wait()
+		t.Stop()
+		fail(fmt.Errorf("tools/call: no answer in %v", *timeout))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "minihost:", err)
+	os.Exit(1)
+}
