@@ -11,7 +11,8 @@
 //	mcpstdio status [-json] [-all] [-dir DIR]
 //	mcpstdio replay [flags] -record FILE -- <server command...>
 //	mcpstdio replay -serve [flags] -record FILE
-//	mcpstdio help [probe|fake|proxy|status|replay]
+//	mcpstdio show [-json] [-html FILE] RECORD
+//	mcpstdio help [probe|fake|proxy|status|replay|show]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server started from the command after "--", each criterion with a fresh
@@ -88,7 +89,9 @@ const usageText = `usage:
   mcpstdio replay [flags] -record FILE -- <server command...>
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
-  mcpstdio help [probe|fake|proxy|status|replay]  show this help or a command's flags
+  mcpstdio show [-json] [-html FILE] RECORD        summarize a record, or write it as an HTML report
+  mcpstdio help [probe|fake|proxy|status|replay|show]
+                                                  show this help or a command's flags
 `
 
 // run runs the command line args (without the program name) and returns the
@@ -109,8 +112,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runStatus(args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "show":
+		return runShow(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay" || args[1] == "show") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {
