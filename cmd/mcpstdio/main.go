@@ -8,7 +8,7 @@
 //	mcpstdio probe [flags]
 //	mcpstdio fake [fake flags]
 //	mcpstdio proxy [flags] -- <server command...>
-//	mcpstdio status [-json] [-all] [-dir DIR]
+//	mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]]
 //	mcpstdio replay [flags] -record FILE -- <server command...>
 //	mcpstdio replay -serve [flags] -record FILE
 //	mcpstdio show [-json] [-html FILE] RECORD
@@ -86,6 +86,7 @@ const usageText = `usage:
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
   mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
   mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
+  mcpstdio status -http [ADDR]                    serve it as a live page on loopback
   mcpstdio replay [flags] -record FILE -- <server command...>
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
@@ -109,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "proxy":
 		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "status":
-		return runStatus(args[1:], stdout, stderr)
+		return runStatus(ctx, args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "show":
