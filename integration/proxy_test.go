@@ -15,7 +15,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/integration"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // TestThroughProxy: the official Go SDK's client and mcp-go's client call
@@ -84,9 +84,9 @@ func TestThroughProxy(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				var sum *proxy.Event
-				err = proxy.ReadRecord(f, func(e proxy.Event) error {
-					if e.Ev == proxy.EvSummary {
+				var sum *record.Event
+				err = record.Read(f, func(e record.Event) error {
+					if e.Ev == record.EvSummary {
 						sum = &e
 					}
 					return nil

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -202,17 +202,17 @@ func (p *hostPlayer) index() {
 			p.gaps = append(p.gaps, j)
 			p.resolved[j] = true
 			p.report.Departures = append(p.report.Departures, replay.Departure{
-				Kind: replay.Unchecked, Seq: f.Seq, Dir: proxy.DirOut,
+				Kind: replay.Unchecked, Seq: f.Seq, Dir: record.DirOut,
 				Text: fmt.Sprintf("the proxy's observer lost detail here (%d bytes from stdout byte %d): what the server sent in them is not known, and what comes in their place is not checked", f.Size, f.Off),
 			})
 			continue
 		}
 		switch f.Kind {
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			respQ[wire.Key(f.ID)] = append(respQ[wire.Key(f.ID)], j)
-		case proxy.KindNotification:
+		case record.KindNotification:
 			p.noteQ[f.Method] = append(p.noteQ[f.Method], j)
-		case proxy.KindRequest:
+		case record.KindRequest:
 			p.srqQ[f.Method] = append(p.srqQ[f.Method], j)
 		default:
 			p.junkQ = append(p.junkQ, j)
@@ -223,13 +223,13 @@ func (p *hostPlayer) index() {
 			p.nextID = max(p.nextID, id)
 		}
 		switch f.Kind {
-		case proxy.KindRequest:
+		case record.KindRequest:
 			k := wire.Key(f.ID)
 			p.respFor[i] = -1
 			if q := respQ[k]; len(q) > 0 {
 				p.respFor[i], respQ[k] = q[0], q[1:]
 			}
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			p.answers[wire.Key(f.ID)] = i
 		}
 	}
@@ -237,7 +237,7 @@ func (p *hostPlayer) index() {
 		p.unkQ = append(p.unkQ, q...) // answers to requests the host never sent
 	}
 	for _, st := range r.Stalls {
-		if st.Dir == proxy.DirOut {
+		if st.Dir == record.DirOut {
 			p.stalls = append(p.stalls, st)
 		}
 	}
@@ -257,7 +257,7 @@ func (p *hostPlayer) sessionOptions() []Option {
 			notes += int(f.Size / 32)
 			noteBytes += f.Size
 		}
-		if f.Kind == proxy.KindNotification {
+		if f.Kind == record.KindNotification {
 			notes++
 			noteBytes += f.Size
 			longestNote = max(longestNote, f.Size)
@@ -265,7 +265,7 @@ func (p *hostPlayer) sessionOptions() []Option {
 	}
 	var stdinStall time.Duration
 	for _, st := range r.Stalls {
-		if st.Dir == proxy.DirIn {
+		if st.Dir == record.DirIn {
 			stdinStall = max(stdinStall, st.Dur)
 		}
 	}
@@ -300,13 +300,13 @@ func (p *hostPlayer) actions() []hostAction {
 	var as []hostAction
 	bodies := false
 	for i := range p.rec.Chunks {
-		if c := &p.rec.Chunks[i]; c.Dir == proxy.DirIn && c.Parts != nil {
+		if c := &p.rec.Chunks[i]; c.Dir == record.DirIn && c.Parts != nil {
 			bodies = true
 		}
 	}
 	if bodies {
 		for i := range p.rec.Chunks {
-			if c := &p.rec.Chunks[i]; c.Dir == proxy.DirIn {
+			if c := &p.rec.Chunks[i]; c.Dir == record.DirIn {
 				as = append(as, hostAction{t: c.T, chunk: c, frame: -1, block: -1, resume: -1})
 			}
 		}
@@ -415,7 +415,7 @@ func (p *hostPlayer) write(ctx context.Context, seq int64, b []byte) error {
 		return ctx.Err()
 	}
 	p.report.Departures = append(p.report.Departures, replay.Departure{
-		Kind: replay.Missing, Seq: seq, Dir: proxy.DirIn,
+		Kind: replay.Missing, Seq: seq, Dir: record.DirIn,
 		Text: fmt.Sprintf("the server did not take the host's write of %d bytes: %v", len(b), err),
 	})
 	return nil
@@ -431,7 +431,7 @@ func (p *hostPlayer) leftOut(i int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.report.Departures = append(p.report.Departures, replay.Departure{
-		Kind: replay.Unchecked, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID,
+		Kind: replay.Unchecked, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID,
 		Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not sent", len(f.Head), f.Size),
 	})
 	if j, ok := p.respFor[i]; ok && j >= 0 {
@@ -456,7 +456,7 @@ func (p *hostPlayer) leftOut(i int) {
 	p.noteQ[wire.MethodProgress] = kept
 	if n > 0 {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: wire.MethodProgress, ID: f.ID,
+			Kind: replay.Unchecked, Seq: f.Seq, Dir: record.DirOut, Method: wire.MethodProgress, ID: f.ID,
 			Text: fmt.Sprintf("%d progress notifications for this request, which was not sent, not expected", n),
 		})
 	}
@@ -472,7 +472,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 	}
 	l := f.Line()
 	switch f.Kind {
-	case proxy.KindRequest:
+	case record.KindRequest:
 		id, ok := (&wire.Message{ID: f.ID}).IntID()
 		if !ok || p.usedIDs[id] {
 			for p.nextID++; p.usedIDs[p.nextID]; p.nextID++ {
@@ -488,7 +488,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 		if raw := strconv.AppendInt(nil, id, 10); string(raw) != string(f.ID) {
 			l = f.LineWith(raw, "id")
 		}
-	case proxy.KindNotification:
+	case record.KindNotification:
 		if f.Method != wire.MethodCancelled {
 			break
 		}
@@ -507,7 +507,7 @@ func (p *hostPlayer) line(i int, f *replay.Frame) []byte {
 				l = f.LineWith(raw, "params", "requestId")
 			}
 		}
-	case proxy.KindResponse, proxy.KindError:
+	case record.KindResponse, record.KindError:
 		l = nil
 	}
 	p.lines[i] = l
@@ -575,7 +575,7 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 func (p *hostPlayer) latencies() {
 	var acts []time.Duration
 	for _, c := range p.rec.Chunks {
-		if c.Dir == proxy.DirIn {
+		if c.Dir == record.DirIn {
 			acts = append(acts, c.T)
 		}
 	}
@@ -603,8 +603,8 @@ func (p *hostPlayer) missing(js []int, why string) {
 		}
 		p.resolved[j] = true
 		f := &p.rec.Server[j]
-		d := replay.Departure{Kind: replay.Missing, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		d := replay.Departure{Kind: replay.Missing, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			d.Method = p.requestMethod(j)
 			d.Text = "the response " + why
 		}
@@ -709,7 +709,7 @@ func (p *hostPlayer) takeCounted(q *[]int, seen *int64, n int64, extra string) {
 		case len(p.gaps) > 0:
 			p.lost++
 		default:
-			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Text: extra})
+			p.report.Departures = append(p.report.Departures, replay.Departure{Kind: replay.Extra, Seq: -1, Dir: record.DirOut, Text: extra})
 		}
 	}
 }
@@ -727,7 +727,7 @@ func (p *hostPlayer) response(i int, pd *Pending) {
 		if j >= 0 {
 			p.resolved[j] = true
 			d := replay.Departure{
-				Kind: replay.Different, Seq: p.rec.Server[j].Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
+				Kind: replay.Different, Seq: p.rec.Server[j].Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID,
 				Text: "no usable response: " + pd.err.Error(),
 			}
 			if isClosed(p.s.readerDone) {
@@ -743,7 +743,7 @@ func (p *hostPlayer) response(i int, pd *Pending) {
 			return
 		}
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: f.Method, ID: f.ID,
+			Kind: replay.Extra, Seq: -1, Dir: record.DirOut, Method: f.Method, ID: f.ID,
 			Text: "a response to a request the recorded server never answered",
 		})
 		return
@@ -773,7 +773,7 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	diff, checked := p.rec.Compare(want, got, p.opts...)
 	if !checked {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Unchecked, Seq: want.Seq, Dir: proxy.DirOut, Method: method, ID: want.ID,
+			Kind: replay.Unchecked, Seq: want.Seq, Dir: record.DirOut, Method: method, ID: want.ID,
 			Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): it came, not compared", len(want.Head), want.Size),
 		})
 		return
@@ -782,15 +782,15 @@ func (p *hostPlayer) compareLocked(j int, got []byte, method string) {
 	if diff != "" {
 		what := "message"
 		switch want.Kind {
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			what = "response"
-		case proxy.KindNotification:
+		case record.KindNotification:
 			what = "notification"
-		case proxy.KindRequest:
+		case record.KindRequest:
 			what = "server request"
 		}
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Different, Seq: want.Seq, Dir: proxy.DirOut, Method: method, ID: want.ID,
+			Kind: replay.Different, Seq: want.Seq, Dir: record.DirOut, Method: method, ID: want.ID,
 			Text: "the server sent a different " + what, Diff: diff,
 		})
 	}
@@ -824,7 +824,7 @@ func (p *hostPlayer) notification(n Notification) {
 			return
 		}
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: n.Method,
+			Kind: replay.Extra, Seq: -1, Dir: record.DirOut, Method: n.Method,
 			Text: fmt.Sprintf("a notification the record has not (%d bytes)", n.Size),
 		})
 		return
@@ -846,7 +846,7 @@ func (p *hostPlayer) notification(n Notification) {
 	p.resolved[j] = true
 	if n.Params == nil && n.Head != nil {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Different, Seq: p.rec.Server[j].Seq, Dir: proxy.DirOut, Method: n.Method,
+			Kind: replay.Different, Seq: p.rec.Server[j].Seq, Dir: record.DirOut, Method: n.Method,
 			Text: fmt.Sprintf("a notification of %d bytes where the record has %d", n.Size, p.rec.Server[j].Size),
 		})
 		return
@@ -868,7 +868,7 @@ func (p *hostPlayer) serverRequest(_ context.Context, req *wire.Message) (any, e
 	q := p.srqQ[req.Method]
 	if len(q) == 0 {
 		p.report.Departures = append(p.report.Departures, replay.Departure{
-			Kind: replay.Extra, Seq: -1, Dir: proxy.DirOut, Method: req.Method, ID: req.ID,
+			Kind: replay.Extra, Seq: -1, Dir: record.DirOut, Method: req.Method, ID: req.ID,
 			Text: "a server request the record has not: answered with -32601",
 		})
 		return nil, &wire.RPCError{Code: wire.CodeMethodNotFound, Message: "mcpstdio replay: the record has no " + strconv.Quote(req.Method) + " request here"}
@@ -1055,7 +1055,7 @@ wait:
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.report.Departures = append(p.report.Departures, replay.Departure{
-		Kind: replay.StallNotBlocking, Seq: st.Seq, Dir: proxy.DirOut,
+		Kind: replay.StallNotBlocking, Seq: st.Seq, Dir: record.DirOut,
 		Text: fmt.Sprintf("%s; the recorded server had begun %d bytes more by then", why, left),
 	})
 	return nil

@@ -36,7 +36,7 @@
 // goroutine through a buffered channel, without waiting: copies come from
 // a pool of at most Config.ObserverBuffer bytes per direction (allocated
 // only as the observer falls behind). When the pool or the channel is
-// full, the observer loses detail, counts it, records an EvDrop event and
+// full, the observer loses detail, counts it, records a record.EvDrop event and
 // a gap, and the traffic goes on at full speed.
 //
 // The observer follows lines in memory bounded by ParseLimit + HeadBytes
@@ -46,16 +46,16 @@
 // top-level id and method. From this it keeps a pending table (each
 // request with when it was read, written to the server, when its response
 // began and ended and was delivered, its progress and cancel) and the
-// per-direction blocked writes, and finds verdicts (see Verdict) such as
+// per-direction blocked writes, and finds verdicts (see record.Verdict) such as
 // "host is not reading the server's output: the response to id 7
 // (tools/call search), 2.3 MiB of it read from the server so far, is
 // waiting for 4m12s".
 //
 // # The record
 //
-// The record is NDJSON: one Event per line, written with one write(2) as
+// The record is NDJSON: one record.Event per line, written with one write(2) as
 // it happens (a killed proxy leaves a readable record). The first line is
-// a header (EvHeader) with the schema version, the server's argv, the
+// a header (record.EvHeader) with the schema version, the server's argv, the
 // names (never the values) of its environment variables, the platform and
 // the pipe sizes. Then: spawn; a chunk event for every read of every
 // direction with when it was read and when its write returned (replay
@@ -66,7 +66,7 @@
 // with the metrics at the end. Bodies are kept as head, length and hash
 // unless Config.LogBodies asks for every byte. Redaction (JSON paths, and
 // keys that look secret) applies before anything is written, heads,
-// hashes and bodies alike. ReadRecord reads a record; testdata/sample.ndjson
+// hashes and bodies alike. record.Read reads a record; record/testdata/sample.ndjson
 // pins the format.
 //
 // LogFile writes a record to a file created 0600 (its directory 0700),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // A proxy between a host's streams and a server, recording what passes.
@@ -27,10 +28,10 @@ func Example() {
 	fromServer, hostOut, _ := os.Pipe()
 	defer fromServer.Close()
 
-	var record bytes.Buffer // a *proxy.LogFile in practice
+	var rec bytes.Buffer // a *proxy.LogFile in practice
 	p, err := proxy.Start(context.Background(), cmd,
 		proxy.Streams{Stdin: hostIn, Stdout: hostOut, Stderr: io.Discard},
-		proxy.Config{Record: &record})
+		proxy.Config{Record: &rec})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -46,8 +47,8 @@ func Example() {
 		return
 	}
 	fmt.Println("server:", res.Exit.Text)
-	proxy.ReadRecord(&record, func(e proxy.Event) error {
-		if e.Ev == proxy.EvFrame {
+	record.Read(&rec, func(e record.Event) error {
+		if e.Ev == record.EvFrame {
 			fmt.Println("frame:", e.Dir, e.Kind, e.Method, string(e.ID), e.N, "bytes")
 		}
 		return nil

@@ -11,37 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
-
-// Fault is a fault the proxy injects into one direction, as toxiproxy's
-// toxics do for TCP, plus the one a pipe needs most: stop reading. It is
-// the same in Go, in a JSON config ([ParseFaults]) and on the command line
-// ([ParseFault]: "out:stop:after_bytes=1MiB,for=30s"). Every fault is
-// recorded when it fires and when it ends.
-//
-// A fault starts when its trigger is met: AfterBytes bytes of Dir have been
-// forwarded (exactly: the read is cut there), a frame with method
-// AfterMethod has been forwarded whole in Dir, or After has passed since
-// the start (checked before each read of Dir); with no trigger it starts at
-// once. At most one trigger may be set. See FaultKinds for the kinds and
-// their parameters.
-type Fault struct {
-	Dir  string `json:"dir,omitempty"`  // DirIn, DirOut, DirErr (may be empty for sigstop with After)
-	Kind string `json:"kind"`           // see FaultKinds
-	Note string `json:"note,omitempty"` // free text, recorded with the fault
-
-	AfterBytes  Size     `json:"after_bytes,omitempty"`
-	AfterMethod string   `json:"after_method,omitempty"`
-	After       Duration `json:"after,omitempty"`
-	For         Duration `json:"for,omitempty"` // how long it lasts: stop (0: to the end), sigstop
-
-	Method string   `json:"method,omitempty"` // drop, duplicate: the frames it applies to
-	Count  int      `json:"count,omitempty"`  // drop, duplicate: how many frames (0: every one)
-	Size   Size     `json:"size,omitempty"`   // slice: bytes per write
-	Delay  Duration `json:"delay,omitempty"`  // slice: pause between writes; latency: hold per chunk
-	Rate   Size     `json:"rate,omitempty"`   // bandwidth: bytes per second
-}
 
 // FaultKind describes one kind of fault: what it does and the parameters
 // it takes besides the trigger.
@@ -53,7 +25,7 @@ type FaultKind struct {
 	Dirs     []string // the directions it applies to
 }
 
-var allDirs = []string{DirIn, DirOut, DirErr}
+var allDirs = []string{record.DirIn, record.DirOut, record.DirErr}
 
 // faultKinds is the one table of faults: the flag syntax, the JSON config
 // and the checks all come from it.
@@ -66,7 +38,7 @@ var faultKinds = []FaultKind{
 	{"close", "close the destination when triggered; the rest of the source is read and discarded", nil, nil, allDirs},
 	{"drop", "do not forward frames with method `method` (`count` of them; default all)", []string{"method", "count"}, []string{"method"}, allDirs},
 	{"duplicate", "forward frames with method `method` twice (`count` of them; default all)", []string{"method", "count"}, []string{"method"}, allDirs},
-	{"withhold-cancel", "do not forward notifications/cancelled (`count` of them; default all)", []string{"count"}, nil, []string{DirIn, DirOut}},
+	{"withhold-cancel", "do not forward notifications/cancelled (`count` of them; default all)", []string{"count"}, nil, []string{record.DirIn, record.DirOut}},
 	{"sigstop", "stop the server process (SIGSTOP) for `for`, then continue it (SIGCONT); Unix only", []string{"for"}, []string{"for"}, append([]string{""}, allDirs...)},
 }
 
@@ -82,8 +54,8 @@ func faultKind(name string) (FaultKind, bool) {
 	return FaultKind{}, false
 }
 
-// Check reports whether f is a fault the proxy can inject here.
-func (f Fault) Check() error {
+// checkFault reports whether f is a fault the proxy can inject here.
+func checkFault(f record.Fault) error {
 	k, ok := faultKind(f.Kind)
 	if !ok {
 		names := make([]string, len(faultKinds))
@@ -95,7 +67,7 @@ func (f Fault) Check() error {
 	if !slices.Contains(k.Dirs, f.Dir) {
 		return fmt.Errorf("proxy: fault %s: direction %q: want one of %q", f.Kind, f.Dir, k.Dirs)
 	}
-	set := f.params()
+	set := faultParams(f)
 	triggers := 0
 	for _, t := range []string{"after_bytes", "after_method", "after"} {
 		if set[t] {
@@ -130,8 +102,8 @@ func (f Fault) Check() error {
 	return nil
 }
 
-// params returns the names of the parameters f sets.
-func (f Fault) params() map[string]bool {
+// faultParams returns the names of the parameters f sets.
+func faultParams(f record.Fault) map[string]bool {
 	b, _ := json.Marshal(f)
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(b, &m)
@@ -144,39 +116,12 @@ func (f Fault) params() map[string]bool {
 	return set
 }
 
-// String is the fault in the command-line syntax.
-func (f Fault) String() string {
-	b, _ := json.Marshal(f)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	var ps []string
-	for k, v := range m {
-		if k == "dir" || k == "kind" {
-			continue
-		}
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			s = string(v)
-		}
-		ps = append(ps, k+"="+s)
-	}
-	slices.Sort(ps)
-	s := f.Kind
-	if f.Dir != "" {
-		s = f.Dir + ":" + s
-	}
-	if len(ps) > 0 {
-		s += ":" + strings.Join(ps, ",")
-	}
-	return s
-}
-
 // ParseFault parses a fault from its command-line form,
 // DIR:KIND[:NAME=VALUE,...] (or KIND:... for sigstop), e.g.
 // "out:stop:after_bytes=1MiB,for=30s" or "in:withhold-cancel". Names may
 // use '-' for '_'. Sizes take the suffixes KiB, MiB and GiB; durations are
 // Go durations (30s, 250ms).
-func ParseFault(s string) (Fault, error) {
+func ParseFault(s string) (record.Fault, error) {
 	parts := strings.SplitN(s, ":", 3)
 	var dir, kind, params string
 	switch {
@@ -194,7 +139,7 @@ func ParseFault(s string) (Fault, error) {
 		for _, kv := range strings.Split(params, ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				return Fault{}, fmt.Errorf("proxy: fault %q: %q is not NAME=VALUE", s, kv)
+				return record.Fault{}, fmt.Errorf("proxy: fault %q: %q is not NAME=VALUE", s, kv)
 			}
 			k = strings.ReplaceAll(k, "-", "_")
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -207,29 +152,29 @@ func ParseFault(s string) (Fault, error) {
 	b, _ := json.Marshal(obj)
 	f, err := decodeFault(b)
 	if err != nil {
-		return Fault{}, fmt.Errorf("proxy: fault %q: %w", s, err)
+		return record.Fault{}, fmt.Errorf("proxy: fault %q: %w", s, err)
 	}
 	return f, nil
 }
 
-func decodeFault(b []byte) (Fault, error) {
-	var f Fault
+func decodeFault(b []byte) (record.Fault, error) {
+	var f record.Fault
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&f); err != nil {
-		return Fault{}, err
+		return record.Fault{}, err
 	}
-	return f, f.Check()
+	return f, checkFault(f)
 }
 
 // ParseFaults reads a JSON config: an array of faults, e.g.
 // [{"dir":"out","kind":"stop","after_bytes":"1MiB","for":"30s"}].
-func ParseFaults(b []byte) ([]Fault, error) {
+func ParseFaults(b []byte) ([]record.Fault, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(b, &raws); err != nil {
 		return nil, fmt.Errorf("proxy: faults config: want a JSON array of faults: %w", err)
 	}
-	out := make([]Fault, 0, len(raws))
+	out := make([]record.Fault, 0, len(raws))
 	for i, r := range raws {
 		f, err := decodeFault(r)
 		if err != nil {
@@ -240,68 +185,6 @@ func ParseFaults(b []byte) ([]Fault, error) {
 	return out, nil
 }
 
-// Size is a byte count; in JSON and flags a number or a string with a
-// suffix: "64KiB", "1MiB", "1GiB".
-type Size int64
-
-// UnmarshalJSON accepts a number or a string such as "1MiB".
-func (s *Size) UnmarshalJSON(b []byte) error {
-	var n int64
-	if json.Unmarshal(b, &n) == nil {
-		*s = Size(n)
-		return nil
-	}
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		return fmt.Errorf("size: want a number or a string such as \"1MiB\": %s", b)
-	}
-	v, err := ParseSize(str)
-	*s = Size(v)
-	return err
-}
-
-// ParseSize parses a byte count with an optional suffix B, KiB, MiB or
-// GiB (also K, M, G, KB, MB, GB, meaning the same powers of two).
-func ParseSize(str string) (int64, error) {
-	t := strings.TrimSpace(str)
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suf) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a byte count such as 65536 or 64KiB", str)
-	}
-	return n * mult, nil
-}
-
-// Duration is a time.Duration written as a Go duration string ("30s") in
-// JSON and flags.
-type Duration time.Duration
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON accepts a string such as "30s" or "250ms".
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"30s\": %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
 // faultSet holds the faults of a proxy.
 type faultSet struct {
 	all []*faultState
@@ -309,7 +192,7 @@ type faultSet struct {
 
 // faultState is one fault while the proxy runs.
 type faultState struct {
-	Fault
+	record.Fault
 	idx    int
 	fired  bool
 	ended  bool
@@ -318,10 +201,10 @@ type faultState struct {
 	method string    // the method it acts on (drop/duplicate/withhold-cancel)
 }
 
-func newFaultSet(fs []Fault) (*faultSet, error) {
+func newFaultSet(fs []record.Fault) (*faultSet, error) {
 	s := &faultSet{}
 	for i, f := range fs {
-		if err := f.Check(); err != nil {
+		if err := checkFault(f); err != nil {
 			return nil, err
 		}
 		st := &faultState{Fault: f, idx: i, left: -1, method: f.Method}
@@ -418,10 +301,10 @@ func (p *Proxy) sigstop(f *faultState) {
 	}
 	now := time.Now()
 	if err := pauseServer(p.cmd.Process, true); err != nil {
-		p.rec.emit(now, Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
+		p.rec.emit(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
 		return
 	}
-	p.rec.emit(now, Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
+	p.rec.emit(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
 	t := time.NewTimer(time.Duration(f.For))
 	defer t.Stop()
 	select {
@@ -431,7 +314,7 @@ func (p *Proxy) sigstop(f *faultState) {
 	}
 	now = time.Now() // before the signal: the server may answer at once
 	err := pauseServer(p.cmd.Process, false)
-	ev := Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
+	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		ev.Err = err.Error()
 	}
@@ -466,7 +349,7 @@ type dirFaults struct {
 const holdLimit = 1 << 20
 
 func (df *dirFaults) record(f *faultState, text string) {
-	df.p.rec.emit(time.Now(), Event{Ev: EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
+	df.p.rec.emit(time.Now(), record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
 }
 
 // gate returns when the source may be read: no stop is in effect. It

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-func mustFault(t *testing.T, s string) proxy.Fault {
+func mustFault(t *testing.T, s string) record.Fault {
 	t.Helper()
 	f, err := proxy.ParseFault(s)
 	if err != nil {
@@ -24,13 +25,13 @@ func mustFault(t *testing.T, s string) proxy.Fault {
 	return f
 }
 
-func faultEvent(text string) func(proxy.Event) bool {
-	return func(e proxy.Event) bool { return e.Ev == proxy.EvFault && strings.Contains(e.Text, text) }
+func faultEvent(text string) func(record.Event) bool {
+	return func(e record.Event) bool { return e.Ev == record.EvFault && strings.Contains(e.Text, text) }
 }
 
 func TestParseFault(t *testing.T) {
 	f := mustFault(t, "out:stop:after-bytes=1MiB,for=30s")
-	want := proxy.Fault{Dir: proxy.DirOut, Kind: "stop", AfterBytes: 1 << 20, For: proxy.Duration(30 * time.Second)}
+	want := record.Fault{Dir: record.DirOut, Kind: "stop", AfterBytes: 1 << 20, For: record.Duration(30 * time.Second)}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Errorf("ParseFault mismatch (-want +got):\n%s", diff)
 	}
@@ -38,7 +39,7 @@ func TestParseFault(t *testing.T) {
 		t.Errorf("ParseFault(%q) = %+v, %v; want it back", f.String(), g, err)
 	}
 	fs, err := proxy.ParseFaults([]byte(`[{"dir":"in","kind":"withhold-cancel"},{"dir":"out","kind":"slice","size":"4KiB","delay":"1ms"}]`))
-	if err != nil || len(fs) != 2 || fs[1].Size != 4096 || fs[1].Delay != proxy.Duration(time.Millisecond) {
+	if err != nil || len(fs) != 2 || fs[1].Size != 4096 || fs[1].Delay != record.Duration(time.Millisecond) {
 		t.Errorf("ParseFaults = %+v, %v", fs, err)
 	}
 	for _, bad := range []string{
@@ -56,7 +57,7 @@ func TestParseFault(t *testing.T) {
 // exactly n bytes, for a while, then goes on; every byte still arrives.
 func TestFaultStopAfterBytes(t *testing.T) {
 	const n = 1000
-	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []proxy.Fault{mustFault(t, "out:stop:after_bytes=1000,for=200ms")}})
+	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, "out:stop:after_bytes=1000,for=200ms")}})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.rec.wait(t, "stop fault", faultEvent("stopped reading the server's stdout for 200ms"))
@@ -75,7 +76,7 @@ func TestFaultStopAfterBytes(t *testing.T) {
 // TestFaultStopAfterMethod: the proxy stops reading the host's stdin right
 // after a frame with the method; the server gets nothing after it.
 func TestFaultStopAfterMethod(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []proxy.Fault{mustFault(t, "in:stop:after_method=notifications/initialized")}})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []record.Fault{mustFault(t, "in:stop:after_method=notifications/initialized")}})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	ping1 := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
@@ -86,13 +87,15 @@ func TestFaultStopAfterMethod(t *testing.T) {
 	if st := r.p.Status().Streams[proxy.DIn]; st.Delivered != int64(len(ping1)+len(notif)) {
 		t.Errorf("the proxy wrote %d bytes to the server's stdin, want exactly %d: through the notification and no further", st.Delivered, len(ping1)+len(notif))
 	}
-	r.rec.wait(t, "response to ping 1", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut && string(e.ID) == "1" })
+	r.rec.wait(t, "response to ping 1", func(e record.Event) bool {
+		return e.Ev == record.EvFrame && e.Dir == record.DirOut && string(e.ID) == "1"
+	})
 }
 
 func TestFaultPacing(t *testing.T) {
 	const size = 256 << 10
-	run := func(t *testing.T, fault string) (*rig, proxy.Event, proxy.Event) {
-		r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []proxy.Fault{mustFault(t, fault)}})
+	run := func(t *testing.T, fault string) (*rig, record.Event, record.Event) {
+		r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, fault)}})
 		out := drain(t, r.stdout)
 		drain(t, r.stderr)
 		r.stdin.Close()
@@ -101,7 +104,7 @@ func TestFaultPacing(t *testing.T) {
 			t.Errorf("host got %d bytes (%s), want %d (%s)", got, h, len(want), sum(want))
 		}
 		r.wait()
-		chunks := r.rec.find(func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == proxy.DirOut })
+		chunks := r.rec.find(func(e record.Event) bool { return e.Ev == record.EvChunk && e.Dir == record.DirOut })
 		return r, chunks[0], chunks[len(chunks)-1]
 	}
 	t.Run("slice", func(t *testing.T) {
@@ -112,7 +115,7 @@ func TestFaultPacing(t *testing.T) {
 	})
 	t.Run("latency", func(t *testing.T) {
 		r, _, _ := run(t, "out:latency:delay=100ms")
-		for _, e := range r.rec.find(func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == proxy.DirOut }) {
+		for _, e := range r.rec.find(func(e record.Event) bool { return e.Ev == record.EvChunk && e.Dir == record.DirOut }) {
 			if e.WT-e.T < 100_000 {
 				t.Errorf("chunk %+v written %dµs after it was read, want at least 100ms", e, e.WT-e.T)
 			}
@@ -128,7 +131,7 @@ func TestFaultPacing(t *testing.T) {
 
 // TestFaultTruncate: the host gets exactly n bytes, then the end.
 func TestFaultTruncate(t *testing.T) {
-	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []proxy.Fault{mustFault(t, "out:truncate:after_bytes=100")}})
+	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, "out:truncate:after_bytes=100")}})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Close()
@@ -146,7 +149,7 @@ func TestFaultTruncate(t *testing.T) {
 // TestFaultClose: closing the server's stdin after a method ends a server
 // that stops at EOF.
 func TestFaultClose(t *testing.T) {
-	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []proxy.Fault{mustFault(t, "in:close:after_method=ping")}})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []record.Fault{mustFault(t, "in:close:after_method=ping")}})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
@@ -160,7 +163,7 @@ func TestFaultClose(t *testing.T) {
 // TestFaultWithholdCancel: the host's cancel never reaches the server.
 func TestFaultWithholdCancel(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
-	target, h := throughProxy(t, proxy.Config{Faults: []proxy.Fault{mustFault(t, "in:withhold-cancel")}}, "fake", "-report", report)
+	target, h := throughProxy(t, proxy.Config{Faults: []record.Fault{mustFault(t, "in:withhold-cancel")}}, "fake", "-report", report)
 	s := mcptest.StartServer(t, target)
 	call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 50}})
 	if err := call.Cancel("test"); err != nil {
@@ -177,7 +180,7 @@ func TestFaultWithholdCancel(t *testing.T) {
 	if len(rep.Cancels) != 0 {
 		t.Errorf("the server saw %d cancels, want none", len(rep.Cancels))
 	}
-	if c := h.rec.find(isEv(proxy.EvCancel)); len(c) != 1 {
+	if c := h.rec.find(isEv(record.EvCancel)); len(c) != 1 {
 		t.Errorf("%d cancel events, want the host's one recorded", len(c))
 	}
 }
@@ -186,14 +189,14 @@ func TestFaultWithholdCancel(t *testing.T) {
 // second response to an id it no longer waits for.
 func TestFaultDuplicate(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
-	target, h := throughProxy(t, proxy.Config{Faults: []proxy.Fault{mustFault(t, "in:duplicate:method=tools/call,count=1")}}, "fake", "-report", report)
+	target, h := throughProxy(t, proxy.Config{Faults: []record.Fault{mustFault(t, "in:duplicate:method=tools/call,count=1")}}, "fake", "-report", report)
 	s := mcptest.StartServer(t, target)
 	// The first of the two responses answers the call (the fake may answer
 	// the copy with a duplicate-id error first); the second is unknown.
 	if _, err := s.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}).Wait(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.wait(t, "unknown-response verdict", verdictOf(proxy.VerdictUnknownResponse))
+	h.rec.wait(t, "unknown-response verdict", verdictOf(record.VerdictUnknownResponse))
 	rep, err := fakeserver.ReadReportFile(report)
 	if err != nil {
 		t.Fatal(err)
@@ -214,12 +217,12 @@ func TestFaultSIGSTOP(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGSTOP on windows")
 	}
-	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []proxy.Fault{mustFault(t, "sigstop:for=200ms")}})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []record.Fault{mustFault(t, "sigstop:for=200ms")}})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	stopped := r.rec.wait(t, "sigstop", faultEvent("stopped the server (SIGSTOP)"))
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
-	resp := r.rec.wait(t, "response", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut })
+	resp := r.rec.wait(t, "response", func(e record.Event) bool { return e.Ev == record.EvFrame && e.Dir == record.DirOut })
 	cont := r.rec.wait(t, "sigcont", faultEvent("continued the server (SIGCONT)"))
 	if resp.T < cont.T || cont.T-stopped.T < 200_000 {
 		t.Errorf("stopped at %dµs, continued at %dµs, answered at %dµs: want the answer after 200ms of stop", stopped.T, cont.T, resp.T)

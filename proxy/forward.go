@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // errClosed ends a forwarder that the proxy stopped (its reading, or a
@@ -22,7 +24,7 @@ const (
 )
 
 var (
-	dirNames    = [3]string{DirIn, DirOut, DirErr}
+	dirNames    = [3]string{record.DirIn, record.DirOut, record.DirErr}
 	streamNames = [3]string{"stdin", "stdout", "stderr"}
 	// srcNames and dstNames say, for each direction, whose stream the
 	// proxy reads and whose it writes.

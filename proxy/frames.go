@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -177,8 +178,8 @@ func (a *frameAsm) content(seg []byte) {
 // frame describes the line that just ended (at the newline) or was cut
 // off (unterminated) as an event, and returns the parsed message when it
 // was within the parse limit and is JSON-RPC.
-func (a *frameAsm) frame(dir string, unterminated bool) (Event, *wire.Message) {
-	ev := Event{Ev: EvFrame, Dir: dir, Off: a.start, N: a.size, Unterminated: unterminated}
+func (a *frameAsm) frame(dir string, unterminated bool) (record.Event, *wire.Message) {
+	ev := record.Event{Ev: record.EvFrame, Dir: dir, Off: a.start, N: a.size, Unterminated: unterminated}
 	if !unterminated && a.last == '\r' {
 		ev.N--
 		ev.CRLF = true
@@ -214,13 +215,13 @@ func (a *frameAsm) frame(dir string, unterminated bool) (Event, *wire.Message) {
 		}
 		switch {
 		case ev.Method != "" && ev.ID != nil:
-			ev.Kind = KindRequest
+			ev.Kind = record.KindRequest
 		case ev.Method != "":
-			ev.Kind = KindNotification
+			ev.Kind = record.KindNotification
 		case ev.ID != nil:
-			ev.Kind = KindResponse
+			ev.Kind = record.KindResponse
 		default:
-			ev.Kind = KindJunk
+			ev.Kind = record.KindJunk
 		}
 		return ev, nil
 	}
@@ -230,7 +231,7 @@ func (a *frameAsm) frame(dir string, unterminated bool) (Event, *wire.Message) {
 	}
 	m, err := wire.ParseMessage(body)
 	if err != nil {
-		ev.Kind = KindJunk
+		ev.Kind = record.KindJunk
 		return ev, nil
 	}
 	ev.Method = m.Method
@@ -239,7 +240,7 @@ func (a *frameAsm) frame(dir string, unterminated bool) (Event, *wire.Message) {
 	}
 	switch {
 	case m.IsRequest():
-		ev.Kind = KindRequest
+		ev.Kind = record.KindRequest
 		if m.Method == wire.MethodToolsCall {
 			ev.Tool = stringMember(m.Params, "name")
 		}
@@ -247,29 +248,20 @@ func (a *frameAsm) frame(dir string, unterminated bool) (Event, *wire.Message) {
 			ev.Token = cut(tok)
 		}
 	case m.IsNotification():
-		ev.Kind = KindNotification
+		ev.Kind = record.KindNotification
 		if m.Method == wire.MethodProgress {
 			if tok := wire.Member(m.Params, wire.MetaProgressToken); len(tok) > 0 {
 				ev.Token = cut(tok)
 			}
 		}
 	default:
-		ev.Kind = KindResponse
+		ev.Kind = record.KindResponse
 		if m.Error != nil {
-			ev.Kind, ev.Code = KindError, m.Error.Code
+			ev.Kind, ev.Code = record.KindError, m.Error.Code
 		}
 	}
 	return ev, m
 }
-
-// Kinds of frames (Event.Kind).
-const (
-	KindRequest      = "request"
-	KindNotification = "notification"
-	KindResponse     = "response"
-	KindError        = "error" // an error response
-	KindJunk         = "junk"  // not JSON-RPC
-)
 
 // cut bounds a raw JSON value kept in an event (an id or a token).
 func cut(raw json.RawMessage) json.RawMessage {

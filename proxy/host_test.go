@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -93,8 +94,8 @@ func TestHostStallBlocksServer(t *testing.T) {
 	if err := s.WaitWriterBlocked(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.wait(t, "block of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvBlock && e.Dir == proxy.DirOut })
-	v := h.rec.wait(t, "host-not-reading verdict", verdictOf(proxy.VerdictHostNotReading))
+	h.rec.wait(t, "block of the host's stdout", func(e record.Event) bool { return e.Ev == record.EvBlock && e.Dir == record.DirOut })
+	v := h.rec.wait(t, "host-not-reading verdict", verdictOf(record.VerdictHostNotReading))
 	if !strings.Contains(v.Verdict.Text, "tools/call big") || !strings.HasPrefix(v.Verdict.Text, "host is not reading the server's output") {
 		t.Errorf("verdict %q does not name the response to tools/call big", v.Verdict.Text)
 	}
@@ -138,14 +139,14 @@ func TestHostStallBlocksServer(t *testing.T) {
 	if len(resp.Result) < 8<<20 {
 		t.Errorf("response of %d bytes, want over 8 MiB", len(resp.Result))
 	}
-	h.rec.wait(t, "unblock of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvUnblock && e.Dir == proxy.DirOut })
+	h.rec.wait(t, "unblock of the host's stdout", func(e record.Event) bool { return e.Ev == record.EvUnblock && e.Dir == record.DirOut })
 }
 
 // verdictScenario runs a scenario against a helper behind the proxy, with
 // mcptest as the host, and returns the first verdict of kind whose text
 // has about in it (on a loaded machine, the handshake itself can be slow
 // enough for a verdict about it).
-func verdictScenario(t *testing.T, cfg proxy.Config, kind, about string, helper []string, hostOpts []mcptest.Option, scenario func(*mcptest.Session, *proxied)) proxy.Verdict {
+func verdictScenario(t *testing.T, cfg proxy.Config, kind, about string, helper []string, hostOpts []mcptest.Option, scenario func(*mcptest.Session, *proxied)) record.Verdict {
 	t.Helper()
 	if cfg.Stuck == 0 {
 		cfg.Stuck = 50 * time.Millisecond
@@ -156,12 +157,12 @@ func verdictScenario(t *testing.T, cfg proxy.Config, kind, about string, helper 
 	target, h := throughProxy(t, cfg, helper[0], helper[1:]...)
 	s := mcptest.StartServer(t, target, hostOpts...)
 	scenario(s, h)
-	return *h.rec.wait(t, kind+" verdict about "+about, func(e proxy.Event) bool {
+	return *h.rec.wait(t, kind+" verdict about "+about, func(e record.Event) bool {
 		return verdictOf(kind)(e) && strings.Contains(e.Verdict.Text, about)
 	}).Verdict
 }
 
-func wantText(t *testing.T, v proxy.Verdict, parts ...string) {
+func wantText(t *testing.T, v record.Verdict, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(v.Text, p) {
@@ -177,7 +178,7 @@ func TestVerdicts(t *testing.T) {
 		// unwritten.
 		sent := make(chan *mcptest.Pending, 1)
 		var s *mcptest.Session
-		v := verdictScenario(t, proxy.Config{ChunkSize: 16 << 10}, proxy.VerdictServerNotReading, "", []string{"fake", "-naive"}, nil, func(ss *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{ChunkSize: 16 << 10}, record.VerdictServerNotReading, "", []string{"fake", "-naive"}, nil, func(ss *mcptest.Session, h *proxied) {
 			s = ss
 			s.StallReads()
 			s.Send("tools/call", bigCall(4<<20))
@@ -196,15 +197,15 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 	t.Run("unanswered", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, record.VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
 			s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
 		})
 		wantText(t, v, "server has not answered id", "(tools/call slow) for", "it reads stdin", "its stdout is idle")
 	})
 	t.Run("cancel-ignored", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, record.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
 			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 1000, "intervalMs": 5}, "_meta": map[string]any{"progressToken": "tok"}})
-			h.rec.wait(t, "progress", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Method == "notifications/progress" })
+			h.rec.wait(t, "progress", func(e record.Event) bool { return e.Ev == record.EvFrame && e.Method == "notifications/progress" })
 			if err := call.Cancel("test"); err != nil {
 				t.Fatal(err)
 			}
@@ -214,13 +215,13 @@ func TestVerdicts(t *testing.T) {
 	t.Run("late", func(t *testing.T) {
 		// The server ignores the cancel and answers about 300ms later: well
 		// after the cancel was written to it, whatever the scheduler does.
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, record.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
 			call := s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "intervalMs": 100}})
-			f := h.rec.wait(t, "the call", func(e proxy.Event) bool {
-				return e.Ev == proxy.EvFrame && e.Dir == proxy.DirIn && e.Method == "tools/call"
+			f := h.rec.wait(t, "the call", func(e record.Event) bool {
+				return e.Ev == record.EvFrame && e.Dir == record.DirIn && e.Method == "tools/call"
 			})
-			h.rec.wait(t, "the call written", func(e proxy.Event) bool {
-				return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.Off+e.N > f.Off+f.N && e.WT > 0
+			h.rec.wait(t, "the call written", func(e record.Event) bool {
+				return e.Ev == record.EvChunk && e.Dir == record.DirIn && e.Off+e.N > f.Off+f.N && e.WT > 0
 			})
 			if err := call.Cancel("test"); err != nil {
 				t.Fatal(err)
@@ -232,11 +233,11 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "its response (", "began", "after the cancel")
 	})
 	t.Run("no-tool-call", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictNoToolCall, "", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, record.VerdictNoToolCall, "", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, "host never sent tools/call in", "it sent: server/discover")
 	})
 	t.Run("idle", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictIdle, "tools/call echo", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{}, record.VerdictIdle, "tools/call echo", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
 			if _, err := s.Call(ctxFor(t), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -244,11 +245,11 @@ func TestVerdicts(t *testing.T) {
 		wantText(t, v, "nothing is waiting in the proxy: the last response (id", "tools/call echo", "was delivered to the host")
 	})
 	t.Run("stdout-junk", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictJunk, "", []string{"fake", "-banner", "hello from the server"}, nil, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, record.VerdictJunk, "", []string{"fake", "-banner", "hello from the server"}, nil, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, `1 line on stdout that is not JSON-RPC (first: "hello from the server")`)
 	})
 	t.Run("unknown-response", func(t *testing.T) {
-		v := verdictScenario(t, proxy.Config{}, proxy.VerdictUnknownResponse, "", []string{"script", `{"jsonrpc":"2.0","id":99,"result":{}}`}, []mcptest.Option{mcptest.WithoutHandshake()}, func(s *mcptest.Session, h *proxied) {})
+		v := verdictScenario(t, proxy.Config{}, record.VerdictUnknownResponse, "", []string{"script", `{"jsonrpc":"2.0","id":99,"result":{}}`}, []mcptest.Option{mcptest.WithoutHandshake()}, func(s *mcptest.Session, h *proxied) {})
 		wantText(t, v, "1 response to ids the host had not sent", "first: id 99")
 	})
 }
@@ -257,7 +258,7 @@ func TestVerdicts(t *testing.T) {
 // pipes hold blocks when the host does not read its stderr.
 func TestVerdictStderrBlocked(t *testing.T) {
 	r := startRig(t, helperCmd(t, "fake", "-stderr-noise", "1048576"), proxy.Config{Stuck: 50 * time.Millisecond})
-	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(proxy.VerdictStderrBlocked))
+	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(record.VerdictStderrBlocked))
 	wantText(t, *v.Verdict, "server blocked writing stderr, which the host does not read", "has been blocked for")
 	drain(t, r.stderr)
 	r.stdin.Close()
@@ -271,9 +272,9 @@ func TestVerdictExited(t *testing.T) {
 	target, h := throughProxy(t, proxy.Config{}, "fake", "-exit-after-bytes", "100000")
 	s := mcptest.StartServer(t, target)
 	s.Send("tools/call", bigCall(1<<20))
-	v := h.rec.wait(t, "exited verdict", verdictOf(proxy.VerdictExited))
+	v := h.rec.wait(t, "exited verdict", verdictOf(record.VerdictExited))
 	wantText(t, *v.Verdict, "the server ended (exit status", "with 1 request unanswered: id", "(tools/call big)")
-	h.rec.wait(t, "unterminated frame", func(e proxy.Event) bool { return e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut && e.Unterminated })
+	h.rec.wait(t, "unterminated frame", func(e record.Event) bool { return e.Ev == record.EvFrame && e.Dir == record.DirOut && e.Unterminated })
 }
 
 // TestVerdictNoExit: the host closed stdin and the server goes on.
@@ -282,6 +283,6 @@ func TestVerdictNoExit(t *testing.T) {
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Close()
-	v := r.rec.wait(t, "no-exit verdict", verdictOf(proxy.VerdictNoExit))
+	v := r.rec.wait(t, "no-exit verdict", verdictOf(record.VerdictNoExit))
 	wantText(t, *v.Verdict, "the host closed the server's stdin", "ago; the server has not exited")
 }

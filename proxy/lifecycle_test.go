@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // TestExitStatus: the proxy reports the server's exit status, and 128+n for
@@ -34,7 +35,7 @@ func TestExitStatus(t *testing.T) {
 			if res.Exit.Status != tc.status || res.Exit.Signal != tc.signal {
 				t.Errorf("exit %+v, want status %d, signal %q", res.Exit, tc.status, tc.signal)
 			}
-			e := r.rec.wait(t, "exit", isEv(proxy.EvExit))
+			e := r.rec.wait(t, "exit", isEv(record.EvExit))
 			if e.Status != res.Exit.Text || (tc.signal == "") != (e.Exit != nil) {
 				t.Errorf("exit event %+v does not match %+v", e, res.Exit)
 			}
@@ -58,7 +59,7 @@ func TestSignalPassedOn(t *testing.T) {
 	if res.Exit.Signal != "SIGTERM" || res.Exit.Status != 128+15 {
 		t.Errorf("exit %+v, want killed by SIGTERM, status 143", res.Exit)
 	}
-	e := r.rec.wait(t, "signal", isEv(proxy.EvSignal))
+	e := r.rec.wait(t, "signal", isEv(record.EvSignal))
 	if e.Signal != "SIGTERM" || e.Err != "" {
 		t.Errorf("signal event %+v, want SIGTERM passed on", e)
 	}
@@ -78,7 +79,7 @@ func TestEOFHostCloses(t *testing.T) {
 	}
 	var kinds []string
 	for _, e := range r.rec.all() {
-		if e.Ev == proxy.EvEOF || e.Ev == proxy.EvClose || e.Ev == proxy.EvExit {
+		if e.Ev == record.EvEOF || e.Ev == record.EvClose || e.Ev == record.EvExit {
 			kinds = append(kinds, e.Ev+" "+e.Dir)
 		}
 	}
@@ -97,7 +98,7 @@ func TestEOFServerClosesStdout(t *testing.T) {
 	if n, _ := out(); n == 0 {
 		t.Error("host got no stdout before its end")
 	}
-	r.rec.wait(t, "eof out", func(e proxy.Event) bool { return e.Ev == proxy.EvEOF && e.Dir == proxy.DirOut })
+	r.rec.wait(t, "eof out", func(e record.Event) bool { return e.Ev == record.EvEOF && e.Dir == record.DirOut })
 	if st := r.p.Status(); !st.Running {
 		t.Errorf("the server exited; want it running after closing its stdout")
 	}
@@ -112,7 +113,7 @@ func TestEOFHostStopsReading(t *testing.T) {
 	r := startRig(t, helperCmd(t, "bytes", "1048576", t.TempDir()+"/in"), proxy.Config{})
 	r.stdout.Close()
 	drain(t, r.stderr)
-	e := r.rec.wait(t, "close out", func(e proxy.Event) bool { return e.Ev == proxy.EvClose && e.Dir == proxy.DirOut })
+	e := r.rec.wait(t, "close out", func(e record.Event) bool { return e.Ev == record.EvClose && e.Dir == record.DirOut })
 	if !strings.Contains(e.Text, "writing the host's stdout failed; closed the server's stdout to pass it back") || !strings.Contains(e.Err, "broken pipe") {
 		t.Errorf("close event %+v, want the failed write passed back", e)
 	}
@@ -137,7 +138,7 @@ func TestEOFServerStopsReading(t *testing.T) {
 	if !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("host write after the server closed its stdin: %v, want EPIPE", err)
 	}
-	e := r.rec.wait(t, "close in", func(e proxy.Event) bool { return e.Ev == proxy.EvClose && e.Dir == proxy.DirIn })
+	e := r.rec.wait(t, "close in", func(e record.Event) bool { return e.Ev == record.EvClose && e.Dir == record.DirIn })
 	if !strings.Contains(e.Text, "writing the server's stdin failed; closed the host's stdin to pass it back") {
 		t.Errorf("close event %+v, want the failed write passed back", e)
 	}

@@ -149,24 +149,6 @@ func (l *LogFile) Close() error {
 	return err
 }
 
-// RecordFiles returns the files of the record at path, oldest first: the
-// rotated ones (path.N … path.1) that exist, then path itself.
-func RecordFiles(path string) []string {
-	var rotated []string
-	for i := 1; ; i++ {
-		p := fmt.Sprintf("%s.%d", path, i)
-		if _, err := os.Stat(p); err != nil {
-			break
-		}
-		rotated = append(rotated, p)
-	}
-	out := make([]string, 0, len(rotated)+1)
-	for i := len(rotated) - 1; i >= 0; i-- {
-		out = append(out, rotated[i])
-	}
-	return append(out, path)
-}
-
 // EnvStateDir is the environment variable that, when set, names the
 // directory DefaultDir returns.
 const EnvStateDir = "MCPSTDIO_STATE_DIR"

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -30,12 +31,12 @@ type observer struct {
 	tokens    map[string]*request // progress token → request from the host
 	seq       int64               // order of requests, for eviction
 	recent    []*request          // the last answered requests, newest last
-	m         Metrics
-	seen      map[string]bool // verdicts already recorded
-	verdicts  []Verdict       // notable past events, kept for the summary
-	hostSent  []string        // distinct methods the host sent, at most 16
-	toolCall  bool            // the host sent tools/call
-	lastHost  time.Time       // last frame from the host
+	m         record.Metrics
+	seen      map[string]bool  // verdicts already recorded
+	verdicts  []record.Verdict // notable past events, kept for the summary
+	hostSent  []string         // distinct methods the host sent, at most 16
+	toolCall  bool             // the host sent tools/call
+	lastHost  time.Time        // last frame from the host
 	exit      *ExitInfo
 	exitAt    time.Time
 	stdinEOF  time.Time // the host closed the server's stdin
@@ -152,7 +153,7 @@ func (o *observer) since(t time.Time) int64 {
 	return max(t.Sub(o.start).Microseconds(), 1)
 }
 
-func (o *observer) emit(t time.Time, e Event) {
+func (o *observer) emit(t time.Time, e record.Event) {
 	if e.T == 0 {
 		e.T = o.since(t)
 	}
@@ -281,7 +282,7 @@ func (o *observer) dirEnded(d *dirObs) {
 	dir := dirNames[d.d]
 	o.chunkGap(d, fw.written.Load(), srcEnd)
 	if dstErr != nil {
-		ev := Event{Ev: EvClose, Dir: dir, Err: dstErr.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[d.d])}
+		ev := record.Event{Ev: record.EvClose, Dir: dir, Err: dstErr.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[d.d])}
 		if closedSrc {
 			ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[d.d])
 		}
@@ -291,7 +292,7 @@ func (o *observer) dirEnded(d *dirObs) {
 		return
 	}
 	d.eof = srcEnd
-	ev := Event{Ev: EvEOF, Dir: dir, Text: srcNames[d.d] + " ended"}
+	ev := record.Event{Ev: record.EvEOF, Dir: dir, Text: srcNames[d.d] + " ended"}
 	if !errors.Is(srcErr, io.EOF) {
 		ev.Text, ev.Err = "reading "+srcNames[d.d]+" failed", srcErr.Error()
 	}
@@ -300,7 +301,7 @@ func (o *observer) dirEnded(d *dirObs) {
 		o.stdinEOF = srcEnd
 	}
 	if closedDst {
-		o.emit(srcEnd, Event{Ev: EvClose, Dir: dir, Text: "closed " + dstNames[d.d] + " to pass the end on"})
+		o.emit(srcEnd, record.Event{Ev: record.EvClose, Dir: dir, Text: "closed " + dstNames[d.d] + " to pass the end on"})
 	}
 }
 
@@ -332,7 +333,7 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 
 // metrics returns the metrics with the byte counts of the forwarders,
 // which see every byte.
-func (o *observer) metrics() Metrics {
+func (o *observer) metrics() record.Metrics {
 	m := o.m
 	m.StdinBytes = o.dirs[dIn].fw.read.Load()
 	m.StdoutBytes = o.dirs[dOut].fw.read.Load()
@@ -349,7 +350,7 @@ func (o *observer) noteDrops(d *dirObs, t time.Time) {
 	}
 	o.m.DroppedEvents += ev
 	o.m.DroppedBytes += b
-	o.emit(t, Event{Ev: EvDrop, Dir: dirNames[d.d], Bytes: b, Events: ev, Text: "the observer fell behind: detail lost, traffic forwarded in full"})
+	o.emit(t, record.Event{Ev: record.EvDrop, Dir: dirNames[d.d], Bytes: b, Events: ev, Text: "the observer fell behind: detail lost, traffic forwarded in full"})
 }
 
 // written handles the end of a write: the chunk event, a block that ended,
@@ -357,7 +358,7 @@ func (o *observer) noteDrops(d *dirObs, t time.Time) {
 func (o *observer) written(d *dirObs, ev obsEvent) {
 	o.chunkGap(d, ev.off, ev.since)
 	d.wend = ev.off + int64(ev.n)
-	ce := Event{Ev: EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
+	ce := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
 	if d.hasChunk && d.chunk.off == ev.off {
 		ce.T = o.since(d.chunk.t)
 		if o.cfg.LogBodies && d.dataOK {
@@ -370,11 +371,11 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 	o.emit(ev.t, ce)
 	if dur := ev.t.Sub(ev.since); dur >= o.cfg.BlockEvent {
 		d.blocked += dur
-		o.m.addBlocked(d.d, dur)
+		addBlocked(&o.m, d.d, dur)
 		if dur > d.longest {
 			d.longest, d.longestAt, d.longestN = dur, ev.since, int64(ev.n)
 		}
-		o.emit(ev.t, Event{Ev: EvUnblock, Dir: dirNames[d.d], Since: o.since(ev.since), Dur: dur.Microseconds(), N: int64(ev.n)})
+		o.emit(ev.t, record.Event{Ev: record.EvUnblock, Dir: dirNames[d.d], Since: o.since(ev.since), Dur: dur.Microseconds(), N: int64(ev.n)})
 	}
 	end := ev.off + int64(ev.n)
 	i := 0
@@ -397,7 +398,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 // own chunk events were lost, so that chunk events cover every byte.
 func (o *observer) chunkGap(d *dirObs, upto int64, t time.Time) {
 	if upto > d.wend {
-		o.emit(t, Event{Ev: EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
+		o.emit(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
 		d.wend = upto
 	}
 }
@@ -430,7 +431,7 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 	if unterminated {
 		o.m.Unterminated++
 	}
-	if ev.Kind == KindJunk && !ev.Gap {
+	if ev.Kind == record.KindJunk && !ev.Gap {
 		switch d.d {
 		case dOut:
 			o.m.ParseErrors++
@@ -446,16 +447,16 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 		return // an unterminated line was never received whole
 	}
 	switch ev.Kind {
-	case KindRequest:
+	case record.KindRequest:
 		o.requestFrame(d, ev, a, end)
-	case KindResponse, KindError:
+	case record.KindResponse, record.KindError:
 		o.responseFrame(d, ev, a, t, end)
-	case KindNotification:
+	case record.KindNotification:
 		o.notificationFrame(d, ev, m, t, end)
 	}
 }
 
-func (o *observer) requestFrame(d *dirObs, ev Event, a *frameAsm, end int64) {
+func (o *observer) requestFrame(d *dirObs, ev record.Event, a *frameAsm, end int64) {
 	if d.d == dIn {
 		o.m.Requests++
 		o.noteHostMethod(ev.Method)
@@ -524,7 +525,7 @@ func (o *observer) forget(r *request) {
 	}
 }
 
-func (o *observer) responseFrame(d *dirObs, ev Event, a *frameAsm, t time.Time, end int64) {
+func (o *observer) responseFrame(d *dirObs, ev record.Event, a *frameAsm, t time.Time, end int64) {
 	reqDir := dIn
 	if d.d == dIn {
 		reqDir = dOut
@@ -547,12 +548,12 @@ func (o *observer) responseFrame(d *dirObs, ev Event, a *frameAsm, t time.Time, 
 	if !r.cancelFwd.IsZero() && r.respStart.After(r.cancelFwd) {
 		r.late = true
 		o.m.LateResponses++
-		o.emit(t, Event{Ev: EvLate, Dir: dirNames[d.d], ID: r.id, Method: r.method, Tool: r.tool, After: r.respStart.Sub(r.cancelFwd).Microseconds()})
+		o.emit(t, record.Event{Ev: record.EvLate, Dir: dirNames[d.d], ID: r.id, Method: r.method, Tool: r.tool, After: r.respStart.Sub(r.cancelFwd).Microseconds()})
 	}
 	o.await(d, end, awDelivered, r)
 }
 
-func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t time.Time, end int64) {
+func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message, t time.Time, end int64) {
 	if d.d == dOut {
 		o.m.Notifications++
 	} else {
@@ -566,7 +567,7 @@ func (o *observer) notificationFrame(d *dirObs, ev Event, m *wire.Message, t tim
 		o.m.Cancels++
 		rid := wire.Member(m.Params, "requestId")
 		r := o.pending[pkey{d.d, wire.Key(rid)}]
-		ce := Event{Ev: EvCancel, Dir: dirNames[d.d], ID: cut(rid), State: "unknown"}
+		ce := record.Event{Ev: record.EvCancel, Dir: dirNames[d.d], ID: cut(rid), State: "unknown"}
 		if len(rid) == 0 {
 			ce.ID = nil
 		}
@@ -643,7 +644,7 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 		since := o.start.Add(time.Duration(ws - 1))
 		if now.Sub(since) >= o.cfg.BlockEvent {
 			d.blockSeen = ws
-			o.emit(now, Event{Ev: EvBlock, Dir: dirNames[d.d], Since: o.since(since), N: d.fw.writeLen.Load(), Text: "writing " + dstNames[d.d] + " is blocked"})
+			o.emit(now, record.Event{Ev: record.EvBlock, Dir: dirNames[d.d], Since: o.since(since), N: d.fw.writeLen.Load(), Text: "writing " + dstNames[d.d] + " is blocked"})
 		}
 	}
 	for _, v := range o.liveVerdicts(now) {
@@ -658,18 +659,18 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 }
 
 // recordVerdict writes a verdict the first time it appears.
-func (o *observer) recordVerdict(now time.Time, v Verdict) {
+func (o *observer) recordVerdict(now time.Time, v record.Verdict) {
 	k := v.Kind + " " + string(v.ID)
 	if o.seen[k] {
 		return
 	}
 	o.seen[k] = true
-	o.emit(now, Event{Ev: EvVerdict, Verdict: &v})
+	o.emit(now, record.Event{Ev: record.EvVerdict, Verdict: &v})
 }
 
 // keepVerdict remembers a verdict about something that has ended, for the
 // summary; the newest of a kind and id replaces an older one.
-func (o *observer) keepVerdict(v Verdict) {
+func (o *observer) keepVerdict(v record.Verdict) {
 	for i := range o.verdicts {
 		if o.verdicts[i].Kind == v.Kind && string(o.verdicts[i].ID) == string(v.ID) {
 			o.verdicts[i] = v
@@ -731,7 +732,7 @@ func (o *observer) finish1() *Result {
 	for _, v := range vs {
 		o.recordVerdict(now, v)
 	}
-	o.emit(now, Event{Ev: EvSummary, Verdicts: vs, Metrics: &m})
+	o.emit(now, record.Event{Ev: record.EvSummary, Verdicts: vs, Metrics: &m})
 	o.mu.Unlock()
 	st := o.status(now)
 	if o.cfg.StatusFile != "" {

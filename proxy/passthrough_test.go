@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // TestBytesPassExactly sends junk, CRLF, NUL, invalid UTF-8, empty lines,
@@ -56,9 +57,9 @@ func TestBytesPassExactly(t *testing.T) {
 	// chunks the observer missed are marked as a gap, and a drop event
 	// says so.
 	gaps := 0
-	for _, dir := range []string{proxy.DirIn, proxy.DirOut, proxy.DirErr} {
+	for _, dir := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		var next int64
-		for _, e := range r.rec.find(func(e proxy.Event) bool { return e.Ev == proxy.EvChunk && e.Dir == dir }) {
+		for _, e := range r.rec.find(func(e record.Event) bool { return e.Ev == record.EvChunk && e.Dir == dir }) {
 			if e.Off != next {
 				t.Fatalf("%s chunk at offset %d, want %d", dir, e.Off, next)
 			}
@@ -67,12 +68,12 @@ func TestBytesPassExactly(t *testing.T) {
 				gaps++
 			}
 		}
-		want := map[string]int{proxy.DirIn: len(in), proxy.DirOut: len(wantOut), proxy.DirErr: len(wantErr)}[dir]
+		want := map[string]int{record.DirIn: len(in), record.DirOut: len(wantOut), record.DirErr: len(wantErr)}[dir]
 		if next != int64(want) {
 			t.Errorf("%s chunk events cover %d bytes, want %d", dir, next, want)
 		}
 	}
-	if drops := r.rec.find(isEv(proxy.EvDrop)); gaps > 0 && len(drops) == 0 {
+	if drops := r.rec.find(isEv(record.EvDrop)); gaps > 0 && len(drops) == 0 {
 		t.Errorf("%d chunk events are gaps, and no drop event says why", gaps)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Defaults of Config.
@@ -43,7 +44,7 @@ type Config struct {
 	// with an error wrapping errors.ErrUnsupported.
 	PipeCapacity int
 
-	// Record receives the record, one Write per event line (see Event); a
+	// Record receives the record, one Write per event line (see record.Event); a
 	// *LogFile rotates and keeps the file private. Nil records nothing.
 	Record io.Writer
 	// LogBodies makes chunk events carry the chunk's bytes (after
@@ -68,8 +69,8 @@ type Config struct {
 	RedactKeys []string
 
 	// Faults are injected in the order given; each is recorded when it
-	// fires. See Fault.
-	Faults []Fault
+	// fires. See record.Fault.
+	Faults []record.Fault
 
 	// Stuck is how long a write must be blocked before a verdict calls the
 	// destination "not reading" (default DefaultStuck).
@@ -202,7 +203,7 @@ type ExitInfo struct {
 type Result struct {
 	Exit     ExitInfo
 	Status   Status
-	Verdicts []Verdict
+	Verdicts []record.Verdict
 }
 
 // Start starts cmd with its stdin, stdout and stderr on new kernel pipes and
@@ -266,11 +267,11 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 	p.pipes[dOut].W.Close()
 	p.pipes[dErr].W.Close()
 	if err != nil {
-		p.rec.emit(time.Now(), Event{Ev: EvError, Err: err.Error(), Text: "the server did not start"})
+		p.rec.emit(time.Now(), record.Event{Ev: record.EvError, Err: err.Error(), Text: "the server did not start"})
 		p.closePipes()
 		return nil, fmt.Errorf("proxy: starting %s: %w", cmd, err)
 	}
-	p.rec.emit(time.Now(), Event{Ev: EvSpawn, PID: cmd.Process.Pid})
+	p.rec.emit(time.Now(), record.Event{Ev: record.EvSpawn, PID: cmd.Process.Pid})
 
 	p.obs = newObserver(p, pol)
 	p.fw[dIn] = newForwarder(p, dIn, host.Stdin, p.pipes[dIn].W)
@@ -297,8 +298,8 @@ func (p *Proxy) writeHeader() {
 		return
 	}
 	cwd, _ := os.Getwd()
-	h := &Header{
-		V: SchemaVersion, Schema: SchemaName, Start: p.start, Proxy: p.cfg.Version,
+	h := &record.Header{
+		V: record.SchemaVersion, Schema: record.SchemaName, Start: p.start, Proxy: p.cfg.Version,
 		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(),
 		Argv: slices.Clone(p.cmd.Args), Dir: p.cmd.Dir, Cwd: cwd, EnvKeys: envNames(p.cmd.Env),
 		Chunk: p.cfg.ChunkSize, Head: p.cfg.HeadBytes, Parse: p.cfg.ParseLimit, Bodies: p.cfg.LogBodies,
@@ -307,11 +308,11 @@ func (p *Proxy) writeHeader() {
 	if h.Redact == nil {
 		h.Redact = []string{}
 	}
-	h.Pipes = PipeSizes{
+	h.Pipes = record.PipeSizes{
 		ServerStdin: p.pipes[dIn].Capacity(), ServerStdout: p.pipes[dOut].Capacity(), ServerStderr: p.pipes[dErr].Capacity(),
 		HostStdin: pipeCapacity(p.host.Stdin), HostStdout: pipeCapacity(p.host.Stdout), HostStderr: pipeCapacity(p.host.Stderr),
 	}
-	p.rec.emit(p.start, Event{Ev: EvHeader, Header: h})
+	p.rec.emit(p.start, record.Event{Ev: record.EvHeader, Header: h})
 }
 
 // envNames returns the names of the variables in env (os.Environ() if env
@@ -384,7 +385,7 @@ func (p *Proxy) waitServer() {
 		p.waitErr = err
 	}
 	p.mu.Unlock()
-	ev := Event{Ev: EvExit, Signal: info.Signal, Status: info.Text}
+	ev := record.Event{Ev: record.EvExit, Signal: info.Signal, Status: info.Text}
 	if info.Code >= 0 {
 		code := info.Code
 		ev.Exit = &code
@@ -403,7 +404,7 @@ func (p *Proxy) watch(ctx context.Context) {
 	defer p.wg.Done()
 	select {
 	case <-ctx.Done():
-		p.rec.emit(time.Now(), Event{Ev: EvClose, Text: "the proxy's context ended: killing the server and closing every pipe", Err: context.Cause(ctx).Error()})
+		p.rec.emit(time.Now(), record.Event{Ev: record.EvClose, Text: "the proxy's context ended: killing the server and closing every pipe", Err: context.Cause(ctx).Error()})
 		p.shutdown()
 		return
 	case <-p.stop:
@@ -430,7 +431,7 @@ func (p *Proxy) watch(ctx context.Context) {
 		case <-t.C:
 			for d, ch := range map[dirIndex]<-chan struct{}{dOut: outDone, dErr: errDone} {
 				if ch != nil {
-					p.rec.emit(time.Now(), Event{Ev: EvClose, Dir: dirNames[d], Text: fmt.Sprintf("the server exited %v ago and its %s is still open (a process it started holds it): the proxy stops reading it", p.cfg.ExitGrace, streamNames[d])})
+					p.rec.emit(time.Now(), record.Event{Ev: record.EvClose, Dir: dirNames[d], Text: fmt.Sprintf("the server exited %v ago and its %s is still open (a process it started holds it): the proxy stops reading it", p.cfg.ExitGrace, streamNames[d])})
 					p.fw[d].interruptRead()
 				}
 			}
@@ -472,7 +473,7 @@ func (p *Proxy) shutdown() {
 func (p *Proxy) Signal(sig os.Signal) error {
 	now := time.Now()
 	err := signalServer(p.cmd.Process, sig)
-	ev := Event{Ev: EvSignal, Signal: signalName(sig), Text: "passed on to the server"}
+	ev := record.Event{Ev: record.EvSignal, Signal: signalName(sig), Text: "passed on to the server"}
 	if err != nil {
 		ev.Text, ev.Err = "not passed on", err.Error()
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // DefaultRedactKeys are the words that make an object key look secret: a
@@ -18,9 +20,6 @@ var DefaultRedactKeys = []string{
 // redactExempt are keys that contain a secret-looking word but are MCP's
 // own vocabulary, needed to follow a session.
 var redactExempt = []string{"progressToken", "maxTokens"}
-
-// Redacted is what a redacted value becomes in a record.
-const Redacted = `"[redacted]"`
 
 // redactPolicy says which values to redact: by key word, or by JSON path
 // from the message root ("params.arguments.query"; "*" matches any one key
@@ -284,7 +283,7 @@ func (r *redactor) startValue(p []byte, pass *int, i int, scalar bool) {
 	r.skip, r.skipDepth, r.skipScalar = true, r.depth, scalar
 }
 
-var redactedBytes = []byte(Redacted)
+var redactedBytes = []byte(record.Redacted)
 
 // strByte takes one byte of a string that the fast path stopped at (a quote,
 // a backslash, an escaped byte, or any byte of a key) and reports whether

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -49,7 +50,7 @@ func bound(t testing.TB) time.Duration {
 type recSink struct {
 	mu      sync.Mutex
 	lines   [][]byte
-	events  []proxy.Event
+	events  []record.Event
 	changed chan struct{}
 	hold    chan struct{}
 	bad     error
@@ -80,7 +81,7 @@ func (s *recSink) Write(p []byte) (int, error) {
 	if hold != nil {
 		<-hold
 	}
-	var e proxy.Event
+	var e record.Event
 	err := json.Unmarshal(p, &e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,10 +99,10 @@ func (s *recSink) Write(p []byte) (int, error) {
 }
 
 // all returns the events so far.
-func (s *recSink) all() []proxy.Event {
+func (s *recSink) all() []record.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]proxy.Event(nil), s.events...)
+	return append([]record.Event(nil), s.events...)
 }
 
 func (s *recSink) text() string {
@@ -119,7 +120,7 @@ func (s *recSink) text() string {
 
 // wait returns the first event that satisfies pred, waiting for it to be
 // recorded.
-func (s *recSink) wait(t testing.TB, what string, pred func(proxy.Event) bool) proxy.Event {
+func (s *recSink) wait(t testing.TB, what string, pred func(record.Event) bool) record.Event {
 	t.Helper()
 	timer := time.NewTimer(bound(t))
 	defer timer.Stop()
@@ -142,8 +143,8 @@ func (s *recSink) wait(t testing.TB, what string, pred func(proxy.Event) bool) p
 }
 
 // find returns the events that satisfy pred.
-func (s *recSink) find(pred func(proxy.Event) bool) []proxy.Event {
-	var out []proxy.Event
+func (s *recSink) find(pred func(record.Event) bool) []record.Event {
+	var out []record.Event
 	for _, e := range s.all() {
 		if pred(e) {
 			out = append(out, e)
@@ -152,12 +153,14 @@ func (s *recSink) find(pred func(proxy.Event) bool) []proxy.Event {
 	return out
 }
 
-func isEv(kind string) func(proxy.Event) bool {
-	return func(e proxy.Event) bool { return e.Ev == kind }
+func isEv(kind string) func(record.Event) bool {
+	return func(e record.Event) bool { return e.Ev == kind }
 }
 
-func verdictOf(kind string) func(proxy.Event) bool {
-	return func(e proxy.Event) bool { return e.Ev == proxy.EvVerdict && e.Verdict != nil && e.Verdict.Kind == kind }
+func verdictOf(kind string) func(record.Event) bool {
+	return func(e record.Event) bool {
+		return e.Ev == record.EvVerdict && e.Verdict != nil && e.Verdict.Kind == kind
+	}
 }
 
 // rig is a proxy running in this process between real pipes (the host's

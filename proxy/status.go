@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Status is what a proxy sees at one moment: the pending requests with
@@ -23,15 +25,15 @@ type Status struct {
 	Running   bool      `json:"running"` // the server has not exited
 	Exit      *ExitInfo `json:"exit,omitempty"`
 
-	Streams  []StreamStatus  `json:"streams"`
-	Pending  []PendingStatus `json:"pending"`
-	Verdicts []Verdict       `json:"verdicts"`
-	Metrics  Metrics         `json:"metrics"`
+	Streams  []StreamStatus   `json:"streams"`
+	Pending  []PendingStatus  `json:"pending"`
+	Verdicts []record.Verdict `json:"verdicts"`
+	Metrics  record.Metrics   `json:"metrics"`
 }
 
 // StreamStatus is one direction's state.
 type StreamStatus struct {
-	Dir     string `json:"dir"`     // DirIn, DirOut, DirErr
+	Dir     string `json:"dir"`     // record.DirIn, record.DirOut, record.DirErr
 	Read    int64  `json:"read"`    // bytes read from the source
 	Written int64  `json:"written"` // source bytes written on
 	Writes  int64  `json:"writes"`  // write calls on the destination
@@ -62,7 +64,7 @@ type CurrentFrame struct {
 
 // PendingStatus is one request awaiting its response (or its delivery).
 type PendingStatus struct {
-	Dir      string          `json:"dir"` // the request's direction: DirIn from the host, DirOut from the server
+	Dir      string          `json:"dir"` // the request's direction: record.DirIn from the host, record.DirOut from the server
 	ID       json.RawMessage `json:"id"`
 	Method   string          `json:"method"`
 	Tool     string          `json:"tool,omitempty"`
@@ -120,7 +122,7 @@ func (o *observer) status(now time.Time) Status {
 		st.Verdicts = o.liveVerdicts(now)
 	}
 	if st.Verdicts == nil {
-		st.Verdicts = []Verdict{}
+		st.Verdicts = []record.Verdict{}
 	}
 	return st
 }
@@ -135,7 +137,7 @@ func (o *observer) writeStatus(now time.Time) {
 	}
 	if err != nil && !o.statusErr {
 		o.statusErr = true
-		o.p.rec.emit(now, Event{Ev: EvError, Text: "the status file could not be written", Err: err.Error()})
+		o.p.rec.emit(now, record.Event{Ev: record.EvError, Text: "the status file could not be written", Err: err.Error()})
 	}
 }
 

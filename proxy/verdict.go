@@ -1,76 +1,17 @@
 package proxy
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Verdict is one finding about who waits on whom, in plain words, with the
-// evidence in the text. A verdict says only what the proxy observed.
-type Verdict struct {
-	// Kind names the finding: see the Verdict* constants.
-	Kind string `json:"kind"`
-	// ID is the request it is about, if any.
-	ID json.RawMessage `json:"id,omitempty"`
-	// Text says it in words, e.g. "host is not reading the server's
-	// output: …".
-	Text string `json:"text"`
-}
-
-// Kinds of verdicts.
-const (
-	VerdictHostNotReading   = "host-not-reading"   // the proxy's write to the host's stdout is blocked
-	VerdictServerNotReading = "server-not-reading" // the proxy's write to the server's stdin is blocked
-	VerdictStderrBlocked    = "stderr-blocked"     // the proxy's write to the host's stderr is blocked
-	VerdictUnanswered       = "unanswered"         // a request has waited Unanswered for its response
-	VerdictCancelIgnored    = "cancel-ignored"     // progress or a response came after a cancel was forwarded
-	VerdictNoToolCall       = "no-tool-call"       // the host never sent tools/call
-	VerdictIdle             = "idle"               // every response was delivered; the host has sent nothing since
-	VerdictUnknownResponse  = "unknown-response"   // responses to ids the host never sent (or already answered)
-	VerdictJunk             = "stdout-junk"        // lines on the server's stdout that are not JSON-RPC
-	VerdictExited           = "exited"             // the server ended with requests unanswered
-	VerdictNoExit           = "no-exit"            // the host closed stdin and the server did not end
-	VerdictBlockedEarlier   = "blocked-earlier"    // a direction was blocked for Stuck or longer during the session
-	VerdictDropped          = "observer-dropped"   // the observer lost detail
-)
-
-// Metrics are the per-session counters the seed article asks for, and the
-// proxy's own. Bytes are bytes on the wire; times are microseconds.
-type Metrics struct {
-	StdinBytes       int64           `json:"stdin_bytes"`  // read from the host, for the server's stdin
-	StdoutBytes      int64           `json:"stdout_bytes"` // read from the server's stdout
-	StderrBytes      int64           `json:"stderr_bytes"` // read from the server's stderr
-	StdinFrames      int64           `json:"stdin_frames"`
-	StdoutFrames     int64           `json:"stdout_frames"`
-	LargestFrame     int64           `json:"largest_frame"`   // on the server's stdout
-	LargestRequest   int64           `json:"largest_request"` // on the server's stdin
-	ParseErrors      int64           `json:"parse_errors"`    // server stdout lines (within the parse limit) that are not JSON-RPC
-	FirstJunk        string          `json:"first_junk,omitempty"`
-	HostParseErrors  int64           `json:"host_parse_errors"` // the same on the host's side
-	Unterminated     int64           `json:"unterminated"`      // lines cut off by the end of a stream
-	Requests         int64           `json:"requests"`          // from the host
-	Responses        int64           `json:"responses"`         // from the server
-	Notifications    int64           `json:"notifications"`     // from the server
-	ServerRequests   int64           `json:"server_requests"`   // requests from the server to the host
-	Cancels          int64           `json:"cancels"`           // notifications/cancelled, either way
-	LateResponses    int64           `json:"late_responses"`    // responses that began after their cancel was forwarded
-	UnknownResponses int64           `json:"unknown_responses"` // responses to no pending request
-	FirstUnknown     json.RawMessage `json:"first_unknown,omitempty"`
-	BlockedInUS      int64           `json:"blocked_in_us"`  // time writes to the server's stdin were blocked (each ≥ BlockEvent)
-	BlockedOutUS     int64           `json:"blocked_out_us"` // the same for the host's stdout
-	BlockedErrUS     int64           `json:"blocked_err_us"` // the same for the host's stderr
-	Terminations     int             `json:"terminations"`   // 1 once the server has ended
-	DroppedBytes     int64           `json:"dropped_bytes"`  // bytes the observer did not see (all were forwarded)
-	DroppedEvents    int64           `json:"dropped_events"` // observer events lost
-	Forgotten        int64           `json:"forgotten"`      // pending entries evicted by MaxPending
-}
-
-func (m *Metrics) addBlocked(d dirIndex, dur time.Duration) {
+// addBlocked adds dur to d's blocked time in m.
+func addBlocked(m *record.Metrics, d dirIndex, dur time.Duration) {
 	switch d {
 	case dIn:
 		m.BlockedInUS += dur.Microseconds()
@@ -129,8 +70,8 @@ func (o *observer) blockedWrite(d dirIndex, now time.Time) (time.Duration, int64
 }
 
 // liveVerdicts finds what is stuck now. o.mu is held.
-func (o *observer) liveVerdicts(now time.Time) []Verdict {
-	var vs []Verdict
+func (o *observer) liveVerdicts(now time.Time) []record.Verdict {
+	var vs []record.Verdict
 	if b, n := o.blockedWrite(dOut, now); b >= o.cfg.Stuck {
 		vs = append(vs, o.hostNotReading(now, b, n))
 	}
@@ -138,7 +79,7 @@ func (o *observer) liveVerdicts(now time.Time) []Verdict {
 		vs = append(vs, o.serverNotReading(now, b, n))
 	}
 	if b, n := o.blockedWrite(dErr, now); b >= o.cfg.Stuck {
-		vs = append(vs, Verdict{Kind: VerdictStderrBlocked, Text: fmt.Sprintf(
+		vs = append(vs, record.Verdict{Kind: record.VerdictStderrBlocked, Text: fmt.Sprintf(
 			"server blocked writing stderr, which the host does not read: writing %s of it to the host has been blocked for %s%s",
 			size(n), dur(b), o.pipeNote(dErr))})
 	}
@@ -151,7 +92,7 @@ func (o *observer) liveVerdicts(now time.Time) []Verdict {
 		vs = append(vs, v)
 	}
 	if !o.stdinEOF.IsZero() && o.exit == nil && now.Sub(o.stdinEOF) >= o.cfg.Stuck {
-		vs = append(vs, Verdict{Kind: VerdictNoExit, Text: fmt.Sprintf("the host closed the server's stdin %s ago; the server has not exited", dur(now.Sub(o.stdinEOF)))})
+		vs = append(vs, record.Verdict{Kind: record.VerdictNoExit, Text: fmt.Sprintf("the host closed the server's stdin %s ago; the server has not exited", dur(now.Sub(o.stdinEOF)))})
 	}
 	vs = append(vs, o.countVerdicts()...)
 	return vs
@@ -174,8 +115,8 @@ func (o *observer) pipeNote(d dirIndex) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
-func (o *observer) hostNotReading(now time.Time, b time.Duration, n int64) Verdict {
-	v := Verdict{Kind: VerdictHostNotReading}
+func (o *observer) hostNotReading(now time.Time, b time.Duration, n int64) record.Verdict {
+	v := record.Verdict{Kind: record.VerdictHostNotReading}
 	what := fmt.Sprintf("%s of the server's output", size(n))
 	if id, method, sz, ok := o.dirs[dOut].fa.current(); ok && len(id) > 0 && method == "" {
 		v.ID = id
@@ -207,7 +148,7 @@ func (o *observer) responding() *request {
 	return best
 }
 
-func (o *observer) serverNotReading(now time.Time, b time.Duration, n int64) Verdict {
+func (o *observer) serverNotReading(now time.Time, b time.Duration, n int64) record.Verdict {
 	var unwritten []string
 	for _, r := range o.sortedPending() {
 		if r.d == dIn && r.written.IsZero() {
@@ -223,7 +164,7 @@ func (o *observer) serverNotReading(now time.Time, b time.Duration, n int64) Ver
 	if len(unwritten) > 0 {
 		text += fmt.Sprintf(" (%d %s unwritten: %s)", len(unwritten), plural(len(unwritten), "request", "requests"), strings.Join(first(unwritten, 3), ", "))
 	}
-	return Verdict{Kind: VerdictServerNotReading, Text: text + o.pipeNote(dIn)}
+	return record.Verdict{Kind: record.VerdictServerNotReading, Text: text + o.pipeNote(dIn)}
 }
 
 func plural(n int, one, many string) string {
@@ -250,15 +191,15 @@ func (o *observer) sortedPending() []*request {
 }
 
 // unanswered finds requests written long ago with no response begun.
-func (o *observer) unanswered(now time.Time) []Verdict {
-	var vs []Verdict
+func (o *observer) unanswered(now time.Time) []record.Verdict {
+	var vs []record.Verdict
 	for _, r := range o.sortedPending() {
 		if r.written.IsZero() || !r.respStart.IsZero() || !r.cancelFwd.IsZero() || now.Sub(r.written) < o.cfg.Unanswered {
 			continue
 		}
 		age := dur(now.Sub(r.written))
 		if r.d == dOut {
-			vs = append(vs, Verdict{Kind: VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("host has not answered the server's request %s for %s", r.name(), age)})
+			vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("host has not answered the server's request %s for %s", r.name(), age)})
 			continue
 		}
 		reads := "it reads stdin"
@@ -278,15 +219,15 @@ func (o *observer) unanswered(now time.Time) []Verdict {
 		if r.progress > 0 {
 			out += fmt.Sprintf("; %d progress notifications for it so far", r.progress)
 		}
-		vs = append(vs, Verdict{Kind: VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("server has not answered %s for %s; %s; %s", r.name(), age, reads, out)})
+		vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("server has not answered %s for %s; %s; %s", r.name(), age, reads, out)})
 	}
 	return vs
 }
 
 // cancelVerdicts reports requests whose cancel was forwarded and that still
 // got progress or a response after it.
-func (o *observer) cancelVerdicts(now time.Time) []Verdict {
-	var vs []Verdict
+func (o *observer) cancelVerdicts(now time.Time) []record.Verdict {
+	var vs []record.Verdict
 	for _, r := range o.sortedPending() {
 		if r.cancelFwd.IsZero() {
 			continue
@@ -298,7 +239,7 @@ func (o *observer) cancelVerdicts(now time.Time) []Verdict {
 	return vs
 }
 
-func cancelVerdict(o *observer, r *request, now time.Time) Verdict {
+func cancelVerdict(o *observer, r *request, now time.Time) record.Verdict {
 	at := dur(r.cancelFwd.Sub(o.start))
 	text := fmt.Sprintf("cancel for %s forwarded to the server at %s", r.name(), at)
 	var what []string
@@ -308,55 +249,55 @@ func cancelVerdict(o *observer, r *request, now time.Time) Verdict {
 	if r.late {
 		what = append(what, fmt.Sprintf("its response (%s) began %s after the cancel", size(r.respSize), dur(r.respStart.Sub(r.cancelFwd))))
 	}
-	return Verdict{Kind: VerdictCancelIgnored, ID: r.id, Text: text + "; " + strings.Join(what, "; ")}
+	return record.Verdict{Kind: record.VerdictCancelIgnored, ID: r.id, Text: text + "; " + strings.Join(what, "; ")}
 }
 
-func (o *observer) noToolCall(now time.Time) Verdict {
+func (o *observer) noToolCall(now time.Time) record.Verdict {
 	sent := "nothing"
 	if len(o.hostSent) > 0 {
 		sent = strings.Join(o.hostSent, ", ")
 	}
-	return Verdict{Kind: VerdictNoToolCall, Text: fmt.Sprintf("host never sent tools/call in %s (it sent: %s)", dur(now.Sub(o.start)), sent)}
+	return record.Verdict{Kind: record.VerdictNoToolCall, Text: fmt.Sprintf("host never sent tools/call in %s (it sent: %s)", dur(now.Sub(o.start)), sent)}
 }
 
 // idle finds the case where the server is done and the host is not: no
 // request pending, no write blocked, and the last response delivered long
 // ago with nothing from the host since.
-func (o *observer) idle(now time.Time) (Verdict, bool) {
+func (o *observer) idle(now time.Time) (record.Verdict, bool) {
 	if len(o.recent) == 0 || o.exit != nil {
-		return Verdict{}, false
+		return record.Verdict{}, false
 	}
 	for _, r := range o.pending {
 		if r.cancelFwd.IsZero() {
-			return Verdict{}, false
+			return record.Verdict{}, false
 		}
 	}
 	for d := range o.dirs {
 		if b, _ := o.blockedWrite(dirIndex(d), now); b > 0 {
-			return Verdict{}, false
+			return record.Verdict{}, false
 		}
 	}
 	r := o.recent[len(o.recent)-1]
 	if r.d != dIn || now.Sub(r.delivered) < o.cfg.Unanswered || o.lastHost.After(r.delivered) {
-		return Verdict{}, false
+		return record.Verdict{}, false
 	}
-	return Verdict{Kind: VerdictIdle, ID: r.id, Text: fmt.Sprintf(
+	return record.Verdict{Kind: record.VerdictIdle, ID: r.id, Text: fmt.Sprintf(
 		"nothing is waiting in the proxy: the last response (%s, %s) was delivered to the host %s ago, %s after the request was read, and the host has sent nothing since",
 		r.name(), size(r.respSize), dur(now.Sub(r.delivered)), dur(r.delivered.Sub(r.read)))}, true
 }
 
 // countVerdicts turns counters into findings.
-func (o *observer) countVerdicts() []Verdict {
-	var vs []Verdict
+func (o *observer) countVerdicts() []record.Verdict {
+	var vs []record.Verdict
 	if n := o.m.UnknownResponses; n > 0 {
-		vs = append(vs, Verdict{Kind: VerdictUnknownResponse, ID: o.m.FirstUnknown, Text: fmt.Sprintf(
+		vs = append(vs, record.Verdict{Kind: record.VerdictUnknownResponse, ID: o.m.FirstUnknown, Text: fmt.Sprintf(
 			"the server sent %d %s to ids the host had not sent or that were already answered (first: id %s)", n, plural(int(n), "response", "responses"), o.m.FirstUnknown)})
 	}
 	if n := o.m.ParseErrors; n > 0 {
-		vs = append(vs, Verdict{Kind: VerdictJunk, Text: fmt.Sprintf("the server wrote %d %s on stdout that %s not JSON-RPC (first: %q)", n, plural(int(n), "line", "lines"), plural(int(n), "is", "are"), trimText(o.m.FirstJunk, 80))})
+		vs = append(vs, record.Verdict{Kind: record.VerdictJunk, Text: fmt.Sprintf("the server wrote %d %s on stdout that %s not JSON-RPC (first: %q)", n, plural(int(n), "line", "lines"), plural(int(n), "is", "are"), trimText(o.m.FirstJunk, 80))})
 	}
 	if o.m.DroppedBytes > 0 || o.m.DroppedEvents > 0 {
-		vs = append(vs, Verdict{Kind: VerdictDropped, Text: fmt.Sprintf("the observer fell behind and lost detail of %s (%d events); every byte was forwarded", size(o.m.DroppedBytes), o.m.DroppedEvents)})
+		vs = append(vs, record.Verdict{Kind: record.VerdictDropped, Text: fmt.Sprintf("the observer fell behind and lost detail of %s (%d events); every byte was forwarded", size(o.m.DroppedBytes), o.m.DroppedEvents)})
 	}
 	return vs
 }
@@ -369,7 +310,7 @@ func trimText(s string, n int) string {
 }
 
 // finalVerdicts are the verdicts at the end of the session. o.mu is held.
-func (o *observer) finalVerdicts(now time.Time) []Verdict {
+func (o *observer) finalVerdicts(now time.Time) []record.Verdict {
 	vs := o.liveVerdicts(now)
 	for d, do := range o.dirs {
 		if do.longest < o.cfg.Stuck {
@@ -384,7 +325,7 @@ func (o *observer) finalVerdicts(now time.Time) []Verdict {
 		case dErr:
 			who = "the host did not read the server's stderr"
 		}
-		vs = append(vs, Verdict{Kind: VerdictBlockedEarlier, Text: fmt.Sprintf("%s for %s at most (a write of %s blocked from %s; %s blocked in all)",
+		vs = append(vs, record.Verdict{Kind: record.VerdictBlockedEarlier, Text: fmt.Sprintf("%s for %s at most (a write of %s blocked from %s; %s blocked in all)",
 			who, dur(do.longest), size(do.longestN), dur(do.longestAt.Sub(o.start)), dur(do.blocked))})
 	}
 	vs = append(vs, o.verdicts...)
@@ -396,7 +337,7 @@ func (o *observer) finalVerdicts(now time.Time) []Verdict {
 			}
 		}
 		if len(open) > 0 {
-			vs = append(vs, Verdict{Kind: VerdictExited, Text: fmt.Sprintf("the server ended (%s) with %d %s unanswered: %s",
+			vs = append(vs, record.Verdict{Kind: record.VerdictExited, Text: fmt.Sprintf("the server ended (%s) with %d %s unanswered: %s",
 				o.exit.Text, len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", "))})
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // each line left out reads, within a bound, as a Record that can be
 // written back, or as an error; never a panic or a hang.
 func TestReadDamaged(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
+	b, err := os.ReadFile(filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

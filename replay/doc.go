@@ -1,5 +1,5 @@
 // Package replay turns a session recorded by mcpstdio proxy into a
-// regression test: it reads the proxy's record (NDJSON, proxy.Event) into
+// regression test: it reads the proxy's record (NDJSON, record.Event) into
 // a Record — the frames each side sent, how the bytes were cut into
 // chunks, the stalls, the cancels, all with their times — and plays either
 // side of it again.

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Record is a recording parsed for replay: the proxy's events as they were
@@ -26,11 +26,11 @@ import (
 // Its fields may be read freely; a Record is not safe for concurrent
 // changes.
 type Record struct {
-	Header proxy.Header
+	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
 	// left out.
-	Events []proxy.Event
+	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order
 	Server []Frame // what the server wrote to its stdout, in stream order
@@ -60,13 +60,13 @@ type Record struct {
 // it, with its bytes when the record has them.
 type Frame struct {
 	Seq int64  // the frame event's Seq
-	Dir string // proxy.DirIn, DirOut or DirErr
+	Dir string // record.DirIn, DirOut or DirErr
 	// T0 is when its first byte was read by the proxy, T its newline;
 	// Delivered is when its last byte had been written on to the other
 	// side (0: never, or the record does not say).
 	T0, T, Delivered time.Duration
 	Off, Size        int64  // where it starts in its stream and its bytes there, without the terminator
-	Kind             string // proxy.KindRequest, KindNotification, KindResponse, KindError, KindJunk
+	Kind             string // record.KindRequest, KindNotification, KindResponse, KindError, KindJunk
 	ID               json.RawMessage
 	Method, Tool     string
 	Token            json.RawMessage // a request's progress token, or a progress notification's
@@ -83,7 +83,7 @@ type Frame struct {
 	// only its top-level id and method are known.
 	CRLF, Unterminated, Scanned bool
 	// Gap: the proxy's observer fell behind and lost bytes here (it never
-	// loses traffic, only detail; see proxy.EvDrop). The frame stands for
+	// loses traffic, only detail; see record.EvDrop). The frame stands for
 	// the bytes from the line where the loss began to the next newline it
 	// saw: any number of messages, whose kinds are unknown. A replay
 	// expects nothing in particular there, and does not call what comes
@@ -166,7 +166,7 @@ type Stall struct {
 }
 
 // Cancel is a notifications/cancelled that went by, and where its request
-// was then (see proxy.Event).
+// was then (see record.Event).
 type Cancel struct {
 	Seq          int64
 	T            time.Duration
@@ -179,7 +179,7 @@ type Cancel struct {
 
 // Load reads the record at path, with its rotated files (path.N … path.1,
 // oldest first) before it, as the proxy writes them (see
-// proxy.RecordFiles).
+// record.Files).
 func Load(path string, opts ...Option) (*Record, error) {
 	var rs []io.Reader
 	var files []*os.File
@@ -188,7 +188,7 @@ func Load(path string, opts ...Option) (*Record, error) {
 			f.Close()
 		}
 	}()
-	for _, p := range proxy.RecordFiles(path) {
+	for _, p := range record.Files(path) {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
@@ -216,8 +216,8 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
 	headers := 0
 	for _, r := range rs {
-		err := proxy.ReadRecord(r, func(e proxy.Event) error {
-			if e.Ev == proxy.EvHeader {
+		err := record.Read(r, func(e record.Event) error {
+			if e.Ev == record.EvHeader {
 				headers++
 				if headers > 1 {
 					return nil // a rotated file repeats the header
@@ -250,11 +250,11 @@ const maxOffset = 1 << 40
 
 // check rejects an event the players cannot place: a stream that is not
 // one of the three, a negative or absurd time, offset or size.
-func check(e *proxy.Event) error {
+func check(e *record.Event) error {
 	switch e.Ev {
-	case proxy.EvFrame, proxy.EvChunk, proxy.EvBlock, proxy.EvUnblock, proxy.EvEOF:
-		if e.Dir != proxy.DirIn && e.Dir != proxy.DirOut && e.Dir != proxy.DirErr {
-			return fmt.Errorf("stream %q is not %q, %q or %q", e.Dir, proxy.DirIn, proxy.DirOut, proxy.DirErr)
+	case record.EvFrame, record.EvChunk, record.EvBlock, record.EvUnblock, record.EvEOF:
+		if e.Dir != record.DirIn && e.Dir != record.DirOut && e.Dir != record.DirErr {
+			return fmt.Errorf("stream %q is not %q, %q or %q", e.Dir, record.DirIn, record.DirOut, record.DirErr)
 		}
 	}
 	for _, v := range []struct {
@@ -282,7 +282,7 @@ func (r *Record) build() {
 	for i, e := range r.Events {
 		last = max(last, us(e.T))
 		switch e.Ev {
-		case proxy.EvFrame:
+		case record.EvFrame:
 			f := Frame{
 				Seq: e.Seq, Dir: e.Dir, T0: us(e.T0), T: us(e.T), Off: e.Off, Size: e.N, Kind: e.Kind,
 				ID: e.ID, Method: e.Method, Tool: e.Tool, Token: e.Token, Code: e.Code,
@@ -295,25 +295,25 @@ func (r *Record) build() {
 				f.Body = []byte(e.Head)
 			}
 			*r.frames(e.Dir) = append(*r.frames(e.Dir), f)
-		case proxy.EvChunk:
+		case record.EvChunk:
 			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT)})
-		case proxy.EvBlock:
+		case record.EvBlock:
 			blocks[e.Dir] = i
-		case proxy.EvUnblock:
+		case record.EvUnblock:
 			// One write at a time per direction: this ends its block (whose
 			// Since is when the write began, a little after the read).
 			delete(blocks, e.Dir)
 			r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: us(e.Dur), Ended: true, N: e.N})
-		case proxy.EvCancel:
+		case record.EvCancel:
 			r.Cancels = append(r.Cancels, Cancel{Seq: e.Seq, T: us(e.T), Dir: e.Dir, ID: e.ID, Method: e.Method, Tool: e.Tool, State: e.State, Reason: e.Reason})
-		case proxy.EvEOF:
+		case record.EvEOF:
 			switch e.Dir {
-			case proxy.DirIn:
+			case record.DirIn:
 				r.HostEOF = us(e.T)
-			case proxy.DirOut:
+			case record.DirOut:
 				r.ServerEOF = us(e.T)
 			}
-		case proxy.EvExit:
+		case record.EvExit:
 			r.Exit, r.ExitCode = us(e.T), e.Exit
 		}
 	}
@@ -322,7 +322,7 @@ func (r *Record) build() {
 		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
 	}
 	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
-	for _, d := range []string{proxy.DirIn, proxy.DirOut, proxy.DirErr} {
+	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		r.bodies(d)
 		r.delivered(d)
 	}
@@ -334,16 +334,16 @@ func (r *Record) build() {
 // frames returns the frames of direction d.
 func (r *Record) frames(d string) *[]Frame {
 	switch d {
-	case proxy.DirIn:
+	case record.DirIn:
 		return &r.Host
-	case proxy.DirOut:
+	case record.DirOut:
 		return &r.Server
 	}
 	return &r.Stderr
 }
 
 // headWhole reports whether a frame event's head is the whole frame.
-func (r *Record) headWhole(e proxy.Event) bool {
+func (r *Record) headWhole(e record.Event) bool {
 	if e.Redacted == 0 {
 		return int64(len(e.Head)) == e.N
 	}
@@ -365,9 +365,9 @@ func (r *Record) bodies(d string) {
 		return
 	}
 	frames := *r.frames(d)
-	var evs []*proxy.Event
+	var evs []*record.Event
 	for i := range r.Events {
-		if e := &r.Events[i]; e.Ev == proxy.EvChunk && e.Dir == d {
+		if e := &r.Events[i]; e.Ev == record.EvChunk && e.Dir == d {
 			evs = append(evs, e)
 		}
 	}
@@ -529,9 +529,9 @@ func (r *Record) placeStall(s *Stall) {
 	s.Off, s.N = best.Off, best.N
 	capacity := r.Header.Pipes.HostStdout
 	switch s.Dir {
-	case proxy.DirIn:
+	case record.DirIn:
 		capacity = r.Header.Pipes.ServerStdin
-	case proxy.DirErr:
+	case record.DirErr:
 		capacity = r.Header.Pipes.HostStderr
 	}
 	if capacity <= 0 {
@@ -553,7 +553,7 @@ func (r *Record) placeStall(s *Stall) {
 	// frames of the stream that were read whole before its last message
 	// the other way, before the stall began.
 	other := r.Host
-	if s.Dir == proxy.DirIn {
+	if s.Dir == record.DirIn {
 		other = r.Server
 	}
 	var acted time.Duration = -1

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
-	file := save(t, "heads.ndjson", record(t, cfg, nil, calls))
+	file := save(t, "heads.ndjson", recordSession(t, cfg, nil, calls))
 	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), file)
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
@@ -62,7 +62,7 @@ func TestHeadsOnly(t *testing.T) {
 func TestHeadsOnlyProgress(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 256
-	b := record(t, cfg, nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+	b := recordSession(t, cfg, nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
 		p := s.Send("tools/call", map[string]any{
 			"name": fakeserver.ToolSlow, "arguments": map[string]any{"steps": 5, "intervalMs": 0},
 			"_meta": map[string]any{"progressToken": "a-token-long-enough-to-push-this-request-past-the-head-of-256-bytes"},
@@ -92,7 +92,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
-	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "proxy", "testdata", "sample.ndjson"))
+	rep := mcptest.ReplayHost(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -103,7 +103,7 @@ func TestProxySample(t *testing.T) {
 // saved, and the redacted record replays against the same server.
 func TestRedact(t *testing.T) {
 	const secret = "secret-value-4711"
-	b := record(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+	b := recordSession(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
 		if _, err := s.CallTool(ctxFor(t), fakeserver.ToolEcho, map[string]any{"text": secret}); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestRedact(t *testing.T) {
 	// The saved record is a proxy record, and replays (with the same
 	// redaction, which also applies to what the server sends).
 	n := 0
-	if err := proxy.ReadRecord(bytes.NewReader(saved.Bytes()), func(proxy.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
+	if err := record.Read(bytes.NewReader(saved.Bytes()), func(record.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
 	rep := mcptest.ReplayHost(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
@@ -277,7 +277,7 @@ func writeSample(t *testing.T, path string) {
 	cfg.Version, cfg.PipeCapacity, cfg.ChunkSize = "0.1.0", 16<<10, 16<<10
 	b := recordWith(t, cfg, nil, []mcptest.Option{mcptest.WithPipeCapacity(16 << 10)}, sampleSession)
 	var out bytes.Buffer
-	err := proxy.ReadRecord(bytes.NewReader(b), func(e proxy.Event) error {
+	err := record.Read(bytes.NewReader(b), func(e record.Event) error {
 		if h := e.Header; h != nil {
 			h.Start, h.PID, h.Go, h.Cwd = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), 4242, "go1.26", "/home/user"
 			h.Argv, h.EnvKeys = []string{"./fakeserver"}, []string{"HOME", "PATH"}
@@ -302,7 +302,7 @@ func writeSample(t *testing.T, path string) {
 // under test sends there; the rest is still compared.
 func TestCompareProxyRedacted(t *testing.T) {
 	var rec replay.Record
-	want := &replay.Frame{Kind: proxy.KindResponse, Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":` + proxy.Redacted + `,"auth":{"token":` + proxy.Redacted + `},"n":1}}`)}
+	want := &replay.Frame{Kind: record.KindResponse, Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":` + record.Redacted + `,"auth":{"token":` + record.Redacted + `},"n":1}}`)}
 	if diff, checked := rec.Compare(want, []byte(`{"jsonrpc":"2.0","id":7,"result":{"sessionId":"abc-123","auth":{"token":42},"n":1}}`)); diff != "" || !checked {
 		t.Errorf("redacted values compared: checked %v, diff:\n%s", checked, diff)
 	}

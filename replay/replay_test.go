@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
@@ -52,15 +52,15 @@ func stallCancelSized(t *testing.T, s *mcptest.Session, rec *sink, size int) {
 	if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "block of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvBlock && e.Dir == proxy.DirOut })
+	rec.wait(t, "block of the host's stdout", func(e record.Event) bool { return e.Ev == record.EvBlock && e.Dir == record.DirOut })
 	slow := s.Send("tools/call", call(fakeserver.ToolSlow, map[string]any{"steps": 2, "intervalMs": 200}))
-	rec.wait(t, "slow call forwarded", func(e proxy.Event) bool {
-		return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(fakeserver.ToolSlow))
+	rec.wait(t, "slow call forwarded", func(e record.Event) bool {
+		return e.Ev == record.EvChunk && e.Dir == record.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(fakeserver.ToolSlow))
 	})
 	if err := slow.Cancel("the host gave up"); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "cancel", func(e proxy.Event) bool { return e.Ev == proxy.EvCancel })
+	rec.wait(t, "cancel", func(e record.Event) bool { return e.Ev == record.EvCancel })
 	s.ResumeReads()
 	wait(t, big)
 	if _, err := s.CallTool(ctxFor(t), fakeserver.ToolEcho, map[string]any{"text": "after"}); err != nil {
@@ -74,13 +74,13 @@ func stallCancelSized(t *testing.T, s *mcptest.Session, rec *sink, size int) {
 func cancelLast(t *testing.T, s *mcptest.Session, rec *sink) {
 	t.Helper()
 	slow := s.Send("tools/call", call(fakeserver.ToolSlow, map[string]any{"steps": 4, "intervalMs": 100}))
-	rec.wait(t, "slow call forwarded", func(e proxy.Event) bool {
-		return e.Ev == proxy.EvChunk && e.Dir == proxy.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(fakeserver.ToolSlow))
+	rec.wait(t, "slow call forwarded", func(e record.Event) bool {
+		return e.Ev == record.EvChunk && e.Dir == record.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(fakeserver.ToolSlow))
 	})
 	if err := slow.Cancel("the host gave up"); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "cancel", func(e proxy.Event) bool { return e.Ev == proxy.EvCancel })
+	rec.wait(t, "cancel", func(e record.Event) bool { return e.Ev == record.EvCancel })
 }
 
 // flood: one call whose progress notifications come by the thousand.
@@ -111,7 +111,7 @@ func TestReplaySameServer(t *testing.T) {
 		{"flood", nil, flood},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := record(t, recordConfig(), tc.args, tc.host)
+			b := recordSession(t, recordConfig(), tc.args, tc.host)
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func stallSearch(t *testing.T, s *mcptest.Session, rec *sink) {
 	if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "block of the host's stdout", func(e proxy.Event) bool { return e.Ev == proxy.EvBlock && e.Dir == proxy.DirOut })
+	rec.wait(t, "block of the host's stdout", func(e record.Event) bool { return e.Ev == record.EvBlock && e.Dir == record.DirOut })
 	s.ResumeReads()
 	wait(t, p)
 }
@@ -176,7 +176,7 @@ func TestReplayDepartures(t *testing.T) {
 		{"stall-not-blocking", []string{"-unbounded"}, stallSearch, nil, replay.StallNotBlocking, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := record(t, recordConfig(), tc.recordArgs, tc.host)
+			b := recordSession(t, recordConfig(), tc.recordArgs, tc.host)
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
@@ -215,14 +215,14 @@ func TestReplayDepartures(t *testing.T) {
 // first lost line to the next newline seen.
 func loseDetail(t *testing.T, b []byte, from, to int) []byte {
 	t.Helper()
-	var evs []proxy.Event
-	if err := proxy.ReadRecord(bytes.NewReader(b), func(e proxy.Event) error { evs = append(evs, e); return nil }); err != nil {
+	var evs []record.Event
+	if err := record.Read(bytes.NewReader(b), func(e record.Event) error { evs = append(evs, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var lo, hi int64 = -1, -1
 	k := 0
 	for i := range evs {
-		if e := &evs[i]; e.Ev == proxy.EvChunk && e.Dir == proxy.DirOut {
+		if e := &evs[i]; e.Ev == record.EvChunk && e.Dir == record.DirOut {
 			if k >= from && k < to {
 				if lo < 0 {
 					lo = e.Off
@@ -242,14 +242,14 @@ func loseDetail(t *testing.T, b []byte, from, to int) []byte {
 	var out bytes.Buffer
 	start, done := int64(-1), false
 	for _, e := range evs {
-		if e.Ev == proxy.EvFrame && e.Dir == proxy.DirOut && !done && e.Off+e.N+1 > lo {
+		if e.Ev == record.EvFrame && e.Dir == record.DirOut && !done && e.Off+e.N+1 > lo {
 			if start < 0 {
 				start = min(e.Off, lo)
 			}
 			if e.Off+e.N+1 <= hi {
 				continue
 			}
-			e = proxy.Event{Seq: e.Seq, T: e.T, Ev: proxy.EvFrame, Dir: proxy.DirOut, Off: start, N: e.Off + e.N - start, Gap: true}
+			e = record.Event{Seq: e.Seq, T: e.T, Ev: record.EvFrame, Dir: record.DirOut, Off: start, N: e.Off + e.N - start, Gap: true}
 			done = true
 		}
 		line, _ := json.Marshal(e)
@@ -263,14 +263,14 @@ func loseDetail(t *testing.T, b []byte, from, to int) []byte {
 // lost part is not checked, the rest is, and nothing is called extra or
 // different.
 func TestLostDetail(t *testing.T) {
-	b := record(t, recordConfig(), nil, flood)
+	b := recordSession(t, recordConfig(), nil, flood)
 	full, err := replay.Read(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, c := range full.Chunks {
-		if c.Dir == proxy.DirOut {
+		if c.Dir == record.DirOut {
 			n++
 		}
 	}

@@ -39,7 +39,7 @@ type Departure struct {
 	// Seq is the record event the departure is about (the recorded
 	// frame, or the stall's event); -1 for an extra message.
 	Seq    int64
-	Dir    string          // the message's stream (proxy.DirIn, DirOut)
+	Dir    string          // the message's stream (record.DirIn, DirOut)
 	Method string          // the message's method, or its request's for a response
 	ID     json.RawMessage // the recorded id, if any
 	Text   string          // what happened, in words, with the evidence
@@ -183,7 +183,7 @@ func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, 
 }
 
 // redacted is the value the proxy records in place of one it redacted
-// (proxy.Redacted, decoded).
+// (record.Redacted, decoded).
 const redacted = "[redacted]"
 
 // anyForRedacted makes a value the proxy redacted before recording match

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
@@ -33,14 +34,14 @@ func TestMain(m *testing.M) { mcptest.Main(m) }
 type sink struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
-	events  []proxy.Event
+	events  []record.Event
 	changed chan struct{}
 }
 
 func newSink() *sink { return &sink{changed: make(chan struct{})} }
 
 func (s *sink) Write(p []byte) (int, error) {
-	var e proxy.Event
+	var e record.Event
 	_ = json.Unmarshal(p, &e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,7 +53,7 @@ func (s *sink) Write(p []byte) (int, error) {
 }
 
 // wait waits for an event that satisfies pred to be recorded.
-func (s *sink) wait(t *testing.T, what string, pred func(proxy.Event) bool) {
+func (s *sink) wait(t *testing.T, what string, pred func(record.Event) bool) {
 	t.Helper()
 	timer := time.NewTimer(bound.For(t, time.Minute))
 	defer timer.Stop()
@@ -88,15 +89,15 @@ func recordConfig() proxy.Config {
 	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, ObserverBuffer: 256 << 20, Version: "test"}
 }
 
-// record runs the helper fake (with args) behind a proxy with mcptest as
+// recordSession runs the helper fake (with args) behind a proxy with mcptest as
 // the host, lets host drive the session, closes it, and returns the
 // record's bytes.
-func record(t *testing.T, cfg proxy.Config, args []string, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
+func recordSession(t *testing.T, cfg proxy.Config, args []string, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
 	t.Helper()
 	return recordWith(t, cfg, args, nil, host)
 }
 
-// recordWith is record with options for the host.
+// recordWith is recordSession with options for the host.
 func recordWith(t *testing.T, cfg proxy.Config, args []string, hostOpts []mcptest.Option, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
 	t.Helper()
 	rec := newSink()

@@ -7,12 +7,12 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Write writes the record as NDJSON in the proxy's format (one event per
 // line, the header first), which Load and Read read back and
-// proxy.ReadRecord reads. The redaction given to Load or Read is applied
+// record.Read reads. The redaction given to Load or Read is applied
 // again first, so that a frame or event changed since then is redacted
 // too; chunk data is rebuilt from the frames.
 func (r *Record) Write(w io.Writer) error {
@@ -48,7 +48,7 @@ func (r *Record) redactAll() {
 	}
 	var changed []old
 	bySeq := map[int64]*Frame{}
-	for _, d := range []string{proxy.DirIn, proxy.DirOut, proxy.DirErr} {
+	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		fs := *r.frames(d)
 		for i := range fs {
 			f := &fs[i]
@@ -101,11 +101,11 @@ func (r *Record) redactAll() {
 	for i := range r.Events {
 		e := &r.Events[i]
 		switch e.Ev {
-		case proxy.EvFrame:
+		case record.EvFrame:
 			if f := bySeq[e.Seq]; f != nil {
 				e.Head, e.Hash = string(f.Head), f.Hash
 			}
-		case proxy.EvChunk:
+		case record.EvChunk:
 			c := byChunk[e.Seq]
 			if c == nil || c.Parts == nil {
 				break
@@ -117,7 +117,7 @@ func (r *Record) redactAll() {
 			} else {
 				e.B64 = b
 			}
-		case proxy.EvCancel:
+		case record.EvCancel:
 			if reason != nil && e.Reason != "" {
 				if reason.drop {
 					e.Reason = ""

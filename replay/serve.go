@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/pipes"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -103,21 +103,21 @@ func newServer(rec *Record, o *options, stdin io.ReadCloser, stdout io.WriteClos
 			continue
 		}
 		switch f.Kind {
-		case proxy.KindRequest:
+		case record.KindRequest:
 			s.reqs[f.Method] = append(s.reqs[f.Method], i)
-		case proxy.KindNotification:
+		case record.KindNotification:
 			s.notes[f.Method] = append(s.notes[f.Method], i)
-		case proxy.KindResponse, proxy.KindError:
+		case record.KindResponse, record.KindError:
 			s.resps[wire.Key(f.ID)] = i
 		default:
 			s.junk = append(s.junk, i)
 		}
-		if f.Kind == proxy.KindRequest {
+		if f.Kind == record.KindRequest {
 			byID[wire.Key(f.ID)] = append(byID[wire.Key(f.ID)], i)
 		}
 	}
 	for j, f := range rec.Server {
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			if q := byID[wire.Key(f.ID)]; len(q) > 0 {
 				s.respTo[j], byID[wire.Key(f.ID)] = q[0], q[1:]
 			}
@@ -211,7 +211,7 @@ func (s *server) read(fr *pipes.Framer) {
 		var tooLarge *pipes.FrameTooLargeError
 		if errors.As(err, &tooLarge) {
 			s.mu.Lock()
-			s.depart(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Text: fmt.Sprintf("a frame of %d bytes, over the played server's limit of %d", tooLarge.Size, tooLarge.Limit)})
+			s.depart(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Text: fmt.Sprintf("a frame of %d bytes, over the played server's limit of %d", tooLarge.Size, tooLarge.Limit)})
 			s.bumpLocked()
 			s.mu.Unlock()
 			continue
@@ -240,14 +240,14 @@ func (s *server) take(frame []byte) {
 	switch {
 	case perr != nil:
 		if len(s.junk) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Text: fmt.Sprintf("a line that is not JSON-RPC: %.80q", frame)})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Text: fmt.Sprintf("a line that is not JSON-RPC: %.80q", frame)})
 			return
 		}
 		i, s.junk = s.junk[0], s.junk[1:]
 	case m.IsRequest():
 		q := s.reqs[m.Method]
 		if len(q) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Method: m.Method, ID: m.ID, Text: "a request the record has not: answered with -32601"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Method: m.Method, ID: m.ID, Text: "a request the record has not: answered with -32601"})
 			s.replies = append(s.replies, errorLine(m.ID, wire.CodeMethodNotFound, "mcpstdio replay: the record has no "+strconv.Quote(m.Method)+" request here"))
 			return
 		}
@@ -262,7 +262,7 @@ func (s *server) take(frame []byte) {
 	case m.IsNotification():
 		q := s.notes[m.Method]
 		if len(q) == 0 {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, Method: m.Method, Text: "a notification the record has not"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, Method: m.Method, Text: "a notification the record has not"})
 			return
 		}
 		i, s.notes[m.Method] = q[0], q[1:]
@@ -274,7 +274,7 @@ func (s *server) take(frame []byte) {
 	default:
 		j, ok := s.resps[wire.Key(m.ID)]
 		if !ok {
-			s.extra(Departure{Kind: Extra, Seq: -1, Dir: proxy.DirIn, ID: m.ID, Text: "a response to no request of the played server"})
+			s.extra(Departure{Kind: Extra, Seq: -1, Dir: record.DirIn, ID: m.ID, Text: "a response to no request of the played server"})
 			return
 		}
 		delete(s.resps, wire.Key(m.ID))
@@ -284,12 +284,12 @@ func (s *server) take(frame []byte) {
 	s.got[i] = true
 	diff, checked := s.rec.Compare(want, frame, s.optList()...)
 	if !checked {
-		s.depart(Departure{Kind: Unchecked, Seq: want.Seq, Dir: proxy.DirIn, Method: want.Method, ID: want.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not compared", len(want.Head), want.Size)})
+		s.depart(Departure{Kind: Unchecked, Seq: want.Seq, Dir: record.DirIn, Method: want.Method, ID: want.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not compared", len(want.Head), want.Size)})
 		return
 	}
 	s.report.Checked++
 	if diff != "" {
-		s.depart(Departure{Kind: Different, Seq: want.Seq, Dir: proxy.DirIn, Method: want.Method, ID: want.ID, Text: "the host sent a different message", Diff: diff})
+		s.depart(Departure{Kind: Different, Seq: want.Seq, Dir: record.DirIn, Method: want.Method, ID: want.ID, Text: "the host sent a different message", Diff: diff})
 	}
 }
 
@@ -336,10 +336,10 @@ func (s *server) actions() []action {
 	bodies := false
 	for i := range s.rec.Chunks {
 		c := &s.rec.Chunks[i]
-		if c.Dir == proxy.DirIn {
+		if c.Dir == record.DirIn {
 			continue
 		}
-		if c.Parts != nil && c.Dir == proxy.DirOut {
+		if c.Parts != nil && c.Dir == record.DirOut {
 			bodies = true
 		}
 		as = append(as, action{t: c.T, chunk: c, frame: -1})
@@ -389,7 +389,7 @@ func (s *server) play(ctx context.Context) error {
 			s.flushReplies()
 			closed = true
 			err = s.stdout.Close()
-		case a.chunk != nil && a.chunk.Dir == proxy.DirErr:
+		case a.chunk != nil && a.chunk.Dir == record.DirErr:
 			if b, _ := s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
 				_, err = s.stderr.Write(b)
 			}
@@ -402,7 +402,7 @@ func (s *server) play(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if a.chunk != nil && a.chunk.Dir == proxy.DirErr {
+			if a.chunk != nil && a.chunk.Dir == record.DirErr {
 				continue // a host that does not take stderr does not stop the play
 			}
 			return fmt.Errorf("replay: the played server's write failed: %w", err)
@@ -435,7 +435,7 @@ func (s *server) requestsOf(a action) []int {
 		}
 	}
 	switch {
-	case a.chunk != nil && a.chunk.Dir == proxy.DirOut:
+	case a.chunk != nil && a.chunk.Dir == record.DirOut:
 		for _, p := range a.chunk.Parts {
 			if p.Frame >= 0 {
 				add(p.Frame)
@@ -457,7 +457,7 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 	// only up to where it stopped.
 	limit := int64(-1)
 	for _, st := range s.rec.Stalls {
-		if st.Dir == proxy.DirIn && st.Since <= t && (!st.Ended || t < st.Since+st.Dur) {
+		if st.Dir == record.DirIn && st.Since <= t && (!st.Ended || t < st.Since+st.Dur) {
 			limit = st.At
 		}
 	}
@@ -492,7 +492,7 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 		if s.eof {
 			text = "the host closed stdin without sending it"
 		}
-		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID, Text: text})
+		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID, Text: text})
 	}
 	return nil
 }
@@ -564,7 +564,7 @@ func (s *server) chunkBytes(c *Chunk) []byte {
 		if k+1 < len(c.Parts) && c.Parts[k+1].Frame == p.Frame {
 			continue
 		}
-		if last := lastPart(s.rec, proxy.DirOut, p.Frame); last == c {
+		if last := lastPart(s.rec, record.DirOut, p.Frame); last == c {
 			b = append(b, s.frameLine(p.Frame, true)...)
 		}
 	}
@@ -605,18 +605,18 @@ func (s *server) frameLine(i int, whole bool) []byte {
 		if !whole {
 			return nil
 		}
-		s.depart(Departure{Kind: Unchecked, Seq: f.Seq, Dir: proxy.DirOut, Method: f.Method, ID: f.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not played", len(f.Head), f.Size)})
-		if f.Kind == proxy.KindResponse || f.Kind == proxy.KindError {
+		s.depart(Departure{Kind: Unchecked, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not played", len(f.Head), f.Size)})
+		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			if id, ok := s.hostID(i); ok {
 				l = errorLine(id, wire.CodeInternalError, fmt.Sprintf("mcpstdio replay: the record has only the head of this response (%d of %d bytes)", len(f.Head), f.Size))
 			}
 		}
-	case f.Kind == proxy.KindResponse || f.Kind == proxy.KindError:
+	case f.Kind == record.KindResponse || f.Kind == record.KindError:
 		id, ok := s.hostID(i)
 		if ok {
 			l = f.LineWith(id, "id")
 		} // else the request never came: leave the answer out
-	case f.Kind == proxy.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0:
+	case f.Kind == record.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0:
 		l = f.Line()
 		if tok, ok := s.tokenMap[wire.Key(f.Token)]; ok {
 			l = f.LineWith(tok, "params", wire.MetaProgressToken)
@@ -646,7 +646,7 @@ func (s *server) finish() {
 			continue
 		}
 		s.got[i] = true
-		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: proxy.DirIn, Method: f.Method, ID: f.ID, Text: "the host never sent it"})
+		s.depart(Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID, Text: "the host never sent it"})
 	}
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))

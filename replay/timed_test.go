@@ -96,7 +96,7 @@ func (a *arrivals) gaps() []time.Duration {
 // mode they do not wait for them. The server is the record's own server
 // side (Serve), whose stdin notes when each call arrives.
 func TestTimed(t *testing.T) {
-	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, paced)))
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, paced)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestTimed(t *testing.T) {
 // waiting for a slow answer is kept as it was, not added to the time the
 // answer takes again (the server here is as slow as the recorded one).
 func TestTimedSlowServer(t *testing.T) {
-	rec, err := replay.Read(bytes.NewReader(record(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
 		ctx := ctxFor(t)
 		if _, err := s.CallTool(ctx, fakeserver.ToolSlow, map[string]any{"steps": 3, "intervalMs": 200}); err != nil {
 			t.Fatal(err)

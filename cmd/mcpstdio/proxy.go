@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // version is the command's version, written in every record header.
@@ -52,11 +53,11 @@ func (s sizeFlag) String() string {
 }
 
 func (s sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
-	if err != nil {
+	var n record.Size
+	if err := n.Set(v); err != nil {
 		return err
 	}
-	*s.n = n
+	*s.n = int64(n)
 	return nil
 }
 

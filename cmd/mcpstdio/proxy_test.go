@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // running is the command running with pipes the test holds.
@@ -109,15 +110,15 @@ func (r *running) call(t *testing.T, line string) string {
 const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 
 // readRecord reads the record at path.
-func readRecord(t *testing.T, path string) []proxy.Event {
+func readRecord(t *testing.T, path string) []record.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var evs []proxy.Event
-	if err := proxy.ReadRecord(f, func(e proxy.Event) error { evs = append(evs, e); return nil }); err != nil {
+	var evs []record.Event
+	if err := record.Read(f, func(e record.Event) error { evs = append(evs, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return evs
@@ -154,7 +155,7 @@ func TestProxyCommand(t *testing.T) {
 		}
 	}
 	evs := readRecord(t, files[0])
-	if evs[0].Header == nil || evs[0].Header.Argv[1] != "fake" || evs[len(evs)-1].Ev != proxy.EvSummary {
+	if evs[0].Header == nil || evs[0].Header.Argv[1] != "fake" || evs[len(evs)-1].Ev != record.EvSummary {
 		t.Errorf("record from %s to %s, want a header with the server's argv and a summary", evs[0].Ev, evs[len(evs)-1].Ev)
 	}
 	if left, _ := os.ReadDir(r.cmd.Dir); len(left) != 0 {
@@ -199,9 +200,9 @@ func TestProxySignal(t *testing.T) {
 	var got []string
 	for _, e := range readRecord(t, log) {
 		switch e.Ev {
-		case proxy.EvSignal:
+		case record.EvSignal:
 			got = append(got, e.Signal+" "+e.Text)
-		case proxy.EvExit:
+		case record.EvExit:
 			got = append(got, e.Status)
 		}
 	}
@@ -285,7 +286,7 @@ func TestProxyKilledTakesServer(t *testing.T) {
 	r.call(t, ping)
 	var pid int
 	for _, e := range readRecord(t, log) {
-		if e.Ev == proxy.EvSpawn {
+		if e.Ev == record.EvSpawn {
 			pid = e.PID
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // runStatus runs `mcpstdio status`: it reads the status files that running
@@ -110,7 +111,7 @@ func printStatus(w io.Writer, e proxy.StatusEntry, now time.Time) {
 	if s.Log != "" {
 		fmt.Fprintf(w, "  record  %s\n", s.Log)
 	}
-	names := map[string]string{proxy.DirIn: "stdin ", proxy.DirOut: "stdout", proxy.DirErr: "stderr"}
+	names := map[string]string{record.DirIn: "stdin ", record.DirOut: "stdout", record.DirErr: "stderr"}
 	for _, st := range s.Streams {
 		line := fmt.Sprintf("  %s  %d bytes read, %d written", names[st.Dir], st.Read, st.Written)
 		if st.BlockedUS > 0 {
@@ -135,7 +136,7 @@ func printStatus(w io.Writer, e proxy.StatusEntry, now time.Time) {
 	}
 	for _, p := range s.Pending {
 		who := "host → server"
-		if p.Dir == proxy.DirOut {
+		if p.Dir == record.DirOut {
 			who = "server → host"
 		}
 		name := p.Method
