@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 const showUsage = `usage: mcpstdio show [-json] [-html FILE] RECORD
@@ -90,31 +88,11 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readRecordFiles reads the record at path and its rotated files
-// (path.N), oldest (highest N) first. The Session is nil only when nothing
-// could be read.
+// readRecordFiles reads the record at path and its rotated files, oldest
+// first (record.Files). The Session is nil only when nothing could be read.
 func readRecordFiles(path string) (*page.Session, error) {
-	parts := []string{path}
-	if m, _ := filepath.Glob(path + ".*"); len(m) > 0 {
-		type part struct {
-			n    int
-			path string
-		}
-		var ps []part
-		for _, p := range m {
-			if n, err := strconv.Atoi(strings.TrimPrefix(p, path+".")); err == nil && n > 0 {
-				ps = append(ps, part{n, p})
-			}
-		}
-		sort.Slice(ps, func(i, j int) bool { return ps[i].n > ps[j].n })
-		parts = parts[:0]
-		for _, p := range ps {
-			parts = append(parts, p.path)
-		}
-		parts = append(parts, path)
-	}
 	var rs []io.Reader
-	for _, p := range parts {
+	for _, p := range record.Files(path) {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err

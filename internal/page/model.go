@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // Session is what a record holds, arranged for a person: the frames of
@@ -19,8 +19,8 @@ type Session struct {
 	Header   *Header         `json:"header,omitempty"`
 	End      int64           `json:"end_us"` // the latest time in the record
 	Ended    string          `json:"ended,omitempty"`
-	Verdicts []proxy.Verdict `json:"verdicts"` // the summary's, else every live verdict once
-	Metrics  *proxy.Metrics  `json:"metrics,omitempty"`
+	Verdicts []record.Verdict `json:"verdicts"` // the summary's, else every live verdict once
+	Metrics  *record.Metrics  `json:"metrics,omitempty"`
 	Lost     Lost            `json:"lost"`
 	Pending  []Request       `json:"pending"` // requests without a delivered response at the end
 	Frames   []Frame         `json:"frames"`
@@ -47,13 +47,13 @@ type Header struct {
 	PID    int             `json:"pid"`
 	Argv   []string        `json:"argv"`
 	Env    int             `json:"env_names"`
-	Pipes  proxy.PipeSizes `json:"pipes"`
+	Pipes  record.PipeSizes `json:"pipes"`
 	Chunk  int             `json:"chunk"`
 	Head   int             `json:"head"`
 	Bodies bool            `json:"bodies"`
 	Redact []string        `json:"redact,omitempty"`
 	Keys   []string        `json:"keys,omitempty"`
-	Faults []proxy.Fault   `json:"faults,omitempty"`
+	Faults []record.Fault   `json:"faults,omitempty"`
 	Parts  int             `json:"parts"` // files of the record read
 }
 
@@ -143,7 +143,7 @@ type chunk struct{ off, n, t, wt int64 }
 // New returns an empty Session for Add.
 func New() *Session {
 	return &Session{
-		Verdicts: []proxy.Verdict{}, Pending: []Request{}, Frames: []Frame{}, Requests: []Request{},
+		Verdicts: []record.Verdict{}, Pending: []Request{}, Frames: []Frame{}, Requests: []Request{},
 		Blocks: []Span{}, Marks: []Mark{},
 		open: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
 	}
@@ -157,7 +157,7 @@ func Read(files ...io.Reader) (*Session, error) {
 	s := New()
 	var err error
 	for _, f := range files {
-		if err = proxy.ReadRecord(f, func(e proxy.Event) error { s.Add(e); return nil }); err != nil {
+		if err = record.Read(f, func(e record.Event) error { s.Add(e); return nil }); err != nil {
 			break
 		}
 	}
@@ -167,19 +167,19 @@ func Read(files ...io.Reader) (*Session, error) {
 
 func dirIndex(d string) int {
 	switch d {
-	case proxy.DirOut:
+	case record.DirOut:
 		return 1
-	case proxy.DirErr:
+	case record.DirErr:
 		return 2
 	}
 	return 0
 }
 
 func other(d string) string {
-	if d == proxy.DirIn {
-		return proxy.DirOut
+	if d == record.DirIn {
+		return record.DirOut
 	}
-	return proxy.DirIn
+	return record.DirIn
 }
 
 // key is a request's identity: its direction and its id as compact JSON.
@@ -192,21 +192,21 @@ func key(dir string, id json.RawMessage) string {
 }
 
 // Add takes the next event of the record.
-func (s *Session) Add(e proxy.Event) {
+func (s *Session) Add(e record.Event) {
 	s.End = max(s.End, e.T)
 	switch e.Ev {
-	case proxy.EvHeader:
+	case record.EvHeader:
 		s.header(e.Header)
-	case proxy.EvChunk:
+	case record.EvChunk:
 		d := dirIndex(e.Dir)
 		s.chunks[d] = append(s.chunks[d], chunk{e.Off, e.N, e.T, e.WT})
 		s.End = max(s.End, e.WT)
-	case proxy.EvFrame:
+	case record.EvFrame:
 		s.frame(e)
-	case proxy.EvBlock:
+	case record.EvBlock:
 		s.blockAt[e.Dir+" "+itoa(e.Since)] = len(s.Blocks)
 		s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, N: e.N, Text: e.Text})
-	case proxy.EvUnblock:
+	case record.EvUnblock:
 		k := e.Dir + " " + itoa(e.Since)
 		if i, ok := s.blockAt[k]; ok {
 			s.Blocks[i].End = e.Since + e.Dur
@@ -214,20 +214,20 @@ func (s *Session) Add(e proxy.Event) {
 		} else {
 			s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, End: e.Since + e.Dur, N: e.N})
 		}
-	case proxy.EvCancel:
+	case record.EvCancel:
 		s.cancel(e)
-	case proxy.EvLate:
+	case record.EvLate:
 		if i, ok := s.find(other(e.Dir), e.ID); ok {
 			s.Requests[i].LateUS = e.After
 		}
 		s.mark(e, "late", describe(e.ID, e.Method, e.Tool)+": its response began "+dur(e.After)+" after the cancel was forwarded")
-	case proxy.EvFault:
+	case record.EvFault:
 		s.fault(e)
-	case proxy.EvDrop:
+	case record.EvDrop:
 		s.Lost.Bytes += e.Bytes
 		s.Lost.Events += e.Events
 		s.mark(e, "drop", e.Text+" ("+size(e.Bytes)+", "+itoa(e.Events)+" events)")
-	case proxy.EvVerdict:
+	case record.EvVerdict:
 		if e.Verdict != nil && !s.summary {
 			if !s.seen[e.Verdict.Text] {
 				s.seen[e.Verdict.Text] = true
@@ -235,16 +235,16 @@ func (s *Session) Add(e proxy.Event) {
 			}
 			s.Marks = append(s.Marks, Mark{T: e.T, Ev: "verdict", ID: e.Verdict.ID, Text: e.Verdict.Text})
 		}
-	case proxy.EvSummary:
+	case record.EvSummary:
 		s.summary = true
-		s.Verdicts = append([]proxy.Verdict{}, e.Verdicts...)
+		s.Verdicts = append([]record.Verdict{}, e.Verdicts...)
 		s.Metrics = e.Metrics
-	case proxy.EvExit:
+	case record.EvExit:
 		s.Ended = "the server ended: " + e.Status
 		s.mark(e, "exit", s.Ended)
-	case proxy.EvSpawn:
+	case record.EvSpawn:
 		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
-	case proxy.EvEOF, proxy.EvClose, proxy.EvSignal, proxy.EvError:
+	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:
 		text := e.Text
 		if e.Signal != "" && !strings.Contains(text, e.Signal) {
 			text += " (" + e.Signal + ")"
@@ -256,7 +256,7 @@ func (s *Session) Add(e proxy.Event) {
 	}
 }
 
-func (s *Session) header(h *proxy.Header) {
+func (s *Session) header(h *record.Header) {
 	if h == nil {
 		return
 	}
@@ -271,7 +271,7 @@ func (s *Session) header(h *proxy.Header) {
 	}
 }
 
-func (s *Session) mark(e proxy.Event, ev, text string) {
+func (s *Session) mark(e record.Event, ev, text string) {
 	s.Marks = append(s.Marks, Mark{T: e.T, Ev: ev, Dir: e.Dir, ID: e.ID, Text: text})
 }
 
@@ -280,7 +280,7 @@ func (s *Session) find(dir string, id json.RawMessage) (int, bool) {
 	return i, ok
 }
 
-func (s *Session) frame(e proxy.Event) {
+func (s *Session) frame(e record.Event) {
 	f := Frame{Seq: e.Seq, Dir: e.Dir, T0: e.T0, T: e.T, Off: e.Off, N: e.N, Kind: e.Kind, ID: e.ID, Method: e.Method, Tool: e.Tool,
 		Head: e.Head, Hash: e.Hash, Redacted: e.Redacted, Gap: e.Gap, Scanned: e.Scanned, Unterminated: e.Unterminated}
 	if f.Gap {
@@ -289,8 +289,8 @@ func (s *Session) frame(e proxy.Event) {
 	fi := len(s.Frames)
 	s.Frames = append(s.Frames, f)
 	switch e.Kind {
-	case "request":
-		if e.Dir == proxy.DirErr {
+	case record.KindRequest:
+		if e.Dir == record.DirErr {
 			return
 		}
 		k := key(e.Dir, e.ID)
@@ -299,7 +299,7 @@ func (s *Session) frame(e proxy.Event) {
 			s.tokens[string(e.Token)] = len(s.Requests)
 		}
 		s.Requests = append(s.Requests, Request{Dir: e.Dir, ID: e.ID, Method: e.Method, Tool: e.Tool, Sent: e.T0, Frame: fi, Response: -1})
-	case "response", "error":
+	case record.KindResponse, record.KindError:
 		if len(e.ID) == 0 {
 			return
 		}
@@ -311,7 +311,7 @@ func (s *Session) frame(e proxy.Event) {
 		delete(s.open, k)
 		r := &s.Requests[i]
 		r.Response, r.RespStart, r.RespEnd, r.RespBytes, r.Error = fi, e.T0, e.T, e.N, e.Kind == "error"
-	case "notification":
+	case record.KindNotification:
 		if e.Method == "notifications/progress" && len(e.Token) > 0 {
 			if i, ok := s.tokens[string(e.Token)]; ok {
 				s.Requests[i].Progress++
@@ -320,7 +320,7 @@ func (s *Session) frame(e proxy.Event) {
 	}
 }
 
-func (s *Session) cancel(e proxy.Event) {
+func (s *Session) cancel(e record.Event) {
 	text := "cancel of " + describe(e.ID, e.Method, e.Tool) + " read while it was " + e.State
 	if e.Reason != "" {
 		text += " (" + e.Reason + ")"
@@ -341,7 +341,7 @@ func (s *Session) cancel(e proxy.Event) {
 
 // fault keeps a stop or sigstop as a stall span from its "stopped" event
 // to the next event of the same fault, and every fault event as a mark.
-func (s *Session) fault(e proxy.Event) {
+func (s *Session) fault(e record.Event) {
 	kind := ""
 	if e.Fault != nil {
 		kind = e.Fault.Kind

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // tail follows a record that is still being written: each update reads the
@@ -56,7 +56,7 @@ func (t *tail) update(window int64) {
 	b = append(t.partial, b...)
 	last := bytes.LastIndexByte(b, '\n')
 	t.partial = append([]byte(nil), b[last+1:]...)
-	t.err = proxy.ReadRecord(bytes.NewReader(b[:last+1]), func(e proxy.Event) error { t.sess.Add(e); return nil })
+	t.err = record.Read(bytes.NewReader(b[:last+1]), func(e record.Event) error { t.sess.Add(e); return nil })
 	if len(t.sess.Frames) > maxLiveFrames {
 		t.sess.compact(t.sess.End - window)
 	}

@@ -153,6 +153,9 @@ func (s *Session) lines() []line {
 		text += " (" + size(f.N) + ")"
 		if r := resp[i]; r != nil {
 			text += " after " + dur(f.T0-r.Sent)
+			if f.T-f.T0 >= 1000 {
+				text += ", read over " + dur(f.T-f.T0)
+			}
 			if r.Delivered > 0 && r.Delivered-f.T >= 1000 {
 				text += ", delivered " + dur(r.Delivered-f.T) + " later"
 			}
