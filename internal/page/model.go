@@ -16,45 +16,45 @@ import (
 // Read, or with New and Add for a record that is still growing. Times are
 // microseconds since the session started, as in the record.
 type Session struct {
-	Header   *Header         `json:"header,omitempty"`
-	End      int64           `json:"end_us"` // the latest time in the record
-	Ended    string          `json:"ended,omitempty"`
+	Header   *Header          `json:"header,omitempty"`
+	End      int64            `json:"end_us"` // the latest time in the record
+	Ended    string           `json:"ended,omitempty"`
 	Verdicts []record.Verdict `json:"verdicts"` // the summary's, else every live verdict once
 	Metrics  *record.Metrics  `json:"metrics,omitempty"`
-	Lost     Lost            `json:"lost"`
-	Pending  []Request       `json:"pending"` // requests without a delivered response at the end
-	Frames   []Frame         `json:"frames"`
-	Requests []Request       `json:"requests"`
-	Blocks   []Span          `json:"blocks"`
-	Marks    []Mark          `json:"marks"`
-	chunks   [3][]chunk      // per direction, in offset order
-	open     map[string]int  // request key → index in Requests, while unanswered
-	blockAt  map[string]int  // dir+since → index in Blocks, while open
-	stall    map[string]int  // fault dir+kind → index in Blocks, while in effect
-	seen     map[string]bool // live verdict texts already kept
-	summary  bool            // a summary event was read
-	tokens   map[string]int  // progress token → request index
+	Lost     Lost             `json:"lost"`
+	Pending  []Request        `json:"pending"` // requests without a delivered response at the end
+	Frames   []Frame          `json:"frames"`
+	Requests []Request        `json:"requests"`
+	Blocks   []Span           `json:"blocks"`
+	Marks    []Mark           `json:"marks"`
+	chunks   [3][]chunk       // per direction, in offset order
+	open     map[string]int   // request key → index in Requests, while unanswered
+	blockAt  map[string]int   // dir+since → index in Blocks, while open
+	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
+	seen     map[string]bool  // live verdict texts already kept
+	summary  bool             // a summary event was read
+	tokens   map[string]int   // progress token → request index
 }
 
 // Header is the record header without what a page must not show: the
 // server's environment is given as the number of its variables' names
 // (values are never recorded), the working directories are left out.
 type Header struct {
-	Start  string          `json:"start"`
-	Proxy  string          `json:"proxy"`
-	OS     string          `json:"os"`
-	Arch   string          `json:"arch"`
-	PID    int             `json:"pid"`
-	Argv   []string        `json:"argv"`
-	Env    int             `json:"env_names"`
+	Start  string           `json:"start"`
+	Proxy  string           `json:"proxy"`
+	OS     string           `json:"os"`
+	Arch   string           `json:"arch"`
+	PID    int              `json:"pid"`
+	Argv   []string         `json:"argv"`
+	Env    int              `json:"env_names"`
 	Pipes  record.PipeSizes `json:"pipes"`
-	Chunk  int             `json:"chunk"`
-	Head   int             `json:"head"`
-	Bodies bool            `json:"bodies"`
-	Redact []string        `json:"redact,omitempty"`
-	Keys   []string        `json:"keys,omitempty"`
+	Chunk  int              `json:"chunk"`
+	Head   int              `json:"head"`
+	Bodies bool             `json:"bodies"`
+	Redact []string         `json:"redact,omitempty"`
+	Keys   []string         `json:"keys,omitempty"`
 	Faults []record.Fault   `json:"faults,omitempty"`
-	Parts  int             `json:"parts"` // files of the record read
+	Parts  int              `json:"parts"` // files of the record read
 }
 
 // Lost is the detail the observer did not see (all of it was forwarded):
