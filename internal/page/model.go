@@ -217,7 +217,7 @@ func (s *Session) Add(e record.Event) {
 	case record.EvCancel:
 		s.cancel(e)
 	case record.EvLate:
-		if i, ok := s.find(other(e.Dir), e.ID); ok {
+		if i, ok := s.latest(other(e.Dir), e.ID); ok {
 			s.Requests[i].LateUS = e.After
 		}
 		s.mark(e, "late", describe(e.ID, e.Method, e.Tool)+": its response began "+dur(e.After)+" after the cancel was forwarded")
@@ -275,9 +275,19 @@ func (s *Session) mark(e record.Event, ev, text string) {
 	s.Marks = append(s.Marks, Mark{T: e.T, Ev: ev, Dir: e.Dir, ID: e.ID, Text: text})
 }
 
-func (s *Session) find(dir string, id json.RawMessage) (int, bool) {
-	i, ok := s.open[key(dir, id)]
-	return i, ok
+// latest returns the request of dir with id: the one awaiting its
+// response, else the latest one (its response may have been read).
+func (s *Session) latest(dir string, id json.RawMessage) (int, bool) {
+	k := key(dir, id)
+	if i, ok := s.open[k]; ok {
+		return i, true
+	}
+	for i := len(s.Requests) - 1; i >= 0; i-- {
+		if r := &s.Requests[i]; r.Dir == dir && key(dir, r.ID) == k {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 func (s *Session) frame(e record.Event) {
@@ -326,16 +336,8 @@ func (s *Session) cancel(e record.Event) {
 		text += " (" + e.Reason + ")"
 	}
 	s.mark(e, "cancel", text)
-	if i, ok := s.find(e.Dir, e.ID); ok { // a cancel goes the way of its request
+	if i, ok := s.latest(e.Dir, e.ID); ok { // a cancel goes the way of its request
 		s.Requests[i].Cancel, s.Requests[i].CancelAt = e.T, e.State
-		return
-	}
-	// The response may have been read already: find the latest request.
-	for i := len(s.Requests) - 1; i >= 0; i-- {
-		if r := &s.Requests[i]; r.Dir == e.Dir && key("", r.ID) == key("", e.ID) {
-			r.Cancel, r.CancelAt = e.T, e.State
-			return
-		}
 	}
 }
 
