@@ -23,7 +23,7 @@ func liveServer(t *testing.T) (*httptest.Server, string, []byte) {
 		t.Fatal(err)
 	}
 	log := filepath.Join(t.TempDir(), "rec.ndjson")
-	half := bytes.Index(sample, []byte(`{"seq":29,`)) // before the unblock
+	half := bytes.Index(sample, []byte(`{"seq":29,`))                  // before the unblock
 	if err := os.WriteFile(log, sample[:half-10], 0o600); err != nil { // a partial last line
 		t.Fatal(err)
 	}
