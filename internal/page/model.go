@@ -29,7 +29,7 @@ type Session struct {
 	Marks    []Mark           `json:"marks"`
 	chunks   [3][]chunk       // per direction, in offset order
 	open     map[string]int   // request key → index in Requests, while unanswered
-	blockAt  map[string]int   // dir+since → index in Blocks, while open
+	blockAt  map[string]int   // dir → index in Blocks, while open
 	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
 	seen     map[string]bool  // live verdict texts already kept
 	summary  bool             // a summary event was read
@@ -204,13 +204,14 @@ func (s *Session) Add(e record.Event) {
 	case record.EvFrame:
 		s.frame(e)
 	case record.EvBlock:
-		s.blockAt[e.Dir+" "+itoa(e.Since)] = len(s.Blocks)
+		s.blockAt[e.Dir] = len(s.Blocks)
 		s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, N: e.N, Text: e.Text})
 	case record.EvUnblock:
-		k := e.Dir + " " + itoa(e.Since)
-		if i, ok := s.blockAt[k]; ok {
+		// One write is in progress per direction: the unblock ends the
+		// open block of its direction (its Since may differ by rounding).
+		if i, ok := s.blockAt[e.Dir]; ok {
 			s.Blocks[i].End = e.Since + e.Dur
-			delete(s.blockAt, k)
+			delete(s.blockAt, e.Dir)
 		} else {
 			s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, End: e.Since + e.Dur, N: e.N})
 		}
@@ -404,7 +405,6 @@ func (s *Session) Finish() {
 		}
 	}
 	sort.SliceStable(s.Marks, func(i, j int) bool { return s.Marks[i].T < s.Marks[j].T })
-	sort.SliceStable(s.Blocks, func(i, j int) bool { return s.Blocks[i].Since < s.Blocks[j].Since })
 }
 
 func (s *Session) hasChunks(dir string) bool { return len(s.chunks[dirIndex(dir)]) > 0 }

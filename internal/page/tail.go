@@ -110,7 +110,7 @@ func (s *Session) compact(cutoff int64) {
 		}
 		if b.End == 0 {
 			if b.Kind == "block" {
-				s.blockAt[b.Dir+" "+itoa(b.Since)] = len(blocks)
+				s.blockAt[b.Dir] = len(blocks)
 			} else {
 				s.stall[b.Dir+" "+b.Kind] = len(blocks)
 			}

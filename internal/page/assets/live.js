@@ -23,10 +23,16 @@
   var pipes = { "in": ["the host's stdin pipe", "the server's stdin pipe"], "out": ["the server's stdout pipe", "the host's stdout pipe"], "err": ["the server's stderr pipe", "the host's stderr pipe"] };
   function at(us) { return "+" + (us / 1e6).toFixed(3) + "s"; }
   function name(p) { return "id " + JSON.stringify(p.id) + " " + (p.method || "") + (p.tool ? " " + p.tool : ""); }
-  function blocked(st, updatedAgoUS) {
-    var out = [];
+  // ended reports whether the record, fresher than the status file, says
+  // that the write the status saw in progress has ended since.
+  function ended(p, s) {
+    var st = p.status, since = (Date.parse(st.updated) - Date.parse(st.start)) * 1000 - s.blocked_us;
+    return (p.blocks || []).some(function (b) { return b.kind === "block" && b.dir === s.dir && b.end && Math.abs(b.since - since) < 20000; });
+  }
+  function blocked(p, updatedAgoUS) {
+    var out = [], st = p.status || {};
     (st.streams || []).forEach(function (s) {
-      if (!s.blocked_us || s.blocked_us < 200000) return;
+      if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
       var t = readers[s.dir] + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
       if (s.source_pipe) t += "; " + size(s.source_pipe) + " more waiting in " + pipes[s.dir][0];
       if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipes[s.dir][1];
@@ -37,7 +43,7 @@
   function card(p, now) {
     var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000);
     var state = p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
-    var stuck = blocked(st, p.stale ? 0 : ago), verdicts = st.verdicts || [];
+    var stuck = blocked(p, p.stale ? 0 : ago), verdicts = st.verdicts || [];
     var h = '<div class="card' + (stuck.length || verdicts.length ? " stuckcard" : "") + '" data-proxy="' + esc(st.proxy_pid) + '">';
     h += "<h2>proxy " + esc(st.proxy_pid) + " → server " + esc(st.server_pid) + ' <span class="mono">' + esc((st.argv || []).join(" ")) + "</span></h2>";
     h += '<div class="folded">' + esc(state) + ", up " + dur((now - Date.parse(st.start)) * 1000) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
@@ -45,7 +51,11 @@
     if (!stuck.length && !verdicts.length) h += '<div class="banner ok">nothing is stuck</div>';
     h += '<ul class="verdicts">' + verdicts.map(function (v) { return '<li data-kind="' + esc(v.kind) + '">' + esc(v.text) + "</li>"; }).join("") + "</ul>";
     h += '<div class="cols"><section><h3>pending</h3>';
-    var pend = st.pending || [];
+    // The record is fresher than the status file: a request it shows
+    // delivered since is no longer pending.
+    var pend = (st.pending || []).filter(function (q) {
+      return !(p.requests || []).some(function (r) { return r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id) && r.state === "delivered"; });
+    });
     if (!pend.length) h += "<p>none</p>";
     else {
       h += '<table class="pending"><tr><th>direction</th><th>request</th><th>state</th><th>age</th><th>response</th><th>progress</th><th>cancel</th></tr>';
@@ -59,7 +69,9 @@
     h += '</section><section><h3>pipes</h3><table class="streams"><tr><th>direction</th><th>read</th><th>delivered</th><th>write in progress</th><th>waiting in source pipe</th><th>unread in destination pipe</th><th>idle</th></tr>';
     (st.streams || []).forEach(function (s) {
       var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + ago) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
-      h += "<tr" + (s.blocked_us >= 200000 ? ' class="stuck"' : "") + "><td>" + esc(dirs[s.dir]) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
+      var done = s.blocked_us && ended(p, s);
+      if (done) w = "none (the record shows the write ended)";
+      h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirs[s.dir]) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
         '</td><td class="num">' + esc(w) + '</td><td class="num">' + (s.source_pipe == null ? "?" : size(s.source_pipe)) + '</td><td class="num">' + (s.dest_pipe == null ? "?" : size(s.dest_pipe)) +
         '</td><td class="num">' + (s.ended ? "ended" : s.idle_us ? dur(s.idle_us) : "") + "</td></tr>";
     });
