@@ -62,7 +62,10 @@ func (s *Session) headerLine() string {
 	if h == nil {
 		return "no header"
 	}
-	l := fmt.Sprintf("server %s · started %s · lasted %s · proxy %s on %s/%s", strings.Join(h.Argv, " "), h.Start, dur(s.End), h.Proxy, h.OS, h.Arch)
+	l := fmt.Sprintf("server %s · started %s · lasted %s", strings.Join(h.Argv, " "), h.Start, dur(s.End))
+	if h.Proxy != "" {
+		l += fmt.Sprintf(" · proxy %s on %s/%s", h.Proxy, h.OS, h.Arch)
+	}
 	l += fmt.Sprintf(" · pipes: server stdout %s, host stdout %s", pipe(h.Pipes.ServerStdout), pipe(h.Pipes.HostStdout))
 	if s.Ended != "" {
 		l += " · " + s.Ended
