@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/fill"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -130,21 +131,15 @@ func newConfig(opts []Option) (config, error) {
 		}
 	}
 	l := &c.limits
-	setDefault(&l.Notifications, defaultNotifications)
-	setDefault(&l.NotificationBytes, defaultNotificationBytes)
-	setDefault(&l.NotificationHead, defaultNotificationHead)
-	setDefault(&l.Junk, defaultJunk)
-	setDefault(&l.Transcript, defaultTranscript)
-	setDefault(&l.Head, defaultHead)
-	setDefault(&l.ServerRequests, defaultServerRequests)
-	setDefault(&l.ServerRequestBytes, defaultServerRequestBytes)
+	fill.Default(&l.Notifications, defaultNotifications)
+	fill.Default(&l.NotificationBytes, defaultNotificationBytes)
+	fill.Default(&l.NotificationHead, defaultNotificationHead)
+	fill.Default(&l.Junk, defaultJunk)
+	fill.Default(&l.Transcript, defaultTranscript)
+	fill.Default(&l.Head, defaultHead)
+	fill.Default(&l.ServerRequests, defaultServerRequests)
+	fill.Default(&l.ServerRequestBytes, defaultServerRequestBytes)
 	return c, nil
-}
-
-func setDefault[T int | int64](v *T, d T) {
-	if *v == 0 {
-		*v = d
-	}
 }
 
 // nonNegative checks an option's number: zero means the default, negative

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -93,13 +94,15 @@ func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteClose
 	args := mcptest.HelperArgs()
 	cfg := proxy.Config{}
 	if path := os.Getenv("PROXY_LOG"); path != "" {
-		l, err := proxy.CreateLog(path, 0, 0)
+		l, err := state.CreateLog(path, 0, 0)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
 		cfg.Record = l
-		cfg.StatusFile = path + proxy.StatusSuffix
+		cfg.OnStatus = func(st proxy.Status) error {
+			return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
+		}
 	}
 	p, err := proxy.Start(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,25 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/record"
 )
+
+// Each direction (host → server stdin, server stdout → host, server
+// stderr → host) is one goroutine that reads at most Config.ChunkSize
+// bytes, writes them all to the destination, and only then reads again.
+// Nothing is parsed, rewritten, reordered or dropped on that path (faults
+// aside), non-JSON lines included. The directions share no lock and never
+// wait for the observer. An end passes on as an end: EOF on a source
+// closes its destination, and a write that fails because the reader went
+// away (EPIPE) closes the source, so each side sees what it would have
+// seen without the proxy.
+//
+// The exact extra buffering the proxy adds per direction is one kernel
+// pipe (between the proxy and the server; its capacity is in the record's
+// header and can be set with Config.PipeCapacity on Linux) plus at most
+// one chunk (ChunkSize bytes) held in a write. So a host that stops
+// reading blocks the server once the server has written what the host's
+// pipe holds, plus ChunkSize, plus the server's pipe. With 16 KiB pipes and
+// chunks, that is 48 KiB: the tests check it byte for byte.
+//
 
 // errClosed ends a forwarder that the proxy stopped (its reading, or a
 // fault that closed the destination).
@@ -69,6 +89,8 @@ type forwarder struct {
 	interruptible bool     // a blocked read of src can be ended
 	rsrc, rdst    *rawFile // the Unix fast path for src and dst, when they are non-blocking files
 
+	halt     chan struct{} // closed when the proxy interrupts this direction: a stop fault ends
+	haltOnce sync.Once
 	readDone chan struct{} // closed when the source has ended or failed
 	done     chan struct{} // closed when the forwarder has ended
 
@@ -100,6 +122,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 		obs:      make(chan obsEvent, 2*slots+1024),
 		free:     make(chan []byte, slots),
 		slots:    slots,
+		halt:     make(chan struct{}),
 		readDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -268,13 +291,28 @@ func (f *forwarder) endRead(err error) {
 }
 
 // sourceEnded passes the end of the source on: the destination is closed,
-// as the source's writer closed it (a half-close). The observer records
-// it once it has seen the direction's last bytes.
+// as the source's writer closed it (a half-close). The end and the close
+// are noted in that order, before anything the close causes (the server
+// exiting on EOF).
 func (f *forwarder) sourceEnded(err error) {
+	dir := dirNames[f.d]
+	f.mu.Lock()
+	end := f.srcEnd
+	f.mu.Unlock()
+	if !errors.Is(err, errClosed) {
+		ev := record.Event{Ev: record.EvEOF, Dir: dir, Text: srcNames[f.d] + " ended"}
+		if !errors.Is(err, io.EOF) {
+			ev.Text, ev.Err = "reading "+srcNames[f.d]+" failed", err.Error()
+		}
+		f.p.note(end, ev)
+	}
 	cerr := closeStream(f.dst)
 	f.mu.Lock()
 	f.closedDst = cerr == nil
 	f.mu.Unlock()
+	if cerr == nil && !errors.Is(err, errClosed) {
+		f.p.note(time.Now(), record.Event{Ev: record.EvClose, Dir: dir, Text: "closed " + dstNames[f.d] + " to pass the end on"})
+	}
 }
 
 // writeFailed passes a failed write back: the destination's reader went
@@ -285,8 +323,10 @@ func (f *forwarder) writeFailed(err error) {
 	f.mu.Lock()
 	f.dstErr, f.dstErrAt = err, now
 	f.mu.Unlock()
+	ev := record.Event{Ev: record.EvClose, Dir: dirNames[f.d], Err: err.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[f.d])}
 	select {
 	case <-f.p.stop:
+		f.p.note(now, ev)
 		return // the proxy is ending and interrupted the write itself
 	default:
 	}
@@ -294,6 +334,10 @@ func (f *forwarder) writeFailed(err error) {
 	f.mu.Lock()
 	f.closedSrc = cerr == nil
 	f.mu.Unlock()
+	if cerr == nil {
+		ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[f.d])
+	}
+	f.p.note(now, ev)
 }
 
 // closeStream closes s if it can be closed.
@@ -315,8 +359,10 @@ func canInterrupt(src io.Reader) bool {
 	return ok && d.SetReadDeadline(time.Time{}) == nil
 }
 
-// interruptRead ends a blocked read of the source, where possible.
+// interruptRead ends a blocked read of the source, where possible, and a
+// stop fault that keeps it from reading.
 func (f *forwarder) interruptRead() {
+	f.haltOnce.Do(func() { close(f.halt) })
 	if f.rsrc != nil {
 		f.rsrc.stop()
 		return

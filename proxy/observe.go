@@ -1,17 +1,33 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
-	"github.com/mcpstdio/mcpstdio/wire"
 )
+
+// The forwarding goroutine hands a copy of each chunk to one observer
+// goroutine through a buffered channel, without waiting: copies come from
+// a pool of at most Config.ObserverBuffer bytes per direction (allocated
+// only as the observer falls behind). When the pool or the channel is
+// full, the observer loses detail, counts it, records a record.EvDrop event and
+// a gap, and the traffic goes on at full speed.
+//
+// The observer follows lines in memory bounded by ParseLimit + HeadBytes
+// whatever their length: each line is redacted and hashed as it streams,
+// its head kept, and, if it is within ParseLimit, parsed with
+// wire.ParseMessage; a longer line is scanned with wire.Scanner for its
+// top-level id and method. From this it keeps a pending table (each
+// request with when it was read, written to the server, when its response
+// began and ended and was delivered, its progress and cancel) and the
+// per-direction blocked writes, and finds verdicts (see record.Verdict) such as
+// "host is not reading the server's output: the response to id 7
+// (tools/call search), 2.3 MiB of it read from the server so far, is
+// waiting for 4m12s".
+//
 
 // observer parses copies of the traffic off the forwarding path and keeps
 // the pending table, the metrics and the record. It is one goroutine; the
@@ -24,7 +40,8 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
-	nudge     chan struct{} // a forwarder's pool is half used
+	nudge     chan struct{} // a forwarder's pool is half used, or an event was noted
+	notes     notes
 
 	mu        sync.Mutex
 	pending   map[pkey]*request
@@ -41,40 +58,7 @@ type observer struct {
 	exitAt    time.Time
 	stdinEOF  time.Time // the host closed the server's stdin
 	ended     bool
-	statusErr bool // a status file error was recorded
-}
-
-// pkey identifies a request: the direction it travelled and its id.
-type pkey struct {
-	d  dirIndex
-	id string // wire.Key of the id
-}
-
-// request is one entry of the pending table.
-type request struct {
-	d         dirIndex
-	seq       int64
-	id        json.RawMessage
-	method    string
-	tool      string
-	token     string
-	size      int64
-	sent      time.Time // its first byte was read from the requester
-	read      time.Time // its last byte was read
-	written   time.Time // it was written whole to the other side
-	respStart time.Time // its response's first byte was read
-	respRead  time.Time // its response's last byte was read
-	delivered time.Time // its response was written whole to the requester
-	respSize  int64
-	respKind  string
-	progress  int
-
-	cancelRead   time.Time // the cancel for it was read
-	cancelFwd    time.Time // the cancel was written on
-	cancelReason string
-	afterCancel  int       // progress notifications that began after cancelFwd
-	lastProgress time.Time // the last of them
-	late         bool
+	statusErr bool // an OnStatus error was recorded
 }
 
 // dirObs is the observer's view of one direction.
@@ -213,6 +197,8 @@ func (o *observer) run() {
 			o.take(o.dirs[dOut], ev, ok)
 		case ev, ok := <-o.dirs[dErr].chOrNil():
 			o.take(o.dirs[dErr], ev, ok)
+		case <-o.nudge:
+			o.drain()
 		case now := <-tick.C:
 			o.tick(now, &nextStatus)
 			continue
@@ -225,9 +211,12 @@ func (o *observer) run() {
 	}
 }
 
-// drain handles every event waiting in the three channels, oldest first
-// among the directions, and returns how many it handled.
+// drain handles every event waiting in the three channels and the queue
+// of noted events, oldest first, and returns how many it handled. The
+// queue is taken first: what happened before its events is in the
+// channels by then.
 func (o *observer) drain() int {
+	ns := o.takeNotes()
 	n := 0
 	for {
 		for _, d := range o.dirs {
@@ -244,6 +233,12 @@ func (o *observer) drain() int {
 			if d.has && (first == nil || d.head.t.Before(first.head.t)) {
 				first = d
 			}
+		}
+		if len(ns) > 0 && (first == nil || !first.head.t.Before(ns[0].t)) {
+			o.writeNote(ns[0])
+			ns = ns[1:]
+			n++
+			continue
 		}
 		if first == nil {
 			return n
@@ -270,38 +265,23 @@ func (o *observer) take(d *dirObs, ev obsEvent, ok bool) {
 	d.head, d.has = ev, true
 }
 
-// dirEnded records how direction d ended, after its last bytes: the
-// forwarder has closed its channel, so its end is known.
+// dirEnded notes that direction d ended, after its last bytes: the
+// forwarder has closed its channel. (The forwarder noted the end itself,
+// and the closes that passed it on.)
 func (o *observer) dirEnded(d *dirObs) {
 	fw := d.fw
 	fw.mu.Lock()
-	srcErr, srcEnd, dstErr, dstErrAt, closedDst, closedSrc := fw.srcErr, fw.srcEnd, fw.dstErr, fw.dstErrAt, fw.closedDst, fw.closedSrc
+	srcErr, srcEnd := fw.srcErr, fw.srcEnd
 	fw.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	dir := dirNames[d.d]
 	o.chunkGap(d, fw.written.Load(), srcEnd)
-	if dstErr != nil {
-		ev := record.Event{Ev: record.EvClose, Dir: dir, Err: dstErr.Error(), Text: fmt.Sprintf("writing %s failed", dstNames[d.d])}
-		if closedSrc {
-			ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[d.d])
-		}
-		o.emit(dstErrAt, ev)
-	}
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
 	d.eof = srcEnd
-	ev := record.Event{Ev: record.EvEOF, Dir: dir, Text: srcNames[d.d] + " ended"}
-	if !errors.Is(srcErr, io.EOF) {
-		ev.Text, ev.Err = "reading "+srcNames[d.d]+" failed", srcErr.Error()
-	}
-	o.emit(srcEnd, ev)
 	if d.d == dIn && errors.Is(srcErr, io.EOF) {
 		o.stdinEOF = srcEnd
-	}
-	if closedDst {
-		o.emit(srcEnd, record.Event{Ev: record.EvClose, Dir: dir, Text: "closed " + dstNames[d.d] + " to pass the end on"})
 	}
 }
 
@@ -411,229 +391,10 @@ func (o *observer) await(d *dirObs, end int64, what uint8, r *request) {
 	d.awaiting = append(d.awaiting, await{end: end, what: what, r: r})
 }
 
-// frameDone takes a line that ended (or was cut off by the end of the
-// stream) and updates the pending table.
-func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated bool) {
-	ev, m := a.frame(dirNames[d.d], unterminated)
-	ev.T0, ev.T = o.since(a.t0), o.since(t)
-	end := a.pos // past the newline
-	d.frames++
-	d.largest = max(d.largest, ev.N)
-	switch d.d {
-	case dIn:
-		o.m.StdinFrames++
-		o.m.LargestRequest = max(o.m.LargestRequest, ev.N)
-		o.lastHost = t
-	case dOut:
-		o.m.StdoutFrames++
-		o.m.LargestFrame = max(o.m.LargestFrame, ev.N)
-	}
-	if unterminated {
-		o.m.Unterminated++
-	}
-	if ev.Kind == record.KindJunk && !ev.Gap {
-		switch d.d {
-		case dOut:
-			o.m.ParseErrors++
-			if o.m.FirstJunk == "" {
-				o.m.FirstJunk = ev.Head
-			}
-		case dIn:
-			o.m.HostParseErrors++
-		}
-	}
-	o.emit(t, ev)
-	if d.d == dErr || ev.Gap || unterminated {
-		return // an unterminated line was never received whole
-	}
-	switch ev.Kind {
-	case record.KindRequest:
-		o.requestFrame(d, ev, a, end)
-	case record.KindResponse, record.KindError:
-		o.responseFrame(d, ev, a, t, end)
-	case record.KindNotification:
-		o.notificationFrame(d, ev, m, t, end)
-	}
-}
-
-func (o *observer) requestFrame(d *dirObs, ev record.Event, a *frameAsm, end int64) {
-	if d.d == dIn {
-		o.m.Requests++
-		o.noteHostMethod(ev.Method)
-	} else {
-		o.m.ServerRequests++
-	}
-	o.seq++
-	r := &request{
-		d: d.d, seq: o.seq, id: ev.ID, method: ev.Method, tool: ev.Tool, size: ev.N,
-		sent: a.t0, read: o.timeOf(ev.T),
-	}
-	if r.sent.IsZero() {
-		r.sent = r.read
-	}
-	k := pkey{d.d, wire.Key(ev.ID)}
-	if old := o.pending[k]; old != nil {
-		o.forget(old)
-	}
-	o.pending[k] = r
-	if d.d == dIn && len(ev.Token) > 0 {
-		r.token = wire.Key(ev.Token)
-		if r.token != "" {
-			o.tokens[r.token] = r
-		}
-	}
-	o.await(d, end, awWritten, r)
-	if len(o.pending) > o.cfg.MaxPending {
-		var oldest *request
-		for _, p := range o.pending {
-			if oldest == nil || p.seq < oldest.seq {
-				oldest = p
-			}
-		}
-		o.forget(oldest)
-		o.m.Forgotten++
-	}
-}
-
-// timeOf turns record microseconds back into a time.
-func (o *observer) timeOf(us int64) time.Time {
-	return o.start.Add(time.Duration(us) * time.Microsecond)
-}
-
-func (o *observer) noteHostMethod(m string) {
-	if m == wire.MethodToolsCall {
-		o.toolCall = true
-	}
-	for _, s := range o.hostSent {
-		if s == m {
-			return
-		}
-	}
-	if len(o.hostSent) < 16 {
-		o.hostSent = append(o.hostSent, m)
-	}
-}
-
-// forget removes r from the pending table.
-func (o *observer) forget(r *request) {
-	k := pkey{r.d, wire.Key(r.id)}
-	if o.pending[k] == r {
-		delete(o.pending, k)
-	}
-	if r.token != "" && o.tokens[r.token] == r {
-		delete(o.tokens, r.token)
-	}
-}
-
-func (o *observer) responseFrame(d *dirObs, ev record.Event, a *frameAsm, t time.Time, end int64) {
-	reqDir := dIn
-	if d.d == dIn {
-		reqDir = dOut
-	}
-	if d.d == dOut {
-		o.m.Responses++
-	}
-	r := o.pending[pkey{reqDir, wire.Key(ev.ID)}]
-	if r == nil || !r.respStart.IsZero() {
-		o.m.UnknownResponses++
-		if o.m.FirstUnknown == nil {
-			o.m.FirstUnknown = ev.ID
-		}
-		return
-	}
-	r.respStart, r.respRead, r.respSize, r.respKind = a.t0, t, ev.N, ev.Kind
-	if r.respStart.IsZero() {
-		r.respStart = t
-	}
-	if !r.cancelFwd.IsZero() && r.respStart.After(r.cancelFwd) {
-		r.late = true
-		o.m.LateResponses++
-		o.emit(t, record.Event{Ev: record.EvLate, Dir: dirNames[d.d], ID: r.id, Method: r.method, Tool: r.tool, After: r.respStart.Sub(r.cancelFwd).Microseconds()})
-	}
-	o.await(d, end, awDelivered, r)
-}
-
-func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message, t time.Time, end int64) {
-	if d.d == dOut {
-		o.m.Notifications++
-	} else {
-		o.noteHostMethod(ev.Method)
-	}
-	if m == nil {
-		return
-	}
-	switch ev.Method {
-	case wire.MethodCancelled:
-		o.m.Cancels++
-		rid := wire.Member(m.Params, "requestId")
-		r := o.pending[pkey{d.d, wire.Key(rid)}]
-		ce := record.Event{Ev: record.EvCancel, Dir: dirNames[d.d], ID: cut(rid), State: "unknown"}
-		if len(rid) == 0 {
-			ce.ID = nil
-		}
-		ce.Reason = stringMember(m.Params, "reason")
-		if len(ce.Reason) > 256 {
-			ce.Reason = string(trimRune([]byte(ce.Reason[:256])))
-		}
-		if r != nil {
-			ce.Method, ce.Tool, ce.State = r.method, r.tool, r.stage()
-			if r.cancelRead.IsZero() {
-				r.cancelRead, r.cancelReason = t, ce.Reason
-				o.await(d, end, awCancelFwd, r)
-			}
-		}
-		o.emit(t, ce)
-	case wire.MethodProgress:
-		if d.d != dOut || len(ev.Token) == 0 {
-			return
-		}
-		r := o.tokens[wire.Key(ev.Token)]
-		if r == nil {
-			return
-		}
-		r.progress++
-		if !r.cancelFwd.IsZero() && o.timeOf(ev.T0).After(r.cancelFwd) {
-			r.afterCancel++
-			r.lastProgress = t
-		}
-	}
-}
-
-// stage says where a pending request is: "unwritten" (not yet written
-// whole to the other side), "waiting" (for its response), "responding"
-// (its response is arriving) or "delivering" (its response was read whole
-// and is being written to the requester).
-func (r *request) stage() string {
-	switch {
-	case r.written.IsZero():
-		return "unwritten"
-	case r.respStart.IsZero():
-		return "waiting"
-	case r.respRead.IsZero():
-		return "responding"
-	}
-	return "delivering"
-}
-
-// answered moves r out of the pending table once its response reached the
-// requester.
-func (o *observer) answered(r *request) {
-	o.forget(r)
-	if r.late || r.afterCancel > 0 {
-		// Keep the evidence for the summary.
-		v := cancelVerdict(o, r, time.Now())
-		o.keepVerdict(v)
-		o.recordVerdict(r.delivered, v)
-	}
-	o.recent = append(o.recent, r)
-	if len(o.recent) > keepRecent {
-		o.recent = o.recent[1:]
-	}
-}
-
-// tick notices writes that block, records new verdicts and rewrites the
-// status file when it is due.
+// tick notices writes that block, records new verdicts and reports the
+// status when it is due.
 func (o *observer) tick(now time.Time, nextStatus *time.Time) {
+	o.drain() // what happened before now goes into the record before what is found now
 	o.mu.Lock()
 	for _, d := range o.dirs {
 		o.noteDrops(d, now)
@@ -650,11 +411,11 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 	for _, v := range o.liveVerdicts(now) {
 		o.recordVerdict(now, v)
 	}
-	due := o.cfg.StatusFile != "" && !now.Before(*nextStatus)
+	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
 	o.mu.Unlock()
 	if due {
 		*nextStatus = now.Add(o.cfg.StatusInterval)
-		o.writeStatus(now)
+		o.reportStatus(now)
 	}
 }
 
@@ -698,26 +459,8 @@ func (o *observer) finish() *Result {
 }
 
 func (o *observer) finish1() *Result {
+	o.drain() // what the ended forwarders left, and the last noted events
 	now := time.Now()
-	// Drain what the ended forwarders left in their channels.
-	for _, d := range o.dirs {
-		for {
-			if d.has {
-				d.has = false
-				o.handle(d, d.head)
-			}
-			if d.eofCh {
-				break
-			}
-			select {
-			case ev, ok := <-d.ch:
-				o.take(d, ev, ok)
-				continue
-			default:
-			}
-			break
-		}
-	}
 	o.mu.Lock()
 	for _, d := range o.dirs {
 		o.noteDrops(d, now)
@@ -734,9 +477,5 @@ func (o *observer) finish1() *Result {
 	}
 	o.emit(now, record.Event{Ev: record.EvSummary, Verdicts: vs, Metrics: &m})
 	o.mu.Unlock()
-	st := o.status(now)
-	if o.cfg.StatusFile != "" {
-		_ = os.Remove(o.cfg.StatusFile)
-	}
-	return &Result{Status: st, Verdicts: vs}
+	return &Result{Status: o.status(now), Verdicts: vs}
 }

@@ -11,9 +11,25 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// recorder writes events, numbering them; safe for concurrent use. Writing
-// happens off the forwarding path: only the observer, the lifecycle code
-// and faults call it.
+// The record is NDJSON: one record.Event per line, written with one
+// write(2) in the order things happened (see order.go) (a killed proxy leaves a readable record). The first line is
+// a header (record.EvHeader) with the schema version, the server's argv, the
+// names (never the values) of its environment variables, the platform and
+// the pipe sizes. Then: spawn; a chunk event for every read of every
+// direction with when it was read and when its write returned (replay
+// uses them for chunk boundaries and stalls); a frame event per line with
+// its offset, size, id, method, kind, head and hash; block and unblock
+// events for writes that took BlockEvent or longer; cancel and late
+// events; eof, close, signal, exit; fault; drop; verdict; and a summary
+// with the metrics at the end. Bodies are kept as head, length and hash
+// unless Config.LogBodies asks for every byte. Redaction (JSON paths, and
+// keys that look secret) applies before anything is written, heads,
+// hashes and bodies alike. The record's files, rotation and the status
+// files are the command's (internal/state), not this package's.
+
+// recorder writes events, numbering them. Only the observer's goroutine
+// writes (see order.go), off the forwarding path; the mutex guards the
+// error, which Wait reads.
 type recorder struct {
 	mu    sync.Mutex
 	w     io.Writer

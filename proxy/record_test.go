@@ -3,11 +3,11 @@ package proxy_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -18,62 +18,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-func TestLogFilePrivate(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("Unix permissions")
-	}
-	dir := filepath.Join(t.TempDir(), "state", "mcpstdio")
-	l, err := proxy.CreateLog(filepath.Join(dir, "a.ndjson"), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "a.ndjson"): 0o600} {
-		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
-			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode().Perm(), err, want)
-		}
-	}
-	// An existing file or directory with a wider mode is narrowed.
-	old := filepath.Join(t.TempDir(), "old.ndjson")
-	os.WriteFile(old, nil, 0o644)
-	l, err = proxy.CreateLog(old, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	open := filepath.Join(t.TempDir(), "open")
-	os.Mkdir(open, 0o755)
-	if err := proxy.PrivateDir(open); err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string]os.FileMode{old: 0o600, open: 0o700} {
-		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
-			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode().Perm(), err, want)
-		}
-	}
-}
-
-func TestDefaultDir(t *testing.T) {
-	t.Setenv(proxy.EnvStateDir, "")
-	d, err := proxy.DefaultDir()
-	if err != nil {
-		t.Skip("no home directory here:", err)
-	}
-	wd, _ := os.Getwd()
-	if !filepath.IsAbs(d) || d == wd || !strings.HasSuffix(d, "mcpstdio") {
-		t.Errorf("DefaultDir() = %q, want an absolute per-user directory, not the working directory", d)
-	}
-	t.Setenv(proxy.EnvStateDir, "/elsewhere")
-	if d, _ := proxy.DefaultDir(); d != "/elsewhere" {
-		t.Errorf("DefaultDir() with %s set = %q", proxy.EnvStateDir, d)
-	}
-}
-
 // TestRecordPrivacy: environment values never reach the record, and
 // redaction applies before anything is written, bodies included.
 func TestRecordPrivacy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.ndjson")
-	l, err := proxy.CreateLog(path, 0, 0)
+	l, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,94 +78,59 @@ func TestRecordPrivacy(t *testing.T) {
 	}
 }
 
-// TestRecordRotation: a record over its size limit continues in a new file
-// that starts with the header; old files beyond keep are removed, and the
-// files read in order continue the sequence.
-func TestRecordRotation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rec.ndjson")
-	l, err := proxy.CreateLog(path, 4000, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Record: l})
-	drain(t, r.stdout)
-	drain(t, r.stderr)
-	for i := range 40 {
-		fmt.Fprintf(r.stdin, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
-	}
-	r.stdin.Close()
-	r.wait()
-	l.Close()
-	files := record.Files(path)
-	if want := []string{path + ".2", path + ".1", path}; !slices.Equal(files, want) {
-		t.Fatalf("record.Files = %q, want %q", files, want)
-	}
-	next, part := int64(-1), -1
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+// TestStatusHook: a running proxy reports its status through
+// Config.OnStatus, naming the pending request.
+func TestStatusHook(t *testing.T) {
+	statuses := make(chan proxy.Status, 1)
+	hook := func(st proxy.Status) error {
+		select {
+		case statuses <- st:
+		default: // the test has one to look at already
 		}
-		if len(b) > 4000+1000 {
-			t.Errorf("%s has %d bytes, over the 4000-byte limit by more than an event", f, len(b))
-		}
-		first := true
-		err = record.Read(bytes.NewReader(b), func(e record.Event) error {
-			if first {
-				if e.Ev != record.EvHeader || e.Header.Part <= part {
-					return fmt.Errorf("%s starts with %s part %v, want a header after part %d", f, e.Ev, e.Header, part)
-				}
-				part, first = e.Header.Part, false
-				return nil
-			}
-			if next >= 0 && e.Seq != next {
-				return fmt.Errorf("%s: seq %d, want %d", f, e.Seq, next)
-			}
-			next = e.Seq + 1
-			return nil
-		})
-		if err != nil {
-			t.Error(err)
-		}
+		return nil
 	}
-	if _, err := os.Stat(path + ".3"); err == nil {
-		t.Errorf("%s.3 exists: more than keep=2 rotated files", path)
-	}
-}
-
-// TestStatusFile: a running proxy keeps a status file that names the
-// pending request, and removes it when it ends.
-func TestStatusFile(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "x.ndjson"+proxy.StatusSuffix)
-	r := startRig(t, helperCmd(t, "fake"), proxy.Config{StatusFile: file, StatusInterval: 20 * time.Millisecond})
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{OnStatus: hook, StatusInterval: 20 * time.Millisecond})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
 	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}` + "\n"))
 	r.rec.wait(t, "the call", func(e record.Event) bool { return e.Ev == record.EvChunk && e.Dir == record.DirIn && e.WT > 0 })
-	// The file is rewritten on a timer and nothing signals it: poll it,
-	// bounded.
-	var st proxy.StatusEntry
-	deadline := time.Now().Add(bound(t))
-	for {
-		ents, _ := proxy.ReadStatuses(dir, time.Now())
-		if len(ents) == 1 && ents[0].Err == nil && len(ents[0].Status.Pending) == 1 {
-			st = ents[0]
-			break
+	deadline := time.After(bound(t))
+	var st proxy.Status
+	for len(st.Pending) != 1 {
+		select {
+		case <-deadline:
+			t.Fatalf("no status naming the pending call; the last: %+v", st)
+		case st = <-statuses:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no status file naming the pending call: %+v", ents)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	p := st.Status.Pending[0]
-	if st.Stale || string(p.ID) != "7" || p.Tool != "slow" || p.State != "waiting" || !st.Status.Running {
+	if p := st.Pending[0]; string(p.ID) != "7" || p.Tool != "slow" || p.State != "waiting" || !st.Running {
 		t.Errorf("status %+v, pending %+v: want id 7 tools/call slow waiting", st, p)
 	}
 	r.stdin.Close()
 	r.wait()
-	if _, err := os.Stat(file); !os.IsNotExist(err) {
-		t.Errorf("status file after the end: %v, want it removed", err)
+}
+
+// TestStatusHookError: a failing OnStatus is recorded once, and the
+// traffic goes on.
+func TestStatusHookError(t *testing.T) {
+	r := startRig(t, helperCmd(t, "fake"), proxy.Config{OnStatus: func(proxy.Status) error { return errors.New("disk full") }, StatusInterval: time.Millisecond})
+	out := drain(t, r.stdout)
+	drain(t, r.stderr)
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	e := r.rec.wait(t, "error", isEv(record.EvError))
+	r.stdin.Close()
+	r.wait()
+	if n, _ := out(); n == 0 || !strings.Contains(e.Err, "disk full") {
+		t.Errorf("error event %+v, %d bytes to the host: want the hook's error recorded and the response forwarded", e, n)
+	}
+	n := 0
+	for _, e := range r.rec.all() {
+		if e.Ev == record.EvError {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d error events, want 1", n)
 	}
 }
 

@@ -2,11 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -14,12 +10,11 @@ import (
 
 // Status is what a proxy sees at one moment: the pending requests with
 // their ages, each direction's state and the verdicts. Proxy.Status
-// returns it; the status file holds it as JSON.
+// returns it and Config.OnStatus gets it.
 type Status struct {
 	ProxyPID  int       `json:"proxy_pid"`
 	ServerPID int       `json:"server_pid"`
 	Argv      []string  `json:"argv"`
-	Log       string    `json:"log,omitempty"` // the record's file
 	Start     time.Time `json:"start"`
 	Updated   time.Time `json:"updated"`
 	Running   bool      `json:"running"` // the server has not exited
@@ -81,7 +76,7 @@ func (o *observer) status(now time.Time) Status {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := Status{
-		ProxyPID: os.Getpid(), Argv: o.p.cmd.Args, Log: o.cfg.LogPath,
+		ProxyPID: os.Getpid(), Argv: o.p.cmd.Args,
 		Start: o.start, Updated: now, Running: o.exit == nil, Exit: o.exit, Metrics: o.metrics(),
 		Pending: []PendingStatus{},
 	}
@@ -127,82 +122,10 @@ func (o *observer) status(now time.Time) Status {
 	return st
 }
 
-// writeStatus rewrites the status file: a temporary file beside it, then a
-// rename, so a reader never sees half of one. A failure is recorded once.
-func (o *observer) writeStatus(now time.Time) {
-	st := o.status(now)
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err == nil {
-		err = writeFileAtomic(o.cfg.StatusFile, append(b, '\n'))
-	}
-	if err != nil && !o.statusErr {
+// reportStatus calls OnStatus; its first error is recorded.
+func (o *observer) reportStatus(now time.Time) {
+	if err := o.cfg.OnStatus(o.status(now)); err != nil && !o.statusErr {
 		o.statusErr = true
-		o.p.rec.emit(now, record.Event{Ev: record.EvError, Text: "the status file could not be written", Err: err.Error()})
+		o.emit(now, record.Event{Ev: record.EvError, Text: "the status could not be reported (Config.OnStatus)", Err: err.Error()})
 	}
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
-// StatusSuffix ends the name of a status file: the record's name plus this.
-const StatusSuffix = ".status.json"
-
-// Stale is how old a status file's Updated may be before ReadStatuses
-// calls the proxy gone (it was killed without removing its file).
-const Stale = 10 * time.Second
-
-// StatusEntry is a status file and what it holds.
-type StatusEntry struct {
-	Path   string
-	Status Status
-	Stale  bool  // not updated for Stale: the proxy is probably gone
-	Err    error // the file could not be read
-}
-
-// ReadStatuses reads the status files in dir (files ending in
-// StatusSuffix), newest first.
-func ReadStatuses(dir string, now time.Time) ([]StatusEntry, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []StatusEntry
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), StatusSuffix) || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		out = append(out, ReadStatus(filepath.Join(dir, e.Name()), now))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Status.Start.After(out[j].Status.Start) })
-	return out, nil
-}
-
-// ReadStatus reads one status file.
-func ReadStatus(path string, now time.Time) StatusEntry {
-	e := StatusEntry{Path: path}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &e.Status)
-	}
-	if err != nil {
-		e.Err = fmt.Errorf("proxy: status file %s: %w", path, err)
-		return e
-	}
-	e.Stale = now.Sub(e.Status.Updated) > Stale
-	return e
 }

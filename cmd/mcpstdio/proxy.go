@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -73,10 +73,10 @@ type proxyFlags struct {
 }
 
 func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, proxy.Config, error) {
-	f := &proxyFlags{logMax: proxy.DefaultLogMax, chunk: proxy.DefaultChunkSize}
+	f := &proxyFlags{logMax: state.DefaultLogMax, chunk: proxy.DefaultChunkSize}
 	fs := flag.NewFlagSet("mcpstdio proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir, derr := proxy.DefaultDir()
+	dir, derr := state.DefaultDir()
 	if derr != nil {
 		dir = "(none: " + derr.Error() + ")"
 	}
@@ -93,7 +93,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 	fs.StringVar(&f.dir, "dir", "", "the state `DIRECTORY` for records and status files (default "+dir+")")
 	fs.BoolVar(&f.noLog, "no-log", false, "record nothing (the status file is still written)")
 	fs.Var(sizeFlag{&f.logMax}, "log-max", "rotate the record when a file reaches `SIZE` bytes (default 64MiB)")
-	fs.IntVar(&f.logKeep, "log-keep", proxy.DefaultLogKeep, "keep `N` rotated record files")
+	fs.IntVar(&f.logKeep, "log-keep", state.DefaultLogKeep, "keep `N` rotated record files")
 	fs.BoolVar(&f.bodies, "log-bodies", false, "record every byte (after redaction), not only each frame's head, length and hash")
 	fs.IntVar(&f.head, "head", proxy.DefaultHeadBytes, "record the first `N` bytes of each frame")
 	fs.Var(&f.redact, "redact", "redact the value at JSON `PATH` (e.g. params.arguments.query; * matches any key); repeatable")
@@ -116,10 +116,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 	if len(rest) == 0 {
 		return nil, nil, proxy.Config{}, errors.New("no server command: mcpstdio proxy [flags] -- <server command...>")
 	}
-	if f.dir == "" {
-		if derr != nil {
-			return nil, nil, proxy.Config{}, derr
-		}
+	if f.dir == "" && derr == nil {
 		f.dir = dir
 	}
 	cfg := proxy.Config{
@@ -166,28 +163,25 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "mcpstdio proxy: %s (see mcpstdio proxy -h)\n", strings.TrimPrefix(err.Error(), "proxy: "))
 		return 2
 	}
-	start := time.Now()
-	logPath := f.log
-	if logPath == "" {
-		if err := proxy.PrivateDir(f.dir); err != nil {
-			fmt.Fprintf(stderr, "mcpstdio proxy: %v\n", err)
-			return 1
-		}
-		logPath = filepath.Join(f.dir, proxy.SessionLogName(start, os.Getpid(), argv[0]))
+	st := openState(f, argv[0], time.Now())
+	defer st.close()
+	if st.log != nil {
+		cfg.Record = st.log
 	}
-	var log *proxy.LogFile
-	if !f.noLog {
-		log, err = proxy.CreateLog(logPath, f.logMax, f.logKeep)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpstdio proxy: %v\n", err)
-			return 1
-		}
-		defer log.Close()
-		cfg.Record, cfg.LogPath = log, logPath
+	if st.statusPath != "" {
+		cfg.OnStatus = st.writeStatus
 	}
-	cfg.StatusFile = logPath + proxy.StatusSuffix
-	if f.v && log != nil {
-		fmt.Fprintf(stderr, "mcpstdio proxy: recording to %s\n", logPath)
+	switch {
+	case f.v:
+		if st.log != nil {
+			fmt.Fprintf(stderr, "mcpstdio proxy: recording to %s\n", st.logPath)
+		}
+		for _, p := range st.problems {
+			fmt.Fprintf(stderr, "mcpstdio proxy: %s\n", p)
+		}
+	case len(st.problems) > 0 && st.statusPath == "" && st.log == nil:
+		// Nothing else can say it: once, on stderr.
+		fmt.Fprintf(stderr, "mcpstdio proxy: %s; the server runs regardless\n", strings.Join(st.problems, "; "))
 	}
 
 	host, restore := hostStreams(stdin, stdout, stderr)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -130,8 +131,8 @@ func readRecord(t *testing.T, path string) []record.Event {
 // permissions, and the exit status is the server's.
 func TestProxyCommand(t *testing.T) {
 	t.Parallel()
-	state := filepath.Join(t.TempDir(), "state")
-	r := startProxy(t, []string{proxy.EnvStateDir + "=" + state}, "proxy", "--", binary, "fake")
+	stateDir := filepath.Join(t.TempDir(), "state")
+	r := startProxy(t, []string{state.EnvStateDir + "=" + stateDir}, "proxy", "--", binary, "fake")
 	r.cmd.Dir = t.TempDir()
 	if got := r.call(t, ping); got != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
 		t.Errorf("response %q", got)
@@ -143,12 +144,12 @@ func TestProxyCommand(t *testing.T) {
 	if rest, _ := io.ReadAll(r.stdout); len(rest) != 0 || r.stderr.Len() != 0 {
 		t.Errorf("the proxy wrote its own output: stdout %q, stderr %q", rest, r.stderr)
 	}
-	files, _ := filepath.Glob(filepath.Join(state, "*.ndjson"))
+	files, _ := filepath.Glob(filepath.Join(stateDir, "*.ndjson"))
 	if len(files) != 1 {
 		t.Fatalf("records in the state directory: %q, want one", files)
 	}
 	if runtime.GOOS != "windows" {
-		for path, want := range map[string]os.FileMode{state: 0o700, files[0]: 0o600} {
+		for path, want := range map[string]os.FileMode{stateDir: 0o700, files[0]: 0o600} {
 			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
 				t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
 			}
@@ -161,7 +162,7 @@ func TestProxyCommand(t *testing.T) {
 	if left, _ := os.ReadDir(r.cmd.Dir); len(left) != 0 {
 		t.Errorf("the proxy wrote %d files in its working directory", len(left))
 	}
-	if st, _ := filepath.Glob(filepath.Join(state, "*"+proxy.StatusSuffix)); len(st) != 0 {
+	if st, _ := filepath.Glob(filepath.Join(stateDir, "*"+state.StatusSuffix)); len(st) != 0 {
 		t.Errorf("status files left after the end: %q", st)
 	}
 }

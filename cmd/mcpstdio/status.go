@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -20,9 +21,9 @@ import (
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("mcpstdio status", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	dir, derr := proxy.DefaultDir()
+	dir, derr := state.DefaultDir()
 	fset.Usage = func() {
-		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second (in %s unless -dir or files are given).\n\nWith -http it serves the same as a live page instead, updated twice a second, with each\nproxy's timeline of the last minutes from its record, on a loopback address only\n(default %s); it prints the page's URL, whose random token every request must carry.\n\nFlags:\n", dir, defaultHTTPAddr)
+		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second (in %s and %s unless -dir or files are given).\n\nWith -http it serves the same as a live page instead, updated twice a second, with each\nproxy's timeline of the last minutes from its record, on a loopback address only\n(default %s); it prints the page's URL, whose random token every request must carry.\n\nFlags:\n", dir, state.FallbackDir(), defaultHTTPAddr)
 		fset.PrintDefaults()
 	}
 	asJSON := fset.Bool("json", false, "print the statuses as a JSON array")
@@ -40,21 +41,28 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return runStatusHTTP(ctx, web.addr, statusLister(dir, files, *all), stdout, stderr)
 	}
 	now := time.Now()
-	var ents []proxy.StatusEntry
+	var ents []state.StatusEntry
+	var looked []string
 	if fset.NArg() > 0 {
 		for _, p := range fset.Args() {
-			ents = append(ents, proxy.ReadStatus(p, now))
+			ents = append(ents, state.ReadStatus(p, now))
 		}
 	} else {
 		if dir == "" {
 			fmt.Fprintf(stderr, "mcpstdio status: %v\n", derr)
-			return 1
 		}
-		var err error
-		ents, err = proxy.ReadStatuses(dir, now)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "mcpstdio status: %v\n", err)
-			return 1
+		// A proxy whose state directory could not be used keeps its
+		// status file in the fallback directory.
+		for _, d := range []string{dir, state.FallbackDir()} {
+			if d == "" || slices.Contains(looked, d) {
+				continue
+			}
+			looked = append(looked, d)
+			es, err := state.ReadStatuses(d, now)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(stderr, "mcpstdio status: %v\n", err)
+			}
+			ents = append(ents, es...)
 		}
 	}
 	shown := ents[:0]
@@ -78,7 +86,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 0
 	}
 	if len(shown) == 0 {
-		fmt.Fprintf(stdout, "no running mcpstdio proxy (status files in %s)\n", dir)
+		where := strings.Join(looked, " and ")
+		if where == "" {
+			where = strings.Join(fset.Args(), ", ")
+		}
+		fmt.Fprintf(stdout, "no running mcpstdio proxy: no status file in %s (a proxy keeps one in its state directory, whatever -log says; point at another with -dir DIR or %s=DIR, or name status files)\n", where, state.EnvStateDir)
 		return 0
 	}
 	for i, e := range shown {
@@ -93,12 +105,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 type jsonStatus struct {
 	Path  string `json:"path"`
 	Stale bool   `json:"stale,omitempty"`
-	proxy.Status
+	state.Status
 }
 
 func us(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 
-func printStatus(w io.Writer, e proxy.StatusEntry, now time.Time) {
+func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	s := e.Status
 	state := "running"
 	switch {
@@ -108,8 +120,16 @@ func printStatus(w io.Writer, e proxy.StatusEntry, now time.Time) {
 		state = "server " + s.Exit.Text
 	}
 	fmt.Fprintf(w, "proxy %d → server %d %q, up %s, %s\n", s.ProxyPID, s.ServerPID, strings.Join(s.Argv, " "), now.Sub(s.Start).Round(time.Second), state)
+	if m := s.Metrics; m.DroppedBytes > 0 || m.DroppedEvents > 0 {
+		fmt.Fprintf(w, "  LOST DETAIL  the observer missed %d bytes (%d events): every byte was forwarded, but frames in them are not in the record and a replay cannot check them\n", m.DroppedBytes, m.DroppedEvents)
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(w, "  problem %s\n", p)
+	}
 	if s.Log != "" {
 		fmt.Fprintf(w, "  record  %s\n", s.Log)
+	} else {
+		fmt.Fprintln(w, "  record  none")
 	}
 	names := map[string]string{record.DirIn: "stdin ", record.DirOut: "stdout", record.DirErr: "stderr"}
 	for _, st := range s.Streams {

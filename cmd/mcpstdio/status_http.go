@@ -11,12 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/page"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/internal/state"
 )
 
 // defaultHTTPAddr is where `status -http` listens when no address is given.
@@ -117,20 +118,25 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 }
 
 // statusLister returns the function the live page lists proxies with: the
-// status files given, or those in dir; stale ones only with all.
+// status files given, or those in dir and the fallback directory (as
+// `status` looks); stale ones only with all.
 func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.Proxy, error) {
 	return func(now time.Time) ([]page.Proxy, error) {
-		var ents []proxy.StatusEntry
-		var err error
-		if len(files) > 0 {
-			for _, p := range files {
-				ents = append(ents, proxy.ReadStatus(p, now))
+		var ents []state.StatusEntry
+		var errs []error
+		for _, p := range files {
+			ents = append(ents, state.ReadStatus(p, now))
+		}
+		if len(files) == 0 {
+			for _, d := range slices.Compact([]string{dir, state.FallbackDir()}) {
+				es, err := state.ReadStatuses(d, now)
+				if d != "" && err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
+				ents = append(ents, es...)
 			}
-		} else if ents, err = proxy.ReadStatuses(dir, now); errors.Is(err, os.ErrNotExist) {
-			err = nil
 		}
 		var ps []page.Proxy
-		var errs []error
 		for _, e := range ents {
 			if e.Err != nil {
 				errs = append(errs, e.Err)
@@ -141,6 +147,6 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			}
 			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: e.Status.Log, Status: e.Status})
 		}
-		return ps, errors.Join(append([]error{err}, errs...)...)
+		return ps, errors.Join(errs...)
 	}
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/proxy"
+)
+
+// proxyState is where a proxy session keeps its record and its status
+// file. Nothing here keeps the server from starting: what could not be
+// made is said in problems, which go into the status file (and on stderr
+// with -v, or once if neither the record nor the status file exists).
+type proxyState struct {
+	log        *state.LogFile
+	logPath    string
+	statusPath string
+	problems   []string
+}
+
+// openState makes the state directory, the record and the status file's
+// place. The status file is always in the state directory (or, if that
+// cannot be made, in state.FallbackDir), wherever -log puts the record,
+// so that `mcpstdio status` finds every running proxy.
+func openState(f *proxyFlags, command string, start time.Time) *proxyState {
+	st := &proxyState{}
+	name := state.SessionLogName(start, os.Getpid(), command)
+	dir := f.dir
+	if err := usableDir(dir); err != nil {
+		fb := state.FallbackDir()
+		if ferr := usableDir(fb); ferr != nil {
+			st.problems = append(st.problems, fmt.Sprintf("no state directory: %v; nor %v", err, ferr))
+			dir = ""
+		} else {
+			st.problems = append(st.problems, fmt.Sprintf("the state directory cannot be used (%v): using %s", err, fb))
+			dir = fb
+		}
+	}
+	if dir != "" {
+		st.statusPath = filepath.Join(dir, name+state.StatusSuffix)
+	}
+	if f.noLog {
+		return st
+	}
+	st.logPath = f.log
+	if st.logPath == "" && dir != "" {
+		st.logPath = filepath.Join(dir, name)
+	}
+	if st.logPath == "" {
+		st.problems = append(st.problems, "nothing is recorded: no directory for the record (name one with -log)")
+		return st
+	}
+	l, err := state.CreateLog(st.logPath, f.logMax, f.logKeep)
+	if err != nil {
+		st.problems = append(st.problems, fmt.Sprintf("nothing is recorded: %s", strings.TrimPrefix(err.Error(), "state: ")))
+		st.logPath = ""
+		return st
+	}
+	st.log = l
+	return st
+}
+
+// usableDir makes dir private and checks that a file can be made in it.
+func usableDir(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("no per-user directory")
+	}
+	if err := state.PrivateDir(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// writeStatus is the proxy's Config.OnStatus.
+func (st *proxyState) writeStatus(s proxy.Status) error {
+	return state.WriteStatus(st.statusPath, state.Status{Status: s, Log: st.logPath, Problems: st.problems})
+}
+
+// close closes the record and removes the status file.
+func (st *proxyState) close() {
+	if st.log != nil {
+		st.log.Close()
+	}
+	if st.statusPath != "" {
+		os.Remove(st.statusPath)
+	}
+}

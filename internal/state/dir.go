@@ -1,0 +1,98 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// EnvStateDir is the environment variable that, when set, names the
+// directory DefaultDir returns.
+const EnvStateDir = "MCPSTDIO_STATE_DIR"
+
+// DefaultDir returns the per-user directory where the proxy keeps records
+// and status files unless told otherwise; never the working directory:
+//
+//   - $MCPSTDIO_STATE_DIR, if set;
+//   - Linux and other Unix: $XDG_STATE_HOME/mcpstdio, else ~/.local/state/mcpstdio;
+//   - macOS: ~/Library/Logs/mcpstdio;
+//   - Windows: %LocalAppData%\mcpstdio.
+//
+// It does not create the directory.
+func DefaultDir() (string, error) {
+	if d := os.Getenv(EnvStateDir); d != "" {
+		return d, nil
+	}
+	switch runtime.GOOS {
+	case "windows":
+		d, err := os.UserCacheDir() // %LocalAppData%
+		if err != nil {
+			return "", fmt.Errorf("state: no per-user directory: %w", err)
+		}
+		return filepath.Join(d, "mcpstdio"), nil
+	case "darwin", "ios":
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("state: no per-user directory: %w", err)
+		}
+		return filepath.Join(home, "Library", "Logs", "mcpstdio"), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mcpstdio"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("state: no per-user directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mcpstdio"), nil
+}
+
+// PrivateDir makes dir (and its parents) if needed, and makes sure dir
+// itself is 0700 (on Unix), so that records of other users' sessions are
+// not readable by anyone else.
+func PrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("state: making %s private: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// SessionLogName returns the file name of a new session's record: the
+// time, the proxy's pid and the server command's base name, e.g.
+// "20260105-142233.123-4711-node.ndjson".
+func SessionLogName(start time.Time, pid int, command string) string {
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, filepath.Base(command))
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	return fmt.Sprintf("%s-%d-%s.ndjson", start.Format("20060102-150405.000"), pid, base)
+}
+
+// FallbackDir is where a proxy keeps its status file (and record) when the
+// state directory cannot be made or written: a per-user directory in the
+// system's temporary directory, e.g. /tmp/mcpstdio-1000. `mcpstdio status`
+// looks there too.
+func FallbackDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mcpstdio-%d", os.Getuid()))
+}
