@@ -129,8 +129,11 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 		}
 		if len(files) == 0 {
 			for _, d := range slices.Compact([]string{dir, state.FallbackDir()}) {
+				if d == "" {
+					continue
+				}
 				es, err := state.ReadStatuses(d, now)
-				if d != "" && err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
 					errs = append(errs, err)
 				}
 				ents = append(ents, es...)
