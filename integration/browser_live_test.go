@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,12 @@ func TestLivePageStall(t *testing.T) {
 		t.Errorf("the page does not say how many bytes are held or that the write is still blocked:\n%s", text)
 	}
 	shot(t, ctx, "live-stuck")
+	if runtime.GOOS == "linux" {
+		// The status file, rewritten once a second, adds the pipe levels
+		// (FIONREAD) and the proxy's verdict.
+		waitPage(t, ctx, "the pipe levels and the verdict", `/more waiting in the server's stdout pipe/.test(t) && t.includes("host is not reading the server's output: the response to id 2")`, time.Minute)
+		shot(t, ctx, "live-stuck-status")
+	}
 
 	// Resume: the host reads the whole answer.
 	resumed := time.Now()

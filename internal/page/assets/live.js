@@ -38,6 +38,14 @@
       if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipes[s.dir][1];
       out.push(t);
     });
+    // A write the record shows blocked (its block event comes 100ms into
+    // the write) that the status file, rewritten once a second, has not
+    // seen yet.
+    (p.blocks || []).forEach(function (b) {
+      if (b.kind !== "block" || b.end) return;
+      var seen = (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
+      if (!seen) out.push(readers[b.dir] + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
+    });
     return out;
   }
   function card(p, now) {
@@ -55,6 +63,12 @@
     // delivered since is no longer pending.
     var pend = (st.pending || []).filter(function (q) {
       return !(p.requests || []).some(function (r) { return r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id) && r.state === "delivered"; });
+    });
+    // Requests the record shows unanswered that the status file does not
+    // list yet.
+    (p.requests || []).forEach(function (r) {
+      if (r.state === "delivered" || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
+      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - ago, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - ago : 0 });
     });
     if (!pend.length) h += "<p>none</p>";
     else {
