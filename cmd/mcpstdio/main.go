@@ -55,6 +55,13 @@
 // with the server's status. status prints what each running proxy sees
 // now: pending requests, blocked directions and verdicts.
 //
+// show summarizes a record of proxy in the terminal (header, verdicts,
+// metrics, pending at the end, lost detail, a timeline with long runs
+// folded); -json prints it for scripts; -html writes one self-contained
+// HTML report with a timeline per direction. status -http serves the
+// running proxies as a live page on a loopback address, to requests that
+// carry the random token it prints.
+//
 // replay plays again a session that proxy recorded (see the replay
 // package): with a server command, the host's side against that server,
 // printing where it departs from the recorded one (exit status 1 if it
