@@ -312,7 +312,8 @@ func kindCounts(k map[string]int) string {
 	return strings.Join(p, ", ")
 }
 
-func frameTitle(f *Frame) string {
+// name says what a frame is: "request id 7 tools/call search".
+func (f *Frame) name() string {
 	t := f.Kind
 	if len(f.ID) > 0 {
 		t += " id " + string(f.ID)
@@ -323,7 +324,11 @@ func frameTitle(f *Frame) string {
 	if f.Tool != "" {
 		t += " " + f.Tool
 	}
-	t += fmt.Sprintf(", %s, read %s", size(f.N), at(f.T0))
+	return t
+}
+
+func frameTitle(f *Frame) string {
+	t := f.name() + fmt.Sprintf(", %s, read %s", size(f.N), at(f.T0))
 	if f.T > f.T0 {
 		t += "–" + at(f.T)
 	}

@@ -140,17 +140,7 @@ func (s *Session) lines() []line {
 	var ls []line
 	for i := range s.Frames {
 		f := &s.Frames[i]
-		text := fmt.Sprintf("%-3s %s", f.Dir, f.Kind)
-		if len(f.ID) > 0 {
-			text += " id " + string(f.ID)
-		}
-		if f.Method != "" {
-			text += " " + f.Method
-		}
-		if f.Tool != "" {
-			text += " " + f.Tool
-		}
-		text += " (" + size(f.N) + ")"
+		text := fmt.Sprintf("%-3s %s (%s)", f.Dir, f.name(), size(f.N))
 		if r := resp[i]; r != nil {
 			text += " after " + dur(f.T0-r.Sent)
 			if f.T-f.T0 >= 1000 {
