@@ -154,3 +154,37 @@ func TestCheckLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveLarge: the live page of a proxy whose record holds 100,000
+// frames (10,000 under the race detector, which is 10 times slower): the
+// first snapshot reads the whole record, the next ones only what was
+// added, each within the page's update interval.
+func TestLiveLarge(t *testing.T) {
+	n := 50_000
+	if raceEnabled {
+		n = 5_000
+	}
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	if err := os.WriteFile(log, synthetic(n), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Token: "t", List: func(now time.Time) ([]Proxy, error) {
+		return []Proxy{{Path: log + ".status.json", Start: now.Add(-2 * time.Second), Log: log, Status: map[string]any{}}}, nil
+	}}
+	start := time.Now()
+	first := srv.Snapshot(time.Now())
+	firstTook := time.Since(start)
+	start = time.Now()
+	next := srv.Snapshot(time.Now())
+	nextTook := time.Since(start)
+	t.Logf("%d frames: first snapshot %v (reads the record), next %v", 2*n-1, firstTook, nextTook)
+	if len(first.Proxies) != 1 || !strings.Contains(next.Proxies[0].Timeline, "columns of counts") && len(next.Proxies[0].Folded) == 0 {
+		t.Fatalf("snapshot: %+v", next.Proxies)
+	}
+	if len(next.Proxies[0].Requests) == 0 || next.Proxies[0].Requests[0].State == "delivered" {
+		t.Errorf("latest requests %+v: want the unanswered one first", next.Proxies[0].Requests[:1])
+	}
+	if nextTook > 500*time.Millisecond {
+		t.Errorf("a snapshot of a %d-frame record took %v, want under the page's 500ms update interval", 2*n-1, nextTook)
+	}
+}
