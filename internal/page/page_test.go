@@ -57,7 +57,7 @@ func TestPendingAtEnd(t *testing.T) {
 		"pending at the end\n  host → server id 3 (tools/call slow): waiting, sent at +0.076s, 22ms before the record ends, cancelled at +0.079s\n",
 		"+0.051s  BLOCK a write of 16 KiB to the host's stdout blocked\n",
 		"+0.091s  UNBLOCK the host's stdout after 40ms\n",
-		"… 19 lines folded over 226µs (2623 bytes; ordinary frames): 19 out notification notifications/progress\n",
+		"… 19 lines folded, over 226µs, 2623 bytes of frames: 19 out notification notifications/progress\n",
 		"lost detail\n  none",
 	} {
 		if !strings.Contains(text.String(), want) {

@@ -376,14 +376,23 @@ func (s *Session) drawMarks(w *svgWriter, top, bottom int) {
 		case "cancel":
 			w.printf(`<g class="mark cancel" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l-6 -9 h12 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
 				m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, top, x, x, top, bottom)
-			w.printf(`<text class="marklabel cancel" x="%.1f" y="%d">cancel %s</text>`, x+7, top-1, esc(clip(string(m.ID), 12)))
+			w.printf(`<text class="marklabel cancel" x="%.1f" y="%d"%s>cancel %s</text>`, x+7, top-1, anchor(x), esc(clip(string(m.ID), 12)))
 		case "late":
 			w.printf(`<g class="mark late" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l6 7 l-6 7 l-6 -7 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
 				m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, bottom, x, x, top, bottom)
-			w.printf(`<text class="marklabel late" x="%.1f" y="%d">late answer %s</text>`, x+8, bottom+11, esc(clip(string(m.ID), 12)))
+			w.printf(`<text class="marklabel late" x="%.1f" y="%d"%s>late answer %s</text>`, x+8, bottom+11, anchor(x), esc(clip(string(m.ID), 12)))
 		default:
 			w.printf(`<g class="mark ev %s" data-t="%d"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
 				m.Ev, m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
 		}
 	}
+}
+
+// anchor ends a marker's label at the marker when it would run off the
+// right edge.
+func anchor(x float64) string {
+	if x > svgWidth-100 {
+		return ` text-anchor="end" transform="translate(-16 0)"`
+	}
+	return ""
 }

@@ -251,5 +251,5 @@ func foldText(ls []line) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
-	return fmt.Sprintf("… %d lines folded over %s (%s; %s): %s", len(ls), dur(ls[len(ls)-1].t-ls[0].t), size(bytes), "ordinary frames", strings.Join(parts, ", "))
+	return fmt.Sprintf("… %d lines folded, over %s, %s of frames: %s", len(ls), dur(ls[len(ls)-1].t-ls[0].t), size(bytes), strings.Join(parts, ", "))
 }
