@@ -157,14 +157,18 @@ func (s *Session) lines() []line {
 	}
 	for _, b := range s.Blocks {
 		what := "a write of " + size(b.N) + " to " + destName(b.Dir) + " blocked"
+		ended, still := "UNBLOCK "+destName(b.Dir), "still blocked: "+destName(b.Dir)
 		if b.Kind != "block" {
-			what = "fault " + b.Dir + ":" + b.Kind + ": " + b.Text
-		}
-		ls = append(ls, line{t: b.Since, text: "BLOCK " + what})
-		if b.End > 0 {
-			ls = append(ls, line{t: b.End, text: fmt.Sprintf("UNBLOCK %s after %s", destName(b.Dir), dur(b.End-b.Since))})
+			what = "STALL fault " + b.Dir + ":" + b.Kind + ": " + b.Text
+			ended, still = "STALL ENDED fault "+b.Dir+":"+b.Kind, "still stalled: fault "+b.Dir+":"+b.Kind
 		} else {
-			ls = append(ls, line{t: s.End, text: fmt.Sprintf("still blocked: %s, %s at the end of the record", destName(b.Dir), dur(s.End-b.Since))})
+			what = "BLOCK " + what
+		}
+		ls = append(ls, line{t: b.Since, text: what})
+		if b.End > 0 {
+			ls = append(ls, line{t: b.End, text: fmt.Sprintf("%s after %s", ended, dur(b.End-b.Since))})
+		} else {
+			ls = append(ls, line{t: s.End, text: fmt.Sprintf("%s, %s at the end of the record", still, dur(s.End-b.Since))})
 		}
 	}
 	for _, m := range s.Marks {
