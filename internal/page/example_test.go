@@ -11,7 +11,7 @@ import (
 // Example reads the pinned sample record and prints its blocked writes,
 // its requests from sent to delivered, and what was pending at the end.
 func Example() {
-	f, err := os.Open(filepath.Join("..", "..", "record", "testdata", "sample.ndjson"))
+	f, err := os.Open(filepath.Join("testdata", "sample.ndjson"))
 	if err != nil {
 		fmt.Println(err)
 		return

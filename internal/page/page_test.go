@@ -19,8 +19,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	sampleRecord  = filepath.Join("..", "..", "record", "testdata", "sample.ndjson")
-	sessionRecord = filepath.Join("..", "..", "replay", "testdata", "session.ndjson")
+	sampleRecord  = filepath.Join("testdata", "sample.ndjson")
+	sessionRecord = filepath.Join("testdata", "session.ndjson")
 )
 
 func readFile(t *testing.T, path string) *Session {
