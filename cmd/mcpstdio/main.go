@@ -9,10 +9,11 @@
 //	mcpstdio hostprobe [flags] -- <host command...>
 //	mcpstdio fake [fake flags]
 //	mcpstdio proxy [flags] -- <server command...>
-//	mcpstdio status [-json] [-all] [-dir DIR]
+//	mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]]
 //	mcpstdio replay [flags] -record FILE -- <server command...>
 //	mcpstdio replay -serve [flags] -record FILE
-//	mcpstdio help [probe|fake|proxy|status|replay]
+//	mcpstdio show [-json] [-html FILE] RECORD
+//	mcpstdio help [probe|fake|proxy|status|replay|show]
 //
 // probe runs the server release criteria (assertions.CheckServer) against a
 // server command, each criterion with a fresh server process, and prints a
@@ -22,7 +23,9 @@
 // each criterion against a fresh fake. fake serves the fakeserver
 // package's server on this process's stdio. proxy runs a server command
 // with its stdio forwarded exactly and records what passes; status prints
-// what each running proxy sees now; replay plays a recorded session again.
+// what each running proxy sees now (with -http, as a live page on loopback);
+// replay plays a recorded session again; show summarizes a record in the
+// terminal, as JSON, or as one self-contained HTML report.
 // "mcpstdio help COMMAND" describes each command and its flags.
 //
 // Exit status: 0 when no criterion failed (or, without a server command,
@@ -49,9 +52,11 @@ const usageText = `usage:
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
   mcpstdio proxy [flags] -- <server command...>   run a server through a recording stdio proxy
   mcpstdio status [-json] [-all] [-dir DIR]       show what the running proxies see now
+  mcpstdio status -http [ADDR]                    serve it as a live page on loopback
   mcpstdio replay [flags] -record FILE -- <server command...>
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
+  mcpstdio show [-json] [-html FILE] RECORD        summarize a record, or write it as an HTML report
   mcpstdio help [probe|hostprobe|fake|...]        show this help or a command's flags
 `
 
@@ -72,11 +77,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "proxy":
 		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "status":
-		return runStatus(args[1:], stdout, stderr)
+		return runStatus(ctx, args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "show":
+		return runShow(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "hostprobe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay") {
+		if len(args) == 2 && (args[1] == "probe" || args[1] == "hostprobe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay" || args[1] == "show") {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {

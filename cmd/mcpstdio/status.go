@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,22 +18,27 @@ import (
 
 // runStatus runs `mcpstdio status`: it reads the status files that running
 // proxies rewrite every second and prints what each sees.
-func runStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("mcpstdio status", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	dir, derr := state.DefaultDir()
 	fset.Usage = func() {
-		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second (in %s and %s unless -dir or files are given).\n\nFlags:\n", dir, state.FallbackDir())
+		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second (in %s and %s unless -dir or files are given).\n\nWith -http it serves the same as a live page instead, updated twice a second, with each\nproxy's timeline of the last minutes from its record, on a loopback address only\n(default %s); it prints the page's URL, whose random token every request must carry.\n\nFlags:\n", dir, state.FallbackDir(), defaultHTTPAddr)
 		fset.PrintDefaults()
 	}
 	asJSON := fset.Bool("json", false, "print the statuses as a JSON array")
 	all := fset.Bool("all", false, "also show proxies whose status file is stale (the proxy was killed)")
 	fset.StringVar(&dir, "dir", dir, "read the status files in `DIRECTORY`")
+	var web httpFlag
+	fset.Var(&web, "http", "serve a live page on `ADDR` (loopback only; -http alone: "+defaultHTTPAddr+")")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if files := web.takeHTTPAddr(fset.Args()); web.on {
+		return runStatusHTTP(ctx, web.addr, statusLister(dir, files, *all), stdout, stderr)
 	}
 	now := time.Now()
 	var ents []state.StatusEntry

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+const showUsage = `usage: mcpstdio show [-json] [-html FILE] RECORD
+
+Shows what a record of mcpstdio proxy holds: the header (server command, platform,
+pipe sizes; environment variable names are counted, their values are never recorded),
+the verdicts in words, the metrics, what was pending at the end, how much detail was
+lost, and a timeline of the events that matter with times since the start (long runs
+of ordinary frames folded). A record split by rotation (RECORD.1, RECORD.2, …) is read
+whole, oldest file first.
+
+-html writes one self-contained HTML file (no network, nothing external) to attach to
+a bug report: a timeline per direction with frames, blocked writes, stalls, cancels and
+late answers, each request as a span from sent to delivered; click a mark for its frame.
+
+Flags:
+`
+
+// runShow runs `mcpstdio show`.
+func runShow(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("mcpstdio show", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), showUsage)
+		fset.PrintDefaults()
+	}
+	asJSON := fset.Bool("json", false, "print the session as JSON (header, verdicts, metrics, pending, lost, frames, requests, blocks, marks)")
+	html := fset.String("html", "", "write the HTML report to `FILE` (- for stdout)")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprintf(stderr, "mcpstdio show: want one record file, got %d arguments\n", fset.NArg())
+		return 2
+	}
+	s, err := readRecordFiles(fset.Arg(0))
+	if s == nil {
+		fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpstdio show: %v (showing the events before it)\n", err)
+	}
+	switch {
+	case *html != "":
+		out := stdout
+		if *html != "-" {
+			f, err := os.OpenFile(*html, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
+				return 1
+			}
+			defer f.Close()
+			out = f
+		}
+		if err := s.WriteHTML(out, filepath.Base(fset.Arg(0))); err != nil {
+			fmt.Fprintf(stderr, "mcpstdio show: writing the HTML: %v\n", err)
+			return 1
+		}
+	case *asJSON:
+		b, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	default:
+		if err := s.WriteText(stdout); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// readRecordFiles reads the record at path and its rotated files, oldest
+// first (record.Files). The Session is nil only when nothing could be read.
+func readRecordFiles(path string) (*page.Session, error) {
+	var rs []io.Reader
+	for _, p := range record.Files(path) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		rs = append(rs, f)
+	}
+	return page.Read(rs...)
+}

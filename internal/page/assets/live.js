@@ -1,0 +1,145 @@
+// The live page: polls status.json twice a second and draws every running
+// proxy. It only reads; closing it changes nothing in the proxies.
+(function () {
+  var token = new URLSearchParams(location.search).get("token") || "";
+  var root = document.getElementById("proxies"), meta = document.getElementById("meta"), detail = document.getElementById("detail");
+  var frames = {}, polls = 0;
+  function esc(s) { var d = document.createElement("div"); d.textContent = s == null ? "" : String(s); return d.innerHTML; }
+  function dur(us) {
+    var ms = us / 1000;
+    if (ms >= 10000) return Math.round(ms / 1000) + "s";
+    if (ms >= 1000) return (ms / 1000).toFixed(1) + "s";
+    if (ms >= 1) return Math.round(ms) + "ms";
+    return Math.round(us) + "µs";
+  }
+  function size(n) {
+    if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + " GiB";
+    if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+    if (n >= 10 << 10) return (n >> 10) + " KiB";
+    return n + " bytes";
+  }
+  var dirs = { "in": "host → server", "out": "server → host", "err": "server stderr" };
+  var readers = { "in": "the server is not reading its stdin", "out": "the host is not reading the server's output", "err": "the host is not reading the server's stderr" };
+  var pipes = { "in": ["the host's stdin pipe", "the server's stdin pipe"], "out": ["the server's stdout pipe", "the host's stdout pipe"], "err": ["the server's stderr pipe", "the host's stderr pipe"] };
+  function at(us) { return "+" + (us / 1e6).toFixed(3) + "s"; }
+  function name(p) { return "id " + JSON.stringify(p.id) + " " + (p.method || "") + (p.tool ? " " + p.tool : ""); }
+  // ended reports whether the record, fresher than the status file, says
+  // that the write the status saw in progress has ended since.
+  function ended(p, s) {
+    var st = p.status, since = (Date.parse(st.updated) - Date.parse(st.start)) * 1000 - s.blocked_us;
+    return (p.blocks || []).some(function (b) { return b.kind === "block" && b.dir === s.dir && b.end && Math.abs(b.since - since) < 20000; });
+  }
+  function blocked(p, updatedAgoUS) {
+    var out = [], st = p.status || {};
+    (st.streams || []).forEach(function (s) {
+      if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
+      var t = readers[s.dir] + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
+      if (s.source_pipe) t += "; " + size(s.source_pipe) + " more waiting in " + pipes[s.dir][0];
+      if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipes[s.dir][1];
+      out.push(t);
+    });
+    // A write the record shows blocked (its block event comes 100ms into
+    // the write) that the status file, rewritten once a second, has not
+    // seen yet.
+    (p.blocks || []).forEach(function (b) {
+      if (b.kind !== "block" || b.end) return;
+      var seen = (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
+      if (!seen) out.push(readers[b.dir] + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
+    });
+    return out;
+  }
+  function card(p, now) {
+    var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000);
+    var state = p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
+    var stuck = blocked(p, p.stale ? 0 : ago), verdicts = st.verdicts || [];
+    var h = '<div class="card' + (stuck.length || verdicts.length ? " stuckcard" : "") + '" data-proxy="' + esc(st.proxy_pid) + '">';
+    h += "<h2>proxy " + esc(st.proxy_pid) + " → server " + esc(st.server_pid) + ' <span class="mono">' + esc((st.argv || []).join(" ")) + "</span></h2>";
+    h += '<div class="folded">' + esc(state) + ", up " + dur((now - Date.parse(st.start)) * 1000) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
+    stuck.forEach(function (t) { h += '<div class="banner blocked">STUCK: ' + esc(t) + "</div>"; });
+    if (!stuck.length && !verdicts.length) h += '<div class="banner ok">nothing is stuck</div>';
+    h += '<ul class="verdicts">' + verdicts.map(function (v) { return '<li data-kind="' + esc(v.kind) + '">' + esc(v.text) + "</li>"; }).join("") + "</ul>";
+    h += '<div class="cols"><section><h3>pending</h3>';
+    // The record is fresher than the status file: a request it shows
+    // delivered since is no longer pending.
+    var pend = (st.pending || []).filter(function (q) {
+      return !(p.requests || []).some(function (r) { return r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id) && r.state === "delivered"; });
+    });
+    // Requests the record shows unanswered that the status file does not
+    // list yet.
+    (p.requests || []).forEach(function (r) {
+      if (r.state === "delivered" || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
+      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - ago, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - ago : 0 });
+    });
+    if (!pend.length) h += "<p>none</p>";
+    else {
+      h += '<table class="pending"><tr><th>direction</th><th>request</th><th>state</th><th>age</th><th>response</th><th>progress</th><th>cancel</th></tr>';
+      pend.forEach(function (q) {
+        h += '<tr class="stuck"><td>' + esc(dirs[q.dir]) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state) +
+          '</td><td class="num">' + dur(q.age_us + ago) + '</td><td class="num">' + (q.response_bytes ? size(q.response_bytes) + " read" : "none") +
+          '</td><td class="num">' + (q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
+      });
+      h += "</table>";
+    }
+    h += '</section><section><h3>pipes</h3><table class="streams"><tr><th>direction</th><th>read</th><th>delivered</th><th>write in progress</th><th>waiting in source pipe</th><th>unread in destination pipe</th><th>idle</th></tr>';
+    (st.streams || []).forEach(function (s) {
+      var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + ago) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
+      var done = s.blocked_us && ended(p, s);
+      if (done) w = "none (the record shows the write ended)";
+      h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirs[s.dir]) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
+        '</td><td class="num">' + esc(w) + '</td><td class="num">' + (s.source_pipe == null ? "?" : size(s.source_pipe)) + '</td><td class="num">' + (s.dest_pipe == null ? "?" : size(s.dest_pipe)) +
+        '</td><td class="num">' + (s.ended ? "ended" : s.idle_us ? dur(s.idle_us) : "") + "</td></tr>";
+    });
+    h += "</table></section></div>";
+    if (p.timeline) {
+      h += "<h3>timeline, last minutes</h3>" + p.timeline;
+      (p.folded || []).forEach(function (f) { h += '<p class="folded">folded: ' + esc(f) + "</p>"; });
+    }
+    h += '<div class="cols"><section><h3>latest requests</h3>';
+    if (!(p.requests || []).length) h += "<p>none in the record</p>";
+    else {
+      h += '<table class="requests"><tr><th>direction</th><th>request</th><th>sent</th><th>outcome</th></tr>';
+      p.requests.forEach(function (r) {
+        var o = r.state === "delivered" ? "delivered after " + dur(r.delivered - r.sent) + " (" + size(r.resp_bytes) + ")" : r.state + " for " + dur(p.now_us - r.sent);
+        if (r.cancel) o += ", cancelled at " + at(r.cancel);
+        if (r.late_us) o += ", answered " + dur(r.late_us) + " after the cancel";
+        h += '<tr class="req-' + esc(r.state) + '"><td>' + esc(dirs[r.dir]) + '</td><td class="mono">' + esc(name(r)) + '</td><td class="num">' + at(r.sent) + "</td><td>" + esc(o) + "</td></tr>";
+      });
+      h += "</table>";
+    }
+    h += "</section><section><h3>latest blocked writes</h3>";
+    if (!(p.blocks || []).length) h += "<p>none in the record</p>";
+    else {
+      h += '<table class="blocks"><tr><th>direction</th><th>bytes held</th><th>from</th><th>outcome</th></tr>';
+      p.blocks.forEach(function (b) {
+        var o = b.end ? "ended after " + dur(b.end - b.since) : "still blocked, " + dur(p.now_us - b.since) + " so far";
+        h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(b.kind === "block" ? readers[b.dir].replace("is not reading", "not reading") : "fault " + b.kind + " (" + b.dir + ")") +
+          '</td><td class="num">' + size(b.n) + '</td><td class="num">' + at(b.since) + "</td><td>" + esc(o) + "</td></tr>";
+      });
+      h += "</table>";
+    }
+    h += "</section></div></div>";
+    frames[st.proxy_pid] = p.frames || [];
+    return h;
+  }
+  function show(data) {
+    var now = Date.parse(data.now);
+    polls++;
+    meta.textContent = data.proxies.length + " running proxies · updated " + new Date(now).toLocaleTimeString() + " (twice a second) · read-only" + (data.error ? " · " + data.error : "");
+    root.innerHTML = data.proxies.length ? data.proxies.map(function (p) { return card(p, now); }).join("") : "<p>no running mcpstdio proxy</p>";
+    document.body.setAttribute("data-polls", polls);
+  }
+  function poll() {
+    fetch("status.json?token=" + encodeURIComponent(token), { cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error(r.status + " " + r.statusText);
+      return r.json();
+    }).then(show).catch(function (e) { meta.textContent = "cannot update: " + e.message; }).finally(function () { setTimeout(poll, 500); });
+  }
+  document.addEventListener("click", function (ev) {
+    var el = ev.target.closest("[data-f],.req"), c = ev.target.closest(".card");
+    if (!el || !c) return;
+    var fs = frames[c.getAttribute("data-proxy")] || [];
+    var f = el.hasAttribute("data-f") ? fs[+el.getAttribute("data-f")] : fs.filter(function (x) { return x.seq === +el.getAttribute("data-seq"); })[0];
+    detail.innerHTML = "<b>" + esc(el.querySelector("title").textContent) + "</b>" + (f ? "<pre>" + esc(f.head || "(no head recorded)") + "</pre>" : "");
+  });
+  poll();
+})();

@@ -1,0 +1,139 @@
+package page
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+//go:embed assets/page.css
+var pageCSS string
+
+//go:embed assets/report.js
+var reportJS string
+
+// WriteHTML writes s as one self-contained HTML file named for the record
+// title: inline CSS, an inline SVG timeline and a little inline script,
+// nothing fetched from anywhere. Large records stay quick to open: frames
+// beyond a few thousand per direction are drawn as columns of counts and
+// the page says so. It holds only what the record holds.
+func (s *Session) WriteHTML(w io.Writer, title string) error {
+	v := s.timeline(0, max(s.End, 1), 0)
+	var b strings.Builder
+	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+	b.WriteString(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">`)
+	fmt.Fprintf(&b, "<title>mcpstdio record %s</title><style>%s</style></head><body>\n", esc(title), pageCSS)
+	fmt.Fprintf(&b, "<header><h1>mcpstdio record %s</h1><div class=\"meta\">%s</div></header>\n<main>\n", esc(title), esc(s.headerLine()))
+	s.htmlVerdicts(&b)
+	b.WriteString("<h2>timeline</h2>\n")
+	legend(&b)
+	b.WriteString(v.SVG)
+	for _, f := range v.Folded {
+		fmt.Fprintf(&b, "<p class=\"folded\">folded: %s</p>\n", esc(f))
+	}
+	b.WriteString("<div class=\"cols\"><section><h2>pending at the end</h2>\n")
+	s.htmlPending(&b)
+	b.WriteString("<h2>lost detail</h2>\n")
+	if s.Lost == (Lost{}) {
+		b.WriteString("<p>none: the observer saw every byte</p>\n")
+	} else {
+		fmt.Fprintf(&b, "<p class=\"lost\">%s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check</p>\n", size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	}
+	b.WriteString("</section><section><h2>selected</h2><div id=\"detail\">click a frame or a request on the timeline to see its frame: head, size, id, method, tool</div></section></div>\n")
+	s.htmlMetrics(&b)
+	b.WriteString("<details><summary>text timeline</summary><pre>")
+	for _, l := range fold(s.lines(), 3, 2) {
+		fmt.Fprintf(&b, "%9s  %s\n", at(l.t), esc(l.text))
+	}
+	b.WriteString("</pre></details>\n</main>\n")
+	js, err := json.Marshal(v.Detail) // escapes <, > and &: no "</script>" inside
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "<script id=\"frames\" type=\"application/json\">%s</script>\n<script>%s</script>\n</body></html>\n", js, reportJS)
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func (s *Session) headerLine() string {
+	h := s.Header
+	if h == nil {
+		return "no header"
+	}
+	l := fmt.Sprintf("server %s · started %s · lasted %s", strings.Join(h.Argv, " "), h.Start, dur(s.End))
+	if h.Proxy != "" {
+		l += fmt.Sprintf(" · proxy %s on %s/%s", h.Proxy, h.OS, h.Arch)
+	}
+	l += fmt.Sprintf(" · pipes: server stdout %s, host stdout %s", pipe(h.Pipes.ServerStdout), pipe(h.Pipes.HostStdout))
+	if s.Ended != "" {
+		l += " · " + s.Ended
+	}
+	return l
+}
+
+func legend(b *strings.Builder) {
+	b.WriteString(`<div class="legend"><span><i style="background:#4c6ef5"></i>request</span><span><i style="background:#2f9e44"></i>response</span>` +
+		`<span><i style="background:#868e96"></i>notification</span><span><i style="background:#e03131"></i>error / late answer</span>` +
+		`<span><i style="background:#ff8787"></i>blocked write (bytes held)</span><span><i style="background:#ffd8a8"></i>stall (fault)</span>` +
+		`<span><i style="background:#ae3ec9"></i>cancel</span><span><i style="background:#ffe3e3;border:1px dashed #e03131"></i>request not delivered</span></div>` + "\n")
+}
+
+func (s *Session) htmlVerdicts(b *strings.Builder) {
+	b.WriteString("<h2>verdicts</h2><ul class=\"verdicts\">")
+	if len(s.Verdicts) == 0 {
+		b.WriteString("<li class=\"ok\">nothing was found stuck</li>")
+	}
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(b, "<li data-kind=\"%s\">%s</li>", esc(v.Kind), esc(v.Text))
+	}
+	b.WriteString("</ul>\n")
+}
+
+func (s *Session) htmlPending(b *strings.Builder) {
+	if len(s.Pending) == 0 {
+		b.WriteString("<p>none: every request's response was delivered</p>\n")
+		return
+	}
+	b.WriteString("<table class=\"pending\"><tr><th>direction</th><th>id</th><th>method</th><th>state</th><th>sent</th><th>waited</th><th>response</th><th>cancel</th></tr>\n")
+	for _, r := range s.Pending {
+		cancel := ""
+		if r.Cancel > 0 {
+			cancel = at(r.Cancel) + " (" + r.CancelAt + ")"
+		}
+		fmt.Fprintf(b, "<tr class=\"stuck\"><td>%s</td><td class=\"mono\">%s</td><td>%s</td><td class=\"state-%s\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
+			dirName(r.Dir), esc(string(r.ID)), esc(strings.TrimSpace(r.Method+" "+r.Tool)), esc(r.State), esc(r.State), at(r.Sent), dur(s.End-r.Sent), respCell(r), esc(cancel))
+	}
+	b.WriteString("</table>\n")
+}
+
+func respCell(r Request) string {
+	if r.RespBytes == 0 {
+		return "none"
+	}
+	return size(r.RespBytes) + " read"
+}
+
+func (s *Session) htmlMetrics(b *strings.Builder) {
+	m := s.Metrics
+	b.WriteString("<h2>metrics</h2>\n")
+	if m == nil {
+		b.WriteString("<p>none: the record has no summary (the proxy is still running, or was killed)</p>\n")
+		return
+	}
+	rows := [][2]string{
+		{"requests / responses / notifications", fmt.Sprintf("%d / %d / %d", m.Requests, m.Responses, m.Notifications)},
+		{"server requests / cancels / late responses / unknown responses", fmt.Sprintf("%d / %d / %d / %d", m.ServerRequests, m.Cancels, m.LateResponses, m.UnknownResponses)},
+		{"stdin", fmt.Sprintf("%s in %d frames, largest request %s", size(m.StdinBytes), m.StdinFrames, size(m.LargestRequest))},
+		{"stdout", fmt.Sprintf("%s in %d frames, largest %s", size(m.StdoutBytes), m.StdoutFrames, size(m.LargestFrame))},
+		{"stderr", size(m.StderrBytes)},
+		{"blocked writes: server's stdin / host's stdout / host's stderr", dur(m.BlockedInUS) + " / " + dur(m.BlockedOutUS) + " / " + dur(m.BlockedErrUS)},
+		{"parse errors (server / host), unterminated lines", fmt.Sprintf("%d / %d, %d", m.ParseErrors, m.HostParseErrors, m.Unterminated)},
+	}
+	b.WriteString("<table class=\"metrics\">")
+	for _, r := range rows {
+		fmt.Fprintf(b, "<tr><th>%s</th><td>%s</td></tr>", esc(r[0]), esc(r[1]))
+	}
+	b.WriteString("</table>\n")
+}

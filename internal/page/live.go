@@ -1,0 +1,213 @@
+package page
+
+import (
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed assets/live.js
+var liveJS string
+
+// Proxy is one running proxy as the live page shows it: its status file's
+// path and content (Status, shown as it is), and where its record is.
+type Proxy struct {
+	Path   string    `json:"path"`
+	Stale  bool      `json:"stale,omitempty"`
+	Start  time.Time `json:"-"` // the record's time 0
+	Log    string    `json:"-"` // the record, "" if none
+	Status any       `json:"status"`
+}
+
+// Server serves the live page of the running proxies and the same data as
+// JSON, to requests that carry its token. It only reads: the status files
+// through List, the records by their paths. Requests go to "/?token=T"
+// (the page) and "/status.json?token=T" (what the page polls twice a
+// second); any other request, one without the token, or one naming a host
+// other than a loopback one (DNS rebinding) is refused.
+type Server struct {
+	// Token is the secret every request must carry.
+	Token string
+	// List returns the proxies to show now.
+	List func(now time.Time) ([]Proxy, error)
+	// Window is how much of each record's timeline is drawn (default 2
+	// minutes).
+	Window time.Duration
+
+	mu    sync.Mutex
+	tails map[string]*tail
+}
+
+// LiveProxy is what status.json says about one proxy.
+type LiveProxy struct {
+	Proxy
+	NowUS    int64     `json:"now_us"` // µs since the proxy started, as in its record
+	Timeline string    `json:"timeline,omitempty"`
+	Folded   []string  `json:"folded,omitempty"`
+	Frames   []Frame   `json:"frames,omitempty"`   // what a click on the timeline shows
+	Requests []Request `json:"requests,omitempty"` // the latest and the unfinished, from the record
+	Blocks   []Span    `json:"blocks,omitempty"`   // the latest blocked writes and stalls
+	Record   string    `json:"record"`             // the record's state in words
+}
+
+// Live is the whole of status.json.
+type Live struct {
+	Now     time.Time   `json:"now"`
+	Proxies []LiveProxy `json:"proxies"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// ServeHTTP serves the page and its data.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if !loopbackHost(r.Host) {
+		http.Error(w, "mcpstdio status: refused: the page is served to loopback host names only", http.StatusForbidden)
+		return
+	}
+	tok := r.URL.Query().Get("token")
+	if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+		http.Error(w, "mcpstdio status: refused: this request has no valid token; open the URL the command printed", http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "mcpstdio status: read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	switch r.URL.Path {
+	case "/":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'")
+		fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mcpstdio status</title><style>%s</style></head><body>\n"+
+			"<header><h1>mcpstdio status: running proxies</h1><div class=\"meta\" id=\"meta\">loading…</div></header>\n<main><div id=\"proxies\"></div>"+
+			"<h2>selected</h2><div id=\"detail\">click a frame or a request on a timeline to see its frame: head, size, id, method, tool</div></main>\n<script>%s</script></body></html>\n", pageCSS, liveJS)
+	case "/status.json":
+		live := s.Snapshot(time.Now())
+		w.Header().Set("Content-Type", "application/json")
+		b, err := json.Marshal(live)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Write(b)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Snapshot returns what the page shows at now: each proxy's status, and
+// from its record the timeline of the last Window, the latest requests
+// and blocked writes.
+func (s *Server) Snapshot(now time.Time) Live {
+	live := Live{Now: now, Proxies: []LiveProxy{}}
+	ps, err := s.List(now)
+	if err != nil {
+		live.Error = err.Error()
+	}
+	window := s.Window
+	if window <= 0 {
+		window = 2 * time.Minute
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tails == nil {
+		s.tails = map[string]*tail{}
+	}
+	seen := map[string]bool{}
+	for _, p := range ps {
+		lp := LiveProxy{Proxy: p, NowUS: now.Sub(p.Start).Microseconds(), Record: "no record (-no-log): no timeline"}
+		if p.Log != "" {
+			seen[p.Log] = true
+			t := s.tails[p.Log]
+			if t == nil {
+				t = newTail(p.Log)
+				s.tails[p.Log] = t
+			}
+			t.update(window.Microseconds())
+			lp.fill(t, window.Microseconds())
+		}
+		live.Proxies = append(live.Proxies, lp)
+	}
+	for k := range s.tails {
+		if !seen[k] {
+			delete(s.tails, k)
+		}
+	}
+	return live
+}
+
+func (lp *LiveProxy) fill(t *tail, window int64) {
+	sess := t.sess
+	now := max(lp.NowUS, sess.End)
+	if lp.Stale {
+		now = sess.End
+	}
+	lp.Record = fmt.Sprintf("record %s (%s read)", t.path, size(t.off))
+	if t.err != nil {
+		lp.Record += "; reading it: " + t.err.Error()
+	}
+	from := max(now-window, 0)
+	v := sess.timeline(from, max(now, from+1), now)
+	lp.Timeline, lp.Folded, lp.Frames = v.SVG, v.Folded, v.Detail
+	if lp.Frames == nil {
+		lp.Frames = []Frame{}
+	}
+	// The unfinished requests and the latest ten.
+	var reqs []Request
+	for i, r := range sess.Requests {
+		if r.State != "delivered" || i >= len(sess.Requests)-10 {
+			reqs = append(reqs, r)
+		}
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Sent > reqs[j].Sent })
+	lp.Requests = reqs
+	if n := len(sess.Blocks); n > 5 {
+		lp.Blocks = append([]Span(nil), sess.Blocks[n-5:]...)
+	} else {
+		lp.Blocks = append([]Span(nil), sess.Blocks...)
+	}
+}
+
+// loopbackHost reports whether a Host header names a loopback address or
+// localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckLoopback returns the address to listen on for addr ("host:port"),
+// or an error if host is not a loopback address: an IP literal that is
+// loopback, or "localhost" (listened on as 127.0.0.1). An empty host means
+// every interface and is refused.
+func CheckLoopback(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return net.JoinHostPort("127.0.0.1", port), nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		if host == "" {
+			host = "every interface"
+		}
+		return "", fmt.Errorf("%s is not a loopback address: the page shows what agents send their tools, so it is served on 127.0.0.1, ::1 or localhost only", host)
+	}
+	return addr, nil
+}

@@ -1,0 +1,422 @@
+package page
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// Session is what a record holds, arranged for a person: the frames of
+// each direction, each request as a span from sent to delivered, blocked
+// writes and stalls as spans, and the other events as marks. Build one with
+// Read, or with New and Add for a record that is still growing. Times are
+// microseconds since the session started, as in the record.
+type Session struct {
+	Header   *Header          `json:"header,omitempty"`
+	End      int64            `json:"end_us"` // the latest time in the record
+	Ended    string           `json:"ended,omitempty"`
+	Verdicts []record.Verdict `json:"verdicts"` // the summary's, else every live verdict once
+	Metrics  *record.Metrics  `json:"metrics,omitempty"`
+	Lost     Lost             `json:"lost"`
+	Pending  []Request        `json:"pending"` // requests without a delivered response at the end
+	Frames   []Frame          `json:"frames"`
+	Requests []Request        `json:"requests"`
+	Blocks   []Span           `json:"blocks"`
+	Marks    []Mark           `json:"marks"`
+	chunks   [3][]chunk       // per direction, in offset order
+	open     map[string]int   // request key → index in Requests, while unanswered
+	blockAt  map[string]int   // dir → index in Blocks, while open
+	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
+	seen     map[string]bool  // live verdict texts already kept
+	summary  bool             // a summary event was read
+	tokens   map[string]int   // progress token → request index
+}
+
+// Header is the record header without what a page must not show: the
+// server's environment is given as the number of its variables' names
+// (values are never recorded), the working directories are left out.
+type Header struct {
+	Start  string           `json:"start"`
+	Proxy  string           `json:"proxy"`
+	OS     string           `json:"os"`
+	Arch   string           `json:"arch"`
+	PID    int              `json:"pid"`
+	Argv   []string         `json:"argv"`
+	Env    int              `json:"env_names"`
+	Pipes  record.PipeSizes `json:"pipes"`
+	Chunk  int              `json:"chunk"`
+	Head   int              `json:"head"`
+	Bodies bool             `json:"bodies"`
+	Redact []string         `json:"redact,omitempty"`
+	Keys   []string         `json:"keys,omitempty"`
+	Faults []record.Fault   `json:"faults,omitempty"`
+	Parts  int              `json:"parts"` // files of the record read
+}
+
+// Lost is the detail the observer did not see (all of it was forwarded):
+// bytes and events its drop events report, and the frames marked with a
+// gap, which a replay cannot check.
+type Lost struct {
+	Bytes  int64 `json:"bytes"`
+	Events int64 `json:"events"`
+	Frames int   `json:"gap_frames"`
+}
+
+// Frame is one frame event: a line of N bytes of Dir whose first byte was
+// read at T0 and its newline at T; Delivered is when the write holding its
+// last byte returned (0: unknown or never).
+type Frame struct {
+	Seq          int64           `json:"seq"`
+	Dir          string          `json:"dir"`
+	T0           int64           `json:"t0"`
+	T            int64           `json:"t"`
+	Delivered    int64           `json:"delivered,omitempty"`
+	Off          int64           `json:"off"`
+	N            int64           `json:"n"`
+	Kind         string          `json:"kind"`
+	ID           json.RawMessage `json:"id,omitempty"`
+	Method       string          `json:"method,omitempty"`
+	Tool         string          `json:"tool,omitempty"`
+	Head         string          `json:"head,omitempty"`
+	Hash         string          `json:"hash,omitempty"`
+	Redacted     int             `json:"redacted,omitempty"`
+	Gap          bool            `json:"gap,omitempty"`
+	Scanned      bool            `json:"scanned,omitempty"`
+	Unterminated bool            `json:"unterminated,omitempty"`
+}
+
+// Request is one request from its first byte (Sent) to the delivery of its
+// response's last byte (Delivered), with indexes of its frames in
+// Session.Frames (-1: none). State is "delivered", "responding" (the
+// response was read but not all delivered), "waiting" (no response) or
+// "unwritten" (the request's own write did not return).
+type Request struct {
+	Dir       string          `json:"dir"` // the request's direction
+	ID        json.RawMessage `json:"id"`
+	Method    string          `json:"method"`
+	Tool      string          `json:"tool,omitempty"`
+	Sent      int64           `json:"sent"`
+	Written   int64           `json:"written,omitempty"` // its write to the receiver returned
+	RespStart int64           `json:"resp_start,omitempty"`
+	RespEnd   int64           `json:"resp_end,omitempty"`
+	Delivered int64           `json:"delivered,omitempty"`
+	RespBytes int64           `json:"resp_bytes,omitempty"`
+	Error     bool            `json:"error,omitempty"` // the response was an error
+	Cancel    int64           `json:"cancel,omitempty"`
+	CancelAt  string          `json:"cancel_state,omitempty"` // where it was when the cancel was read
+	LateUS    int64           `json:"late_us,omitempty"`      // the response began this long after the cancel
+	Progress  int             `json:"progress,omitempty"`
+	State     string          `json:"state"`
+	Frame     int             `json:"frame"`
+	Response  int             `json:"response"`
+}
+
+// Span is a blocked write (Kind "block": the write of N bytes to Dir's
+// destination from Since to End) or a stall a fault made (Kind "stop" or
+// "sigstop"). End is 0 while it lasts.
+type Span struct {
+	Kind  string `json:"kind"`
+	Dir   string `json:"dir"`
+	Since int64  `json:"since"`
+	End   int64  `json:"end,omitempty"`
+	N     int64  `json:"n,omitempty"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Mark is an event at one moment: a cancel, a late answer, a fault, an
+// ending (eof, close, signal, exit), the proxy's own error, lost detail or
+// a live verdict.
+type Mark struct {
+	T    int64           `json:"t"`
+	Ev   string          `json:"ev"`
+	Dir  string          `json:"dir,omitempty"`
+	ID   json.RawMessage `json:"id,omitempty"`
+	Text string          `json:"text"`
+}
+
+type chunk struct{ off, n, t, wt int64 }
+
+// New returns an empty Session for Add.
+func New() *Session {
+	return &Session{
+		Verdicts: []record.Verdict{}, Pending: []Request{}, Frames: []Frame{}, Requests: []Request{},
+		Blocks: []Span{}, Marks: []Mark{},
+		open: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
+	}
+}
+
+// Read reads a whole record (each file of a rotated one in turn, oldest
+// first) and returns its Session, finished. A record cut off in its last
+// line (the proxy was killed) is read up to that line, and the error says
+// so.
+func Read(files ...io.Reader) (*Session, error) {
+	s := New()
+	var err error
+	for _, f := range files {
+		if err = record.Read(f, func(e record.Event) error { s.Add(e); return nil }); err != nil {
+			break
+		}
+	}
+	s.Finish()
+	return s, err
+}
+
+func dirIndex(d string) int {
+	switch d {
+	case record.DirOut:
+		return 1
+	case record.DirErr:
+		return 2
+	}
+	return 0
+}
+
+func other(d string) string {
+	if d == record.DirIn {
+		return record.DirOut
+	}
+	return record.DirIn
+}
+
+// key is a request's identity: its direction and its id as compact JSON.
+func key(dir string, id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return dir + " " + string(id)
+	}
+	return dir + " " + b.String()
+}
+
+// Add takes the next event of the record.
+func (s *Session) Add(e record.Event) {
+	s.End = max(s.End, e.T)
+	switch e.Ev {
+	case record.EvHeader:
+		s.header(e.Header)
+	case record.EvChunk:
+		d := dirIndex(e.Dir)
+		s.chunks[d] = append(s.chunks[d], chunk{e.Off, e.N, e.T, e.WT})
+		s.End = max(s.End, e.WT)
+	case record.EvFrame:
+		s.frame(e)
+	case record.EvBlock:
+		s.blockAt[e.Dir] = len(s.Blocks)
+		s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, N: e.N, Text: e.Text})
+	case record.EvUnblock:
+		// One write is in progress per direction: the unblock ends the
+		// open block of its direction (its Since may differ by rounding).
+		if i, ok := s.blockAt[e.Dir]; ok {
+			s.Blocks[i].End = e.Since + e.Dur
+			delete(s.blockAt, e.Dir)
+		} else {
+			s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, End: e.Since + e.Dur, N: e.N})
+		}
+	case record.EvCancel:
+		s.cancel(e)
+	case record.EvLate:
+		if i, ok := s.latest(other(e.Dir), e.ID); ok {
+			s.Requests[i].LateUS = e.After
+		}
+		s.mark(e, "late", describe(e.ID, e.Method, e.Tool)+": its response began "+dur(e.After)+" after the cancel was forwarded")
+	case record.EvFault:
+		s.fault(e)
+	case record.EvDrop:
+		s.Lost.Bytes += e.Bytes
+		s.Lost.Events += e.Events
+		s.mark(e, "drop", e.Text+" ("+size(e.Bytes)+", "+itoa(e.Events)+" events)")
+	case record.EvVerdict:
+		if e.Verdict != nil && !s.summary {
+			if !s.seen[e.Verdict.Text] {
+				s.seen[e.Verdict.Text] = true
+				s.Verdicts = append(s.Verdicts, *e.Verdict)
+			}
+			s.Marks = append(s.Marks, Mark{T: e.T, Ev: "verdict", ID: e.Verdict.ID, Text: e.Verdict.Text})
+		}
+	case record.EvSummary:
+		s.summary = true
+		s.Verdicts = append([]record.Verdict{}, e.Verdicts...)
+		s.Metrics = e.Metrics
+	case record.EvExit:
+		s.Ended = "the server ended: " + e.Status
+		s.mark(e, "exit", s.Ended)
+	case record.EvSpawn:
+		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
+	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:
+		text := e.Text
+		if e.Signal != "" && !strings.Contains(text, e.Signal) {
+			text += " (" + e.Signal + ")"
+		}
+		if e.Err != "" {
+			text += ": " + e.Err
+		}
+		s.mark(e, e.Ev, text)
+	}
+}
+
+func (s *Session) header(h *record.Header) {
+	if h == nil {
+		return
+	}
+	if s.Header != nil {
+		s.Header.Parts++
+		return
+	}
+	s.Header = &Header{
+		Start: h.Start.UTC().Format("2006-01-02 15:04:05.000 UTC"), Proxy: h.Proxy, OS: h.OS, Arch: h.Arch, PID: h.PID,
+		Argv: h.Argv, Env: len(h.EnvKeys), Pipes: h.Pipes, Chunk: h.Chunk, Head: h.Head, Bodies: h.Bodies,
+		Redact: h.Redact, Keys: h.Keys, Faults: h.Faults, Parts: 1,
+	}
+}
+
+func (s *Session) mark(e record.Event, ev, text string) {
+	s.Marks = append(s.Marks, Mark{T: e.T, Ev: ev, Dir: e.Dir, ID: e.ID, Text: text})
+}
+
+// latest returns the request of dir with id: the one awaiting its
+// response, else the latest one (its response may have been read).
+func (s *Session) latest(dir string, id json.RawMessage) (int, bool) {
+	k := key(dir, id)
+	if i, ok := s.open[k]; ok {
+		return i, true
+	}
+	for i := len(s.Requests) - 1; i >= 0; i-- {
+		if r := &s.Requests[i]; r.Dir == dir && key(dir, r.ID) == k {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (s *Session) frame(e record.Event) {
+	f := Frame{Seq: e.Seq, Dir: e.Dir, T0: e.T0, T: e.T, Off: e.Off, N: e.N, Kind: e.Kind, ID: e.ID, Method: e.Method, Tool: e.Tool,
+		Head: e.Head, Hash: e.Hash, Redacted: e.Redacted, Gap: e.Gap, Scanned: e.Scanned, Unterminated: e.Unterminated}
+	if f.Gap {
+		s.Lost.Frames++
+	}
+	fi := len(s.Frames)
+	s.Frames = append(s.Frames, f)
+	switch e.Kind {
+	case record.KindRequest:
+		if e.Dir == record.DirErr {
+			return
+		}
+		k := key(e.Dir, e.ID)
+		s.open[k] = len(s.Requests)
+		if len(e.Token) > 0 {
+			s.tokens[string(e.Token)] = len(s.Requests)
+		}
+		s.Requests = append(s.Requests, Request{Dir: e.Dir, ID: e.ID, Method: e.Method, Tool: e.Tool, Sent: e.T0, Frame: fi, Response: -1})
+	case record.KindResponse, record.KindError:
+		if len(e.ID) == 0 {
+			return
+		}
+		k := key(other(e.Dir), e.ID)
+		i, ok := s.open[k]
+		if !ok {
+			return
+		}
+		delete(s.open, k)
+		r := &s.Requests[i]
+		r.Response, r.RespStart, r.RespEnd, r.RespBytes, r.Error = fi, e.T0, e.T, e.N, e.Kind == "error"
+	case record.KindNotification:
+		if e.Method == "notifications/progress" && len(e.Token) > 0 {
+			if i, ok := s.tokens[string(e.Token)]; ok {
+				s.Requests[i].Progress++
+			}
+		}
+	}
+}
+
+func (s *Session) cancel(e record.Event) {
+	text := "cancel of " + describe(e.ID, e.Method, e.Tool) + " read while it was " + e.State
+	if e.Reason != "" {
+		text += " (" + e.Reason + ")"
+	}
+	s.mark(e, "cancel", text)
+	if i, ok := s.latest(e.Dir, e.ID); ok { // a cancel goes the way of its request
+		s.Requests[i].Cancel, s.Requests[i].CancelAt = e.T, e.State
+	}
+}
+
+// fault keeps a stop or sigstop as a stall span from its "stopped" event
+// to the next event of the same fault, and every fault event as a mark.
+func (s *Session) fault(e record.Event) {
+	kind := ""
+	if e.Fault != nil {
+		kind = e.Fault.Kind
+	}
+	text := "fault " + e.Dir + ":" + kind + ": " + e.Text
+	if e.Err != "" {
+		text += ": " + e.Err
+	}
+	s.mark(e, "fault", text)
+	if kind != "stop" && kind != "sigstop" {
+		return
+	}
+	k := e.Dir + " " + kind
+	if i, ok := s.stall[k]; ok {
+		s.Blocks[i].End = e.T
+		delete(s.stall, k)
+		return
+	}
+	if strings.HasPrefix(e.Text, "stopped") {
+		s.stall[k] = len(s.Blocks)
+		s.Blocks = append(s.Blocks, Span{Kind: kind, Dir: e.Dir, Since: e.T, Text: e.Text})
+	}
+}
+
+// Finish resolves what needs the whole record: when each frame was
+// delivered, each request's state, the pending list, the order of marks.
+// Add may be called again after Finish (a live record); call Finish again
+// then.
+func (s *Session) Finish() {
+	for d := range s.chunks {
+		c := s.chunks[d]
+		if !sort.SliceIsSorted(c, func(i, j int) bool { return c[i].off < c[j].off }) {
+			sort.SliceStable(c, func(i, j int) bool { return c[i].off < c[j].off })
+		}
+	}
+	for i := range s.Frames {
+		f := &s.Frames[i]
+		if f.Delivered == 0 {
+			f.Delivered = s.writtenAt(f.Dir, f.Off+f.N)
+		}
+	}
+	s.Pending = s.Pending[:0]
+	for i := range s.Requests {
+		r := &s.Requests[i]
+		r.Written = s.Frames[r.Frame].Delivered
+		switch {
+		case r.Response >= 0 && s.Frames[r.Response].Delivered > 0:
+			r.Delivered, r.State = s.Frames[r.Response].Delivered, "delivered"
+		case r.Response >= 0:
+			r.State = "responding"
+		case r.Written == 0 && s.hasChunks(r.Dir):
+			r.State = "unwritten"
+		default:
+			r.State = "waiting"
+		}
+		if r.State != "delivered" {
+			s.Pending = append(s.Pending, *r)
+		}
+	}
+	sort.SliceStable(s.Marks, func(i, j int) bool { return s.Marks[i].T < s.Marks[j].T })
+}
+
+func (s *Session) hasChunks(dir string) bool { return len(s.chunks[dirIndex(dir)]) > 0 }
+
+// writtenAt returns when the write of the chunk holding byte end-1 of dir
+// (a frame's last byte, its newline at end) returned; 0 if unknown. A
+// record without chunk events (none kept) gives 0.
+func (s *Session) writtenAt(dir string, end int64) int64 {
+	c := s.chunks[dirIndex(dir)]
+	i := sort.Search(len(c), func(i int) bool { return c[i].off+c[i].n > end })
+	if i == len(c) || c[i].off > end {
+		return 0
+	}
+	return c[i].wt
+}

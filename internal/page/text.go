@@ -1,0 +1,259 @@
+package page
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteText writes the summary of s for a terminal: the header, the
+// verdicts in words, the metrics, what was pending at the end, how much
+// detail was lost, and a timeline of the events that matter with times
+// since the start, long runs of ordinary frames folded into one line.
+func (s *Session) WriteText(w io.Writer) error {
+	var b strings.Builder
+	s.writeHeader(&b)
+	b.WriteString("\nverdicts\n")
+	if len(s.Verdicts) == 0 {
+		b.WriteString("  nothing was found stuck\n")
+	}
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(&b, "  - %s\n", v.Text)
+	}
+	if m := s.Metrics; m != nil {
+		b.WriteString("\nmetrics\n")
+		fmt.Fprintf(&b, "  requests %d, responses %d, notifications %d, server requests %d, cancels %d, late responses %d, unknown responses %d\n",
+			m.Requests, m.Responses, m.Notifications, m.ServerRequests, m.Cancels, m.LateResponses, m.UnknownResponses)
+		fmt.Fprintf(&b, "  stdin %s in %d frames (largest request %s); stdout %s in %d frames (largest %s); stderr %s\n",
+			size(m.StdinBytes), m.StdinFrames, size(m.LargestRequest), size(m.StdoutBytes), m.StdoutFrames, size(m.LargestFrame), size(m.StderrBytes))
+		fmt.Fprintf(&b, "  blocked writes: server's stdin %s, host's stdout %s, host's stderr %s\n", dur(m.BlockedInUS), dur(m.BlockedOutUS), dur(m.BlockedErrUS))
+		fmt.Fprintf(&b, "  parse errors %d (host %d), unterminated lines %d, terminations %d\n", m.ParseErrors, m.HostParseErrors, m.Unterminated, m.Terminations)
+	} else {
+		b.WriteString("\nmetrics\n  none: the record has no summary (the proxy is still running, or was killed)\n")
+	}
+	b.WriteString("\npending at the end\n")
+	if len(s.Pending) == 0 {
+		b.WriteString("  none\n")
+	}
+	for _, r := range s.Pending {
+		fmt.Fprintf(&b, "  %s %s: %s, sent at %s%s\n", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), r.State, at(r.Sent), pendingNote(r, s.End))
+	}
+	b.WriteString("\nlost detail\n")
+	if s.Lost == (Lost{}) {
+		b.WriteString("  none: the observer saw every byte\n")
+	} else {
+		fmt.Fprintf(&b, "  %s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check\n",
+			size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	}
+	b.WriteString("\ntimeline\n")
+	for _, l := range fold(s.lines(), 3, 2) {
+		fmt.Fprintf(&b, "  %9s  %s\n", at(l.t), l.text)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func pendingNote(r Request, end int64) string {
+	var n []string
+	n = append(n, dur(end-r.Sent)+" before the record ends")
+	if r.RespBytes > 0 {
+		n = append(n, "response "+size(r.RespBytes)+" read, not all delivered")
+	}
+	if r.Cancel > 0 {
+		n = append(n, "cancelled at "+at(r.Cancel))
+	}
+	if r.Progress > 0 {
+		n = append(n, fmt.Sprintf("%d progress notifications", r.Progress))
+	}
+	return ", " + strings.Join(n, ", ")
+}
+
+func (s *Session) writeHeader(b *strings.Builder) {
+	h := s.Header
+	if h == nil {
+		fmt.Fprintf(b, "record  no header (not the first file of a record?), %s of events\n", dur(s.End))
+		return
+	}
+	fmt.Fprintf(b, "record  started %s, lasted %s, %d file(s), proxy %s (pid %d), %s/%s\n", h.Start, dur(s.End), h.Parts, h.Proxy, h.PID, h.OS, h.Arch)
+	fmt.Fprintf(b, "server  %s\n", strings.Join(h.Argv, " "))
+	p := h.Pipes
+	fmt.Fprintf(b, "pipes   server stdin %s, stdout %s, stderr %s; host stdin %s, stdout %s, stderr %s\n",
+		pipe(p.ServerStdin), pipe(p.ServerStdout), pipe(p.ServerStderr), pipe(p.HostStdin), pipe(p.HostStdout), pipe(p.HostStderr))
+	kept := "each frame's first " + size(int64(h.Head)) + ", length and hash"
+	if h.Bodies {
+		kept = "every byte"
+	}
+	fmt.Fprintf(b, "kept    %s; %d environment variable names, no values\n", kept, h.Env)
+	if len(h.Redact) > 0 || len(h.Keys) > 0 {
+		fmt.Fprintf(b, "redact  paths %s; keys containing %s\n", list(h.Redact), list(h.Keys))
+	}
+	for _, f := range h.Faults {
+		fmt.Fprintf(b, "fault   %s:%s\n", f.Dir, f.Kind)
+	}
+	if s.Ended != "" {
+		fmt.Fprintf(b, "ended   %s\n", strings.TrimPrefix(s.Ended, "the server ended: "))
+	}
+}
+
+func pipe(n int) string {
+	if n == 0 {
+		return "?"
+	}
+	return size(int64(n))
+}
+
+func list(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// line is one line of the text timeline; plain lines (ordinary frames,
+// live verdicts) may be folded.
+type line struct {
+	t     int64
+	seq   int64
+	text  string
+	plain bool
+	frame *Frame
+}
+
+// lines returns the timeline's lines in time order.
+func (s *Session) lines() []line {
+	important := map[int]bool{}
+	for _, r := range s.Requests {
+		if r.State != "delivered" || r.Cancel > 0 || r.LateUS > 0 || r.Error {
+			important[r.Frame] = true
+			if r.Response >= 0 {
+				important[r.Response] = true
+			}
+		}
+	}
+	resp := map[int]*Request{}
+	for i := range s.Requests {
+		if r := &s.Requests[i]; r.Response >= 0 {
+			resp[r.Response] = r
+		}
+	}
+	var ls []line
+	for i := range s.Frames {
+		f := &s.Frames[i]
+		text := fmt.Sprintf("%-3s %s (%s)", f.Dir, f.name(), size(f.N))
+		if r := resp[i]; r != nil {
+			text += " after " + dur(f.T0-r.Sent)
+			if f.T-f.T0 >= 1000 {
+				text += ", read over " + dur(f.T-f.T0)
+			}
+			if r.Delivered > 0 && r.Delivered-f.T >= 1000 {
+				text += ", delivered " + dur(r.Delivered-f.T) + " later"
+			}
+		}
+		if f.Kind == "junk" && f.Head != "" {
+			text += ": " + clip(f.Head, 60)
+		}
+		ls = append(ls, line{t: f.T0, seq: f.Seq, text: text, plain: !important[i] && f.Kind != "junk", frame: f})
+	}
+	for _, b := range s.Blocks {
+		what := "a write of " + size(b.N) + " to " + destName(b.Dir) + " blocked"
+		ended, still := "UNBLOCK "+destName(b.Dir), "still blocked: "+destName(b.Dir)
+		if b.Kind != "block" {
+			what = "STALL fault " + b.Dir + ":" + b.Kind + ": " + b.Text
+			ended, still = "STALL ENDED fault "+b.Dir+":"+b.Kind, "still stalled: fault "+b.Dir+":"+b.Kind
+		} else {
+			what = "BLOCK " + what
+		}
+		ls = append(ls, line{t: b.Since, text: what})
+		if b.End > 0 {
+			ls = append(ls, line{t: b.End, text: fmt.Sprintf("%s after %s", ended, dur(b.End-b.Since))})
+		} else {
+			ls = append(ls, line{t: s.End, text: fmt.Sprintf("%s, %s at the end of the record", still, dur(s.End-b.Since))})
+		}
+	}
+	for _, m := range s.Marks {
+		if m.Ev == "fault" && strings.Contains(m.Text, ":stop: stopped") || strings.Contains(m.Text, ":sigstop: stopped") {
+			continue // a stall line above
+		}
+		ls = append(ls, line{t: m.T, text: strings.ToUpper(m.Ev) + " " + m.Text, plain: m.Ev == "verdict"})
+	}
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].t < ls[j].t })
+	return ls
+}
+
+func destName(d string) string {
+	switch d {
+	case "in":
+		return "the server's stdin"
+	case "out":
+		return "the host's stdout"
+	case "err":
+		return "the host's stderr"
+	}
+	return d
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// fold replaces each run of more than head+tail+1 plain lines by its first
+// head lines, one line saying what was folded, and its last tail lines.
+func fold(ls []line, head, tail int) []line {
+	var out []line
+	for i := 0; i < len(ls); {
+		j := i
+		for j < len(ls) && ls[j].plain {
+			j++
+		}
+		if j-i > head+tail+1 {
+			out = append(out, ls[i:i+head]...)
+			out = append(out, line{t: ls[i+head].t, text: foldText(ls[i+head : j-tail])})
+			out = append(out, ls[j-tail:j]...)
+		} else {
+			out = append(out, ls[i:j]...)
+		}
+		if j < len(ls) {
+			out = append(out, ls[j])
+			j++
+		}
+		i = j
+	}
+	return out
+}
+
+func foldText(ls []line) string {
+	counts := map[string]int{}
+	var order []string
+	var bytes int64
+	for _, l := range ls {
+		k := "verdict"
+		if f := l.frame; f != nil {
+			k = f.Dir + " " + f.Kind
+			if f.Method != "" {
+				k += " " + f.Method
+			}
+			bytes += f.N
+		}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+	var parts []string
+	for i, k := range order {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more kinds", len(order)-4))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	return fmt.Sprintf("… %d lines folded, over %s, %s of frames: %s", len(ls), dur(ls[len(ls)-1].t-ls[0].t), size(bytes), strings.Join(parts, ", "))
+}
