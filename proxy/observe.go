@@ -250,20 +250,6 @@ func (o *observer) drain() int {
 	}
 }
 
-// skip drops an event the observer has no time left for (see finish),
-// counting it as lost detail.
-func (o *observer) skip(d *dirObs, ev obsEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.m.DroppedEvents++
-	if ev.kind == obsRead {
-		o.m.DroppedBytes += int64(ev.n)
-		if ev.buf != nil {
-			d.fw.release(ev)
-		}
-	}
-}
-
 // fill takes direction d's next event, if it has none: the second half
 // of a batch, the channel's next, or, when the channel is empty or closed,
 // the forwarder's batch.
@@ -357,27 +343,6 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 	case obsWritten:
 		o.written(d, ev)
 	}
-}
-
-// metrics returns the metrics with the byte counts of the forwarders,
-// which see every byte, and the time stop faults held each source.
-func (o *observer) metrics() record.Metrics {
-	m := o.m
-	m.StdinBytes = o.dirs[dIn].fw.read.Load()
-	m.StdoutBytes = o.dirs[dOut].fw.read.Load()
-	m.StderrBytes = o.dirs[dErr].fw.read.Load()
-	m.HeldInUS, m.HeldOutUS, m.HeldErrUS = o.held(dIn).Microseconds(), o.held(dOut).Microseconds(), o.held(dErr).Microseconds()
-	return m
-}
-
-// held is how long stop faults have held direction d's source so far.
-func (o *observer) held(d dirIndex) time.Duration {
-	fw := o.dirs[d].fw
-	ns := fw.held.Load()
-	if since := fw.stopped.Load(); since != 0 {
-		ns += time.Now().UnixNano() - since
-	}
-	return time.Duration(ns)
 }
 
 // noteDrops records what the forwarder could not give the observer since

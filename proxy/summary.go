@@ -101,3 +101,38 @@ func (o *observer) finish1() *Result {
 	o.mu.Unlock()
 	return &Result{Status: o.status(now), Verdicts: vs}
 }
+
+// skip drops an event the observer has no time left for (see finish),
+// counting it as lost detail.
+func (o *observer) skip(d *dirObs, ev obsEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.m.DroppedEvents++
+	if ev.kind == obsRead {
+		o.m.DroppedBytes += int64(ev.n)
+		if ev.buf != nil {
+			d.fw.release(ev)
+		}
+	}
+}
+
+// metrics returns the metrics with the byte counts of the forwarders,
+// which see every byte, and the time stop faults held each source.
+func (o *observer) metrics() record.Metrics {
+	m := o.m
+	m.StdinBytes = o.dirs[dIn].fw.read.Load()
+	m.StdoutBytes = o.dirs[dOut].fw.read.Load()
+	m.StderrBytes = o.dirs[dErr].fw.read.Load()
+	m.HeldInUS, m.HeldOutUS, m.HeldErrUS = o.held(dIn).Microseconds(), o.held(dOut).Microseconds(), o.held(dErr).Microseconds()
+	return m
+}
+
+// held is how long stop faults have held direction d's source so far.
+func (o *observer) held(d dirIndex) time.Duration {
+	fw := o.dirs[d].fw
+	ns := fw.held.Load()
+	if since := fw.stopped.Load(); since != 0 {
+		ns += time.Now().UnixNano() - since
+	}
+	return time.Duration(ns)
+}
