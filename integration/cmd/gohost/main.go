@@ -86,6 +86,14 @@ func run(ctx context.Context, h host, tool string, timeout time.Duration, callLa
 	return 0
 }
 
+// result is a tools/call result as JSON, or the error it reports.
+func result(res any, isError bool) ([]byte, error) {
+	if isError {
+		return nil, errors.New("the tool reported an error")
+	}
+	return json.Marshal(res)
+}
+
 type host struct {
 	call  func(ctx context.Context, name string, args map[string]any) ([]byte, error)
 	list  func(ctx context.Context) ([]string, error)
@@ -104,10 +112,7 @@ func startGoSDK(ctx context.Context, argv []string) (host, error) {
 			if err != nil {
 				return nil, err
 			}
-			if res.IsError {
-				return nil, errors.New("the tool reported an error")
-			}
-			return json.Marshal(res)
+			return result(res, res.IsError)
 		},
 		list: func(ctx context.Context) ([]string, error) {
 			var names []string
@@ -140,10 +145,7 @@ func startMCPGo(ctx context.Context, argv []string) (host, error) {
 			if err != nil {
 				return nil, err
 			}
-			if res.IsError {
-				return nil, errors.New("the tool reported an error")
-			}
-			return json.Marshal(res)
+			return result(res, res.IsError)
 		},
 		list: func(ctx context.Context) ([]string, error) {
 			res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
