@@ -58,12 +58,16 @@ func eofBatch(s *mcptest.Session, cfg ServerConfig) ([]byte, []string) {
 	return b, ids
 }
 
-// CheckEOFDrainsPending writes several cheap requests in one write, after
-// the handshake if the session has none (mcptest.WithoutHandshake), closes
-// stdin at once, and requires an answer (an error counts) to each before
-// the server exits, within Within plus ShutdownGrace.
+// CheckEOFDrainsPending writes cheap requests in one write, after the
+// handshake if the session has none (mcptest.WithoutHandshake), closes
+// stdin, and requires an answer (an error counts) to each before the server
+// exits, within Within, ShutdownGrace and StartTimeout if it starts too.
 func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
+	limit := cfg.Within + cfg.ShutdownGrace
+	if s.ProtocolVersion() == "" {
+		limit += cfg.StartTimeout // the batch holds the handshake: start-up is in this wait
+	}
 	batch, ids := eofBatch(s, cfg)
 	if err := s.WriteStdin(ctx, batch); err != nil {
 		return failErr(ruleEOFDrains, fmt.Sprintf("writing %d requests in one write", len(ids)), err)
@@ -71,7 +75,6 @@ func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	if err := s.CloseStdin(); err != nil {
 		return failErr(ruleEOFDrains, "closing stdin", err)
 	}
-	limit := cfg.Within + cfg.ShutdownGrace
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	missing := waitAnswered(wctx, s, ids)

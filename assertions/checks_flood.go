@@ -158,7 +158,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 		return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("slow, not stopped: the server takes stdin at %.1f KB/s while its stdout is blocked (%d of the flood's %d bytes in %v); the flood needs %v, past the cap of %v (6×Within): raise Within to about %v, or lower Flood",
 			o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond), need.Round(100*time.Millisecond), cfg.floodCap(), (need / 6).Round(100*time.Millisecond))}
 	}
-	resp, err := big.Wait(ctx)
+	resp, err := waitProgressing(ctx, s, big, cfg.Within)
 	if err != nil {
 		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
 	}

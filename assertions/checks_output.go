@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,23 +25,24 @@ func testContext(t testing.TB) context.Context {
 // Session.Ping. An error answer to the ping counts (the server responds); an
 // error answer to a configured call does not (configure one that works).
 func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, call *ToolCall) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
 	start := time.Now()
-	var err error
 	what := "Ping"
+	var p *mcptest.Pending
 	if call != nil {
 		what = "tools/call " + call.Name
-		_, err = s.Call(ctx, wire.MethodToolsCall, call.params(nil))
+		p = s.Send(wire.MethodToolsCall, call.params(nil))
 	} else {
-		err = s.Ping(ctx)
+		p = s.Send(pingMethod(s), nil)
 	}
-	var rpc *wire.RPCError
-	if errors.As(err, &rpc) {
+	resp, err := waitProgressing(ctx, s, p, within)
+	if err == nil && resp.Error != nil {
 		if call == nil {
-			return nil
+			return nil // an error answer to the ping: the server responds
 		}
-		return fmt.Errorf("the second request (%s) was answered with an error, %v: configure a cheap call that works", what, rpc)
+		return fmt.Errorf("the second request (%s) was answered with an error, %v: configure a cheap call that works", what, resp.Error)
+	}
+	if err != nil && strings.Contains(err.Error(), slowMark) {
+		return fmt.Errorf("the second request (%s): %w", what, err)
 	}
 	if err != nil {
 		if took := time.Since(start); took < within {
@@ -88,11 +88,9 @@ func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig)
 		call = cfg.Large
 	}
 	if call != nil {
-		if _, err := s.Call(ctx, wire.MethodToolsCall, call.params(nil)); err != nil {
-			var rpc *wire.RPCError
-			if !errors.As(err, &rpc) { // an error result is still JSON-RPC on stdout
-				return failErr(ruleStdoutClean, "tools/call "+call.Name, err)
-			}
+		// An error answer is still JSON-RPC on stdout.
+		if _, err := waitProgressing(ctx, s, s.Send(wire.MethodToolsCall, call.params(nil)), cfg.withDefaults().Within); err != nil {
+			return failErr(ruleStdoutClean, "tools/call "+call.Name, err)
 		}
 		steps = append(steps, "tools/call "+call.Name)
 	}

@@ -55,7 +55,7 @@ func TestCancelEvidence(t *testing.T) {
 		// is seen.
 		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=2s"}, true, 2 * time.Second, assertions.Warn, "a response to the cancelled request arrived"},
 		// A call that honours the cancel, watched for its whole duration.
-		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=2s"}, true, 2 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
+		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
 		// Burning CPU after the cancel is work going on.
 		{"burns, ignores cancel", []string{"work=burn", "ignore-cancel", "for=5s"}, true, 0, assertions.Warn, "of CPU"},
 		// CPU use that falls to nothing is work that stopped.
