@@ -40,7 +40,7 @@ func TestCheckHostSession(t *testing.T) {
 				Run: regexp.MustCompile("^(" + strings.Join(rest, "|") + ")$")})
 			return
 		}
-		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(2*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
+		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(5*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
 			Run: regexp.MustCompile("^" + own[i] + "$")})
 	})
 	rep := reports[len(own)]
@@ -136,7 +136,7 @@ func TestCheckHostNaive(t *testing.T) {
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 2 * time.Second, StartTimeout: 10 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 4 * time.Second, StartTimeout: 20 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})

@@ -88,7 +88,7 @@ func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 	f.expect.names = assertions.HostCriterionNames()
 	fs.IntVar(&f.maxFrame, "max-frame", 0, "the host's transport limit: most `bytes` in one message from the server (0: unknown, skips under-limit and over-limit)")
 	fs.DurationVar(&f.within, "within", 0, "bound of each step of a criterion (0: 10s)")
-	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, which must call a tool, before the criteria (0: 30s)")
+	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, which must call or list tools, before the criteria (0: 30s)")
 	fs.DurationVar(&f.hostCap, "host-cap", 0, "how long the host's own timeout is waited for; a host still waiting fails (0: 2m)")
 	fs.IntVar(&f.toolsList, "tools-list-bytes", 0, "size in `bytes` of large-tools-list's tools/list (0: 300000)")
 	fs.IntVar(&f.hugeField, "huge-field", 0, "size in `bytes` of huge-field's response (0: 8 MiB, less under -max-frame)")
