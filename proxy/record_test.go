@@ -217,9 +217,9 @@ func TestRecordSample(t *testing.T) {
 
 // sampleSession runs a session with most kinds of events: a handshake, a
 // stall that blocks the host's stdout, a cancel the server ignores (its
-// answer comes 2s after the call: late unless the test took that long to
+// answer comes about 1s after the call: late unless the test took that long to
 // send the cancel, which under -race with a core kept busy took over the
-// 200ms this once allowed), a fault, an end.
+// 100ms this once allowed), a fault, an end.
 func sampleSession(t *testing.T) *recSink {
 	r := startRig(t, helperCmd(t, "fake", "-ignore-cancel"), proxy.Config{
 		Version: "0.1.0", Stuck: time.Millisecond, Unanswered: time.Hour, BlockEvent: 20 * time.Millisecond, ChunkSize: 4096, ObserverBuffer: 16 << 20,
