@@ -217,8 +217,9 @@ func TestRecordSample(t *testing.T) {
 
 // sampleSession runs a session with most kinds of events: a handshake, a
 // stall that blocks the host's stdout, a cancel the server ignores (its
-// answer comes 100ms later: late whatever the scheduler does), a fault,
-// an end.
+// answer comes about 1s after the call: late unless the test took that long to
+// send the cancel, which under -race with a core kept busy took over the
+// 100ms this once allowed), a fault, an end.
 func sampleSession(t *testing.T) *recSink {
 	r := startRig(t, helperCmd(t, "fake", "-ignore-cancel"), proxy.Config{
 		Version: "0.1.0", Stuck: time.Millisecond, Unanswered: time.Hour, BlockEvent: 20 * time.Millisecond, ChunkSize: 4096, ObserverBuffer: 16 << 20,
@@ -231,7 +232,7 @@ func sampleSession(t *testing.T) *recSink {
 	w(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":300000},"_meta":{"progressToken":"p2"}}}`)
 	r.rec.wait(t, "block", isEv(record.EvBlock))
 	out := drain(t, r.stdout)
-	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":100}}}`)
+	w(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":1000}}}`)
 	r.rec.wait(t, "call 3 written", func(e record.Event) bool {
 		return e.Ev == record.EvFrame && e.Dir == record.DirIn && string(e.ID) == "3"
 	})
