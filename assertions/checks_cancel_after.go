@@ -25,31 +25,41 @@ type heldFrame struct {
 }
 
 // frameCounter sums the stdout bytes of the frames from the server that
-// completed after a moment, reading the session's transcript as it goes:
-// steps of at most cancelStep bytes keep each read well under what the
-// transcript holds (Limits.Transcript, 256 by default: 4 KiB is ~130 of
+// were added to the session's transcript after a point, reading the
+// transcript as it goes (by the entries' Seq: frames of one read share a
+// time): steps of at most cancelStep bytes keep each read well under what
+// the transcript holds (Limits.Transcript, 256 by default: 4 KiB is ~130 of
 // the smallest frames).
 type frameCounter struct {
-	last          time.Time // the newest entry counted
+	next          int64 // the Seq of the first entry not yet counted
 	bytes, frames int64
 }
 
 const cancelStep = 4 << 10
 
-// update counts the entries newer than the last counted; ok is false if
-// some were dropped from the transcript before they could be counted.
+// newFrameCounter counts from the entries added after now.
+func newFrameCounter(s *mcptest.Session) *frameCounter {
+	c := &frameCounter{next: s.Stats().TranscriptDropped}
+	if tr := s.Transcript(); len(tr) > 0 {
+		c.next = tr[len(tr)-1].Seq + 1
+	}
+	return c
+}
+
+// update counts the entries not counted yet; ok is false if some were
+// dropped from the transcript before they could be counted.
 func (c *frameCounter) update(s *mcptest.Session) (ok bool) {
 	tr := s.Transcript()
-	if len(tr) > 0 && tr[0].At.After(c.last) && s.Stats().TranscriptDropped > 0 {
+	if len(tr) > 0 && tr[0].Seq > c.next {
 		return false
 	}
 	for _, e := range tr {
-		if e.At.After(c.last) {
+		if e.Seq >= c.next {
 			if e.Dir == "←" {
 				c.bytes += e.Size + 1
 				c.frames++
 			}
-			c.last = e.At
+			c.next = e.Seq + 1
 		}
 	}
 	return true
@@ -113,9 +123,8 @@ func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg Se
 	}
 	n := int64(cfg.CancelAfter)
 	s.StallReads()
-	base, t0 := s.Stats().StdoutBytes, time.Now()
+	base, c := s.Stats().StdoutBytes, newFrameCounter(s)
 	p := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	c := &frameCounter{last: t0}
 	h, res := holdInResponse(ctx, s, p, base, c, n, cfg)
 	if res != nil {
 		s.ResumeReads()
@@ -170,7 +179,7 @@ func responseStart(s *mcptest.Session, p *mcptest.Pending, base int64, c *frameC
 	size := p.Received()
 	start = base + c.bytes
 	for _, e := range s.Transcript() {
-		if e.Dir != "←" || !e.At.After(c.last) {
+		if e.Dir != "←" || e.Seq < c.next {
 			continue
 		}
 		if e.Size == size || e.Size+1 == size {

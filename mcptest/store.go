@@ -77,6 +77,7 @@ func (s *Session) takeNotifications() []Notification {
 
 // TranscriptEntry is a frame in the transcript, or an event of the session.
 type TranscriptEntry struct {
+	Seq  int64 // 0, 1, 2, … in the order entries were added, dropped ones counted
 	At   time.Time
 	Dir  string // "→" host to server, "←" server to host, "!" an event (negotiation, errors, stalls)
 	Size int64  // bytes on the wire, without the newline
@@ -114,6 +115,7 @@ func (s *Session) Transcript() []TranscriptEntry {
 func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byte) {
 	e := s.transcript.slot(0)
 	e.At, e.Dir, e.Size, e.Junk = at, dir, size, false
+	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
 	e.Head = append(e.Head[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
 	s.stats.TranscriptDropped = s.transcript.dropped
 }
@@ -130,6 +132,7 @@ func (s *Session) logf(format string, args ...any) {
 func (s *Session) logLocked(format string, args ...any) {
 	e := s.transcript.slot(0)
 	e.At, e.Dir, e.Junk = time.Now(), "!", false
+	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
 	e.Head = fmt.Appendf(e.Head[:0], format, args...)
 	e.Size = int64(len(e.Head))
 	s.stats.TranscriptDropped = s.transcript.dropped
