@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/mcpstdio/mcpstdio/internal/human"
 	"sort"
 	"strings"
 	"time"
@@ -22,33 +23,7 @@ func addBlocked(m *record.Metrics, d dirIndex, dur time.Duration) {
 	}
 }
 
-// dur formats a duration for a verdict: 4m12s, 31s, 2.3s, 80ms.
-func dur(d time.Duration) string {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second).String()
-	case d >= 10*time.Second:
-		return d.Round(time.Second).String()
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Microsecond).String()
-}
-
-// size formats a byte count: 2.3 MiB, 64 KiB, 815 bytes.
-func size(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 10<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+var dur, size = human.Duration, human.Size
 
 // name describes a request: "id 7 (tools/call search)".
 func (r *request) name() string {
