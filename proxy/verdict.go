@@ -2,11 +2,11 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/mcpstdio/mcpstdio/internal/human"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/human"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -23,6 +23,7 @@ func addBlocked(m *record.Metrics, d dirIndex, dur time.Duration) {
 	}
 }
 
+// dur and size format for people (internal/human).
 var dur, size = human.Duration, human.Size
 
 // name describes a request: "id 7 (tools/call search)".

@@ -3,9 +3,10 @@ package page
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/mcpstdio/mcpstdio/internal/human"
 	"strconv"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/human"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
