@@ -161,6 +161,38 @@ func (df *dirFaults) waitStop() bool {
 	}
 }
 
+// sleep waits d for a pacing fault; false if the proxy is stopping or
+// interrupted this direction (the server exited ExitGrace ago), so that a
+// slow pace never keeps the proxy alive past its end.
+func (df *dirFaults) sleep(d time.Duration) bool {
+	select {
+	case <-df.fw.halt:
+		return false
+	default:
+	}
+	if d <= 0 {
+		return df.p.sleep(0)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-df.p.stop:
+		return false
+	case <-df.fw.halt:
+		return false
+	}
+}
+
+// endPace ends a pacing fault's hold on the direction, unless a stop
+// fault has taken over meanwhile.
+func (df *dirFaults) endPace() {
+	if df.stopped == nil {
+		df.endStop()
+	}
+}
+
 // endStop adds the time a stop held the source to the forwarder's count.
 func (df *dirFaults) endStop() {
 	if since := df.fw.stopped.Swap(0); since != 0 {
@@ -362,6 +394,9 @@ func (df *dirFaults) decide(method string, known bool) error {
 }
 
 // write writes b on with the pacing faults (latency, slice, bandwidth).
+// While a pacing fault holds the chunk, the direction counts as held by
+// that fault (the fault-holding verdict and Metrics.Held*US), as under a
+// stop: the source is not read meanwhile.
 func (df *dirFaults) write(b []byte) error {
 	if df.shut {
 		return nil // discarded
@@ -373,8 +408,17 @@ func (df *dirFaults) write(b []byte) error {
 			continue
 		}
 		switch f.Kind {
+		case "latency", "slice", "bandwidth":
+			if df.stopped == nil && df.fw.stopped.Load() == 0 {
+				name := f.Fault.String()
+				df.fw.stopName.Store(&name)
+				df.fw.stopped.Store(time.Now().UnixNano())
+				defer df.endPace()
+			}
+		}
+		switch f.Kind {
 		case "latency":
-			if !df.p.sleep(time.Until(df.chunkT.Add(time.Duration(f.Delay)))) {
+			if !df.sleep(time.Until(df.chunkT.Add(time.Duration(f.Delay)))) {
 				return errClosed
 			}
 		case "slice":
@@ -397,12 +441,12 @@ func (df *dirFaults) write(b []byte) error {
 			if f.Kind == "bandwidth" && f.fired && f.Rate > 0 {
 				df.paced += int64(n)
 				due := df.paceT0.Add(time.Duration(float64(df.paced) / float64(f.Rate) * float64(time.Second)))
-				if !df.p.sleep(time.Until(due)) {
+				if !df.sleep(time.Until(due)) {
 					return errClosed
 				}
 			}
 		}
-		if len(b) > 0 && delay > 0 && !df.p.sleep(delay) {
+		if len(b) > 0 && delay > 0 && !df.sleep(delay) {
 			return errClosed
 		}
 	}

@@ -52,7 +52,11 @@ func (o *observer) heldOutput() string {
 	}
 	text := fmt.Sprintf("%s of its output wait unread in its stdout pipe", size(int64(n)))
 	if fw.stopped.Load() != 0 {
-		text += " (the proxy's own stop fault is not reading it)"
+		name := "stop"
+		if n := fw.stopName.Load(); n != nil {
+			name = *n
+		}
+		text += " (the proxy's own fault " + name + " is holding it)"
 	} else if b, _ := o.blockedWrite(dOut, time.Now()); b >= o.cfg.Stuck {
 		text += " (the proxy's write to the host is blocked)"
 	}

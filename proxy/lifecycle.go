@@ -102,7 +102,11 @@ func (p *Proxy) stuckOutput(d dirIndex) string {
 	ago := fmt.Sprintf("the server exited %v ago and ", p.cfg.ExitGrace)
 	switch {
 	case fw.stopped.Load() != 0:
-		return ago + fmt.Sprintf("the proxy's own stop fault holds %s: the proxy stops it", srcNames[d])
+		name := "stop"
+		if n := fw.stopName.Load(); n != nil {
+			name = *n
+		}
+		return ago + fmt.Sprintf("the proxy's own fault %s holds %s: the proxy ends it", name, srcNames[d])
 	case fw.writeStart.Load() != 0:
 		text := ago + fmt.Sprintf("the host is not reading its %s: a write of %d bytes to it is blocked", streamNames[d], fw.writeLen.Load())
 		if n, ok := pipeBuffered(fw.src); ok && n > 0 {

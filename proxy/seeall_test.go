@@ -99,3 +99,33 @@ func TestBodiesBuffer(t *testing.T) {
 	r.stdin.Close()
 	r.wait()
 }
+
+// TestPacingFaultHolding (issue 19.6): a slice fault that paces the
+// server's output is named as the proxy's own fault holding it, like a
+// stop, with its time counted in held_out_us; a pace that would outlast
+// the server is ended by the proxy's bounded end.
+func TestPacingFaultHolding(t *testing.T) {
+	// 128 KiB: the server can write it all into the proxy's chunk and its
+	// pipe, and exit, while the pace would take seconds more.
+	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(128<<10), filepath.Join(t.TempDir(), "in")), proxy.Config{
+		Stuck: 50 * time.Millisecond, ExitGrace: 200 * time.Millisecond,
+		Faults: []record.Fault{mustFault(t, "out:slice:size=1KiB,delay=20ms")},
+	})
+	drain(t, r.stdout) // the proxy ends with the pace cut short, and leaves the host's stream to its owner
+	drain(t, r.stderr)
+	e := r.rec.wait(t, "fault-holding verdict", verdictOf(record.VerdictFaultHolding))
+	want := []string{"the proxy's fault out:slice:", "is holding the server's stdout"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "waiting in the server's stdout pipe")
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Verdict.Text, w) {
+			t.Errorf("verdict %q does not say %q", e.Verdict.Text, w)
+		}
+	}
+	r.stdin.Close()
+	res := r.wait() // 128 KiB at 1 KiB per 20ms would take 2.6s: the end interrupts it
+	if m := res.Status.Metrics; m.HeldOutUS < (50 * time.Millisecond).Microseconds() {
+		t.Errorf("held_out_us %d, want the pacing's hold counted", m.HeldOutUS)
+	}
+}
