@@ -44,14 +44,16 @@ func (f *forwarder) nudge() {
 const smallRead = 4 << 10
 
 // share gives the observer the bytes b of ev: the pooled buffer b was
-// read into, or, when the pool runs low (or is out), a copy for a small
-// read (within ObserverBuffer bytes of such copies); else none (the detail
-// is lost). It reports whether the pooled buffer is to go back to the pool
+// read into, or, when the pool runs low, a copy for a small read, and when
+// it is out, a copy of any read (within ObserverBuffer bytes of such
+// copies); else none (the detail is lost). It reports whether the pooled buffer is to go back to the pool
 // once b is written.
 func (f *forwarder) share(ev *obsEvent, b []byte, pooled bool) (giveBack bool) {
 	n := int64(len(b))
 	low := !pooled || (f.made == f.slots && len(f.free) < f.slots/2)
-	if low && n <= smallRead && f.small.Load()+n <= int64(f.p.cfg.ObserverBuffer) {
+	// A read that found the pool empty is copied too, whatever its size,
+	// while the budget allows: the alternative is to lose it.
+	if low && (n <= smallRead || !pooled) && f.small.Load()+n <= int64(f.p.cfg.ObserverBuffer) {
 		f.small.Add(n)
 		ev.buf, ev.small = bytes.Clone(b), true
 		return pooled
