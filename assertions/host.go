@@ -38,41 +38,42 @@ type HostFactory func(ctx context.Context, cmd *exec.Cmd) (Host, error)
 
 // HostConfig configures HostCriteria and CheckHost.
 type HostConfig struct {
-	// MaxFrame is the host's transport limit: the most bytes of one
-	// JSON-RPC message it accepts. Zero skips the two criteria about it.
+	// MaxFrame is the host's transport limit in bytes. Zero skips the two
+	// criteria about it.
 	MaxFrame int
-	// Within bounds each call the battery makes, and the host's Close. Default 10s.
+	// Within bounds each call the battery makes, and Close. Default 10s.
 	Within time.Duration
-	// StartTimeout bounds the HostFactory starting the host against the
-	// fake, never counted in Within. Default 30s.
+	// StartTimeout bounds starting the host, never counted in Within.
+	// Default 30s.
 	StartTimeout time.Duration
-	// HugeField is the size in bytes of the response that is one huge text
-	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
-	// it and at most half of it (at least 1 KiB).
+	// HugeField is the size of the one-huge-text-field response, and
+	// Blocks the number of 64-byte text blocks. Default 8 MiB and 10000,
+	// or less to fit under MaxFrame.
 	HugeField int
-	// Blocks is the number of small content blocks, 64 bytes of text each
-	// (about 110 on the wire). Default 10000, or as many as fit 64 KiB
-	// under MaxFrame.
-	Blocks int
+	Blocks    int
 	// StderrNoise is how many bytes the fake writes to stderr. Default 64 MiB.
 	StderrNoise int64
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
-	// Cap bounds how long the host's own timeout is waited for (host-timeout,
-	// progress-forever, late-after-cancel, stdin-not-read): a host still
-	// waiting past it fails. Default 2 min.
+	// Cap bounds the wait for the host's own timeout: a host still waiting
+	// past it fails. Default 2 min (DefaultHostCap).
 	Cap time.Duration
 	// ToolsListBytes is the size of large-tools-list's tools/list. Default
 	// 300 KB.
 	ToolsListBytes int
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names the verdicts a host is known to get, as
-	// ServerConfig.Expect does; keys are HostCriterionNames.
+	// Expect names each criterion's known verdict, as ServerConfig.Expect;
+	// keys are HostCriterionNames.
 	Expect map[string]Verdict
 }
 
+// withDefaults fills the zero fields. Under a MaxFrame, HugeField is at
+// most 64 KiB under it and at most half of it (at least 1 KiB), and Blocks
+// as many as fit 64 KiB under it (each is about 110 bytes on the wire).
+// Cap is the wait of host-timeout, progress-forever, late-after-cancel and
+// stdin-not-read.
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
@@ -370,13 +371,12 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 	}
 }
 
-// CheckHost runs the host release criteria: for each, it starts a fresh fake
-// server (package fakeserver, as a child process of this test binary) with
-// the criterion's faults, starts a host against it with newHost, and judges
-// what the host did, using the fake's report. The test binary's TestMain
-// must call mcptest.Main, so that the fake can run as a child. A host that
-// does not start fails "start" once (see HostConfig.StartTimeout).
+// CheckHost runs the host release criteria, each against a fresh fake server
+// with the criterion's faults and a host started by newHost, judged by the
+// fake's report. The TestMain must call mcptest.Main.
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
+	// The fake is a child process of this test binary, hence mcptest.Main. A
+	// host that does not start fails "start" once (see HostConfig.StartTimeout).
 	return hostBattery(ctx, newHost, nil, cfg).all(ctx, nil)
 }
 
