@@ -11,11 +11,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// CheckNoDeadlock runs scenario under a watchdog: past the bound it records
-// the session's diagnosis, closes the session (so whatever the scenario is
-// blocked on fails) and fails with the diagnosis; otherwise the verdict is
-// scenario's. The context scenario gets ends at the bound too.
+// CheckNoDeadlock runs scenario under a watchdog: past the bound it closes the
+// session and fails with its diagnosis; otherwise the verdict is scenario's.
 func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) Result {
+	// Closing the session makes whatever the scenario is blocked on fail; the
+	// diagnosis is taken before. The context scenario gets ends at the bound too.
 	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	done := make(chan error, 1)
@@ -57,11 +57,11 @@ func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, sc
 	report(t, CheckNoDeadlock(testContext(t), s, within, scenario))
 }
 
-// CheckSecondRequestCompletes sends one small independent request with a
-// fresh id, Session.Ping (ping or server/discover, by era), and checks that
-// it is answered within the bound. An error response to the ping counts as
-// an answer: what is checked is that the server still responds.
+// CheckSecondRequestCompletes checks that Session.Ping, with a fresh id, is
+// answered within the bound; an error response counts as an answer.
 func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
+	// Ping is ping or server/discover, by era: what is checked is that the
+	// server still responds.
 	begin := time.Now()
 	if err := checkCheap(ctx, s, within, nil); err != nil {
 		return failErr(ruleSecondRequest, "second request", err)
@@ -76,10 +76,10 @@ func AssertSecondRequestCompletes(t testing.TB, s *mcptest.Session, within time.
 }
 
 // CheckWriterBlocked checks that, with the host's reads stalled, the server
-// ends up blocked writing its stdout within the bound: the reproduction step
-// of every back-pressure bug. It stalls reads if they are not stalled yet;
-// the caller has started something that writes a lot.
+// ends up blocked writing its stdout within the bound.
 func CheckWriterBlocked(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
+	// The reproduction step of every back-pressure bug. It stalls reads if they
+	// are not stalled yet; the caller has started something that writes a lot.
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	s.StallReads()

@@ -111,12 +111,13 @@ func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 	}
 }
 
-// CheckCancelAfterOutputBegan sends the Large call with host reads stalled,
-// lets CancelAfter bytes of its response through, holds reads there and
-// cancels it, then resumes and checks that a second request completes. The
-// cancel may be ignored or answered; it must not break anything. A response
-// shorter than CancelAfter is a skip naming its size.
+// CheckCancelAfterOutputBegan cancels the Large call after CancelAfter
+// bytes of its response, then checks that a second request completes. A
+// shorter response is a skip naming its size.
 func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	// Host reads are stalled, CancelAfter bytes let through and reads held there
+	// before the cancel, then resumed. The cancel may be ignored or answered; it
+	// must not break anything.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
 		return skip("no Large tool call configured")

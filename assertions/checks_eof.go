@@ -58,11 +58,12 @@ func eofBatch(s *mcptest.Session, cfg ServerConfig) ([]byte, []string) {
 	return b, ids
 }
 
-// CheckEOFDrainsPending writes cheap requests in one write, after the
-// handshake if the session has none (mcptest.WithoutHandshake), closes
-// stdin, and requires an answer (an error counts) to each before the server
-// exits, within Within, ShutdownGrace and StartTimeout if it starts too.
+// CheckEOFDrainsPending writes cheap requests in one write, closes stdin, and
+// requires an answer (an error counts) to each before the server exits.
 func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	// The requests follow the handshake if the session has none
+	// (mcptest.WithoutHandshake); it is bounded by Within, ShutdownGrace, and
+	// StartTimeout if the server starts too.
 	cfg = cfg.withDefaults()
 	limit := cfg.Within + cfg.ShutdownGrace
 	if s.ProtocolVersion() == "" {

@@ -123,13 +123,11 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 	}
 }
 
-// CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), writes a flood of tools/call requests (Flood, Cheap) to
-// its stdin and checks that the server keeps taking them while its stdout
-// is blocked; slow is not stopped. After reads resume, the large response
-// and an answer to every flood request must arrive. The README's criteria
-// table says how slow and stopped are told apart.
+// CheckReadsWhileBlocked blocks the server's stdout with the Large call,
+// floods its stdin with requests (Flood, Cheap), and checks that it keeps
+// reading them (slow is not stopped) and answers all once reads resume.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
+	// The README's criteria table says how slow and stopped are told apart.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
 		return skip("no Large tool call configured")

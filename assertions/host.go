@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // Host is an MCP client under test, adapted to the battery: it talks to the
@@ -39,41 +38,42 @@ type HostFactory func(ctx context.Context, cmd *exec.Cmd) (Host, error)
 
 // HostConfig configures HostCriteria and CheckHost.
 type HostConfig struct {
-	// MaxFrame is the host's transport limit: the most bytes of one
-	// JSON-RPC message it accepts. Zero skips the two criteria about it.
+	// MaxFrame is the host's transport limit in bytes. Zero skips the two
+	// criteria about it.
 	MaxFrame int
-	// Within bounds each call the battery makes, and the host's Close. Default 10s.
+	// Within bounds each call the battery makes, and Close. Default 10s.
 	Within time.Duration
-	// StartTimeout bounds the HostFactory starting the host against the
-	// fake, never counted in Within. Default 30s.
+	// StartTimeout bounds starting the host, never counted in Within.
+	// Default 30s.
 	StartTimeout time.Duration
-	// HugeField is the size in bytes of the response that is one huge text
-	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
-	// it and at most half of it (at least 1 KiB).
+	// HugeField is the size of the one-huge-text-field response, and
+	// Blocks the number of 64-byte text blocks. Default 8 MiB and 10000,
+	// or less to fit under MaxFrame.
 	HugeField int
-	// Blocks is the number of small content blocks, 64 bytes of text each
-	// (about 110 on the wire). Default 10000, or as many as fit 64 KiB
-	// under MaxFrame.
-	Blocks int
+	Blocks    int
 	// StderrNoise is how many bytes the fake writes to stderr. Default 64 MiB.
 	StderrNoise int64
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
-	// Cap bounds how long the host's own timeout is waited for (host-timeout,
-	// progress-forever, late-after-cancel, stdin-not-read): a host still
-	// waiting past it fails. Default 2 min.
+	// Cap bounds the wait for the host's own timeout: a host still waiting
+	// past it fails. Default 2 min (DefaultHostCap).
 	Cap time.Duration
 	// ToolsListBytes is the size of large-tools-list's tools/list. Default
 	// 300 KB.
 	ToolsListBytes int
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names the verdicts a host is known to get, as
-	// ServerConfig.Expect does; keys are HostCriterionNames.
+	// Expect names each criterion's known verdict, as ServerConfig.Expect;
+	// keys are HostCriterionNames.
 	Expect map[string]Verdict
 }
 
+// withDefaults fills the zero fields. Under a MaxFrame, HugeField is at
+// most 64 KiB under it and at most half of it (at least 1 KiB), and Blocks
+// as many as fit 64 KiB under it (each is about 110 bytes on the wire).
+// Cap is the wait of host-timeout, progress-forever, late-after-cancel and
+// stdin-not-read.
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
@@ -371,13 +371,12 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 	}
 }
 
-// CheckHost runs the host release criteria: for each, it starts a fresh fake
-// server (package fakeserver, as a child process of this test binary) with
-// the criterion's faults, starts a host against it with newHost, and judges
-// what the host did, using the fake's report. The test binary's TestMain
-// must call mcptest.Main, so that the fake can run as a child. A host that
-// does not start fails "start" once (see HostConfig.StartTimeout).
+// CheckHost runs the host release criteria, each against a fresh fake server
+// with the criterion's faults and a host started by newHost, judged by the
+// fake's report. The TestMain must call mcptest.Main.
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
+	// The fake is a child process of this test binary, hence mcptest.Main. A
+	// host that does not start fails "start" once (see HostConfig.StartTimeout).
 	return hostBattery(ctx, newHost, nil, cfg).all(ctx, nil)
 }
 
@@ -439,66 +438,4 @@ func bigIntact(res json.RawMessage, want, blocks int) (int, error) {
 		return got, fmt.Errorf("result holds %d bytes of text in %d blocks, want at least %d bytes in %d blocks: the payload did not arrive intact", got, len(out.Content), want, blocks)
 	}
 	return got, nil
-}
-
-// SessionHost is a HostFactory for this library's own host, mcptest.Session,
-// started with opts: the reference a host under test can be compared with,
-// and proof that the criteria can be met.
-func SessionHost(opts ...mcptest.Option) HostFactory {
-	return func(ctx context.Context, cmd *exec.Cmd) (Host, error) {
-		all := opts
-		if dl, ok := ctx.Deadline(); ok {
-			// The battery bounds the start (StartTimeout): the
-			// handshake need not end sooner.
-			all = append([]mcptest.Option{mcptest.WithStartTimeout(time.Until(dl))}, opts...)
-		}
-		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), all...)
-		if err != nil {
-			return nil, err
-		}
-		return sessionHost{s}, nil
-	}
-}
-
-type sessionHost struct{ s *mcptest.Session }
-
-func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
-	p := h.s.Send(wire.MethodToolsCall, map[string]any{"name": name, "arguments": args})
-	resp, err := p.Wait(ctx)
-	if err != nil {
-		// Abandoning a request (its context ended, or the session's own
-		// timeout, WithTimeout, passed) means cancelling it.
-		_ = p.Cancel(firstLine(err.Error()))
-		return nil, err
-	}
-	if resp.Error != nil {
-		return nil, resp.Error
-	}
-	return resp.Result, nil
-}
-
-func (h sessionHost) Close() error { return h.s.Close() }
-
-// ListTools lists the server's tools, for large-tools-list.
-func (h sessionHost) ListTools(ctx context.Context) ([]string, error) {
-	resp, err := h.s.Send(wire.MethodToolsList, map[string]any{}).Wait(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Error != nil {
-		return nil, resp.Error
-	}
-	var out struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(resp.Result, &out); err != nil {
-		return nil, fmt.Errorf("tools/list result: %v", err)
-	}
-	names := make([]string, len(out.Tools))
-	for i, t := range out.Tools {
-		names[i] = t.Name
-	}
-	return names, nil
 }

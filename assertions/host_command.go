@@ -25,22 +25,19 @@ import (
 // calls (the fake answers whatever tool it calls as the criterion needs),
 // and is judged by what the fake saw and by how it ended.
 type HostCommand struct {
-	// Argv is the host's command. A word that is exactly {server} becomes
-	// the fake's command line as separate words; in any word, {server_json}
-	// becomes it as a JSON array, {server_command_json} its first word as
-	// a JSON string and {server_args_json} the others as a JSON array.
+	// Argv is the host's command. A word {server} becomes the fake's
+	// command line; in any word, {server_json}, {server_command_json} and
+	// {server_args_json} become it, its first word and the rest as JSON.
 	Argv []string
 	// Configs are files written from templates, with the same
-	// substitutions, before each run: for hosts that read their servers
-	// from a config file.
+	// substitutions, before each run.
 	Configs []ConfigFile
-	// Fake is the fake server's command (e.g. mcpstdio fake), to which each
-	// criterion appends its flags. Empty: this test binary, run as the
-	// fake helper of package assertions (the TestMain must be mcptest.Main).
+	// Fake is the fake server's command, to which each criterion appends
+	// its flags. Empty: this test binary (its TestMain is mcptest.Main).
 	Fake []string
-	// ExpectOutput, if set, must match the host's output (stdout and
-	// stderr) after a call that worked; large-tools-list needs it unless
-	// the host calls a filler tool.
+	// ExpectOutput, if set, must match the host's stdout and stderr after a
+	// call that worked; large-tools-list needs it unless the host calls a
+	// filler tool.
 	ExpectOutput *regexp.Regexp
 }
 
@@ -100,7 +97,8 @@ func (r *hostFixture) fakeWords(flags []string) ([]string, error) {
 	return append(append(words, cmd.Path), cmd.Args[1:]...), nil
 }
 
-// substitute replaces the server placeholders in s.
+// substitute replaces the server placeholders in s, in Argv's words and in
+// the config files (for hosts that read their servers from a config file).
 func substitute(s string, server []string) string {
 	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	return strings.NewReplacer("{server_json}", js(server), "{server_command_json}", js(server[0]),
@@ -125,7 +123,7 @@ func (r *hostFixture) startCommand(flags []string) error {
 	}
 	var argv []string
 	for _, a := range r.command.Argv {
-		if a == "{server}" {
+		if a == "{server}" { // the fake's command line, as separate words
 			argv = append(argv, server...)
 			continue
 		}

@@ -34,10 +34,10 @@ type Result struct {
 }
 
 // Err returns nil when the result is acceptable, and otherwise an error
-// saying why: a failure that Expect does not name, or any verdict other than
-// the one Expect names (an expectation that no longer holds, even a failure
-// that now passes, must be updated, so that stale expectations surface).
+// saying why: a failure Expect does not name, or a verdict other than Expect's.
 func (r Result) Err() error {
+	// An expectation that no longer holds, even a failure that now passes, must
+	// be updated, so that stale expectations surface.
 	name := r.Name
 	if name == "" {
 		name = "check"

@@ -19,80 +19,71 @@ import (
 // the reason. The zero value runs what needs no tool call.
 type ServerConfig struct {
 	// Large is a tools/call whose response is much larger than the pipe
-	// capacity (a few hundred KiB is plenty with the default 16 KiB pipes).
+	// capacity (a few hundred KiB is plenty with 16 KiB pipes).
 	Large *ToolCall
-	// Slow is a tools/call that works for a while unless cancelled and
-	// honours cancellation. If it sends progress notifications when the
-	// request carries a progressToken, the cancel criteria use them as
-	// evidence; so do (Linux, child servers) its CPU time and the processes
-	// it starts.
+	// Slow is a tools/call that works a while unless cancelled; its
+	// progress notifications, CPU time and children are cancel evidence.
 	Slow *ToolCall
-	// SlowDuration is how long the Slow call works when not cancelled, if
-	// known: the cancel criteria then watch this long for a late response.
-	// Zero: unknown; they watch for 5×CancelGrace.
+	// SlowDuration is how long Slow works uncancelled, the cancel criteria's
+	// watch for a late response. Zero: unknown, 5×CancelGrace.
 	SlowDuration time.Duration
-	// Bounded is a tools/call that could return a lot (a search over many
-	// records); the result contract says it returns a bounded page and
-	// says how to continue. See CheckResultContract.
-	Bounded *ToolCall
-	// ContentBudget is the content budget in bytes the Bounded call's
-	// result must fit. Default 64 KiB.
+	// Bounded is a tools/call that could return a lot; see
+	// CheckResultContract. ContentBudget is what its result must fit.
+	// Default 64 KiB.
+	Bounded       *ToolCall
 	ContentBudget int
-	// CancelAfter is how many bytes of the Large call's response
-	// cancel-after-output-began lets through before it holds reads and
-	// cancels. Default 32 KiB; a response shorter than that is a skip.
+	// CancelAfter is how many bytes of Large's response pass before
+	// cancel-after-output-began cancels. Default 32 KiB.
 	CancelAfter int
-	// Cheap is the small request of "a second request completes" and of
-	// the reads-while-blocked flood. Nil: Session.Ping, and for the flood a
-	// tools/call of a tool that does not exist.
+	// Cheap is the small request of second-request and of the
+	// reads-while-blocked flood. Nil: Session.Ping, or an unknown tool.
 	Cheap *ToolCall
 
-	// OversizedRequest is the size in bytes of the oversized request line
-	// sent to stdin. Default 32 MiB. Its criterion allows Within plus 250ms
-	// per MiB for the server to read it and answer the next request.
+	// OversizedRequest is the size in bytes of the oversized request line.
+	// Default 32 MiB.
 	OversizedRequest int
-	// Flood is the least number of tools/call requests written to stdin
-	// while the server's stdout is blocked; more are written if needed to
-	// make the flood at least 8 times the stdin pipe's capacity in bytes.
-	// Default 500.
+	// Flood is the least number of requests written to a server whose
+	// stdout is blocked. Default 500.
 	Flood int
-	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
-	// (0) 16 KiB on Linux, so that modest responses block the writer;
-	// elsewhere the system's default. A negative value keeps the system's
-	// default on Linux too.
+	// PipeCapacity is the stdin and stdout pipes' capacity. Default 16 KiB
+	// on Linux, elsewhere (or if negative) the system's.
 	PipeCapacity int
-	// Within bounds each step of a criterion (a response, a blocked writer,
-	// a second request). Default 5s.
+	// Within bounds each step of a criterion. Default 5s.
 	Within time.Duration
-	// CancelGrace is how long work may go on after a cancel before it
-	// counts as not stopped. Default 200ms.
+	// CancelGrace is how long work may go on after a cancel. Default 200ms.
 	CancelGrace time.Duration
-	// ShutdownGrace is how long the server has to exit after stdin is
-	// closed or after SIGTERM, and how long each criterion's server is
-	// given to exit on stdin EOF before it is sent signals. Default 2s.
+	// ShutdownGrace is how long the server has to exit after stdin EOF or
+	// SIGTERM. Default 2s.
 	ShutdownGrace time.Duration
-	// StartTimeout bounds starting the server and negotiating MCP, for the
-	// battery's first start and for each criterion's; it is never counted
-	// in Within. Default 30s.
+	// StartTimeout bounds each start and negotiation, never counted in
+	// Within. Default 30s.
 	StartTimeout time.Duration
-	// Protocol, if set, pins the protocol version every session uses
-	// (mcptest.WithProtocolVersion): a 2026-07-28 one without a handshake,
-	// an older one offered in initialize.
+	// Protocol, if set, pins every session's protocol version
+	// (mcptest.WithProtocolVersion).
 	Protocol string
-	// Options are passed to every mcptest.Start, after the battery's own,
-	// so they can override them.
+	// Options are passed to every mcptest.Start after the battery's own.
 	Options []mcptest.Option
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names the verdicts a server is known to get, by criterion: an
-	// expected verdict does not fail the battery; any other verdict of
-	// that criterion, even a pass, fails with "update Expect".
+	// Expect names each criterion's known verdict: it does not fail the
+	// battery; any other verdict, even a pass, fails with "update Expect".
 	Expect map[string]Verdict
 
 	start *serverStart                                    // what the battery's first start learned
 	fresh func(context.Context) (*mcptest.Session, error) // starts another session of the criterion's server
 }
 
+// withDefaults fills the zero fields. How the criteria use them:
+// oversized-input allows Within plus 250ms per MiB of OversizedRequest for
+// the server to read it and answer the next request; the flood writes more
+// than Flood requests if needed to make it at least 8 times the stdin
+// pipe's capacity in bytes; the 16 KiB pipes on Linux make modest
+// responses block the writer; ShutdownGrace is also how long each
+// criterion's server is given to exit on stdin EOF before it is sent
+// signals; StartTimeout covers the battery's first start and each
+// criterion's; a 2026-07-28 Protocol runs without a handshake,
+// an older one is offered in initialize; Options come after the battery's
+// own, so they can override them.
 func (c ServerConfig) withDefaults() ServerConfig {
 	if c.OversizedRequest <= 0 {
 		c.OversizedRequest = 32 << 20
@@ -328,12 +319,12 @@ func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *
 	return CheckServerStream(ctx, target, cfg, nil)
 }
 
-// CheckServerStream is CheckServer that also calls progress with each result
-// as soon as it is known, for a command that shows progress. Before them
-// progress gets the result named "start" of the battery's first start: a
-// pass (saying how long it took), which the report leaves out, or the
-// failure that is then the report's only result.
+// CheckServerStream is CheckServer that also calls progress with each
+// result as soon as it is known, first with "start".
 func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerConfig, progress func(Result)) *Report {
+	// "start" is the result of the battery's first start: a pass (saying how
+	// long it took), which the report leaves out, or the failure that is then
+	// the report's only result.
 	return serverBattery(target, cfg).all(ctx, progress)
 }
 

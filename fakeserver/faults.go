@@ -11,18 +11,11 @@ import (
 // Faults are the ways a Server misbehaves, one field each; the zero Faults
 // is a correct server. A Faults value is an Option: New(Faults{NaiveLoop:
 // true}); a later Faults replaces an earlier one. Each field is also the
-// command-line flag named by its flag tag (see ParseArgs), so a fault is
-// defined here once.
+// command-line flag named by its flag tag (see ParseArgs).
 //
 // Faults fire on counts, never on chance or a clock. "The nth message" is
 // the nth line read from stdin, counted from 1, valid or not (lines over the
-// WithStdinLimit limit are not counted); 0 turns the fault off. They are
-// junk on stdout (Banner, StdoutLogAfter, InvalidJSONAfter, OversizedAfter,
-// ServerRequestAfter), broken frames (RawNewline, NoFinalNewline,
-// ExitAfterBytes, CloseStdoutAfter), pressure (StderrNoise,
-// IdleNotifyBytes, UnboundedResults), and the wrong core (NaiveLoop,
-// IgnoreCancel, RespondAfterCancel, DropPendingAtEOF, EndUnlessInitialize,
-// IgnoreEOF, IgnoreSIGTERM).
+// WithStdinLimit limit are not counted); 0 turns the fault off.
 type Faults struct {
 	// Banner, if set, is written with a newline on stdout before the first
 	// message is read: junk a strict host must survive.
@@ -37,66 +30,49 @@ type Faults struct {
 	// before the first message is read, so a host that does not drain
 	// stderr stalls the server there.
 	StderrNoise int64 `flag:"stderr-noise" usage:"bytes of noise on stderr before the first message"`
-	// IdleNotifyBytes makes the server, right after writing the response to
-	// the first tools/call, write at least this many bytes of
-	// notifications/message frames (16 KiB each; the last shorter, but at
-	// least 104 bytes) that no request asked for, while the host has its
-	// answer and is idle; Report.IdleNotifyDone says when all are out.
+	// IdleNotifyBytes writes at least this many bytes of unasked
+	// notifications/message frames after the first tools/call's response,
+	// while the host is idle; Report.IdleNotifyDone says when all are out.
 	IdleNotifyBytes int64 `flag:"idle-notify-bytes" usage:"bytes of notifications written after the first tools/call response"`
 	// IgnoreCancel records notifications/cancelled in the report but
 	// neither stops the work nor suppresses its response.
 	IgnoreCancel bool `flag:"ignore-cancel" usage:"ignore notifications/cancelled"`
-	// RespondAfterCancel stops cancelled work but still writes a response
-	// for it, as the Go SDKs do today: the result if the tool had
-	// finished, else an error -32603 "context canceled" (as mcp-go writes
-	// it).
+	// RespondAfterCancel stops cancelled work but still responds, as the Go
+	// SDKs do: the result if finished, else -32603 "context canceled".
 	RespondAfterCancel bool `flag:"respond-after-cancel" usage:"respond to cancelled requests"`
 	// UnboundedResults makes the search tool return every matching item in
 	// one result, without page size, cursor or truncation (the naive tool).
 	UnboundedResults bool `flag:"unbounded" usage:"search returns everything at once"`
-	// NaiveLoop replaces the core with one goroutine that reads a message,
-	// handles it and writes its response before reading the next: it reads
-	// stdin only between writes, so it cannot see a cancel or a second
-	// request while a stdout write is blocked (the seed article's victim).
+	// NaiveLoop replaces the core with one goroutine that reads stdin only
+	// between writes: it sees no cancel while a stdout write is blocked.
 	NaiveLoop bool `flag:"naive" usage:"single-goroutine loop reading stdin only between writes"`
-	// InvalidJSONAfter writes a line that is not valid JSON (the start of
-	// an object that never ends) on stdout right after the nth message is
-	// read (before the response to it).
+	// InvalidJSONAfter writes a line that is not valid JSON on stdout right
+	// after the nth message is read (before the response to it).
 	InvalidJSONAfter int `flag:"invalid-json-after" usage:"invalid JSON line after the nth message"`
 	// RawNewline puts a raw newline inside the response to the nth message,
-	// right after its leading {"jsonrpc":"2.0", splitting the frame in two
-	// lines that are each invalid JSON.
+	// splitting it in two lines that are each invalid JSON.
 	RawNewline int `flag:"raw-newline" usage:"raw newline inside the response to the nth message"`
-	// OversizedAfter writes a notifications/message of exactly
-	// OversizedSize bytes (without its newline; at least its 103-byte
-	// envelope) on stdout right after the nth message is read (before the
-	// response to it).
+	// OversizedAfter writes a notifications/message of OversizedSize bytes
+	// on stdout right after the nth message is read (before its response).
 	OversizedAfter int `flag:"oversized-after" usage:"oversized frame after the nth message (needs -oversized-size)"`
 	// OversizedSize is the size in bytes of the OversizedAfter frame.
 	OversizedSize int `flag:"oversized-size" usage:"size in bytes of the -oversized-after frame"`
 	// NoFinalNewline writes the response to the nth message without its
 	// newline, then closes stdout and makes Serve return ErrExited.
 	NoFinalNewline int `flag:"no-final-newline" usage:"response to the nth message without newline, then exit"`
-	// CloseStdoutAfter closes stdout after the response to the nth message
-	// has been written (or right after the nth message is read, if it gets
-	// no response); the server goes on reading stdin until EOF, and later
-	// writes fail and are counted in Report.StdoutWriteErrors.
+	// CloseStdoutAfter closes stdout after the response to the nth message;
+	// the server reads stdin on, and later writes fail
+	// (Report.StdoutWriteErrors).
 	CloseStdoutAfter int `flag:"close-stdout-after" usage:"close stdout after the response to the nth message"`
-	// ExitAfterBytes writes exactly this many bytes to stdout in all,
-	// cutting the write that crosses the last byte (usually in the middle
-	// of a response), then closes stdout and makes Serve return ErrExited.
+	// ExitAfterBytes writes exactly this many bytes to stdout in all, then
+	// closes stdout and makes Serve return ErrExited.
 	ExitAfterBytes int64 `flag:"exit-after-bytes" usage:"exit after exactly n bytes of stdout"`
-	// DropPendingAtEOF drops the requests written just before stdin's end,
-	// as the official Go SDK v1.8.0 does (it answered 0 to 3 of 5 cheap
-	// calls written with the handshake in one write before EOF, in 14 runs
-	// measured): the messages of a read that brought more than one are held
-	// until the next read, handled if it brings data, and dropped
-	// unanswered if it is EOF (Report.DroppedAtEOF). A host that writes two
-	// messages at once and waits for an answer waits until it writes again.
+	// DropPendingAtEOF drops unanswered the messages of the last read
+	// before stdin's EOF (Report.DroppedAtEOF), as the official Go SDK
+	// v1.8.0 does.
 	DropPendingAtEOF bool `flag:"drop-pending-at-eof" usage:"drop the messages of the last read before stdin EOF unanswered"`
-	// EndUnlessInitialize makes the server end, closing stdout, when its
-	// first message is not initialize, as servers on the official Rust SDK
-	// (rmcp 1.1) do: a server/discover probe ends them.
+	// EndUnlessInitialize ends the server, closing stdout, when its first
+	// message is not initialize, as rmcp 1.1 servers do.
 	EndUnlessInitialize bool `flag:"end-unless-initialize" usage:"end when the first message is not initialize"`
 	// IgnoreEOF keeps the server running after stdin reaches EOF, until
 	// Serve's context is cancelled.
@@ -104,9 +80,8 @@ type Faults struct {
 	// IgnoreSIGTERM makes a server started by ServeStdio ignore SIGTERM,
 	// so that a host must escalate to SIGKILL; it has no effect on Serve.
 	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM"`
-	// ServerRequestAfter writes a server-to-client ping request (id
-	// "fakeserver-1") on stdout right after the nth message is read, in
-	// either era; in 2026-07-28 that is a protocol violation.
+	// ServerRequestAfter writes a ping request (id "fakeserver-1") on
+	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
 
 	// The host faults (faults_host.go): what a host's own timeout, cancel
@@ -126,6 +101,40 @@ type Faults struct {
 	// least this many bytes.
 	ToolsListBytes int `flag:"tools-list-bytes" usage:"pad tools/list with filler tools to at least n bytes"`
 }
+
+// How the faults behave, beyond what their docs say. They fall in four
+// groups: junk on stdout (Banner, StdoutLogAfter, InvalidJSONAfter,
+// OversizedAfter, ServerRequestAfter), broken frames (RawNewline,
+// NoFinalNewline, ExitAfterBytes, CloseStdoutAfter), pressure (StderrNoise,
+// IdleNotifyBytes, UnboundedResults), and the wrong core (NaiveLoop,
+// IgnoreCancel, RespondAfterCancel, DropPendingAtEOF, EndUnlessInitialize,
+// IgnoreEOF, IgnoreSIGTERM). A fault is defined here once: each field is
+// also its flag.
+//
+//   - IdleNotifyBytes: frames of 16 KiB each, the last shorter but at least
+//     104 bytes, written while the host has its answer and is idle.
+//   - RespondAfterCancel: -32603 "context canceled" is how mcp-go writes it.
+//   - NaiveLoop: it reads a message, handles it and writes its response
+//     before reading the next, so it cannot see a cancel or a second request
+//     while a stdout write is blocked (the seed article's victim).
+//   - InvalidJSONAfter: the line is the start of an object that never ends.
+//   - RawNewline: the newline is right after the leading {"jsonrpc":"2.0",.
+//   - OversizedAfter: exactly OversizedSize bytes without the newline, and at
+//     least the 103-byte envelope.
+//   - CloseStdoutAfter: if the nth message gets no response, stdout is closed
+//     right after it is read; the server reads stdin until EOF.
+//   - ExitAfterBytes: the write that crosses the last byte is cut, usually in
+//     the middle of a response.
+//   - DropPendingAtEOF: the SDK answered 0 to 3 of 5 cheap calls written with
+//     the handshake in one write before EOF, in 14 runs measured. The
+//     messages of a read that brought more than one are held until the next
+//     read, handled if it brings data, and dropped unanswered if it is EOF. A
+//     host that writes two messages at once and waits for an answer waits
+//     until it writes again.
+//   - EndUnlessInitialize: a server/discover probe ends such servers (the
+//     official Rust SDK).
+//   - ServerRequestAfter: in 2026-07-28 a server request is a protocol
+//     violation.
 
 func (f Faults) apply(c *config) { c.faults = f }
 

@@ -53,10 +53,8 @@ type Report struct {
 	ChildrenKilled int // subprocess-tool children killed because their work was cancelled
 	RemoteAborts   int // remote-source HTTP handlers that saw the client abort mid-stream
 
-	// Panics lists each panic recovered on the server's own goroutines (in
-	// a tool, a handler, a writer it was given), with the stack of the
-	// goroutine that panicked. A request whose handling panicked got an
-	// internal error (-32603); the server went on after each.
+	// Panics lists each panic recovered on the server's goroutines, with
+	// its stack; the request got -32603 and the server went on.
 	Panics []string
 
 	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin

@@ -9,28 +9,25 @@ import (
 
 // Serve runs the server on stdin and stdout until stdin reaches EOF (see
 // Faults.IgnoreEOF), ctx is cancelled, or a fault ends it. Diagnostics go to
-// stderr, which may be nil.
+// stderr, which may be nil. Before it returns it closes stdin and stdout and
+// ends every goroutine, child and HTTP server it started.
 //
-// The read loop never waits on a stdout write: each request runs in its own
-// goroutine with its own context, and frames are written under one write
-// lock. A notifications/cancelled that arrives before the response write
-// began cancels the work and suppresses the response; one that arrives after
-// stops further work (a big response is closed early at the next chunk, still
-// valid JSON) but cannot recall bytes already written.
-//
-// When stdin reaches EOF, all running work is cancelled as if by a cancel.
-// Before Serve returns it closes stdin and stdout and has ended every
-// goroutine, child process and HTTP server it started. A write blocked on a
-// stdout nobody reads ends only when ctx is cancelled (Serve then closes
-// stdout); that works when stdout supports concurrent Close, as *os.File
-// from os.Pipe does. Likewise Serve ends its stdin read by closing stdin: a
+// A write blocked on an unread stdout ends only when ctx is cancelled (Serve
+// then closes stdout, which needs a concurrent Close, as *os.File has); a
 // stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
-// mode) keeps Serve waiting until that Read returns; ServeStdio
-// makes the process's stdio interruptible.
+// mode) keeps Serve waiting until that Read returns (ServeStdio avoids it).
 //
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
 // exit. A Server serves once; a second call returns an error.
 func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	// The read loop never waits on a stdout write: each request runs in its own
+	// goroutine with its own context, and frames are written under one write lock.
+	// A notifications/cancelled that arrives before the response write began
+	// cancels the work and suppresses the response; one that arrives after stops
+	// further work (a big response is closed early at the next chunk, still valid
+	// JSON) but cannot recall bytes already written. When stdin reaches EOF, all
+	// running work is cancelled as if by a cancel. Serve ends its own stdin read
+	// by closing stdin.
 	if stdin == nil || stdout == nil {
 		return errors.New("fakeserver: Serve needs a stdin and a stdout")
 	}

@@ -27,10 +27,11 @@ func (s *Session) Signal(sig os.Signal) error {
 	return nil
 }
 
-// WaitExit waits until the server has ended, bounded by ctx and the session
-// timeout (a *WaitError, the server left running), and returns how. After
-// Close it returns at once (ErrClosed if Close could not end it).
+// WaitExit waits until the server has ended and returns how, bounded by ctx
+// and the session timeout (a *WaitError); after Close it returns at once.
 func (s *Session) WaitExit(ctx context.Context) (Exit, error) {
+	// A timed-out wait leaves the server running. After Close the error is
+	// ErrClosed if Close could not end it.
 	if isClosed(s.proc.done()) {
 		return s.proc.exit(), nil
 	}

@@ -86,9 +86,11 @@ func fullWord(b, c int) string {
 }
 
 // Diagnose describes the session: which side looks stuck, then the evidence
-// (pipe levels, stalled reads, liveness, threads, pending requests, what
-// the bounds dropped, the transcript, junk and stderr tails, goroutines).
+// (see diagnose.go for what it shows).
 func (s *Session) Diagnose() string {
+	// The evidence: pipe levels, stalled reads, liveness, threads, pending
+	// requests, what the bounds dropped, the transcript, junk and stderr tails,
+	// goroutines.
 	d := s.look()
 	var b strings.Builder
 	b.WriteString("verdict: " + d.verdict() + "\n")

@@ -12,19 +12,14 @@
 //	s.ResumeReads()
 //	if err := s.Ping(ctx); err != nil { … } // the session recovered
 //
-// Targets are a child process (Command, Exec, GoBuild), a goroutine on the
-// same kind of pipes (InProcess), or the test binary re-executed as a child
-// (Helper, with RegisterHelper and Main in TestMain; see target.go). One
-// goroutine reads stdout for the whole life of the server and never waits
-// on test code, so no burst a server writes makes the host drop a message
-// (see reader.go); what it keeps is bounded (Limits). Start negotiates the
-// protocol era as the 2026-07-28 stdio rule says (negotiate.go).
+// Targets are a child process (Command, Exec, GoBuild), a goroutine on
+// the same kind of pipes (InProcess), or the test binary re-executed as a
+// child (Helper, RegisterHelper, Main). What the host keeps of the server's
+// output is bounded (Limits), never its traffic (see reader.go).
 //
 // Every wait is bounded by its context, the session timeout and, under
-// StartServer, the test deadline; a failed wait returns a *WaitError whose
-// Diagnosis says which side looks stuck, with the evidence (diagnose.go).
-// Close escalates from closing stdin to SIGTERM, SIGQUIT and SIGKILL. Linux
-// gives the most evidence (pipe capacity and fill level, /proc thread
-// states); elsewhere WithPipeCapacity fails with errors.ErrUnsupported.
-// To replay a session recorded by mcpstdio proxy, see package replay.
+// StartServer, the test deadline; a failed wait returns a *WaitError saying
+// which side looks stuck, with the evidence. Linux gives the most evidence;
+// elsewhere WithPipeCapacity fails with errors.ErrUnsupported. To replay a
+// session recorded by mcpstdio proxy, see package replay.
 package mcptest

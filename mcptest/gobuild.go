@@ -25,10 +25,10 @@ var (
 // a temporary directory that Main removes when the tests end (without Main,
 // it is left in os.TempDir).
 
-// GoBuild builds the main package pkg (as go build takes it, from the test's
-// package directory) once per test binary and returns a Target that runs it
-// with args. A failed build fails the test with the compiler's output.
+// GoBuild builds the main package pkg once per test binary and returns a
+// Target that runs it with args; a failed build fails the test with its output.
 func GoBuild(t testing.TB, pkg string, args ...string) Target {
+	// pkg is as go build takes it, from the test's package directory.
 	t.Helper()
 	exe, err := goBuild(t, pkg)
 	if err != nil {

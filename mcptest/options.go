@@ -33,10 +33,8 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 // reported by Close with its stack. A handler that blocks delays only later
 // server requests (see Limits.ServerRequests).
 
-// ServerRequestHandler answers a request the server sends to the host (ping,
-// roots/list, …) with a result or an error (a *wire.RPCError as is, another
-// as -32603). Handlers run one at a time on a goroutine of their own, never on
-// the stdout reader; ctx ends when the session closes.
+// ServerRequestHandler answers a server's request (ping, roots/list, …): an
+// error is sent as is if a *wire.RPCError, else -32603; ctx ends at Close.
 type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
 
 // What the defaults of Limits hold at most: about 16 MiB of notifications,
@@ -46,9 +44,9 @@ type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result a
 // whatever the server writes. Responses are never dropped: each reaches its
 // Pending or is counted as late or unknown.
 
-// Limits are the host's bounds on what it keeps of the server's output
-// (zero means the default), and an Option. They bound memory, never traffic:
-// a reached bound drops the oldest kept item, counted in Stats.
+// Limits are the host's bounds on what it keeps of the server's output (zero
+// means the default), and an Option: a bound reached drops the oldest kept
+// item, counted in Stats, never traffic.
 type Limits struct {
 	Notifications      int   // notifications kept for WaitNotification (default 1024; all are counted)
 	NotificationBytes  int64 // their bytes (default 16 MiB)
@@ -141,10 +139,10 @@ func nonNegative[T int | int64 | time.Duration](option string, v T, def any) err
 // (four pages) a writer blocked behind a few bytes may not look full (see
 // pipes.EffectivelyFull).
 
-// WithPipeCapacity sets the kernel buffer of the server's stdin and stdout
-// pipes to n bytes (rounded up to a power-of-two number of pages; 0 keeps the
-// default). Linux only: elsewhere Start fails with errors.ErrUnsupported.
+// WithPipeCapacity sets the server's stdin and stdout pipe buffers to n bytes
+// (0 keeps the default). Linux only: elsewhere Start fails with errors.ErrUnsupported.
 func WithPipeCapacity(n int) Option {
+	// n is rounded up to a power-of-two number of pages.
 	return optionFunc(func(c *config) error {
 		c.pipeCapacity = n
 		return nonNegative("WithPipeCapacity", n, "the system's pipe size")
@@ -152,10 +150,11 @@ func WithPipeCapacity(n int) Option {
 }
 
 // WithMaxFrame sets the transport limit, the most bytes of one message from
-// the server without its newline (default 16 MiB, as in the official Go SDK).
-// A longer frame is discarded unparsed and fails its request with a
-// *pipes.FrameTooLargeError.
+// the server without its newline (default 16 MiB). A longer frame fails its
+// request with a *pipes.FrameTooLargeError.
 func WithMaxFrame(n int) Option {
+	// 16 MiB is the official Go SDK's limit. The frame is discarded unparsed;
+	// its id is found by a scanner (see source.go).
 	return optionFunc(func(c *config) error {
 		if n == 0 {
 			n = defaultMaxFrame
@@ -196,43 +195,43 @@ func durationOption(name string, d, def time.Duration, field func(*config) *time
 	})
 }
 
-// WithTimeout sets the bound of every wait that no tighter context bounds
-// (responses, stdin writes, the handshake); the default is 10s. StartServer
-// also stays within the test deadline.
+// WithTimeout bounds every wait no tighter context bounds (responses, stdin
+// writes, the handshake); default 10s. StartServer also keeps the test deadline.
 func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
-// WithStartTimeout sets the bound of the waits of Start's handshake
-// (the server/discover probe within WithProbeTimeout, initialize) when it is
-// longer than WithTimeout's: a server that is slow to start is then not
-// bounded by what bounds its answers later. The default (and 0) is
-// WithTimeout's bound.
+// WithStartTimeout bounds the waits of Start's handshake when it is longer
+// than WithTimeout's bound, the default (and 0).
 func WithStartTimeout(d time.Duration) Option {
+	// The handshake's waits are the server/discover probe (within
+	// WithProbeTimeout) and initialize: a server slow to start is then not
+	// bounded by what bounds its answers later.
 	return durationOption("WithStartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
 }
 
-// WithGrace sets how long Close waits at each step of stopping the server:
-// after closing stdin, after SIGTERM, after SIGQUIT and after SIGKILL, and
-// how long the host waits for the server's stdout to close once the server
-// has exited. The default (and 0) is 2s.
+// WithGrace sets how long Close waits at each step of stopping the server,
+// and for its stdout to close once it exited. The default (and 0) is 2s.
 func WithGrace(d time.Duration) Option {
+	// The steps: after closing stdin, after SIGTERM, after SIGQUIT and after
+	// SIGKILL.
 	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }
 
-// WithProbeTimeout sets how long negotiation waits for the answer to the
-// server/discover probe, start-up included, before it takes the server for a
-// legacy one (default 5s, as in mcp-go's client).
+// WithProbeTimeout sets how long negotiation waits for the server/discover
+// probe's answer before it takes the server for a legacy one (default 5s).
 func WithProbeTimeout(d time.Duration) Option {
+	// Start-up is included in that wait; 5s is mcp-go's client's.
 	return durationOption("WithProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
 }
 
 var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// WithProtocolVersion pins the protocol version (YYYY-MM-DD) instead of
-// probing: 2026-07-28 or later is the stateless era, an earlier one the
-// initialize handshake offering v; "" negotiates (the default).
+// WithProtocolVersion pins the protocol version v (YYYY-MM-DD) instead of
+// negotiating it, as "" (the default) does.
 func WithProtocolVersion(v string) Option {
+	// 2026-07-28 or later is the stateless era, an earlier one the initialize
+	// handshake offering v.
 	return optionFunc(func(c *config) error {
 		if v != "" && !versionPattern.MatchString(v) {
 			return fmt.Errorf("mcptest: WithProtocolVersion(%q): not a protocol revision (YYYY-MM-DD, e.g. %s)", v, wire.LatestVersion)
@@ -249,16 +248,17 @@ func WithoutHandshake() Option {
 }
 
 // WithServerRequests sets the handler for the server's requests to the host.
-// The default answers ping and fails the rest with -32601; in the modern era a
-// server request is a protocol violation (Stats.ProtocolViolations), answered
-// -32601 without calling h.
+// The default answers ping and fails the rest with -32601, as does the
+// modern era, where one is a violation (Stats.ProtocolViolations).
 func WithServerRequests(h ServerRequestHandler) Option {
+	// In the modern era h is not called.
 	return optionFunc(func(c *config) error { c.serverRequests = h; return nil })
 }
 
 // WithStderr tees the server's stderr to w (a mutex-guarded buffer, or
-// t.Output() from Go 1.25). The tee never slows the drain: chunks w falls 256
-// behind on are dropped (Stats.StderrTeeDropped); Session.Stderr keeps it, bounded.
+// t.Output()); chunks a slow w falls 256 behind on are dropped
+// (Stats.StderrTeeDropped).
 func WithStderr(w io.Writer) Option {
+	// The tee never slows the drain; Session.Stderr keeps all of it, bounded.
 	return optionFunc(func(c *config) error { c.stderr = w; return nil })
 }

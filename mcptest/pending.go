@@ -47,9 +47,10 @@ type Pending struct {
 func (p *Pending) ID() int64 { return p.id }
 
 // Progress returns how many notifications/progress have arrived for the
-// request's params._meta.progressToken (0 without one): every one, kept or
-// not, tokens compared as JSON values (wire.Key).
+// request's progress token (0 without one), kept or not.
 func (p *Pending) Progress() int64 {
+	// The token is params._meta.progressToken; tokens compare as JSON values
+	// (wire.Key).
 	key := wire.Key(p.token)
 	if key == "" {
 		return 0
@@ -59,10 +60,11 @@ func (p *Pending) Progress() int64 {
 	return p.s.progress[key]
 }
 
-// Received returns how many bytes of the response the host has read so far
-// (0 before it begins). A response is known by its top-level "id", so one
-// whose id comes after a long result counts only from the id on.
+// Received returns how many bytes of the response the host has read so far,
+// counted from its top-level "id" on (0 before).
 func (p *Pending) Received() int64 {
+	// A response is known by its "id", so one whose id comes after a long
+	// result counts only from the id on.
 	if n := p.respSize.Load(); n > 0 {
 		return n
 	}
@@ -85,9 +87,10 @@ func (p *Pending) complete(r *Response, err error) {
 }
 
 // Wait waits for the response, bounded by ctx and the session timeout. Its
-// error is for no response: an oversized frame (*pipes.FrameTooLargeError),
-// a bad id or batch, a failed write, ErrClosed, or a *WaitError.
+// error means none came: oversized, a bad id, ErrClosed, a *WaitError.
 func (p *Pending) Wait(ctx context.Context) (*Response, error) {
+	// The errors: an oversized frame (*pipes.FrameTooLargeError), a bad id or
+	// batch, a failed write, ErrClosed, or a *WaitError.
 	select {
 	case <-p.done:
 		return p.resp, p.err
@@ -115,10 +118,10 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), err)
 }
 
-// Cancel sends notifications/cancelled for the request with reason and
-// returns the write's error. A later response is still delivered, with Late
-// set (Stats.LateResponses).
+// Cancel sends notifications/cancelled for the request with reason and returns
+// the write's error; a later response still comes, with Late set.
 func (p *Pending) Cancel(reason string) error {
+	// Late responses are counted in Stats.LateResponses.
 	p.markCancelled()
 	params := strconv.AppendInt([]byte(`{"requestId":`), p.id, 10)
 	if reason != "" {
@@ -136,10 +139,10 @@ func (p *Pending) markCancelled() {
 	p.s.mu.Unlock()
 }
 
-// Send writes a request (params by encoding/json, _meta added in the modern
-// era) and returns its Pending; the write blocks while the server does not
-// read, at most the session timeout, and its error is what Wait returns.
+// Send writes a request and returns its Pending; the write blocks while the
+// server does not read, at most the session timeout (Wait returns its error).
 func (s *Session) Send(method string, params any) *Pending {
+	// params go through encoding/json; _meta is added in the modern era.
 	return s.send(context.Background(), method, params, s.isModern())
 }
 
@@ -169,9 +172,8 @@ type ToolResult struct {
 	Raw               json.RawMessage // the whole result as the server sent it
 }
 
-// CallTool calls the tool name with args (nil for none) and decodes its
-// result. A tool error is a result with IsError set; the error is for a call
-// that got no tool result.
+// CallTool calls the tool name with args (nil for none) and decodes its result;
+// a tool error has IsError set, the error is for no tool result.
 func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
 	params := map[string]any{"name": name}
 	if args != nil {

@@ -8,13 +8,13 @@ import "encoding/json"
 // on what the session reads.
 
 // Expect enters a request with id, which the caller writes itself with
-// WriteStdin (in any pieces, along with other bytes), as pending: its
-// response and its progress notifications (the token in params, the
-// request's params as written) go to the returned Pending as for Send. A
-// cancel the caller writes for it is not seen by the session: its response
-// is not marked Late. Expect fails if the session has ended or a request
-// with id is pending.
+// WriteStdin, as pending: its response and progress go to the Pending as for
+// Send. It fails if the session has ended or a request with id is pending.
 func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pending, error) {
+	// The caller may write it in any pieces, along with other bytes; the
+	// progress token is taken from params, the request's params as written. A
+	// cancel the caller writes for it is not seen by the session: its response
+	// is not marked Late.
 	p := s.newPending(id, method)
 	if err := s.addPending(p, params); err != nil {
 		return nil, err
@@ -22,16 +22,15 @@ func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pend
 	return p, nil
 }
 
-// TakeNotifications returns the kept notifications that no
-// WaitNotification has taken, oldest first, and takes them. What the
-// bounds dropped before is counted in Stats.NotificationsDropped.
+// TakeNotifications returns and takes the kept notifications no
+// WaitNotification has taken, oldest first (drops: Stats.NotificationsDropped).
 func (s *Session) TakeNotifications() []Notification { return s.takeNotifications() }
 
-// Changed returns a channel that is closed at the next change a waiter
-// may care about: a message read and dispatched, a request answered or
-// failed, the server's stdout ending, the session closing. Bytes that
-// arrive inside a frame change nothing: poll StdoutState for them.
+// Changed returns a channel closed at the next change a waiter may care
+// about: a frame dispatched, a request ended, stdout ended, the session closed.
 func (s *Session) Changed() <-chan struct{} {
+	// Bytes that arrive inside a frame change nothing: poll StdoutState for
+	// them.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changedLocked()

@@ -15,8 +15,8 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// ErrClosed is wrapped by the error of every operation on a closed Session
-// and of every request pending at Close, which say how the server ended.
+// ErrClosed is wrapped by the error of every operation on a closed Session and
+// of every request pending at Close, saying how the server ended.
 var ErrClosed = errors.New("mcptest: session closed")
 
 // One goroutine reads the server's stdout for the whole life of the server:
@@ -97,18 +97,18 @@ type Session struct {
 // probe and its outcome are noted in the transcript. An invalid option makes
 // Start fail with an error that names it.
 
-// Start starts target on new kernel pipes, starts the stdout reader and
-// negotiates the protocol (as the 2026-07-28 stdio backward-compatibility rule
-// says) unless WithoutHandshake is given. ctx bounds the start and the
-// negotiation, not the session, which lives until the caller calls Close.
+// Start starts target on new kernel pipes and negotiates the protocol unless
+// WithoutHandshake. ctx bounds the start, not the session: Close ends it.
 func Start(ctx context.Context, target Target, opts ...Option) (*Session, error) {
+	// Negotiation is as the 2026-07-28 stdio backward-compatibility rule says
+	// (negotiate.go); the stdout reader starts here.
 	return start(ctx, target, time.Time{}, opts)
 }
 
-// StartServer is Start for tests: bounded by the test's deadline, with Close
-// registered in t.Cleanup (failing the test if Close reports a problem), and
-// t.Fatal with a diagnosis if the server fails to start or negotiate.
+// StartServer is Start for tests, bounded by the test's deadline, with Close
+// in t.Cleanup; a failed start or a problem at Close fails t.
 func StartServer(t testing.TB, target Target, opts ...Option) *Session {
+	// A failed start or negotiation is t.Fatal with a diagnosis.
 	t.Helper()
 	ctx, cancel, dl := bound.Context(context.Background(), t)
 	defer cancel()
@@ -338,11 +338,12 @@ func holders(f *os.File) string {
 // would not end, a goroutine that would not stop, a held pipe and a panic in
 // a server-request handler are reported.
 
-// Close stops the server and the host within about 7×grace: pending and
-// later operations fail with ErrClosed, stdout is drained, stdin closed, then
-// SIGTERM, SIGQUIT and SIGKILL sent a grace apart. It reports what it could
-// not end (see Stats.Exit); later calls return the first call's result.
+// Close stops the server and the host within about 7×grace, failing pending
+// and later operations with ErrClosed, and reports what it could not end (see
+// Stats.Exit); later calls return the first call's result.
 func (s *Session) Close() error {
+	// Stdout is drained, stdin closed, then SIGTERM, SIGQUIT and SIGKILL sent a
+	// grace apart.
 	s.closeOnce.Do(func() { s.closeErr = s.close() })
 	return s.closeErr
 }

@@ -14,9 +14,9 @@ import (
 const pollInterval = 2 * time.Millisecond
 
 // StallReads makes the host stop reading the server's stdout at the read(2)
-// level: when it returns, no further byte leaves the kernel pipe until
-// ResumeReads, so the pipe fills and the server's writes block.
+// level until ResumeReads, so the pipe fills and the server's writes block.
 func (s *Session) StallReads() {
+	// When it returns, no further byte leaves the kernel pipe.
 	if s.isClosed() {
 		return
 	}
@@ -162,9 +162,10 @@ func (t threadState) String() string {
 // (pipes.EffectivelyFull); a one-page pipe must be entirely full.
 
 // WaitWriterBlocked returns once reads are stalled and the server is blocked
-// writing stdout (a thread in write on the pipe, on Linux, or the pipe full
-// on two looks), bounded by ctx and the session timeout (Stats.WriterEvidence).
+// writing stdout, bounded by ctx and the session timeout.
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
+	// Blocked is a thread in write on the pipe (Linux), or the pipe full on two
+	// looks; the evidence is in Stats.WriterEvidence.
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	t := time.NewTicker(pollInterval)

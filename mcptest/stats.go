@@ -9,10 +9,9 @@ import (
 // for dispatcher space", is the time from each read(2) returning to the
 // next.
 
-// Stats are a session's counters, in bytes on the wire. Every frame read
-// from stdout is counted in exactly one of Responses, UnknownIDs,
-// Notifications, ServerRequests, ParseErrors, JunkLines and Batches; every
-// item a bound of Limits dropped, in the field named for it.
+// Stats are a session's counters, in bytes on the wire. Every frame read from
+// stdout is counted in exactly one of Responses through Batches, every item a
+// Limits bound dropped in its own field.
 type Stats struct {
 	StdoutBytes           int64         // bytes read from the server's stdout
 	Frames                int64         // complete frames within the limit

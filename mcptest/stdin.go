@@ -149,11 +149,11 @@ func (s *Session) stdinError(what string, n, total int, err error) error {
 	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
 }
 
-// WriteStdin writes b to the server's stdin as it is (invalid JSON, an
-// oversized line), bounded by ctx and the session timeout; a server that
-// stopped reading makes it fail saying so. Bytes a timed-out write left are
-// written first by the next one.
+// WriteStdin writes b to the server's stdin as it is, bounded by ctx and the
+// session timeout; a server that stopped reading makes it fail saying so.
 func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
+	// b may be invalid JSON or an oversized line. Bytes a timed-out write left
+	// are written first by the next one.
 	return s.writeRaw(ctx, "raw bytes", b)
 }
 

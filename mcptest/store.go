@@ -23,11 +23,11 @@ type kept struct {
 	taken bool // returned by WaitNotification; its bytes are released
 }
 
-// WaitNotification returns the oldest kept notification with the given
-// method that no earlier call returned, waiting for one, bounded by ctx and
-// the session timeout. Only kept ones (Limits) can be had; a closed session
-// gives a kept one or ErrClosed at once.
+// WaitNotification returns the oldest kept notification with method that no
+// earlier call returned, waiting for one, bounded by ctx and the session
+// timeout; a closed session gives a kept one or ErrClosed at once.
 func (s *Session) WaitNotification(ctx context.Context, method string) (*Notification, error) {
+	// Only kept ones (Limits) can be had.
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for {

@@ -30,9 +30,8 @@ import (
 // Children run in their own process group (Unix), so that signals from
 // Close also reach what they start.
 
-// ServeFunc serves MCP on the given streams until they end or ctx is done;
-// in process, they are real kernel pipes. It is the shape of the Go SDK's
-// mcp.IOTransport{Reader: stdin, Writer: stdout} and mcp-go's Listen.
+// ServeFunc serves MCP on the streams (real kernel pipes) until they end or
+// ctx is done: the shape of the Go SDK's mcp.IOTransport and mcp-go's Listen.
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
 // Target is a server to start: a child (Command, Exec, Helper) or InProcess.
@@ -48,10 +47,10 @@ func Command(name string, args ...string) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
 }
 
-// Exec returns a Target that runs cmd, once. Start sets its standard streams
-// (they must be nil), a zero WaitDelay and, on Unix, a process group if
-// SysProcAttr is nil.
+// Exec returns a Target that runs cmd, once; its standard streams must be nil.
+// Start sets a zero WaitDelay and, on Unix, a process group.
 func Exec(cmd *exec.Cmd) Target {
+	// The process group is set only if SysProcAttr is nil.
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
 }
 
@@ -71,11 +70,12 @@ func (t *cmdTarget) start(s *Session) (process, error) {
 }
 
 // InProcess returns a Target that runs serve in a goroutine of this process,
-// on real kernel pipes; its stacks appear in Diagnose. A serve that ignores
-// Close is reported stuck and left running. Servers with global state (mcp-go)
-// cannot run twice at once in one process: use Helper.
+// on real kernel pipes. A serve that ignores Close is reported stuck and left
+// running; servers with global state (mcp-go) need Helper.
 func InProcess(serve ServeFunc) Target { return &inProcessTarget{serve: serve} }
 
+// inProcessTarget is InProcess: its stacks appear in Diagnose. Servers with
+// global state cannot run twice at once in one process.
 type inProcessTarget struct{ serve ServeFunc }
 
 func (t *inProcessTarget) String() string { return "in-process server " + funcName(t.serve) }
@@ -95,10 +95,11 @@ var (
 	helpersUsed = map[string]bool{} // started by Helper or HelperCommand
 )
 
-// RegisterHelper registers serve under name for Helper(name), from init or a
-// package-level initializer (the child must have it before TestMain calls
-// Main). A duplicate or empty name panics.
+// RegisterHelper registers serve under name for Helper(name), before TestMain
+// calls Main (from init). A duplicate or empty name panics.
 func RegisterHelper(name string, serve ServeFunc) {
+	// From init or a package-level initializer: the child must have it before
+	// TestMain calls Main.
 	helpersMu.Lock()
 	defer helpersMu.Unlock()
 	if name == "" {
@@ -110,10 +111,10 @@ func RegisterHelper(name string, serve ServeFunc) {
 	helpers[name] = serve
 }
 
-// Helper returns a Target that re-executes the test binary as a child serving
-// the helper registered under name (args through HelperArgs); TestMain must
-// call Main or ServeHelper. An unregistered name panics.
+// Helper returns a Target that re-executes the test binary serving the helper
+// registered as name (TestMain must call Main); an unknown name panics.
 func Helper(name string, args ...string) Target {
+	// args reach it through HelperArgs; ServeHelper in TestMain does as Main.
 	useHelper("Helper", name)
 	return &helperTarget{name: name, args: args}
 }
@@ -152,11 +153,11 @@ func (t *helperTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// HelperCommand returns the command Helper(name, args...) runs, for code that
-// starts the server itself (a host under test), killed when ctx ends like
-// exec.CommandContext. It fails for an unregistered name or a TestMain without
-// Main or ServeHelper.
+// HelperCommand returns the command Helper(name, args...) runs, killed when
+// ctx ends; it fails for an unknown name or a TestMain without Main.
 func HelperCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	// For code that starts the server itself (a host under test); killed as
+	// exec.CommandContext kills. ServeHelper in TestMain does as Main does.
 	helpersMu.Lock()
 	_, ok := helpers[name]
 	if ok {

@@ -15,50 +15,25 @@ import (
 )
 
 // Host plays the host side of rec, a session recorded by mcpstdio proxy,
-// against target, and reports where the server under test departs from
-// the recorded server. It starts target on an mcptest session of its own
-// (real pipes, with the recorded pipe capacity on Linux, no handshake:
-// the record has its own) and does what the recorded host did, in the
-// same order:
+// against target, and reports where the server under test departs from the
+// recorded server. It starts target on an mcptest session of its own and does
+// what the recorded host did, in the same order: it writes the host's bytes
+// cut into the recorded chunks, stops reading stdout where the recorded host
+// did (checking that the server then blocks writing: StallNotBlocking), and
+// closes stdin when it did.
 //
-//   - it writes the host's bytes to stdin cut into the recorded chunks,
-//     one write each, requests, notifications and cancels alike; a record
-//     without bodies is played frame by frame, and a frame the record has
-//     only the head of is left out (Unchecked);
-//   - it stops reading stdout where the recorded host did (at the byte the
-//     record's blocked write puts it, moved by how much longer or shorter
-//     the server under test's earlier responses were), checks that the
-//     server then blocks writing (if not: StallNotBlocking) when the
-//     recorded server had begun at least twice the pipe's capacity past
-//     that byte, and resumes when the recorded host did;
-//   - it closes stdin when the recorded host did.
-//
-// Requests get the recorded ids (a fresh one where a recorded id was a
-// string or was used before in the record), and each response is matched
-// to its request by that id, so it is compared with the response to the
-// same request in the record whatever the order; notifications, server
-// requests and junk lines are matched by order, per method. Server
-// requests are answered with the recorded host's answer. Values the proxy
-// redacted as it recorded are sent as "[redacted]" (the record has not
-// the originals), and match anything the server sends back in their
-// place.
-//
-// By default the replay is causal: each action comes as soon as the
-// server has sent what the recorded host had received before it (waited
-// for at most Patience plus twice the longest time one of them took in the
-// record, from the host's action before it, and no more than twice the
-// recorded gap before the action; longer while the server's output is
-// still arriving, up to 8 times that; then reported Missing); Timed adds
-// the recorded gaps. Each message is compared as Record.Compare says
-// (Ignore, CmpOptions). After the last action Host resumes reads, waits
-// for the rest of the recorded output, reports what else came (Extra),
-// and checks that the server exits after stdin closed if the recorded one
+// Responses are matched to requests by id, other messages by order per
+// method; each is compared as Record.Compare says (Ignore, CmpOptions). By
+// default the replay is causal, each action waiting, up to Patience and the
+// recorded times, for what the recorded host had received before it (else
+// Missing); Timed adds the recorded gaps. At the end it waits for the rest of
+// the recorded output (Extra) and for the server to exit if the recorded one
 // did. ctx bounds it all.
 //
-// The error is for a replay that could not run to the end (an invalid
-// option, a server that did not start, ctx ending; Report.Stopped says
-// which, and the report holds what was found so far) or for what closing
-// the session found (a server that had to be killed).
+// The error is for a replay that could not run to the end (an invalid option,
+// a server that did not start, ctx ending; Report.Stopped says which, and the
+// report holds what was found so far) or for what closing the session found (a
+// server that had to be killed).
 func Host(ctx context.Context, target mcptest.Target, rec *Record, opts ...Option) (*Report, error) {
 	rep, _, err := playHost(ctx, target, rec, opts)
 	return rep, err
@@ -156,6 +131,36 @@ type hostPlayer struct {
 }
 
 // playHost runs a replay; started says whether the server started.
+//
+// How it plays. The session has real pipes, with the recorded pipe capacity
+// on Linux, and no handshake: the record has its own.
+//
+//   - It writes the host's bytes to stdin cut into the recorded chunks, one
+//     write each, requests, notifications and cancels alike; a record without
+//     bodies is played frame by frame, and a frame the record has only the
+//     head of is left out (Unchecked).
+//   - It stops reading stdout at the byte the record's blocked write puts it,
+//     moved by how much longer or shorter the server under test's earlier
+//     responses were, checks that the server then blocks writing when the
+//     recorded server had begun at least twice the pipe's capacity past that
+//     byte, and resumes when the recorded host did.
+//
+// Requests get the recorded ids (a fresh one where a recorded id was a string
+// or was used before in the record), so each response is compared with the
+// response to the same request in the record whatever the order;
+// notifications, server requests and junk lines are matched by order, per
+// method. Server requests are answered with the recorded host's answer.
+// Values the proxy redacted as it recorded are sent as "[redacted]" (the
+// record has not the originals), and match anything the server sends back in
+// their place.
+//
+// The causal wait for an action is at most Patience plus twice the longest
+// time one of the awaited messages took in the record, from the host's action
+// before it, and no more than twice the recorded gap before the action;
+// longer while the server's output is still arriving, up to 8 times that;
+// then it is reported Missing. After the last action Host resumes reads,
+// waits for the rest of the recorded output, reports what else came (Extra),
+// and checks that the server exits after stdin closed if the recorded one did.
 func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Option) (*Report, bool, error) {
 	o, err := newOptions(opts)
 	if err != nil {

@@ -15,32 +15,19 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Serve returns a server that plays the server side of rec for a host
-// under test, on the streams it is given (its signature is
-// mcptest.ServeFunc; `mcpstdio replay -serve` runs it on stdio): the
-// recorded stdout and stderr, cut into the recorded chunks, each written
-// once the host has sent what the recorded server had received before
-// writing it (causal), or also at the recorded time (Timed).
+// Serve returns a server that plays the server side of rec for a host under
+// test, on the streams it is given (its signature is mcptest.ServeFunc;
+// `mcpstdio replay -serve` runs it on stdio): the recorded stdout and stderr,
+// cut into the recorded chunks, each written once the host has sent what the
+// recorded server had received before writing it (causal), or also at the
+// recorded time (Timed).
 //
-// The host's messages are matched to the recorded host's by order: the
-// n-th request of a method to the n-th recorded one, and so on for
-// notifications and junk; a response to the server's request by its id
-// (the server's requests keep their recorded ids). A response is sent with
-// the id the host gave its request, and a progress notification with the
-// host's progress token. Each matched message is compared with the
-// recorded one (see Record.Compare; the id and progress token as mapped);
-// a request the record has not is answered with error -32601 and reported
-// as Extra; a recorded host message that does not come within the bound
-// (Patience) is reported as Missing, and what the server sent in answer to
-// it is left out. A response the record has only the head of is answered
-// with error -32603 saying so (Unchecked).
-//
-// The server ends as the recorded one did: if the recorded server closed
-// its stdout before the host closed its stdin, once it has played
-// everything; otherwise once the host closes stdin, or ctx ends. It reads
-// its stdin all along, whatever it is writing: it does not reproduce a
-// server that stops reading. It returns the Report's Err: nil when the
-// host did as recorded.
+// The host's messages are matched to the recorded host's by order and
+// compared (see Record.Compare); a request the record has not is answered
+// with error -32601 (Extra), a recorded host message that does not come
+// within Patience is Missing. The server ends as the recorded one did, or
+// when the host closes stdin, or ctx ends, and returns the Report's Err: nil
+// when the host did as recorded.
 func Serve(rec *Record, opts ...Option) func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	return func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 		o, err := newOptions(opts)
@@ -53,6 +40,20 @@ func Serve(rec *Record, opts ...Option) func(ctx context.Context, stdin io.ReadC
 }
 
 // server plays the server side of a record.
+//
+// How it plays. The n-th request of a method is matched to the n-th recorded
+// one, and so on for notifications and junk; a response to the server's
+// request by its id (the server's requests keep their recorded ids). A
+// response is sent with the id the host gave its request, and a progress
+// notification with the host's progress token; the id and progress token are
+// compared as mapped. What the server sent in answer to a Missing message is
+// left out. A response the record has only the head of is answered with error
+// -32603 saying so (Unchecked).
+//
+// It ends, if the recorded server closed its stdout before the host closed
+// its stdin, once it has played everything; otherwise once the host closes
+// stdin, or ctx ends. It reads its stdin all along, whatever it is writing:
+// it does not reproduce a server that stops reading.
 type server struct {
 	rec    *Record
 	o      *options

@@ -19,7 +19,7 @@ func runFake(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			// The error's text after its first line lists the flags.
 			_, flags, _ := strings.Cut(err.Error(), "\n")
-			fmt.Fprintf(stdout, "usage: mcpstdio fake [flags]\n\nServes a fake MCP server on stdin and stdout until stdin ends or SIGTERM.\n\n%s", flags)
+			fmt.Fprintf(stdout, "usage: mcpstdio fake [flags]\n\nServes a fake MCP server on stdin and stdout until stdin ends or SIGTERM.\n\n%s\nExit status: 0 when it ended cleanly, 1 when it ended on an error, 2 for a usage error.\n", flags)
 			return 0
 		}
 		fmt.Fprintf(stderr, "mcpstdio fake: %s (see mcpstdio fake -h)\n", strings.TrimPrefix(err.Error(), "fakeserver: "))

@@ -15,23 +15,15 @@
 //	mcpstdio show [-json] [-html FILE] RECORD
 //	mcpstdio help [probe|fake|proxy|status|replay|show]
 //
-// probe runs the server release criteria (assertions.CheckServer) against a
-// server command, each criterion with a fresh server process, and prints a
-// verdict per criterion; without a server command it runs them against the
-// built-in fake server, correct and naive. hostprobe runs the host criteria
-// (assertions.CheckHostCommand) against a host command, in any language,
-// each criterion against a fresh fake. fake serves the fakeserver
-// package's server on this process's stdio. proxy runs a server command
-// with its stdio forwarded exactly and records what passes; status prints
-// what each running proxy sees now (with -http, as a live page on loopback);
-// replay plays a recorded session again; show summarizes a record in the
-// terminal, as JSON, or as one self-contained HTML report.
-// "mcpstdio help COMMAND" describes each command and its flags.
-//
-// Exit status: 0 when no criterion failed (or, without a server command,
-// when both fakes behaved as expected); 1 when a criterion failed,
-// something got worse than the baseline, the server could not be probed,
-// or the fake server ended on an error; 2 for a usage error.
+// probe runs the server release criteria (assertions.CheckServer) against
+// a server command, or against the built-in fake, correct and naive;
+// hostprobe runs the host criteria (assertions.CheckHostCommand) against a
+// host command in any language; fake serves the fakeserver package's server
+// on stdio; proxy runs a server with its stdio forwarded exactly and records
+// what passes; status prints what each running proxy sees now; replay plays
+// a recorded session again; show summarizes a record. "mcpstdio help
+// COMMAND" describes each command, its flags and its exit status (2 is
+// always a usage error).
 package main
 
 import (
