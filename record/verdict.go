@@ -61,9 +61,11 @@ type Metrics struct {
 	BlockedInUS          int64           `json:"blocked_in_us"`  // time writes to the server's stdin were blocked (each ≥ BlockEvent)
 	BlockedOutUS         int64           `json:"blocked_out_us"` // the same for the host's stdout
 	BlockedErrUS         int64           `json:"blocked_err_us"` // the same for the host's stderr
-	// HeldInUS, HeldOutUS and HeldErrUS are the time a stop fault of the
-	// proxy's own kept it from reading each direction's source: time the
-	// writer was held by the proxy, not by the other side.
+	// HeldInUS, HeldOutUS and HeldErrUS are the time a fault of the
+	// proxy's own kept it from reading each direction's source (a stop, or
+	// a latency, slice or bandwidth fault pacing a chunk, its writes
+	// included): time the writer was held by the proxy, not by the other
+	// side.
 	HeldInUS      int64 `json:"held_in_us,omitempty"`
 	HeldOutUS     int64 `json:"held_out_us,omitempty"`
 	HeldErrUS     int64 `json:"held_err_us,omitempty"`
