@@ -3,12 +3,14 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 
@@ -106,14 +108,10 @@ func TestHostStallBlocksServer(t *testing.T) {
 		// Nothing reports the moment the server's write blocks but the
 		// pipe it writes: poll its fill level (kernel state), bounded.
 		srv := p.ServerStdout()
-		deadline := time.Now().Add(bound(t))
-		for full, _ := srv.Full(); !full; full, _ = srv.Full() {
-			if time.Now().After(deadline) {
-				b, _ := srv.Buffered()
-				t.Fatalf("the server's stdout pipe never filled: %d of %d bytes", b, srv.Capacity())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		poll.Wait(t, bound(t), "the server's stdout pipe full", func() bool { full, _ := srv.Full(); return full }, func() string {
+			b, _ := srv.Buffered()
+			return fmt.Sprintf("%d of %d bytes", b, srv.Capacity())
+		})
 		rep, err := fakeserver.ReadReportFile(report)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -222,15 +224,11 @@ func TestProxyStatusCommand(t *testing.T) {
 	io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":600000}}}`+"\n")
 	// The status file is rewritten every second and nothing signals it:
 	// poll the command, bounded.
-	deadline := time.Now().Add(bound(t))
 	var out result
-	for {
+	poll.Wait(t, bound(t), "status saying id 2 is unanswered", func() bool {
 		out = mcpstdio(t, time.Minute, "status", "-dir", dir)
-		if strings.Contains(out.stdout, "server has not answered id 2") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(out.stdout, "server has not answered id 2")
+	}, func() string { return out.stdout })
 	for _, want := range []string{"pending id 2 tools/call slow (host → server): waiting", "verdict server has not answered id 2 (tools/call slow)", "record  " + dir} {
 		if !strings.Contains(out.stdout, want) {
 			t.Errorf("status does not say %q:\n%s", want, out.stdout)
@@ -297,15 +295,8 @@ func TestProxyKilledTakesServer(t *testing.T) {
 	r.cmd.Process.Kill()
 	r.wait(t)
 	// Nothing reports another process's end: watch /proc, bounded.
-	deadline := time.Now().Add(bound(t))
-	for {
+	poll.Wait(t, bound(t), fmt.Sprintf("the server (pid %d) gone with the killed proxy", pid), func() bool {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return // gone, or a zombie waiting for its new parent
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server (pid %d) outlived the killed proxy", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err != nil || strings.Contains(string(b), ") Z ") // gone, or a zombie waiting for its new parent
+	}, nil)
 }

@@ -17,20 +17,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// poll waits for cond, which no event announces, checking every 10ms up
-// to the test's bound.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound(t))
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bound(t))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/mcpstdio/mcpstdio/internal/poll"
+)
 
 // unread returns the bytes waiting in the pipe whose read end is f.
 func unread(f *os.File) int {
@@ -107,7 +96,7 @@ func TestProxyEndsHostNotReading(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "rec.ndjson")
 	cmd, out, stderr, done := hostNeverReads(t, false, "proxy", "-log", log, "-exit-grace", grace.String(), "--", "yes")
 	// The host's pipe is full: the proxy's write to it is blocked.
-	poll(t, "the host's stdout pipe full", func() bool { return unread(out) >= 64<<10 })
+	poll.Wait(t, bound(t), "the host's stdout pipe full", func() bool { return unread(out) >= 64<<10 }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
 	code, took := ended(t, done, bound(t), stderr)
 	t.Logf("ended %v after SIGTERM (exit grace %v)", took, grace)
@@ -139,16 +128,16 @@ func TestProxySecondSignal(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cmd, _, stderr, done := hostNeverReads(t, true, "proxy", "-no-log", "-exit-grace", "1m", "--", "sh", "-c", "sleep 30 & echo $! >"+pidFile+"; exec cat")
-	poll(t, "the server's child", func() bool { b, _ := os.ReadFile(pidFile); return len(bytes.TrimSpace(b)) > 0 })
+	poll.Wait(t, bound(t), "the server's child", func() bool { b, _ := os.ReadFile(pidFile); return len(bytes.TrimSpace(b)) > 0 }, nil)
 	b, _ := os.ReadFile(pidFile)
 	if child, err := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil {
 		t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
 	}
-	poll(t, "the server running cat", func() bool { return procHasChild(cmd.Process.Pid, "cat") })
+	poll.Wait(t, bound(t), "the server running cat", func() bool { return procHasChild(cmd.Process.Pid, "cat") }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
 	// The server (cat) is gone when the proxy's status says so; nothing
 	// announces it to the test: wait for cat's pid to go from /proc.
-	poll(t, "the server gone", func() bool { return !procHasChild(cmd.Process.Pid, "cat") })
+	poll.Wait(t, bound(t), "the server gone", func() bool { return !procHasChild(cmd.Process.Pid, "cat") }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code, took := ended(t, done, 20*time.Second, stderr); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit status %d after %v, want %d", code, took, 128+int(syscall.SIGTERM))
@@ -243,10 +232,10 @@ func TestProxyStatusFindsLogFile(t *testing.T) {
 	r.call(t, ping)
 	var out result
 	// The status file is rewritten every second and nothing announces it.
-	poll(t, "status naming the proxy", func() bool {
+	poll.Wait(t, bound(t), "status naming the proxy", func() bool {
 		out = mcpstdioIn(t, "", append(env, "status")...)
 		return strings.Contains(out.stdout, "record  "+log)
-	})
+	}, nil)
 	r.stdin.Close()
 	r.wait(t)
 	out = mcpstdioIn(t, "", append(env, "status")...)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 
 // TestStatusHTTPRefusesNonLoopback: -http on an address that is not
@@ -109,14 +111,10 @@ func TestPagesHideSecrets(t *testing.T) {
 	secret("the live page", body)
 	// The status file is rewritten every second and nothing signals it:
 	// poll, bounded.
-	deadline := time.Now().Add(bound(t))
-	for {
+	poll.Wait(t, bound(t), "status.json showing id 2", func() bool {
 		code, body = fetch(t, base+"status.json?token="+token)
-		if strings.Contains(body, `"id":2`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(body, `"id":2`)
+	}, func() string { return body })
 	if code != 200 || !strings.Contains(body, `tools/call echo`) {
 		t.Errorf("status.json: %d, want the echo call in its timeline: %.400q", code, body)
 	}

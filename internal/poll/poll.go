@@ -14,19 +14,29 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
-// Interval is how often Until looks at the state.
-const Interval = time.Millisecond
+// Interval is how soon Until looks at the state again the first time;
+// each later look waits twice as long as the one before, up to
+// MaxInterval, so that a state that is soon true is seen soon and a look
+// that costs (a child process run, a file read) is not repeated in a busy
+// loop.
+const (
+	Interval    = time.Millisecond
+	MaxInterval = 64 * time.Millisecond
+)
 
-// Until calls cond every Interval, first at once, until it returns true or
-// ctx ends; then it returns an error naming what was awaited, how long,
-// and wrapping ctx's error.
+// Until calls cond, first at once, then after Interval, doubling up to
+// MaxInterval, until it returns true or ctx ends; then it returns an error
+// naming what was awaited, how long, and wrapping ctx's error.
 func Until(ctx context.Context, what string, cond func() bool) error {
 	start := time.Now()
-	tick := time.NewTicker(Interval)
-	defer tick.Stop()
+	every := Interval
+	t := time.NewTimer(every)
+	defer t.Stop()
 	for !cond() {
 		select {
-		case <-tick.C:
+		case <-t.C:
+			every = min(2*every, MaxInterval)
+			t.Reset(every)
 		case <-ctx.Done():
 			if cond() {
 				return nil
