@@ -3,9 +3,10 @@ package fakeserver
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
 )
 
 // WorkState is where a request's work was when something happened to it.
@@ -149,30 +150,9 @@ func (s *Server) writeReportFile() {
 		s.logf("report: %v", err)
 		return
 	}
-	if err := writeFileAtomic(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
 		s.logf("report: %v", err)
 	}
-}
-
-// writeFileAtomic writes a temporary file beside path and renames it over
-// path, so a reader sees the old or the new content, never a mix.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-	}
-	return werr
 }
 
 // ReadReportFile reads a report written by WithReportFile.
