@@ -33,6 +33,7 @@ func init() {
 	mcptest.RegisterHelper("splice", relay(copySplice, true))
 }
 
+// TestMain serves the relay helpers; mcptest.Main runs goleak.VerifyTestMain.
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // relays are the ways between host and server; "" is direct.
