@@ -184,24 +184,23 @@ func parseValid(b []byte, mem *members, m *Message) error {
 	for _, sp := range spans {
 		key := b[sp.k0:sp.k1]
 		val := json.RawMessage(b[sp.v0:sp.v1:sp.v1])
-		k := -1
-		ks := string(key)
-		if len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
-			ks = `"` + DecodeKey(key[1:len(key)-1]) + `"` // as JSON decodes it: "\u0069d" is "id"
+		k := envelopeKey(key)
+		if k < 0 && len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
+			k = envelopeKey([]byte(`"` + DecodeKey(key[1:len(key)-1]) + `"`)) // as JSON decodes it: "\u0069d" is "id"
 		}
-		switch ks {
-		case `"jsonrpc"`:
-			k, version = 0, val
-		case `"id"`:
-			k, m.ID = 1, val
-		case `"method"`:
-			k, method = 2, val
-		case `"params"`:
-			k, m.Params = 3, val
-		case `"result"`:
-			k, m.Result = 4, val
-		case `"error"`:
-			k, rpcErr = 5, val
+		switch k {
+		case 0:
+			version = val
+		case 1:
+			m.ID = val
+		case 2:
+			method = val
+		case 3:
+			m.Params = val
+		case 4:
+			m.Result = val
+		case 5:
+			rpcErr = val
 		}
 		if k >= 0 {
 			if seen[k] {
@@ -227,10 +226,31 @@ func parseValid(b []byte, mem *members, m *Message) error {
 		}
 	}
 	m.JSONRPC = "2.0"
-	if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
+	if m.Method == "" && !m.IsResponse() { // with a method it is a request or a notification
 		return fmt.Errorf("wire: not JSON-RPC: neither request, notification nor response")
 	}
 	return nil
+}
+
+// envelopeKey numbers the envelope's keys as written, quotes included
+// (jsonrpc 0, id 1, method 2, params 3, result 4, error 5), or returns -1.
+// A key with an escape matches none: parseValid decodes it first.
+func envelopeKey(key []byte) int {
+	switch string(key) { // no copy: the compiler compares in place
+	case `"jsonrpc"`:
+		return 0
+	case `"id"`:
+		return 1
+	case `"method"`:
+		return 2
+	case `"params"`:
+		return 3
+	case `"result"`:
+		return 4
+	case `"error"`:
+		return 5
+	}
+	return -1
 }
 
 // walkMembers finds the members of the valid JSON object whose first key
@@ -342,7 +362,7 @@ func MemberAt(obj json.RawMessage, key string) (start, end int) {
 
 // skipSpace returns the index of the first non-space byte at or after i.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
