@@ -43,13 +43,15 @@ func (r *ring[T]) slot(size int64) *T {
 func (r *ring[T]) drop() {
 	r.bytes -= r.sizes[r.start]
 	r.sizes[r.start] = 0
-	r.start = (r.start + 1) % len(r.items)
+	if r.start++; r.start == len(r.items) {
+		r.start = 0
+	}
 	r.n--
 	r.dropped++
 }
 
 func (r *ring[T]) add(size int64) *T {
-	i := (r.start + r.n) % len(r.items)
+	i := r.index(r.n)
 	r.sizes[i] = size
 	r.n++
 	r.bytes += size
@@ -57,11 +59,20 @@ func (r *ring[T]) add(size int64) *T {
 }
 
 // at returns a pointer to the i-th oldest item.
-func (r *ring[T]) at(i int) *T { return &r.items[(r.start+i)%len(r.items)] }
+func (r *ring[T]) at(i int) *T { return &r.items[r.index(i)] }
+
+// index is the position in items of the i-th oldest item, 0 <= i <=
+// len(items): a subtraction, not a division, on the flood's path.
+func (r *ring[T]) index(i int) int {
+	if i += r.start; i >= len(r.items) {
+		i -= len(r.items)
+	}
+	return i
+}
 
 // resize records that the i-th oldest item now holds size bytes.
 func (r *ring[T]) resize(i int, size int64) {
-	j := (r.start + i) % len(r.items)
+	j := r.index(i)
 	r.bytes += size - r.sizes[j]
 	r.sizes[j] = size
 }

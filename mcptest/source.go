@@ -51,8 +51,18 @@ func newStdoutSource(r io.Reader, limit int, onID func(start int64, e wire.Envel
 func (src *stdoutSource) look(b []byte) {
 	for len(b) > 0 {
 		seg, rest := b, []byte(nil)
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i >= 0 {
 			seg, rest = b[:i+1], b[i+1:]
+		}
+		if i >= 0 && i <= src.scanFrom && len(src.head) == 0 && !src.scanning {
+			// A short line whole in this read, the flood's case: nothing
+			// to keep or scan (what the general case below does with it,
+			// without copying it into head first).
+			src.offset += int64(i + 1)
+			src.lineStart = src.offset
+			b = rest
+			continue
 		}
 		switch {
 		case src.scanning:

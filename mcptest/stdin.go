@@ -79,7 +79,10 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
-	err := s.closedErrLocked("writing " + what)
+	var err error
+	if s.closed { // the message only when it is needed: a call writes once
+		err = s.closedErrLocked("writing " + what)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return err
