@@ -174,16 +174,7 @@ func (c *childProc) stop(grace time.Duration, closeStdin func()) error {
 	return fmt.Errorf("mcptest: server process %d did not end %v after SIGKILL", c.pid(), grace)
 }
 
-func (c *childProc) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func (c *childProc) wait(d time.Duration) bool { return bound.Wait(c.exited, d) }
 
 type inProc struct {
 	s      *Session

@@ -66,17 +66,11 @@ func (c *Capture) Write(p []byte) (int, error) {
 }
 
 // Total returns the number of bytes written, kept or not.
-func (c *Capture) Total() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.total
-}
+func (c *Capture) Total() int64 { return locked(&c.mu, func() int64 { return c.total }) }
 
 // Dropped returns the number of bytes written and not kept.
 func (c *Capture) Dropped() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.total - int64(len(c.head)+len(c.tail))
+	return locked(&c.mu, func() int64 { return c.total - int64(len(c.head)+len(c.tail)) })
 }
 
 // Truncated reports whether any byte was dropped.

@@ -294,32 +294,24 @@ func (v *Valve) Resume() {
 }
 
 // Stalled reports whether the valve is stalled now.
-func (v *Valve) Stalled() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.stalled
-}
+func (v *Valve) Stalled() bool { return locked(&v.mu, func() bool { return v.stalled }) }
 
 // StalledSince returns when the current stall began, or the zero time if the
 // valve is not stalled.
-func (v *Valve) StalledSince() time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.since
-}
+func (v *Valve) StalledSince() time.Time { return locked(&v.mu, func() time.Time { return v.since }) }
 
 // BytesRead returns the number of bytes delivered through the valve so far.
-func (v *Valve) BytesRead() int64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.bytes
-}
+func (v *Valve) BytesRead() int64 { return locked(&v.mu, func() int64 { return v.bytes }) }
 
 // Reads returns the number of reads issued on the underlying reader.
-func (v *Valve) Reads() int64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.reads
+func (v *Valve) Reads() int64 { return locked(&v.mu, func() int64 { return v.reads }) }
+
+// locked returns what get reads with mu held: the accessors of Valve and
+// Capture.
+func locked[T any](mu *sync.Mutex, get func() T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	return get()
 }
 
 // Close makes a Read waiting on a stall, and every later Read, return
