@@ -23,7 +23,9 @@ func newRing[T any](count int, maxBytes int64) *ring[T] {
 func (r *ring[T]) push(v T, size int64) {
 	var zero T
 	for r.n > 0 && (r.n == len(r.items) || (r.maxBytes > 0 && r.bytes+size > r.maxBytes)) {
-		r.items[r.start] = zero
+		if r.n < len(r.items) { // a full ring's oldest slot is the one v goes in
+			r.items[r.start] = zero
+		}
 		r.drop()
 	}
 	*r.add(size) = v
