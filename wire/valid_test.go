@@ -29,6 +29,27 @@ func TestValidAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestValidStringEveryOffset puts each kind of byte a string treats
+// specially (and its neighbours) at every offset of a string long enough
+// to be crossed in several 8-byte words, with more special bytes after
+// it: validString must stop at the first one, wherever it falls in a word.
+func TestValidStringEveryOffset(t *testing.T) {
+	for _, special := range []string{`"`, `\`, `\n`, `\u00e9`, `\x`, "\x00", "\x1f", " ", "\x21", "\x7f", "\x80", "\xff", `\"`, `\\`} {
+		for off := range 24 {
+			for _, after := range []string{``, `"`, `\"`, "\x01", `x"`} {
+				in := `"` + strings.Repeat("a", off) + special + strings.Repeat("b", 17) + after + `"`
+				if got, want := valid([]byte(in)), json.Valid([]byte(in)); got != want {
+					t.Errorf("valid(%q) = %v, encoding/json.Valid says %v", in, got, want)
+				}
+				obj := `{"k":` + in + `,"z":1}`
+				if got, want := valid([]byte(obj)), json.Valid([]byte(obj)); got != want {
+					t.Errorf("valid(%q) = %v, encoding/json.Valid says %v", obj, got, want)
+				}
+			}
+		}
+	}
+}
+
 func FuzzValid(f *testing.F) {
 	for _, c := range validCases {
 		f.Add([]byte(c))
