@@ -66,8 +66,7 @@ func TestFoldLines(t *testing.T) {
 // that writes within one millisecond share it, and a write never gives up
 // before its bound nor more than a millisecond after.
 func TestCeilMillisecond(t *testing.T) {
-	now := time.Now()
-	base := now.Add(5*time.Millisecond - time.Duration(now.UnixNano()%int64(time.Millisecond))) // a whole millisecond, monotonic reading kept (Truncate drops it)
+	base := time.Now().Truncate(time.Millisecond).Add(5 * time.Millisecond) // a whole millisecond, monotonic reading kept
 	for _, off := range []time.Duration{0, 1, time.Microsecond, 500 * time.Microsecond, time.Millisecond - 1, time.Millisecond, time.Millisecond + 1} {
 		in := base.Add(off)
 		got := ceilMillisecond(in)
