@@ -61,23 +61,3 @@ func TestFoldLines(t *testing.T) {
 		t.Errorf("foldLines = %q, want the request, the 50 progress lines folded into one, the response", got)
 	}
 }
-
-// TestCeilMillisecond: a stdin write's deadline is its bound rounded up, so
-// that writes within one millisecond share it, and a write never gives up
-// before its bound nor more than a millisecond after.
-func TestCeilMillisecond(t *testing.T) {
-	base := time.Now().Truncate(time.Millisecond).Add(5 * time.Millisecond) // a whole millisecond, monotonic reading kept
-	for _, off := range []time.Duration{0, 1, time.Microsecond, 500 * time.Microsecond, time.Millisecond - 1, time.Millisecond, time.Millisecond + 1} {
-		in := base.Add(off)
-		got := ceilMillisecond(in)
-		if got.Before(in) || !got.Before(in.Add(time.Millisecond)) || got.UnixNano()%int64(time.Millisecond) != 0 {
-			t.Errorf("ceilMillisecond(base+%v) = base+%v, want the first whole millisecond at or after it", off, got.Sub(base))
-		}
-		if !strings.Contains(got.String(), " m=") { // String shows the monotonic reading when there is one
-			t.Errorf("ceilMillisecond(base+%v) lost the monotonic reading", off)
-		}
-	}
-	if a, b := ceilMillisecond(base.Add(1)), ceilMillisecond(base.Add(time.Millisecond-1)); !a.Equal(b) {
-		t.Errorf("two bounds in one millisecond round to %v and %v, want one deadline", a, b)
-	}
-}

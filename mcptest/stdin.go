@@ -78,20 +78,14 @@ func appendString(b []byte, s string) []byte {
 // and with a thousand calls in flight that was a tenth of the host's CPU
 // (BenchmarkCallsInFlight). writeMu held.
 func (s *Session) writeDeadline(dl time.Time) {
-	if dl = ceilMillisecond(dl); dl.Equal(s.writeDL) {
+	if r := dl.UnixNano() % int64(time.Millisecond); r != 0 {
+		dl = dl.Add(time.Duration(int64(time.Millisecond) - r))
+	}
+	if dl.Equal(s.writeDL) {
 		return
 	}
 	s.writeDL = dl
 	_ = s.stdin.W.SetWriteDeadline(dl)
-}
-
-// ceilMillisecond is t rounded up to a whole millisecond, keeping its
-// monotonic reading.
-func ceilMillisecond(t time.Time) time.Time {
-	if r := t.UnixNano() % int64(time.Millisecond); r != 0 {
-		t = t.Add(time.Duration(int64(time.Millisecond) - r))
-	}
-	return t
 }
 
 func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
