@@ -54,7 +54,6 @@ type Session struct {
 	writeMu      sync.Mutex
 	stdinRest    []byte       // the unwritten end of a message whose write timed out
 	stdinRestLen atomic.Int64 // len(stdinRest), for Diagnose, which must not wait on writeMu
-	writeDL      time.Time    // the write deadline set on stdin (see writeDeadline)
 
 	// Everything else, guarded by mu.
 	mu            sync.Mutex

@@ -71,23 +71,6 @@ func appendString(b []byte, s string) []byte {
 // start of a message; its rest is kept and written first by the next
 // write, so that the stream stays framed and no later message is glued to
 // a broken one.
-// writeDeadline bounds the next stdin write by dl, rounded up to the next
-// millisecond: the write gives up at most 1 ms after dl, never before it.
-// Writes begun within the same millisecond share one deadline, which is
-// set only when it changes: setting it takes the runtime's timer locks,
-// and with a thousand calls in flight that was a tenth of the host's CPU
-// (BenchmarkCallsInFlight). writeMu held.
-func (s *Session) writeDeadline(dl time.Time) {
-	if r := dl.UnixNano() % int64(time.Millisecond); r != 0 {
-		dl = dl.Add(time.Duration(int64(time.Millisecond) - r))
-	}
-	if dl.Equal(s.writeDL) {
-		return
-	}
-	s.writeDL = dl
-	_ = s.stdin.W.SetWriteDeadline(dl)
-}
-
 func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -110,7 +93,7 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 	if !time.Now().Before(dl) {
 		return context.DeadlineExceeded
 	}
-	s.writeDeadline(dl)
+	_ = s.stdin.W.SetWriteDeadline(dl)
 	if len(s.stdinRest) > 0 {
 		n, err := s.stdin.W.Write(s.stdinRest)
 		s.mu.Lock()
