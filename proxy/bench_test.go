@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,19 @@ func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteClose
 		cfg.OnStatus = func(st proxy.Status) error {
 			return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
 		}
+	}
+	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
+		// The proxy's own CPU profile: the benchmarks' -cpuprofile is the
+		// host's.
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	p, err := proxy.Start(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), cfg)
 	if err != nil {

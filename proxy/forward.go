@@ -69,6 +69,7 @@ type obsEvent struct {
 	since time.Time // obsWritten: when the write began
 	buf   []byte    // obsRead: a copy of the bytes, from the direction's pool
 	small bool      // buf is a copy of its own (a small read), not from the pool
+	tee   bool      // obsRead: the bytes are in the observer's pipe (the splice path)
 	reads int       // reads merged into this event (a batch), 0 or 1 for one
 }
 
@@ -90,6 +91,7 @@ type forwarder struct {
 
 	interruptible bool     // a blocked read of src can be ended
 	rsrc, rdst    *rawFile // the Unix fast path for src and dst, when they are non-blocking files
+	sp            *splicer // the Linux splice path, when src and dst are pipes (see splice_linux.go)
 
 	halt     chan struct{} // closed when the proxy interrupts this direction: a stop fault ends
 	haltOnce sync.Once
@@ -137,6 +139,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 	f.f = p.faults.forDir(d, f)
 	f.rsrc, f.rdst = newRawFile(src), newRawFile(dst)
 	f.interruptible = f.rsrc != nil || canInterrupt(src)
+	f.sp = newSplicer(f, p.fwd)
 	return f
 }
 
@@ -145,12 +148,31 @@ func (f *forwarder) run() {
 	defer close(f.obs)
 	defer f.rsrc.release()
 	defer f.rdst.release()
+	defer f.sp.closeWrite()
 	var off int64
 	empty := 0
 	for {
 		if f.f != nil && !f.f.gate() {
 			f.endRead(errClosed)
 			return
+		}
+		if f.sp.wantSplice() {
+			n, err, werr := f.spliceStep(off)
+			off += int64(n)
+			if werr != nil {
+				f.writeFailed(werr)
+				f.endRead(errClosed)
+				return
+			}
+			if err != nil {
+				f.endRead(err)
+				f.sourceEnded(err)
+				return
+			}
+			if n > 0 {
+				empty = 0
+				continue
+			}
 		}
 		// Read into a buffer from the pool when there is one: the observer
 		// then reads the same bytes, never written again until it hands the
@@ -167,6 +189,7 @@ func (f *forwarder) run() {
 		}
 		n, err := f.readSource(buf[:limit])
 		now := time.Now()
+		f.sp.copied(n)
 		if n == 0 && shared {
 			f.free <- buf // there are at most slots buffers, so there is room
 		}

@@ -333,8 +333,15 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 		d.lastByte = ev.t
 		d.chunk, d.hasChunk = ev, true
 		d.fa.startChunk()
+		if ev.tee {
+			if ev.buf = d.fw.sp.take(ev.n); ev.buf == nil {
+				d.fw.lostBytes.Add(int64(ev.n))
+			}
+		}
 		if ev.buf == nil {
 			d.fa.lost(int64(ev.n))
+		} else if ev.tee {
+			d.fa.feed(ev.buf, ev.t, func(a *frameAsm, t time.Time) { o.frameDone(d, a, t, false) })
 		} else {
 			d.fa.feed(ev.buf, ev.t, func(a *frameAsm, t time.Time) { o.frameDone(d, a, t, false) })
 			d.fw.release(ev)

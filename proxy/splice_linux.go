@@ -1,0 +1,278 @@
+//go:build linux
+
+package proxy
+
+import (
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux, a direction whose source and destination are both pipes (the
+// server's side always is; the host's is when the host runs the proxy on
+// pipes, as MCP hosts do) forwards large chunks with splice(2), straight
+// from one pipe to the other: the kernel moves the pages, the bytes never
+// enter the proxy, and there is no intermediate pipe. Before each splice,
+// tee(2) duplicates the same bytes, without consuming them, into a pipe of
+// the observer's own (as large as ObserverBuffer allows, within
+// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK), so
+// when the observer's pipe is full the chunk is forwarded all the same and
+// its detail is lost and counted, as the copying path does when its pool is
+// used up. Bytes are counted from splice's return values. A splice that
+// cannot go on (the destination full) waits in poll(2) as a write does,
+// and is interrupted the same way.
+//
+// The extra buffering is then less than the copying path's: the chunk is
+// never held by the proxy, so between the host and the server there are
+// only the two pipes (the host's and the server's). A chunk in flight is
+// at most ChunkSize bytes, so chunk events and ChunkSize mean the same on
+// both paths.
+//
+// Which path a chunk takes (the rule, from BenchmarkForwardChunk and the
+// proxy's benchmarks, see the README): a direction starts on read(2) and
+// write(2); a read that returns at least spliceMin bytes (the source is
+// delivering in bulk) makes the next chunk go by splice, and so on while
+// each splice moves at least spliceMin; a shorter one, or a source found
+// empty, goes back to read(2). Small messages, where splice and tee cost
+// two system calls and a wake-up of the observer per message and lose to a
+// read and a write, so keep the copying path; a stream of large frames is
+// spliced but for its first chunk. Faults (Config.Faults) on a direction,
+// and a host stream that is not a pipe (a file, a terminal, a socket),
+// keep it on the copying path.
+
+// spliceMin is the smallest chunk that makes the next one go by splice.
+const spliceMin = 32 << 10
+
+// splicer is a direction's splice path: its observer pipe and counters.
+type splicer struct {
+	src, dst *rawFile
+	obsR     int // the observer's pipe, read end (the observer's)
+	obsW     int // and write end (the forwarder's)
+	obsCap   int
+	always   bool // forced (tests): every chunk by splice
+	bulk     bool // the last chunk was at least spliceMin: splice the next
+
+	queued  atomic.Int64 // bytes teed that the observer has not read yet
+	spliced atomic.Int64 // bytes moved by splice
+	buf     []byte       // the observer's copy of a teed chunk
+
+	mu           sync.Mutex
+	rDone, wDone bool
+}
+
+// newSplicer returns f's splice path, or nil where the direction copies:
+// forwarding forced to copy, faults on it, or an end that is not a
+// non-blocking pipe.
+func newSplicer(f *forwarder, mode int32) *splicer {
+	if mode == fwdCopy || f.f != nil || f.rsrc == nil || f.rdst == nil || !isPipe(f.rsrc.fd) || !isPipe(f.rdst.fd) {
+		return nil
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return nil
+	}
+	s := &splicer{src: f.rsrc, dst: f.rdst, obsR: p[0], obsW: p[1], always: mode == fwdSplice}
+	// The largest pipe the observer may have: ObserverBuffer, or the most
+	// an unprivileged process gets.
+	for _, n := range []int{f.p.cfg.ObserverBuffer, 1 << 20} {
+		if _, err := unix.FcntlInt(uintptr(s.obsW), unix.F_SETPIPE_SZ, n); err == nil {
+			break
+		}
+	}
+	s.obsCap, _ = unix.FcntlInt(uintptr(s.obsW), unix.F_GETPIPE_SZ, 0)
+	if s.obsCap <= 0 {
+		s.obsCap = 64 << 10
+	}
+	return s
+}
+
+func isPipe(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+}
+
+// wantSplice reports whether the next chunk goes by splice.
+func (s *splicer) wantSplice() bool { return s != nil && (s.always || s.bulk) }
+
+// copied tells the rule that the copying path just moved n bytes.
+func (s *splicer) copied(n int) {
+	if s != nil {
+		s.bulk = n >= spliceMin
+	}
+}
+
+// spliceStep forwards one chunk at source offset off by tee and splice.
+// It returns the bytes forwarded, the source's error and the destination's
+// (as the copying path's read and write return them); n == 0 with no
+// error: the source is empty and the copying path takes over.
+func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
+	s := f.sp
+	defer runtime.KeepAlive(s.src.f)
+	defer runtime.KeepAlive(s.dst.f)
+	limit := f.p.cfg.ChunkSize
+	f.flushBatch() // the order of events is kept
+	var t int      // bytes teed for the observer
+	for waited := false; ; waited = true {
+		var err error
+		t, err = 0, unix.EAGAIN
+		// Only the forwarder sends on f.obs: room seen now is there when the
+		// event is sent, and a teed chunk's event is never lost (the
+		// observer reads the pipe by the events).
+		if cap(f.obs) > len(f.obs) {
+			t, err = tee(s.src.fd, s.obsW, limit)
+		}
+		if err == nil && t == 0 {
+			return 0, nil, nil // the source ended: the copying path reads the EOF
+		}
+		if err == nil {
+			n = t
+			break
+		}
+		if err != unix.EAGAIN {
+			return 0, &os.PathError{Op: "tee", Path: s.src.name, Err: err}, nil
+		}
+		// The source is empty, or the observer's pipe (or channel) is full.
+		avail, err := unix.IoctlGetInt(s.src.fd, unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			return 0, &os.PathError{Op: "ioctl", Path: s.src.name, Err: err}, nil
+		}
+		if avail > 0 {
+			n = min(avail, limit) // forwarded without detail
+			break
+		}
+		if !s.always || waited {
+			// Empty; or, after a wait that found it ready, ended: the
+			// copying path reads what comes next, or the end.
+			s.bulk = false
+			return 0, nil, nil
+		}
+		if err := s.src.wait(unix.POLLIN); err != nil {
+			return 0, err, nil
+		}
+	}
+	now := time.Now()
+	f.read.Add(int64(n))
+	ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
+	if t > 0 {
+		ev.tee = true
+		if q := s.queued.Add(int64(t)); q > int64(s.obsCap/2) {
+			f.nudge()
+		}
+	} else {
+		f.lostBytes.Add(int64(n))
+	}
+	f.send(ev)
+	werr = f.splice(n)
+	wend := time.Now()
+	f.written.Store(off + int64(n))
+	f.send(obsEvent{kind: obsWritten, off: off, n: n, t: wend, since: now})
+	s.bulk = n >= spliceMin
+	return n, nil, werr
+}
+
+// splice moves n bytes from the source to the destination, waiting while
+// the destination is full; the source holds them (they were teed or
+// counted by FIONREAD, and only the forwarder takes from it).
+func (f *forwarder) splice(n int) error {
+	s := f.sp
+	f.writeLen.Store(int64(n))
+	f.writeStart.Store(int64(time.Since(f.p.start)) + 1)
+	defer f.writeStart.Store(0)
+	for n > 0 {
+		f.writes.Add(1)
+		k, err := unix.Splice(s.src.fd, nil, s.dst.fd, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		if k > 0 {
+			n -= int(k)
+			f.delivered.Add(k)
+			s.spliced.Add(k)
+		}
+		switch {
+		case err == nil && k == 0:
+			return &os.PathError{Op: "splice", Path: s.src.name, Err: io.ErrUnexpectedEOF}
+		case err == nil, err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if err := s.dst.wait(unix.POLLOUT); err != nil {
+				return err
+			}
+		default:
+			return &os.PathError{Op: "splice", Path: s.dst.name, Err: err}
+		}
+	}
+	return nil
+}
+
+// tee duplicates up to n bytes of pipe src into pipe dst without waiting.
+func tee(src, dst, n int) (int, error) {
+	for {
+		k, err := unix.Tee(src, dst, n, unix.SPLICE_F_NONBLOCK)
+		if err != unix.EINTR {
+			return int(k), err
+		}
+	}
+}
+
+// take reads the n teed bytes of the observer's next event from its pipe;
+// nil if they cannot be read (then the detail is lost). Only the observer
+// calls it.
+func (s *splicer) take(n int) []byte {
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	b := s.buf[:n]
+	defer s.queued.Add(-int64(n))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rDone {
+		return nil
+	}
+	for got := 0; got < n; {
+		k, err := unix.Read(s.obsR, b[got:])
+		switch {
+		case err == unix.EINTR:
+		case err != nil || k == 0:
+			return nil // not there: the events and the pipe no longer agree
+		default:
+			got += k
+		}
+	}
+	return b
+}
+
+// closeWrite closes the forwarder's end of the observer's pipe; closeRead
+// the observer's, once it is done.
+func (s *splicer) closeWrite() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.wDone {
+		s.wDone = true
+		unix.Close(s.obsW)
+	}
+}
+
+func (s *splicer) closeRead() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.rDone {
+		s.rDone = true
+		unix.Close(s.obsR)
+	}
+}
+
+// splicedBytes is how many bytes went by splice.
+func (s *splicer) splicedBytes() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.spliced.Load()
+}
