@@ -138,7 +138,9 @@ func TestStatusHookError(t *testing.T) {
 // TestObserverDropsDetailNotTraffic: an observer stuck on a slow record
 // loses detail, says so, and every byte is still forwarded at once, on
 // each forwarding path.
-func TestObserverDropsDetailNotTraffic(t *testing.T) { onEachPath(t, testObserverDropsDetailNotTraffic) }
+func TestObserverDropsDetailNotTraffic(t *testing.T) {
+	onEachPath(t, testObserverDropsDetailNotTraffic)
+}
 
 func testObserverDropsDetailNotTraffic(t *testing.T, path string) {
 	const n = 4 << 20
