@@ -118,6 +118,9 @@ func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteClose
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if mode := os.Getenv("PROXY_FORWARDING"); mode != "" {
+		defer proxy.SetForwarding(mode)()
+	}
 	p, err := proxy.Start(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), cfg)
 	if err != nil {
 		return err
@@ -195,7 +198,15 @@ func benchChild(b testing.TB, relay string, server ...string) (io.WriteCloser, i
 // modes are the ways a host reaches the server in the benchmarks: directly,
 // through the simplest Go relay (the floor for any relay process), and
 // through the proxy.
-var modes = []struct{ name, relay string }{{"direct", ""}, {"iocopy-relay", "cat"}, {"proxy", "proxy"}}
+// With BENCH_PATHS=1 the proxy also runs forced onto each forwarding path
+// ("proxy-copy", "proxy-splice"), to measure the rule of splice_linux.go.
+var modes = func() []struct{ name, relay, forwarding string } {
+	m := []struct{ name, relay, forwarding string }{{"direct", "", ""}, {"iocopy-relay", "cat", ""}, {"proxy", "proxy", ""}}
+	if os.Getenv("BENCH_PATHS") == "1" {
+		m = append(m, struct{ name, relay, forwarding string }{"proxy-copy", "proxy", "copy"}, struct{ name, relay, forwarding string }{"proxy-splice", "proxy", "splice"})
+	}
+	return m
+}()
 
 // BenchmarkThroughput: the host asks for 64 responses of 1 MiB and reads
 // them with 64 KiB read(2) calls (the physical limit of the pipe), from the
@@ -205,6 +216,7 @@ func BenchmarkThroughput(b *testing.B) {
 	const frame, count = 1 << 20, 64
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
 			in, out, wait := benchChild(b, m.relay, "flood", fmt.Sprint(frame), fmt.Sprint(count))
 			b.SetBytes(frame * count)
 			buf := make([]byte, 64<<10)
@@ -233,6 +245,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
 			in, out, wait := benchChild(b, m.relay, "pong")
 			r := bufio.NewReader(out)
 			var rtts []time.Duration
@@ -293,6 +306,7 @@ func BenchmarkHugeLine(b *testing.B) {
 func BenchmarkMCPHost(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			cmd := mustHelper(ctx, "fake")

@@ -118,6 +118,17 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 	f.flushBatch() // the order of events is kept
 	var t int      // bytes teed for the observer
 	for waited := false; ; waited = true {
+		if waited && !s.always {
+			// Woken by new bytes: a small chunk goes by read and write.
+			avail, err := available(s.src)
+			if err != nil {
+				return 0, err, nil
+			}
+			if avail < spliceMin {
+				s.bulk = false
+				return 0, nil, nil
+			}
+		}
 		var err error
 		t, err = 0, unix.EAGAIN
 		// Only the forwarder sends on f.obs: room seen now is there when the
@@ -137,19 +148,16 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 			return 0, &os.PathError{Op: "tee", Path: s.src.name, Err: err}, nil
 		}
 		// The source is empty, or the observer's pipe (or channel) is full.
-		avail, err := unix.IoctlGetInt(s.src.fd, unix.TIOCINQ) // FIONREAD
+		avail, err := available(s.src)
 		if err != nil {
-			return 0, &os.PathError{Op: "ioctl", Path: s.src.name, Err: err}, nil
+			return 0, err, nil
 		}
 		if avail > 0 {
 			n = min(avail, limit) // forwarded without detail
 			break
 		}
-		if !s.always || waited {
-			// Empty; or, after a wait that found it ready, ended: the
-			// copying path reads what comes next, or the end.
-			s.bulk = false
-			return 0, nil, nil
+		if waited {
+			return 0, nil, nil // ready and empty: ended
 		}
 		if err := s.src.wait(unix.POLLIN); err != nil {
 			return 0, err, nil
@@ -171,7 +179,6 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 	wend := time.Now()
 	f.written.Store(off + int64(n))
 	f.send(obsEvent{kind: obsWritten, off: off, n: n, t: wend, since: now})
-	s.bulk = n >= spliceMin
 	return n, nil, werr
 }
 
@@ -204,6 +211,15 @@ func (f *forwarder) splice(n int) error {
 		}
 	}
 	return nil
+}
+
+// available is how many bytes pipe p holds (FIONREAD).
+func available(p *rawFile) (int, error) {
+	n, err := unix.IoctlGetInt(p.fd, unix.TIOCINQ)
+	if err != nil {
+		return 0, &os.PathError{Op: "ioctl", Path: p.name, Err: err}
+	}
+	return n, nil
 }
 
 // tee duplicates up to n bytes of pipe src into pipe dst without waiting.

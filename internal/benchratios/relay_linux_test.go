@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,14 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
 // The relay anchors the README's proxy figures are read against, which
 // proxy/bench_test.go does not have (it has direct and an io.Copy relay):
 // a blocking read(2)/write(2) relay and a splice(2) relay, each a process
-// between the host and a server, beside direct and an io.Copy relay in the
-// same run. Linux only: splice is.
+// between the host and a server, beside direct, an io.Copy relay and the
+// proxy itself (recording to a file, as `mcpstdio proxy` does) in the same
+// run, one after the other. Linux only: splice is.
 
 func init() {
 	mcptest.RegisterHelper("flood", flood)
@@ -31,13 +35,14 @@ func init() {
 	mcptest.RegisterHelper("iocopy", relay(copyIO, false))
 	mcptest.RegisterHelper("readwrite", relay(copyReadWrite, true))
 	mcptest.RegisterHelper("splice", relay(copySplice, true))
+	mcptest.RegisterHelper("proxy", proxyRelay)
 }
 
 // TestMain serves the relay helpers; mcptest.Main runs goleak.VerifyTestMain.
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // relays are the ways between host and server; "" is direct.
-var relays = []string{"direct", "iocopy", "readwrite", "splice"}
+var relays = []string{"direct", "iocopy", "readwrite", "splice", "proxy"}
 
 // flood answers every line on stdin with COUNT lines of SIZE bytes,
 // newlines included, in writes of at most 1 MiB. Args: SIZE COUNT.
@@ -126,6 +131,43 @@ func relay(copy func(dst, src *os.File) error, blocking bool) mcptest.ServeFunc 
 		outR.Close()
 		return errors.Join(err, cmd.Wait())
 	}
+}
+
+// proxyRelay is the proxy between its own stdio (non-blocking, as
+// `mcpstdio proxy` makes it) and the server its args name, recording to a
+// file and rewriting a status file, as the command does.
+func proxyRelay(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+	args := mcptest.HelperArgs()
+	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "benchratios-proxy")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "rec.ndjson")
+	l, err := state.CreateLog(path, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
+		return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
+	}}
+	for fd := range 3 {
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			return err
+		}
+	}
+	host := proxy.Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
+	p, err := proxy.Start(ctx, cmd, host, cfg)
+	if err != nil {
+		return err
+	}
+	_, err = p.Wait()
+	return err
 }
 
 func copyIO(dst, src *os.File) error {
