@@ -1,0 +1,125 @@
+package integration_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/pollable"
+	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/proxy"
+)
+
+// The fake server and the proxy in front of it as helper children, for
+// BenchmarkProxyToolsCall.
+func init() {
+	mcptest.RegisterHelper("bench-fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+	mcptest.RegisterHelper("bench-proxy", benchProxy)
+}
+
+// benchProxy is `mcpstdio proxy` in a child: the proxy between its own
+// stdio and the helper its args name, recording to a file and rewriting a
+// status file as the command does.
+func benchProxy(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+	args := mcptest.HelperArgs()
+	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "proxybench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "rec.ndjson")
+	l, err := state.CreateLog(path, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
+		return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
+	}}
+	// Non-blocking duplicates of its stdio, as the command uses (where the
+	// system has them).
+	nb := func(f *os.File) *os.File {
+		if d := pollable.Dup(f); d != nil {
+			return d
+		}
+		return f
+	}
+	p, err := proxy.Start(ctx, cmd, proxy.Streams{Stdin: nb(os.Stdin), Stdout: nb(os.Stdout), Stderr: nb(os.Stderr)}, cfg)
+	if err != nil {
+		return err
+	}
+	_, err = p.Wait()
+	return err
+}
+
+// BenchmarkProxyToolsCall: 1 MiB tools/call responses to the official Go
+// SDK client (mcp.CommandTransport, as an application starts a server),
+// from the fake server directly and through a proxy process, one session
+// per sub-benchmark, one after the other in the same run.
+func BenchmarkProxyToolsCall(b *testing.B) {
+	args := fakeserver.BigArgs{Bytes: 1 << 20}.Map()
+	for _, m := range []struct{ name, helper string }{{"direct", ""}, {"proxy", "bench-proxy"}} {
+		b.Run(m.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+			defer cancel()
+			cmd, err := mcptest.HelperCommand(ctx, "bench-fake")
+			if m.helper != "" {
+				cmd, err = mcptest.HelperCommand(ctx, m.helper, "bench-fake")
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			b.SetBytes(1 << 20)
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fakeserver.ToolBig, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatalf("tools/call big: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// TestProxyToolsCallHarness runs the benchmark's harness once: the proxy
+// helper forwards a 1 MiB tools/call to the Go SDK client.
+func TestProxyToolsCallHarness(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd, err := mcptest.HelperCommand(ctx, "bench-proxy", "bench-fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fakeserver.ToolBig, Arguments: fakeserver.BigArgs{Bytes: 1 << 20}.Map()})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("tools/call big through the proxy: %v %+v", err, res)
+	}
+	if n := len(res.Content[0].(*mcp.TextContent).Text); n < 1<<20 {
+		t.Errorf("text of %d bytes, want 1 MiB", n)
+	}
+}
