@@ -59,7 +59,8 @@ type splicer struct {
 
 	queued  atomic.Int64 // bytes teed that the observer has not read yet
 	spliced atomic.Int64 // bytes moved by splice
-	buf     []byte       // the observer's copy of a teed chunk
+	buf     []byte       // the observer's copies of teed chunks
+	ahead   []byte       // in buf: read from the pipe, not yet taken
 
 	mu           sync.Mutex
 	rDone, wDone bool
@@ -232,32 +233,43 @@ func tee(src, dst, n int) (int, error) {
 	}
 }
 
-// take reads the n teed bytes of the observer's next event from its pipe;
-// nil if they cannot be read (then the detail is lost). Only the observer
-// calls it.
+// take returns the n teed bytes of the observer's next event, read from
+// its pipe (in reads of up to takeBuf bytes, ahead of the events, which
+// the pipe holds already); nil if they cannot be read (then the detail is
+// lost). The bytes are good until the next take. Only the observer calls
+// it.
 func (s *splicer) take(n int) []byte {
-	if cap(s.buf) < n {
-		s.buf = make([]byte, n)
-	}
-	b := s.buf[:n]
 	defer s.queued.Add(-int64(n))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rDone {
 		return nil
 	}
-	for got := 0; got < n; {
-		k, err := unix.Read(s.obsR, b[got:])
-		switch {
-		case err == unix.EINTR:
-		case err != nil || k == 0:
-			return nil // not there: the events and the pipe no longer agree
-		default:
-			got += k
+	if len(s.ahead) < n {
+		if size := max(n, takeBuf); cap(s.buf) < size {
+			s.buf = make([]byte, size)
 		}
+		have := copy(s.buf[:cap(s.buf)], s.ahead)
+		for have < n {
+			k, err := unix.Read(s.obsR, s.buf[have:cap(s.buf)])
+			switch {
+			case err == unix.EINTR:
+			case err != nil || k == 0:
+				s.ahead = nil
+				return nil // not there: the events and the pipe no longer agree
+			default:
+				have += k
+			}
+		}
+		s.ahead = s.buf[:have]
 	}
+	b := s.ahead[:n:n]
+	s.ahead = s.ahead[n:]
 	return b
 }
+
+// takeBuf is the most the observer reads from its pipe at once.
+const takeBuf = 256 << 10
 
 // closeWrite closes the forwarder's end of the observer's pipe; closeRead
 // the observer's, once it is done.

@@ -135,6 +135,8 @@ var ratios = func() []ratio {
 			per("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/iocopy-relay", "BenchmarkRoundTrip/direct", "median-µs")},
 		ratio{"proxy", "proxy's peak resident memory, one 1 GiB line (VmHWM, MiB)", "none (the proxy process's own)", "≤ 8 MiB", "MiB",
 			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
+		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
 		ratio{"proxy-client", "proxy, 1 MiB tools/call to a real client, the official Go SDK's (MB/s)", "direct", "≥ 0.9×", "×",
 			over("BenchmarkProxyToolsCall/proxy", "BenchmarkProxyToolsCall/direct", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "splice relay", "≥ 0.9×", "×",

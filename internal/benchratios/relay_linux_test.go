@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -45,13 +46,14 @@ func TestMain(m *testing.M) { mcptest.Main(m) }
 var relays = []string{"direct", "iocopy", "readwrite", "splice", "proxy"}
 
 // flood answers every line on stdin with COUNT lines of SIZE bytes,
-// newlines included, in writes of at most 1 MiB. Args: SIZE COUNT.
+// newlines included, in writes of at most 1 MiB: JSON-RPC responses with
+// one text block, as proxy's BenchmarkThroughput floods (relays do not
+// look; the proxy's observer does). Args: SIZE COUNT.
 func flood(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
 	args := mcptest.HelperArgs()
 	size, _ := strconv.Atoi(args[0])
 	count, _ := strconv.Atoi(args[1])
-	line := bytes.Repeat([]byte("x"), size)
-	line[size-1] = '\n'
+	line := floodLine(size)
 	r := bufio.NewReader(stdin)
 	for {
 		if _, err := r.ReadSlice('\n'); err != nil {
@@ -65,6 +67,16 @@ func flood(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io
 			}
 		}
 	}
+}
+
+// floodLine is one response line of size bytes, its newline included.
+func floodLine(size int) []byte {
+	head := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`
+	tail := `"}]}}` + "\n"
+	line := bytes.Repeat([]byte("x"), size)
+	copy(line, head)
+	copy(line[size-len(tail):], tail)
+	return line
 }
 
 // pong answers every line with one small response line.
@@ -162,6 +174,19 @@ func proxyRelay(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Wri
 		}
 	}
 	host := proxy.Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
+	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
+		// The proxy's own CPU profile: the benchmark's -cpuprofile is the
+		// host's.
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	p, err := proxy.Start(ctx, cmd, host, cfg)
 	if err != nil {
 		return err
@@ -329,9 +354,7 @@ func TestRelays(t *testing.T) {
 			if _, err := io.ReadFull(out, got); err != nil {
 				t.Fatal(err)
 			}
-			line := bytes.Repeat([]byte("x"), 1000)
-			line[999] = '\n'
-			if !bytes.Equal(got, bytes.Repeat(line, 70)) {
+			if !bytes.Equal(got, bytes.Repeat(floodLine(1000), 70)) {
 				t.Errorf("%s relay: the flood arrived changed", r)
 			}
 			end()
