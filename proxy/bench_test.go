@@ -27,6 +27,25 @@ func init() {
 	mcptest.RegisterHelper("pong", pongServer)
 	mcptest.RegisterHelper("proxy", proxyProcess)
 	mcptest.RegisterHelper("cat", catProcess)
+	mcptest.RegisterHelper("sized", sizedServer)
+}
+
+// sizedServer answers every line on stdin with one line of SIZE bytes,
+// newline included, in one write. Args: SIZE.
+func sizedServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	size, _ := strconv.Atoi(mcptest.HelperArgs()[0])
+	resp := bytes.Repeat([]byte("x"), size)
+	copy(resp, `{"jsonrpc":"2.0","id":1,"result":{"text":"`)
+	copy(resp[size-4:], `"}}`+"\n")
+	r := bufio.NewReader(stdin)
+	for {
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return nil
+		}
+		if _, err := stdout.Write(resp); err != nil {
+			return err
+		}
+	}
 }
 
 // floodServer answers every line on stdin with COUNT lines of SIZE bytes
@@ -358,6 +377,39 @@ func BenchmarkMCPHost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkChunkPaths measures the rule of splice_linux.go: a round trip
+// whose response is one chunk of each size, through a proxy process forced
+// onto each forwarding path, one after the other in the same run; the
+// median round trip is reported.
+func BenchmarkChunkPaths(b *testing.B) {
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	for _, size := range []int{1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10} {
+		for _, path := range []string{"copy", "splice"} {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, path), func(b *testing.B) {
+				b.Setenv("PROXY_FORWARDING", path)
+				in, out, wait := benchChild(b, "proxy", "sized", fmt.Sprint(size))
+				r := bufio.NewReaderSize(out, 128<<10)
+				var rtts []time.Duration
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					t0 := time.Now()
+					if _, err := in.Write(req); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.ReadSlice('\n'); err != nil {
+						b.Fatal(err)
+					}
+					rtts = append(rtts, time.Since(t0))
+				}
+				b.StopTimer()
+				wait()
+				slices.Sort(rtts)
+				b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
+			})
+		}
 	}
 }
 

@@ -27,7 +27,10 @@ import (
 // one chunk (ChunkSize bytes) held in a write. So a host that stops
 // reading blocks the server once the server has written what the host's
 // pipe holds, plus ChunkSize, plus the server's pipe. With 16 KiB pipes and
-// chunks, that is 48 KiB: the tests check it byte for byte.
+// chunks, that is 48 KiB: the tests check it byte for byte. A chunk that
+// goes by splice (splice_linux.go) is never held by the proxy: there the
+// server blocks after the host's pipe plus its own, 32 KiB in the same
+// test, which runs on both paths.
 //
 
 // errClosed ends a forwarder that the proxy stopped (its reading, or a
