@@ -4,15 +4,14 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/internal/pollable"
-	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
@@ -27,42 +26,21 @@ func init() {
 }
 
 // benchProxy is `mcpstdio proxy` in a child: the proxy between its own
-// stdio and the helper its args name, recording to a file and rewriting a
-// status file as the command does.
+// stdio (non-blocking duplicates, as the command uses, where the system
+// has them) and the helper its args name, recording as the command does.
 func benchProxy(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 	args := mcptest.HelperArgs()
 	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "proxybench")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "rec.ndjson")
-	l, err := state.CreateLog(path, 0, 0)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
-		return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
-	}}
-	// Non-blocking duplicates of its stdio, as the command uses (where the
-	// system has them).
 	nb := func(f *os.File) *os.File {
 		if d := pollable.Dup(f); d != nil {
 			return d
 		}
 		return f
 	}
-	p, err := proxy.Start(ctx, cmd, proxy.Streams{Stdin: nb(os.Stdin), Stdout: nb(os.Stdout), Stderr: nb(os.Stderr)}, cfg)
-	if err != nil {
-		return err
-	}
-	_, err = p.Wait()
-	return err
+	return benchproxy.Run(ctx, cmd, proxy.Streams{Stdin: nb(os.Stdin), Stdout: nb(os.Stdout), Stderr: nb(os.Stderr)}, "")
 }
 
 // BenchmarkProxyToolsCall: 1 MiB tools/call responses to the official Go

@@ -9,14 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/proxy"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -37,15 +35,7 @@ func sizedServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser
 	resp := bytes.Repeat([]byte("x"), size)
 	copy(resp, `{"jsonrpc":"2.0","id":1,"result":{"text":"`)
 	copy(resp[size-4:], `"}}`+"\n")
-	r := bufio.NewReader(stdin)
-	for {
-		if _, err := r.ReadSlice('\n'); err != nil {
-			return nil
-		}
-		if _, err := stdout.Write(resp); err != nil {
-			return err
-		}
-	}
+	return answerEach(stdin, stdout, resp)
 }
 
 // floodServer answers every line on stdin with COUNT lines of SIZE bytes
@@ -94,7 +84,12 @@ func floodServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser
 
 // pongServer answers every line on stdin with one small response line.
 func pongServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")
+	return answerEach(stdin, stdout, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"))
+}
+
+// answerEach writes resp, in one write, for every line read from stdin,
+// until stdin ends.
+func answerEach(stdin io.Reader, stdout io.Writer, resp []byte) error {
 	r := bufio.NewReader(stdin)
 	for {
 		if _, err := r.ReadSlice('\n'); err != nil {
@@ -109,82 +104,14 @@ func pongServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser,
 // proxyProcess is `mcpstdio proxy` in a child process: it proxies its own
 // stdio to the helper named by its args, with the host's pipes in
 // non-blocking mode and recording to the file named by $PROXY_LOG, as the
-// command does.
+// command does (see internal/benchproxy), forced onto the forwarding path
+// $PROXY_FORWARDING names, if set.
 func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	args := mcptest.HelperArgs()
-	cfg := proxy.Config{}
-	if path := os.Getenv("PROXY_LOG"); path != "" {
-		l, err := state.CreateLog(path, 0, 0)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		cfg.Record = l
-		cfg.OnStatus = func(st proxy.Status) error {
-			return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
-		}
-	}
-	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
-		// The proxy's own CPU profile: the benchmarks' -cpuprofile is the
-		// host's.
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	if mode := os.Getenv("PROXY_FORWARDING"); mode != "" {
 		defer proxy.SetForwarding(mode)()
 	}
-	p, err := proxy.Start(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), cfg)
-	if err != nil {
-		return err
-	}
-	// The proxy's own peak resident memory (Linux), for BenchmarkHugeLine:
-	// VmHWM, and the most anonymous memory (heap, stacks) seen by sampling
-	// RssAnon every 10ms, as VmHWM counts the binary's own pages too.
-	hwmPath := os.Getenv("PROXY_HWM")
-	sampled := make(chan int64, 1)
-	stopSampling := make(chan struct{})
-	go func() {
-		var most int64
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if hwmPath != "" {
-				most = max(most, procStatusKB("RssAnon"))
-			}
-			select {
-			case <-stopSampling:
-				sampled <- most
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	_, err = p.Wait()
-	close(stopSampling)
-	anon := <-sampled
-	if hwmPath != "" {
-		os.WriteFile(hwmPath, fmt.Appendf(nil, "%d %d", procStatusKB("VmHWM"), anon), 0o600)
-	}
-	return err
-}
-
-// procStatusKB is a field of /proc/self/status in kB, 0 if there is none.
-func procStatusKB(field string) int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return benchproxy.Run(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), os.Getenv("PROXY_LOG"))
 }
 
 // catProcess is the simplest relay, for comparison: io.Copy each way on
@@ -290,29 +217,36 @@ func BenchmarkThroughput(b *testing.B) {
 // host writing and then reading, to a server that answers at once; the
 // median round trip is reported (the mean hides the scheduler's tail).
 func BenchmarkRoundTrip(b *testing.B) {
-	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
 			b.Setenv("PROXY_FORWARDING", m.forwarding)
-			in, out, wait := benchChild(b, m.relay, "pong")
-			r := bufio.NewReader(out)
-			var rtts []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				if _, err := in.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := r.ReadSlice('\n'); err != nil {
-					b.Fatal(err)
-				}
-				rtts = append(rtts, time.Since(t0))
-			}
-			b.StopTimer()
-			wait()
-			slices.Sort(rtts)
-			b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
+			roundTrips(b, m.relay, "pong")
 		})
 	}
+}
+
+// roundTrips times one small request line and its response line per
+// iteration, the host writing and then reading, to the server (behind
+// relay, if set), and reports the median round trip.
+func roundTrips(b *testing.B, relay string, server ...string) {
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	in, out, wait := benchChild(b, relay, server...)
+	r := bufio.NewReaderSize(out, 128<<10)
+	var rtts []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := in.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	b.StopTimer()
+	wait()
+	slices.Sort(rtts)
+	b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
 }
 
 // BenchmarkHugeLine: 1 GiB through a proxy process as one line, beside the
@@ -385,29 +319,12 @@ func BenchmarkMCPHost(b *testing.B) {
 // onto each forwarding path, one after the other in the same run; the
 // median round trip is reported.
 func BenchmarkChunkPaths(b *testing.B) {
-	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, size := range []int{1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10} {
 		for _, path := range []string{"copy", "splice"} {
 			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, path), func(b *testing.B) {
 				b.Setenv("PROXY_FORWARDING", path)
-				in, out, wait := benchChild(b, "proxy", "sized", fmt.Sprint(size))
-				r := bufio.NewReaderSize(out, 128<<10)
-				var rtts []time.Duration
 				b.SetBytes(int64(size))
-				for b.Loop() {
-					t0 := time.Now()
-					if _, err := in.Write(req); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := r.ReadSlice('\n'); err != nil {
-						b.Fatal(err)
-					}
-					rtts = append(rtts, time.Since(t0))
-				}
-				b.StopTimer()
-				wait()
-				slices.Sort(rtts)
-				b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
+				roundTrips(b, "proxy", "sized", fmt.Sprint(size))
 			})
 		}
 	}
@@ -434,6 +351,16 @@ func TestBenchHarness(t *testing.T) {
 			}
 			if n, err := io.ReadFull(out, make([]byte, 4*1024)); err != nil {
 				t.Fatalf("flood through %q: %d bytes, %v", m.relay, n, err)
+			}
+			wait()
+			// A response of more than a chunk: through the proxy, a direction
+			// in bulk.
+			in, out, wait = benchChild(t, m.relay, "sized", "100000")
+			if _, err := in.Write([]byte("go\n")); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := bufio.NewReaderSize(out, 128<<10).ReadSlice('\n'); err != nil || len(line) != 100000 {
+				t.Fatalf("sized through %q: %d bytes, %v", m.relay, len(line), err)
 			}
 			wait()
 		})

@@ -283,26 +283,23 @@ const takeBuf = 256 << 10
 // closeWrite closes the forwarder's end of the observer's pipe; closeRead
 // the observer's, once it is done.
 func (s *splicer) closeWrite() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.wDone {
-		s.wDone = true
-		unix.Close(s.obsW)
+	if s != nil {
+		s.closeEnd(s.obsW, &s.wDone)
 	}
 }
 
 func (s *splicer) closeRead() {
-	if s == nil {
-		return
+	if s != nil {
+		s.closeEnd(s.obsR, &s.rDone)
 	}
+}
+
+func (s *splicer) closeEnd(fd int, done *bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.rDone {
-		s.rDone = true
-		unix.Close(s.obsR)
+	if !*done {
+		*done = true
+		unix.Close(fd)
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
@@ -154,45 +152,13 @@ func proxyRelay(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Wri
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "benchratios-proxy")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "rec.ndjson")
-	l, err := state.CreateLog(path, 0, 0)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
-		return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
-	}}
 	for fd := range 3 {
 		if err := syscall.SetNonblock(fd, true); err != nil {
 			return err
 		}
 	}
 	host := proxy.Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
-	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
-		// The proxy's own CPU profile: the benchmark's -cpuprofile is the
-		// host's.
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	p, err := proxy.Start(ctx, cmd, host, cfg)
-	if err != nil {
-		return err
-	}
-	_, err = p.Wait()
-	return err
+	return benchproxy.Run(ctx, cmd, host, "")
 }
 
 func copyIO(dst, src *os.File) error {
