@@ -108,6 +108,7 @@ type forwarder struct {
 	writes     atomic.Int64 // write calls on the destination
 	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
 	writeLen   atomic.Int64 // bytes of the write in progress
+	splicing   atomic.Bool  // the write in progress is a splice: the proxy holds none of its bytes
 	lostEvents atomic.Int64 // events the observer's channel had no room for
 	lostBytes  atomic.Int64 // bytes read that the observer got no copy of
 	small      atomic.Int64 // bytes of small copies the observer holds

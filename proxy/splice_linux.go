@@ -198,8 +198,10 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 func (f *forwarder) splice(n int) error {
 	s := f.sp
 	f.writeLen.Store(int64(n))
+	f.splicing.Store(true)
 	f.writeStart.Store(int64(time.Since(f.p.start)) + 1)
 	defer f.writeStart.Store(0)
+	defer f.splicing.Store(false)
 	for n > 0 {
 		f.writes.Add(1)
 		k, err := unix.Splice(s.src.fd, nil, s.dst.fd, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
