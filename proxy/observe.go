@@ -147,6 +147,19 @@ func (o *observer) emit(t time.Time, e record.Event) {
 	o.p.rec.emit(t, e)
 }
 
+// emitChunk emits chunk event e, by recorder.emitChunk when it has no
+// bodies.
+func (o *observer) emitChunk(t time.Time, e record.Event) {
+	if e.Data != "" || e.B64 != nil {
+		o.emit(t, e)
+		return
+	}
+	if e.T == 0 {
+		e.T = o.since(t)
+	}
+	o.p.rec.emitChunk(t, e)
+}
+
 // batchEvery is how long the observer lets events gather while traffic
 // flows before it takes them all: it then wakes once per batch rather than
 // once per chunk, and keeps off the CPU that the forwarders and the two
@@ -382,7 +395,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 		}
 	}
 	d.hasChunk = false
-	o.emit(ev.t, ce)
+	o.emitChunk(ev.t, ce)
 	if dur := ev.t.Sub(ev.since); dur >= o.cfg.BlockEvent && ev.reads <= 1 { // a batch spans many writes
 		d.blocked += dur
 		addBlocked(&o.m, d.d, dur)
@@ -412,7 +425,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 // own chunk events were lost, so that chunk events cover every byte.
 func (o *observer) chunkGap(d *dirObs, upto int64, t time.Time) {
 	if upto > d.wend {
-		o.emit(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
+		o.emitChunk(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
 		d.wend = upto
 	}
 }
