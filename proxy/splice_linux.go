@@ -64,7 +64,7 @@ type splicer struct {
 	obsW     int // and write end (the forwarder's)
 	obsCap   int
 	always   bool // forced (tests): every chunk by splice
-	bulk     bool // the last chunk was at least spliceMin: splice the next
+	bulk     bool // a read of spliceMin or more began bulk: splice until the source refills with less
 
 	queued  atomic.Int64 // bytes teed that the observer has not read yet
 	spliced atomic.Int64 // bytes moved by splice
