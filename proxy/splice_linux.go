@@ -42,7 +42,14 @@ import (
 // keep the copying path, and a stream of large frames is spliced but for
 // its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
-// copying path.
+// copying path; so does Config.LogBodies, whose record is meant for a
+// replay and must keep every byte: the observer's pipe holds at most
+// /proc/sys/fs/pipe-max-size (1 MiB unless raised), where the copying
+// path's pool holds ObserverBuffer (64 MiB with bodies), so a host that
+// stalls and then reads a 4 MiB response at once would lose detail on the
+// splice path that the copying path keeps. Without bodies the observer's
+// lag is bounded by that pipe (1 MiB) rather than by ObserverBuffer (4 MiB
+// by default): a flood loses detail sooner, counted as ever.
 //
 // The measurement behind spliceMin (BenchmarkChunkPaths: a round trip
 // whose response is one chunk, through a proxy process forced onto each
@@ -76,10 +83,11 @@ type splicer struct {
 }
 
 // newSplicer returns f's splice path, or nil where the direction copies:
-// forwarding forced to copy, faults on it, or an end that is not a
-// non-blocking pipe.
+// forwarding forced to copy, a record that keeps bodies, faults on it, or
+// an end that is not a non-blocking pipe.
 func newSplicer(f *forwarder, mode int32) *splicer {
-	if mode == fwdCopy || f.f != nil || f.rsrc == nil || f.rdst == nil || !isPipe(f.rsrc.fd) || !isPipe(f.rdst.fd) {
+	if mode == fwdCopy || mode == fwdAuto && f.p.cfg.LogBodies || f.f != nil ||
+		f.rsrc == nil || f.rdst == nil || !isPipe(f.rsrc.fd) || !isPipe(f.rdst.fd) {
 		return nil
 	}
 	var p [2]int
