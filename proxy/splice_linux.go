@@ -20,10 +20,13 @@ import (
 // enter the proxy, and there is no intermediate pipe. Before each splice,
 // tee(2) duplicates the same bytes, without consuming them, into a pipe of
 // the observer's own (as large as ObserverBuffer allows, within
-// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK), so
-// when the observer's pipe is full the chunk is forwarded all the same and
-// its detail is lost and counted, as the copying path does when its pool is
-// used up. Bytes are counted from splice's return values. A splice that
+// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK).
+// When the observer's pipe is full, the chunk goes by the copying path,
+// whose pool of copies then keeps the observer's detail, and when that is
+// used up too, the detail is lost and counted, as ever: the observer may
+// lag by its pipe plus ObserverBuffer before it loses anything, and the
+// traffic never waits for it. (Forced onto splice, as tests do, a chunk
+// the observer's pipe has no room for is spliced without detail.) Bytes are counted from splice's return values. A splice that
 // cannot go on (the destination full) waits in poll(2) as a write does,
 // and is interrupted the same way.
 //
@@ -43,13 +46,8 @@ import (
 // its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
 // copying path; so does Config.LogBodies, whose record is meant for a
-// replay and must keep every byte: the observer's pipe holds at most
-// /proc/sys/fs/pipe-max-size (1 MiB unless raised), where the copying
-// path's pool holds ObserverBuffer (64 MiB with bodies), so a host that
-// stalls and then reads a 4 MiB response at once would lose detail on the
-// splice path that the copying path keeps. Without bodies the observer's
-// lag is bounded by that pipe (1 MiB) rather than by ObserverBuffer (4 MiB
-// by default): a flood loses detail sooner, counted as ever.
+// replay and keeps every byte in its chunk events, which the copying path
+// has at hand.
 //
 // The measurement behind spliceMin (BenchmarkChunkPaths: a round trip
 // whose response is one chunk, through a proxy process forced onto each
@@ -170,8 +168,14 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		if err != nil {
 			return 0, err, nil
 		}
+		if avail > 0 && !s.always {
+			// The observer is behind: this chunk goes by read and write,
+			// whose pool of copies (ObserverBuffer) gives it a copy while
+			// there is one.
+			return 0, nil, nil
+		}
 		if avail > 0 {
-			n = min(avail, limit) // forwarded without detail
+			n = min(avail, limit) // forced: forwarded without detail
 			break
 		}
 		if waited {
