@@ -78,26 +78,31 @@ func BenchmarkProxyToolsCall(b *testing.B) {
 	}
 }
 
-// TestProxyToolsCallHarness runs the benchmark's harness once: the proxy
-// helper forwards a 1 MiB tools/call to the Go SDK client.
+// TestProxyToolsCallHarness runs the benchmark's harness once each way:
+// a 1 MiB tools/call to the Go SDK client, directly and through the proxy
+// helper.
 func TestProxyToolsCallHarness(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd, err := mcptest.HelperCommand(ctx, "bench-proxy", "bench-fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fakeserver.ToolBig, Arguments: fakeserver.BigArgs{Bytes: 1 << 20}.Map()})
-	if err != nil || res.IsError || len(res.Content) == 0 {
-		t.Fatalf("tools/call big through the proxy: %v %+v", err, res)
-	}
-	if n := len(res.Content[0].(*mcp.TextContent).Text); n < 1<<20 {
-		t.Errorf("text of %d bytes, want 1 MiB", n)
+	for _, way := range [][]string{{"bench-fake"}, {"bench-proxy", "bench-fake"}} {
+		t.Run(way[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd, err := mcptest.HelperCommand(ctx, way[0], way[1:]...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fakeserver.ToolBig, Arguments: fakeserver.BigArgs{Bytes: 1 << 20}.Map()})
+			if err != nil || res.IsError || len(res.Content) == 0 {
+				t.Fatalf("tools/call big: %v %+v", err, res)
+			}
+			if n := len(res.Content[0].(*mcp.TextContent).Text); n < 1<<20 {
+				t.Errorf("text of %d bytes, want 1 MiB", n)
+			}
+		})
 	}
 }
