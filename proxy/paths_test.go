@@ -15,7 +15,12 @@ var forwardingPaths = []string{"copy", "splice"}
 // starts forced onto that path; check, if set, gets the proxy after the
 // test and the path, to say that the path was taken.
 func onEachPath(t *testing.T, test func(t *testing.T, path string)) {
-	for _, path := range forwardingPaths {
+	onPaths(t, forwardingPaths, test)
+}
+
+// onPaths is onEachPath for the paths given ("auto" is the rule).
+func onPaths(t *testing.T, paths []string, test func(t *testing.T, path string)) {
+	for _, path := range paths {
 		t.Run(path, func(t *testing.T) {
 			if path == "splice" && runtime.GOOS != "linux" {
 				t.Skip("splice(2) is Linux's: " + runtime.GOOS + " has only the copying path")
@@ -27,7 +32,8 @@ func onEachPath(t *testing.T, test func(t *testing.T, path string)) {
 }
 
 // wantPath checks that direction d of p went by path: on "splice" all of
-// want bytes were spliced (forced, every chunk is), on "copy" none.
+// want bytes were spliced (forced, every chunk is), on "copy" none (the
+// rule, "auto", may do either).
 func wantPath(t *testing.T, p *proxy.Proxy, path string, d int, want int64) {
 	t.Helper()
 	got := p.Spliced(d)
