@@ -153,6 +153,9 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		if cap(f.obs) > len(f.obs) {
 			t, err = tee(s.src.fd, s.obsW, limit)
 		}
+		if err == unix.EPIPE {
+			err = unix.EAGAIN // the observer is done (Wait returned): no room for detail
+		}
 		if err == nil && t == 0 {
 			return 0, nil, nil // the source ended: the copying path reads the EOF
 		}
