@@ -11,11 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/proxy"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -26,6 +25,17 @@ func init() {
 	mcptest.RegisterHelper("pong", pongServer)
 	mcptest.RegisterHelper("proxy", proxyProcess)
 	mcptest.RegisterHelper("cat", catProcess)
+	mcptest.RegisterHelper("sized", sizedServer)
+}
+
+// sizedServer answers every line on stdin with one line of SIZE bytes,
+// newline included, in one write. Args: SIZE.
+func sizedServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	size, _ := strconv.Atoi(mcptest.HelperArgs()[0])
+	resp := bytes.Repeat([]byte("x"), size)
+	copy(resp, `{"jsonrpc":"2.0","id":1,"result":{"text":"`)
+	copy(resp[size-4:], `"}}`+"\n")
+	return answerEach(stdin, stdout, resp)
 }
 
 // floodServer answers every line on stdin with COUNT lines of SIZE bytes
@@ -74,7 +84,12 @@ func floodServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser
 
 // pongServer answers every line on stdin with one small response line.
 func pongServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")
+	return answerEach(stdin, stdout, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"))
+}
+
+// answerEach writes resp, in one write, for every line read from stdin,
+// until stdin ends.
+func answerEach(stdin io.Reader, stdout io.Writer, resp []byte) error {
 	r := bufio.NewReader(stdin)
 	for {
 		if _, err := r.ReadSlice('\n'); err != nil {
@@ -89,37 +104,14 @@ func pongServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser,
 // proxyProcess is `mcpstdio proxy` in a child process: it proxies its own
 // stdio to the helper named by its args, with the host's pipes in
 // non-blocking mode and recording to the file named by $PROXY_LOG, as the
-// command does.
+// command does (see internal/benchproxy), forced onto the forwarding path
+// $PROXY_FORWARDING names, if set.
 func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	args := mcptest.HelperArgs()
-	cfg := proxy.Config{}
-	if path := os.Getenv("PROXY_LOG"); path != "" {
-		l, err := state.CreateLog(path, 0, 0)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		cfg.Record = l
-		cfg.OnStatus = func(st proxy.Status) error {
-			return state.WriteStatus(path+state.StatusSuffix, state.Status{Status: st, Log: path})
-		}
+	if mode := os.Getenv("PROXY_FORWARDING"); mode != "" {
+		defer proxy.SetForwarding(mode)()
 	}
-	p, err := proxy.Start(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), cfg)
-	if err != nil {
-		return err
-	}
-	_, err = p.Wait()
-	if path := os.Getenv("PROXY_HWM"); path != "" {
-		// The proxy's own peak resident memory (Linux), for BenchmarkHugeLine.
-		if b, rerr := os.ReadFile("/proc/self/status"); rerr == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				if strings.HasPrefix(l, "VmHWM:") {
-					os.WriteFile(path, []byte(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, "VmHWM:"), "kB"))), 0o600)
-				}
-			}
-		}
-	}
-	return err
+	return benchproxy.Run(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), os.Getenv("PROXY_LOG"))
 }
 
 // catProcess is the simplest relay, for comparison: io.Copy each way on
@@ -181,7 +173,15 @@ func benchChild(b testing.TB, relay string, server ...string) (io.WriteCloser, i
 // modes are the ways a host reaches the server in the benchmarks: directly,
 // through the simplest Go relay (the floor for any relay process), and
 // through the proxy.
-var modes = []struct{ name, relay string }{{"direct", ""}, {"iocopy-relay", "cat"}, {"proxy", "proxy"}}
+// With BENCH_PATHS=1 the proxy also runs forced onto each forwarding path
+// ("proxy-copy", "proxy-splice"), to measure the rule of splice_linux.go.
+var modes = func() []struct{ name, relay, forwarding string } {
+	m := []struct{ name, relay, forwarding string }{{"direct", "", ""}, {"iocopy-relay", "cat", ""}, {"proxy", "proxy", ""}}
+	if os.Getenv("BENCH_PATHS") == "1" {
+		m = append(m, struct{ name, relay, forwarding string }{"proxy-copy", "proxy", "copy"}, struct{ name, relay, forwarding string }{"proxy-splice", "proxy", "splice"})
+	}
+	return m
+}()
 
 // BenchmarkThroughput: the host asks for 64 responses of 1 MiB and reads
 // them with 64 KiB read(2) calls (the physical limit of the pipe), from the
@@ -191,6 +191,7 @@ func BenchmarkThroughput(b *testing.B) {
 	const frame, count = 1 << 20, 64
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
 			in, out, wait := benchChild(b, m.relay, "flood", fmt.Sprint(frame), fmt.Sprint(count))
 			b.SetBytes(frame * count)
 			buf := make([]byte, 64<<10)
@@ -216,41 +217,50 @@ func BenchmarkThroughput(b *testing.B) {
 // host writing and then reading, to a server that answers at once; the
 // median round trip is reported (the mean hides the scheduler's tail).
 func BenchmarkRoundTrip(b *testing.B) {
-	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			in, out, wait := benchChild(b, m.relay, "pong")
-			r := bufio.NewReader(out)
-			var rtts []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				if _, err := in.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := r.ReadSlice('\n'); err != nil {
-					b.Fatal(err)
-				}
-				rtts = append(rtts, time.Since(t0))
-			}
-			b.StopTimer()
-			wait()
-			slices.Sort(rtts)
-			b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
+			roundTrips(b, m.relay, "pong")
 		})
 	}
+}
+
+// roundTrips times one small request line and its response line per
+// iteration, the host writing and then reading, to the server (behind
+// relay, if set), and reports the median round trip.
+func roundTrips(b *testing.B, relay string, server ...string) {
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	in, out, wait := benchChild(b, relay, server...)
+	r := bufio.NewReaderSize(out, 128<<10)
+	var rtts []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := in.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	b.StopTimer()
+	wait()
+	slices.Sort(rtts)
+	b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
 }
 
 // BenchmarkHugeLine: 1 GiB through a proxy process as one line, beside the
 // same 1 GiB in 1 MiB lines and a single 1 MiB line; the proxy keeps no
 // more of a line than its chunks and copies, and reports its own peak
-// resident memory (Linux VmHWM).
+// resident memory (Linux VmHWM, which counts the pages of the binary it
+// ran, and the most anonymous memory sampled).
 func BenchmarkHugeLine(b *testing.B) {
 	for _, c := range []struct{ size, count int }{{1 << 20, 1}, {1 << 20, 1024}, {1 << 30, 1}} {
 		b.Run(fmt.Sprintf("%dx%dMiB", c.count, c.size>>20), func(b *testing.B) {
 			size := c.size * c.count
 			b.SetBytes(int64(size))
 			buf := make([]byte, 64<<10)
-			var hwm int64
+			var hwm, anon int64
 			for b.Loop() {
 				hwmFile := filepath.Join(b.TempDir(), "hwm")
 				b.Setenv("PROXY_HWM", hwmFile)
@@ -261,12 +271,14 @@ func BenchmarkHugeLine(b *testing.B) {
 					b.Fatalf("read %d bytes, want %d", n, size)
 				}
 				if kb, err := os.ReadFile(hwmFile); err == nil {
-					v, _ := strconv.ParseInt(string(kb), 10, 64)
-					hwm = max(hwm, v<<10)
+					var v, a int64
+					fmt.Sscan(string(kb), &v, &a)
+					hwm, anon = max(hwm, v<<10), max(anon, a<<10)
 				}
 			}
 			if hwm > 0 {
 				b.ReportMetric(float64(hwm)/(1<<20), "proxy-VmHWM-MiB")
+				b.ReportMetric(float64(anon)/(1<<20), "proxy-anon-MiB")
 			}
 		})
 	}
@@ -279,6 +291,7 @@ func BenchmarkHugeLine(b *testing.B) {
 func BenchmarkMCPHost(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
+			b.Setenv("PROXY_FORWARDING", m.forwarding)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			cmd := mustHelper(ctx, "fake")
@@ -298,6 +311,22 @@ func BenchmarkMCPHost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkChunkPaths measures the rule of splice_linux.go: a round trip
+// whose response is one chunk of each size, through a proxy process forced
+// onto each forwarding path, one after the other in the same run; the
+// median round trip is reported.
+func BenchmarkChunkPaths(b *testing.B) {
+	for _, size := range []int{1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10} {
+		for _, path := range []string{"copy", "splice"} {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, path), func(b *testing.B) {
+				b.Setenv("PROXY_FORWARDING", path)
+				b.SetBytes(int64(size))
+				roundTrips(b, "proxy", "sized", fmt.Sprint(size))
+			})
+		}
 	}
 }
 
@@ -322,6 +351,16 @@ func TestBenchHarness(t *testing.T) {
 			}
 			if n, err := io.ReadFull(out, make([]byte, 4*1024)); err != nil {
 				t.Fatalf("flood through %q: %d bytes, %v", m.relay, n, err)
+			}
+			wait()
+			// A response of more than a chunk: through the proxy, a direction
+			// in bulk.
+			in, out, wait = benchChild(t, m.relay, "sized", "100000")
+			if _, err := in.Write([]byte("go\n")); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := bufio.NewReaderSize(out, 128<<10).ReadSlice('\n'); err != nil || len(line) != 100000 {
+				t.Fatalf("sized through %q: %d bytes, %v", m.relay, len(line), err)
 			}
 			wait()
 		})

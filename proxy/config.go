@@ -28,7 +28,8 @@ const (
 type Config struct {
 	// ChunkSize is the most bytes each direction reads at once and holds
 	// while writing them on: the proxy's own buffering per direction
-	// (default DefaultChunkSize).
+	// (default DefaultChunkSize). A chunk spliced from pipe to pipe (Linux)
+	// is at most ChunkSize too, and is not held.
 	ChunkSize int
 	// PipeCapacity, if positive, sets the capacity of the kernel pipes to
 	// the server's stdin, stdout and stderr (Linux F_SETPIPE_SZ; the kernel

@@ -9,7 +9,9 @@
 // Each direction is one goroutine that reads at most Config.ChunkSize
 // bytes and writes them all on before it reads again: nothing is parsed,
 // reordered or dropped on that path (faults aside), and the proxy adds at
-// most one chunk plus one kernel pipe of buffering per direction. One
+// most one chunk plus one kernel pipe of buffering per direction (on
+// Linux, bulk between two pipes goes by splice(2), held by no one: see
+// splice_linux.go). One
 // observer goroutine gets copies without ever making the traffic wait;
 // when it falls behind it loses detail, never bytes, and says so. It keeps
 // the pending requests and finds verdicts (record.Verdict) from what it

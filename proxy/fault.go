@@ -165,24 +165,7 @@ func (df *dirFaults) waitStop() bool {
 // interrupted this direction (the server exited ExitGrace ago), so that a
 // slow pace never keeps the proxy alive past its end.
 func (df *dirFaults) sleep(d time.Duration) bool {
-	select {
-	case <-df.fw.halt:
-		return false
-	default:
-	}
-	if d <= 0 {
-		return df.p.sleep(0)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-df.p.stop:
-		return false
-	case <-df.fw.halt:
-		return false
-	}
+	return sleepUnless(d, df.p.stop, df.fw.halt)
 }
 
 // endPace ends a pacing fault's hold on the direction, unless a stop

@@ -27,7 +27,10 @@ import (
 // one chunk (ChunkSize bytes) held in a write. So a host that stops
 // reading blocks the server once the server has written what the host's
 // pipe holds, plus ChunkSize, plus the server's pipe. With 16 KiB pipes and
-// chunks, that is 48 KiB: the tests check it byte for byte.
+// chunks, that is 48 KiB: the tests check it byte for byte. A chunk that
+// goes by splice (splice_linux.go) is never held by the proxy: there the
+// server blocks after the host's pipe plus its own, 32 KiB in the same
+// test, which runs on both paths.
 //
 
 // errClosed ends a forwarder that the proxy stopped (its reading, or a
@@ -69,6 +72,7 @@ type obsEvent struct {
 	since time.Time // obsWritten: when the write began
 	buf   []byte    // obsRead: a copy of the bytes, from the direction's pool
 	small bool      // buf is a copy of its own (a small read), not from the pool
+	tee   bool      // obsRead: the bytes are in the observer's pipe (the splice path)
 	reads int       // reads merged into this event (a batch), 0 or 1 for one
 }
 
@@ -90,6 +94,7 @@ type forwarder struct {
 
 	interruptible bool     // a blocked read of src can be ended
 	rsrc, rdst    *rawFile // the Unix fast path for src and dst, when they are non-blocking files
+	sp            *splicer // the Linux splice path, when src and dst are pipes (see splice_linux.go)
 
 	halt     chan struct{} // closed when the proxy interrupts this direction: a stop fault ends
 	haltOnce sync.Once
@@ -103,6 +108,7 @@ type forwarder struct {
 	writes     atomic.Int64 // write calls on the destination
 	writeStart atomic.Int64 // when the write in progress began, in ns since the proxy started, plus 1; 0 when none is
 	writeLen   atomic.Int64 // bytes of the write in progress
+	splicing   atomic.Bool  // the write in progress is a splice: the proxy holds none of its bytes
 	lostEvents atomic.Int64 // events the observer's channel had no room for
 	lostBytes  atomic.Int64 // bytes read that the observer got no copy of
 	small      atomic.Int64 // bytes of small copies the observer holds
@@ -137,6 +143,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 	f.f = p.faults.forDir(d, f)
 	f.rsrc, f.rdst = newRawFile(src), newRawFile(dst)
 	f.interruptible = f.rsrc != nil || canInterrupt(src)
+	f.sp = newSplicer(f, p.fwd)
 	return f
 }
 
@@ -145,12 +152,31 @@ func (f *forwarder) run() {
 	defer close(f.obs)
 	defer f.rsrc.release()
 	defer f.rdst.release()
+	defer f.sp.closeWrite()
 	var off int64
 	empty := 0
 	for {
 		if f.f != nil && !f.f.gate() {
 			f.endRead(errClosed)
 			return
+		}
+		if f.sp.wantSplice() {
+			n, err, werr := f.spliceStep(off)
+			off += int64(n)
+			if werr != nil {
+				f.writeFailed(werr)
+				f.endRead(errClosed)
+				return
+			}
+			if err != nil {
+				f.endRead(err)
+				f.sourceEnded(err)
+				return
+			}
+			if n > 0 {
+				empty = 0
+				continue
+			}
 		}
 		// Read into a buffer from the pool when there is one: the observer
 		// then reads the same bytes, never written again until it hands the
@@ -167,6 +193,7 @@ func (f *forwarder) run() {
 		}
 		n, err := f.readSource(buf[:limit])
 		now := time.Now()
+		f.sp.copied(n)
 		if n == 0 && shared {
 			f.free <- buf // there are at most slots buffers, so there is room
 		}

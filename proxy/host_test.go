@@ -74,8 +74,11 @@ func bigCall(n int) map[string]any {
 // TestHostStallBlocksServer: with mcptest as the host stalling its reads
 // at the read(2) level, the real server behind the proxy blocks in its
 // write within the proxy's stated extra buffering (the server's stdout
-// pipe plus one chunk), and the verdict says who is not reading.
-func TestHostStallBlocksServer(t *testing.T) {
+// pipe plus one chunk; on the splice path, the server's pipe alone), and
+// the verdict says who is not reading, on each forwarding path.
+func TestHostStallBlocksServer(t *testing.T) { onEachPath(t, testHostStallBlocksServer) }
+
+func testHostStallBlocksServer(t *testing.T, path string) {
 	const pipeSize, chunk = 16 << 10, 16 << 10
 	report := filepath.Join(t.TempDir(), "report.json")
 	cfg := proxy.Config{PipeCapacity: pipeSize, ChunkSize: chunk, Stuck: 50 * time.Millisecond}
@@ -118,8 +121,12 @@ func TestHostStallBlocksServer(t *testing.T) {
 		}
 		received := s.Stats().StdoutBytes
 		// What the server wrote is what the host received, plus the host's
-		// pipe, the proxy's one chunk and the server's pipe.
+		// pipe, the proxy's one chunk and the server's pipe; splice holds
+		// no chunk.
 		extra := int64(pipeSize + chunk + srv.Capacity())
+		if path == "splice" {
+			extra = int64(pipeSize + srv.Capacity())
+		}
 		if rep.StdoutBytes > received+extra {
 			t.Errorf("the server wrote %d bytes while the host received %d: more than the %d bytes of buffering the proxy states", rep.StdoutBytes, received, extra)
 		}
@@ -138,6 +145,9 @@ func TestHostStallBlocksServer(t *testing.T) {
 		t.Errorf("response of %d bytes, want over 8 MiB", len(resp.Result))
 	}
 	h.rec.wait(t, "unblock of the host's stdout", func(e record.Event) bool { return e.Ev == record.EvUnblock && e.Dir == record.DirOut })
+	if got := p.Spliced(int(proxy.DOut)); path == "splice" && got < 8<<20 || path == "copy" && got != 0 {
+		t.Errorf("forced onto %s, the server's stdout spliced %d bytes", path, got)
+	}
 }
 
 // verdictScenario runs a scenario against a helper behind the proxy, with

@@ -109,8 +109,13 @@ func TestEOFServerClosesStdout(t *testing.T) {
 
 // TestEOFHostStopsReading: a host that closes its end of stdout makes the
 // proxy's write fail; the proxy closes the server's stdout, so the server's
-// next write fails too, as it would have without the proxy.
+// next write fails too, as it would have without the proxy, on each
+// forwarding path.
 func TestEOFHostStopsReading(t *testing.T) {
+	onEachPath(t, func(t *testing.T, path string) { testEOFHostStopsReading(t) })
+}
+
+func testEOFHostStopsReading(t *testing.T) {
 	r := startRig(t, helperCmd(t, "bytes", "1048576", t.TempDir()+"/in"), proxy.Config{})
 	r.stdout.Close()
 	drain(t, r.stderr)

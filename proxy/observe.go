@@ -147,6 +147,19 @@ func (o *observer) emit(t time.Time, e record.Event) {
 	o.p.rec.emit(t, e)
 }
 
+// emitChunk emits chunk event e, by recorder.emitChunk when it has no
+// bodies.
+func (o *observer) emitChunk(t time.Time, e record.Event) {
+	if e.Data != "" || e.B64 != nil {
+		o.emit(t, e)
+		return
+	}
+	if e.T == 0 {
+		e.T = o.since(t)
+	}
+	o.p.rec.emitChunk(t, e)
+}
+
 // batchEvery is how long the observer lets events gather while traffic
 // flows before it takes them all: it then wakes once per batch rather than
 // once per chunk, and keeps off the CPU that the forwarders and the two
@@ -333,8 +346,15 @@ func (o *observer) handle(d *dirObs, ev obsEvent) {
 		d.lastByte = ev.t
 		d.chunk, d.hasChunk = ev, true
 		d.fa.startChunk()
+		if ev.tee {
+			if ev.buf = d.fw.sp.take(ev.n); ev.buf == nil {
+				d.fw.lostBytes.Add(int64(ev.n))
+			}
+		}
 		if ev.buf == nil {
 			d.fa.lost(int64(ev.n))
+		} else if ev.tee {
+			d.fa.feed(ev.buf, ev.t, func(a *frameAsm, t time.Time) { o.frameDone(d, a, t, false) })
 		} else {
 			d.fa.feed(ev.buf, ev.t, func(a *frameAsm, t time.Time) { o.frameDone(d, a, t, false) })
 			d.fw.release(ev)
@@ -375,7 +395,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 		}
 	}
 	d.hasChunk = false
-	o.emit(ev.t, ce)
+	o.emitChunk(ev.t, ce)
 	if dur := ev.t.Sub(ev.since); dur >= o.cfg.BlockEvent && ev.reads <= 1 { // a batch spans many writes
 		d.blocked += dur
 		addBlocked(&o.m, d.d, dur)
@@ -405,7 +425,7 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 // own chunk events were lost, so that chunk events cover every byte.
 func (o *observer) chunkGap(d *dirObs, upto int64, t time.Time) {
 	if upto > d.wend {
-		o.emit(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
+		o.emitChunk(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
 		d.wend = upto
 	}
 }

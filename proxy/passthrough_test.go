@@ -13,8 +13,11 @@ import (
 // TestBytesPassExactly sends junk, CRLF, NUL, invalid UTF-8, empty lines,
 // a line without a final newline and a 64 MiB line (16 MiB under the race
 // detector, 4 MiB with -short) through the proxy in all three directions
-// at once, and compares the hashes of what arrived with what was sent.
-func TestBytesPassExactly(t *testing.T) {
+// at once, and compares the hashes of what arrived with what was sent, on
+// each forwarding path.
+func TestBytesPassExactly(t *testing.T) { onEachPath(t, testBytesPassExactly) }
+
+func testBytesPassExactly(t *testing.T, path string) {
 	long := 64 << 20
 	switch {
 	case testing.Short():
@@ -53,6 +56,9 @@ func TestBytesPassExactly(t *testing.T) {
 	if m.StdinBytes != int64(len(in)) || m.StdoutBytes != int64(len(wantOut)) || m.StderrBytes != int64(len(wantErr)) {
 		t.Errorf("metrics count %d/%d/%d bytes in/out/err, want %d/%d/%d", m.StdinBytes, m.StdoutBytes, m.StderrBytes, len(in), len(wantOut), len(wantErr))
 	}
+	wantPath(t, r.p, path, int(proxy.DIn), int64(len(in)))
+	wantPath(t, r.p, path, int(proxy.DOut), int64(len(wantOut)))
+	wantPath(t, r.p, path, int(proxy.DErr), int64(len(wantErr)))
 	// Every byte is in exactly one chunk event of its direction, in order;
 	// chunks the observer missed are marked as a gap, and a drop event
 	// says so.

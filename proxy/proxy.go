@@ -28,6 +28,7 @@ type Proxy struct {
 	obs   *observer
 
 	faults *faultSet
+	fwd    int32 // forwarding, when the proxy started
 
 	stop     chan struct{} // closed when the proxy must end now
 	stopOnce sync.Once
@@ -86,7 +87,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		return nil, err
 	}
 	p := &Proxy{
-		cfg: cfg, cmd: cmd, host: host, start: time.Now(), faults: fs,
+		cfg: cfg, cmd: cmd, host: host, start: time.Now(), faults: fs, fwd: forwarding.Load(),
 		stop: make(chan struct{}), exited: make(chan struct{}), released: make(chan struct{}),
 	}
 	p.rec = &recorder{w: cfg.Record, start: p.start}
@@ -229,6 +230,9 @@ func (p *Proxy) wait() {
 	_ = closeStream(p.host.Stdin)
 	res := p.obs.finish()
 	p.wg.Wait()
+	for _, f := range p.fw {
+		f.sp.closeRead() // the observer is done with it
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	res.Exit = p.exitInfo

@@ -29,6 +29,7 @@ type rawFile struct {
 	stopped atomic.Bool
 	mu      sync.Mutex // guards wake against stop after close
 	closed  bool
+	drained bool // the last read was short: the file is likely empty
 }
 
 // newRawFile returns a rawFile for stream s, or nil if s is not a file in
@@ -64,15 +65,24 @@ func newRawFile(s any) *rawFile {
 
 var errInterrupted = errors.New("interrupted by the proxy")
 
-// Read reads once, waiting in poll(2) while the file has nothing.
+// Read reads once, waiting in poll(2) while the file has nothing. After a
+// short read it waits first: the read would most likely find nothing, and
+// a system call per message is what a small round trip costs.
 func (r *rawFile) Read(p []byte) (int, error) {
 	defer runtime.KeepAlive(r.f)
+	if r.drained {
+		r.drained = false
+		if err := r.wait(unix.POLLIN); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		n, err := unix.Read(r.fd, p)
 		switch {
 		case err == nil && n == 0 && len(p) > 0:
 			return 0, io.EOF
 		case err == nil:
+			r.drained = n < len(p)
 			return n, nil
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:

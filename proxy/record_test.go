@@ -136,8 +136,14 @@ func TestStatusHookError(t *testing.T) {
 }
 
 // TestObserverDropsDetailNotTraffic: an observer stuck on a slow record
-// loses detail, says so, and every byte is still forwarded at once.
+// loses detail, says so, and every byte is still forwarded at once, on
+// each forwarding path, and by the rule (which, with the observer's pipe
+// full, copies while the pool of copies lasts).
 func TestObserverDropsDetailNotTraffic(t *testing.T) {
+	onPaths(t, []string{"copy", "splice", "auto"}, testObserverDropsDetailNotTraffic)
+}
+
+func testObserverDropsDetailNotTraffic(t *testing.T, path string) {
 	const n = 4 << 20
 	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(n), filepath.Join(t.TempDir(), "in")), proxy.Config{ObserverBuffer: 64 << 10})
 	r.rec.block()
@@ -161,6 +167,7 @@ func TestObserverDropsDetailNotTraffic(t *testing.T) {
 	if m := res.Status.Metrics; m.DroppedBytes == 0 || m.StdoutBytes != int64(len(streamBytes("out", n))) {
 		t.Errorf("metrics %+v: want dropped detail counted and every byte counted", m)
 	}
+	wantPath(t, r.p, path, int(proxy.DOut), int64(len(streamBytes("out", n))))
 	r.rec.wait(t, "drop", isEv(record.EvDrop))
 	r.rec.wait(t, "observer-dropped verdict", verdictOf(record.VerdictDropped))
 	// The summary says it first: the other verdicts stand on what the

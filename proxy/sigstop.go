@@ -32,21 +32,29 @@ func (s *faultSet) arm(p *Proxy) {
 }
 
 // sleep waits d or until the proxy stops; it reports whether d passed.
-func (p *Proxy) sleep(d time.Duration) bool {
+func (p *Proxy) sleep(d time.Duration) bool { return sleepUnless(d, p.stop, nil) }
+
+// sleepUnless waits d unless a or b is closed first (a nil one never is);
+// it reports whether d passed. With d <= 0 it only looks.
+func sleepUnless(d time.Duration, a, b <-chan struct{}) bool {
+	select {
+	case <-a:
+		return false
+	case <-b:
+		return false
+	default:
+	}
 	if d <= 0 {
-		select {
-		case <-p.stop:
-			return false
-		default:
-			return true
-		}
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-p.stop:
+	case <-a:
+		return false
+	case <-b:
 		return false
 	}
 }
@@ -64,13 +72,7 @@ func (p *Proxy) sigstop(f *faultState) {
 		return
 	}
 	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
-	t := time.NewTimer(time.Duration(f.For))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-p.stop:
-	case <-p.exited:
-	}
+	sleepUnless(time.Duration(f.For), p.stop, p.exited)
 	now = time.Now() // before the signal: the server may answer at once
 	err := pauseServer(p.cmd.Process, false)
 	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}

@@ -39,6 +39,9 @@ type StreamStatus struct {
 	// BlockedBytes its size; 0 when no write is in progress.
 	BlockedUS    int64 `json:"blocked_us,omitempty"`
 	BlockedBytes int64 `json:"blocked_bytes,omitempty"`
+	// Spliced: the write in progress is a splice (Linux, pipe to pipe):
+	// its bytes are still in the source's pipe, the proxy holds none.
+	Spliced bool `json:"spliced,omitempty"`
 	// SourcePipe and DestPipe are the bytes waiting in the kernel pipes on
 	// either side (Linux), nil where unknown.
 	SourcePipe *int  `json:"source_pipe,omitempty"`
@@ -86,7 +89,7 @@ func (o *observer) status(now time.Time) Status {
 	for _, d := range o.dirs {
 		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Delivered: d.fw.delivered.Load(), Ended: !d.eof.IsZero()}
 		if b, n := o.blockedWrite(d.d, now); b > 0 {
-			s.BlockedUS, s.BlockedBytes = b.Microseconds(), n
+			s.BlockedUS, s.BlockedBytes, s.Spliced = b.Microseconds(), n, d.fw.splicing.Load()
 		}
 		if n, ok := pipeBuffered(d.fw.src); ok && !s.Ended {
 			s.SourcePipe = &n

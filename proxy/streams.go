@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
@@ -18,6 +19,19 @@ import (
 // 128+n. On Windows there is no SIGTERM: Proxy.Signal can only kill
 // (os.Kill), a console's Ctrl-C reaches the server directly, and the exit
 // status is the server's exit code. This package is tested on Linux only.
+
+// How the forwarders move bytes: by the rule of splice_linux.go (auto), or,
+// for the tests that check both paths, always by copying or by splice
+// wherever the streams allow it.
+const (
+	fwdAuto int32 = iota
+	fwdCopy
+	fwdSplice
+)
+
+// forwarding is the mode proxies started from now on use; only tests
+// change it (export_test.go).
+var forwarding atomic.Int32
 
 // envNames returns the names of the variables in env (os.Environ() if env
 // is nil), sorted: never their values.

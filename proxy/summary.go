@@ -110,7 +110,7 @@ func (o *observer) skip(d *dirObs, ev obsEvent) {
 	o.m.DroppedEvents++
 	if ev.kind == obsRead {
 		o.m.DroppedBytes += int64(ev.n)
-		if ev.buf != nil {
+		if ev.buf != nil && !ev.tee {
 			d.fw.release(ev)
 		}
 	}

@@ -108,8 +108,12 @@ func (o *observer) hostNotReading(now time.Time, b time.Duration, n int64) recor
 		v.ID = r.id
 		what = fmt.Sprintf("the response to %s (%s, read whole from the server)", r.name(), size(r.respSize))
 	}
-	v.Text = fmt.Sprintf("host is not reading the server's output: %s is waiting for %s; the proxy holds %s of it in a blocked write%s",
-		what, dur(b), size(n), o.pipeNote(dOut))
+	held := fmt.Sprintf("the proxy holds %s of it in a blocked write", size(n))
+	if o.dirs[dOut].fw.splicing.Load() {
+		held = fmt.Sprintf("a splice of %s of it from the server's pipe is blocked (the proxy holds none)", size(n))
+	}
+	v.Text = fmt.Sprintf("host is not reading the server's output: %s is waiting for %s; %s%s",
+		what, dur(b), held, o.pipeNote(dOut))
 	return v
 }
 

@@ -13,6 +13,8 @@
 // highest round), with the machine it ran on: CPU model, cores, load
 // average before and after. Absolute figures move with the machine and its
 // load; a ratio of two things measured in the same round moves much less.
+// One row is a figure of its own, with no anchor: the proxy's peak resident
+// memory while one 1 GiB line passes (the proxy process's VmHWM).
 package main
 
 import (
@@ -43,7 +45,8 @@ var binaries = []*binary{
 	{name: "framer", module: ".", pkg: "./pipes", bench: "^BenchmarkFramerRatios$/^pipe$", benchtime: "5x"},
 	{name: "host", module: ".", pkg: "./mcptest", bench: "^Benchmark(RoundTrip|Ingest)$", benchtime: "0.5s"},
 	{name: "inflight", module: "integration", pkg: ".", bench: "^BenchmarkCallsInFlight$", benchtime: "20x"},
-	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost)$", benchtime: "0.5s"},
+	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
+	{name: "proxy-client", module: "integration", pkg: ".", bench: "^BenchmarkProxyToolsCall$", benchtime: "1s"},
 	{name: "relay", module: ".", pkg: "./internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
 }
 
@@ -56,7 +59,7 @@ type ratio struct {
 	bin            string // the binary whose round it is computed from
 	figure, anchor string
 	target         string
-	unit           string // "×" for a ratio, "µs" for a difference
+	unit           string // "×" for a ratio, "µs" for a difference, "MiB" for a figure of its own
 	value          func(r results) (float64, bool)
 }
 
@@ -130,6 +133,20 @@ var ratios = func() []ratio {
 			added("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/direct", "median-µs")},
 		ratio{"proxy", "proxy's added round trip", "io.Copy relay's added round trip", "", "×",
 			per("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/iocopy-relay", "BenchmarkRoundTrip/direct", "median-µs")},
+		ratio{"proxy", "proxy's peak resident memory, one 1 GiB line (VmHWM, MiB)", "none (the proxy process's own)", "≤ 8 MiB", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
+		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
+		ratio{"proxy-client", "proxy, 1 MiB tools/call to a real client, the official Go SDK's (MB/s)", "direct", "≥ 0.9×", "×",
+			over("BenchmarkProxyToolsCall/proxy", "BenchmarkProxyToolsCall/direct", "MB/s")},
+		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "splice relay", "≥ 0.9×", "×",
+			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/splice", "MB/s")},
+		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "direct", "≥ 0.6× (2 cores)", "×",
+			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "proxy's added round trip (median)", "read/write relay's added round trip", "≤ 1.2×", "×",
+			per("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/readwrite", "BenchmarkRelayRoundTrip/direct", "median-µs")},
+		ratio{"relay", "proxy, small round trip, added (median µs)", "direct", "", "µs",
+			added("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/direct", "median-µs")},
 		ratio{"relay", "read/write relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
 			over("BenchmarkRelayThroughput/readwrite", "BenchmarkRelayThroughput/direct", "MB/s")},
 		ratio{"relay", "splice relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
@@ -145,7 +162,7 @@ var ratios = func() []ratio {
 
 func main() {
 	rounds := flag.Int("rounds", 5, "rounds of every benchmark")
-	only := flag.String("only", "", "run only the binaries whose name matches this regexp (framer, host, inflight, proxy, relay)")
+	only := flag.String("only", "", "run only the binaries whose name matches this regexp (framer, host, inflight, proxy, proxy-client, relay)")
 	flag.Parse()
 	root, err := moduleRoot()
 	if err != nil {
@@ -206,8 +223,11 @@ func main() {
 }
 
 func format(v float64, unit string) string {
-	if unit == "µs" {
+	switch unit {
+	case "µs":
 		return fmt.Sprintf("%+.1f µs", v)
+	case "MiB":
+		return fmt.Sprintf("%.1f MiB", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
 }

@@ -16,14 +16,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
 // The relay anchors the README's proxy figures are read against, which
 // proxy/bench_test.go does not have (it has direct and an io.Copy relay):
 // a blocking read(2)/write(2) relay and a splice(2) relay, each a process
-// between the host and a server, beside direct and an io.Copy relay in the
-// same run. Linux only: splice is.
+// between the host and a server, beside direct, an io.Copy relay and the
+// proxy itself (recording to a file, as `mcpstdio proxy` does) in the same
+// run, one after the other. Linux only: splice is.
 
 func init() {
 	mcptest.RegisterHelper("flood", flood)
@@ -31,22 +34,24 @@ func init() {
 	mcptest.RegisterHelper("iocopy", relay(copyIO, false))
 	mcptest.RegisterHelper("readwrite", relay(copyReadWrite, true))
 	mcptest.RegisterHelper("splice", relay(copySplice, true))
+	mcptest.RegisterHelper("proxy", proxyRelay)
 }
 
 // TestMain serves the relay helpers; mcptest.Main runs goleak.VerifyTestMain.
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // relays are the ways between host and server; "" is direct.
-var relays = []string{"direct", "iocopy", "readwrite", "splice"}
+var relays = []string{"direct", "iocopy", "readwrite", "splice", "proxy"}
 
 // flood answers every line on stdin with COUNT lines of SIZE bytes,
-// newlines included, in writes of at most 1 MiB. Args: SIZE COUNT.
+// newlines included, in writes of at most 1 MiB: JSON-RPC responses with
+// one text block, as proxy's BenchmarkThroughput floods (relays do not
+// look; the proxy's observer does). Args: SIZE COUNT.
 func flood(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
 	args := mcptest.HelperArgs()
 	size, _ := strconv.Atoi(args[0])
 	count, _ := strconv.Atoi(args[1])
-	line := bytes.Repeat([]byte("x"), size)
-	line[size-1] = '\n'
+	line := floodLine(size)
 	r := bufio.NewReader(stdin)
 	for {
 		if _, err := r.ReadSlice('\n'); err != nil {
@@ -60,6 +65,16 @@ func flood(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io
 			}
 		}
 	}
+}
+
+// floodLine is one response line of size bytes, its newline included.
+func floodLine(size int) []byte {
+	head := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`
+	tail := `"}]}}` + "\n"
+	line := bytes.Repeat([]byte("x"), size)
+	copy(line, head)
+	copy(line[size-len(tail):], tail)
+	return line
 }
 
 // pong answers every line with one small response line.
@@ -126,6 +141,24 @@ func relay(copy func(dst, src *os.File) error, blocking bool) mcptest.ServeFunc 
 		outR.Close()
 		return errors.Join(err, cmd.Wait())
 	}
+}
+
+// proxyRelay is the proxy between its own stdio (non-blocking, as
+// `mcpstdio proxy` makes it) and the server its args name, recording to a
+// file and rewriting a status file, as the command does.
+func proxyRelay(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+	args := mcptest.HelperArgs()
+	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
+	if err != nil {
+		return err
+	}
+	for fd := range 3 {
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			return err
+		}
+	}
+	host := proxy.Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
+	return benchproxy.Run(ctx, cmd, host, "")
 }
 
 func copyIO(dst, src *os.File) error {
@@ -287,9 +320,7 @@ func TestRelays(t *testing.T) {
 			if _, err := io.ReadFull(out, got); err != nil {
 				t.Fatal(err)
 			}
-			line := bytes.Repeat([]byte("x"), 1000)
-			line[999] = '\n'
-			if !bytes.Equal(got, bytes.Repeat(line, 70)) {
+			if !bytes.Equal(got, bytes.Repeat(floodLine(1000), 70)) {
 				t.Errorf("%s relay: the flood arrived changed", r)
 			}
 			end()

@@ -33,7 +33,9 @@
     var out = [], st = p.status || {};
     (st.streams || []).forEach(function (s) {
       if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
-      var t = readers[s.dir] + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
+      var t = s.spliced ?
+        readers[s.dir] + ": a splice of " + size(s.blocked_bytes) + " (still in " + pipes[s.dir][0] + ", the proxy holds none) blocked for " + dur(s.blocked_us + updatedAgoUS) :
+        readers[s.dir] + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
       if (s.source_pipe) t += "; " + size(s.source_pipe) + " more waiting in " + pipes[s.dir][0];
       if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipes[s.dir][1];
       out.push(t);

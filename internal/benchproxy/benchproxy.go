@@ -1,0 +1,102 @@
+// Package benchproxy runs the proxy the way the benchmarks' proxy
+// processes do, as `mcpstdio proxy` runs it: recording to a file and
+// rewriting a status file beside it. Environment variables a benchmark
+// sets for the process add measurements: PROXY_CPUPROFILE (a file for the
+// proxy's own CPU profile; a benchmark's -cpuprofile is the host's) and
+// PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon"
+// in kB, the most anonymous memory sampled every 10ms, as VmHWM counts
+// the pages of the binary too). It is shared by proxy/bench_test.go,
+// internal/benchratios and the integration module's benchmarks.
+package benchproxy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/proxy"
+)
+
+// Run proxies cmd to host until the server ends, recording to log (a
+// file in a temporary directory, removed at the end, if log is ""), and
+// returns what Proxy.Wait returns.
+func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) error {
+	if log == "" {
+		dir, err := os.MkdirTemp("", "benchproxy")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		log = filepath.Join(dir, "rec.ndjson")
+	}
+	l, err := state.CreateLog(log, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
+		return state.WriteStatus(log+state.StatusSuffix, state.Status{Status: st, Log: log})
+	}}
+	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	p, err := proxy.Start(ctx, cmd, host, cfg)
+	if err != nil {
+		return err
+	}
+	hwm := os.Getenv("PROXY_HWM")
+	if hwm == "" {
+		_, err = p.Wait()
+		return err
+	}
+	sampled := make(chan int64, 1)
+	stop := make(chan struct{})
+	go func() {
+		var most int64
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			most = max(most, statusKB("RssAnon"))
+			select {
+			case <-stop:
+				sampled <- most
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	_, err = p.Wait()
+	close(stop)
+	anon := <-sampled
+	if werr := os.WriteFile(hwm, fmt.Appendf(nil, "%d %d", statusKB("VmHWM"), anon), 0o600); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// statusKB is a field of /proc/self/status in kB; 0 where there is none.
+func statusKB(field string) int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
