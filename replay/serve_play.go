@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -19,15 +20,25 @@ func (s *server) play(ctx context.Context) error {
 	}
 	c := clock{pace: s.pace}
 	closed := false
-	for _, a := range schedule(s.rec, []string{record.DirOut, record.DirErr}, s.rec.Server, nil, closeAt) {
+	for _, a := range schedule(s.rec, []string{record.DirOut, record.DirErr}, s.rec.Server, s.stalls, closeAt) {
 		// What the recorded server had received before this, and the
 		// request of each response in it (whatever the record's clocks
 		// say, a response comes after its request).
 		err := c.next(ctx, a.t, func(gap time.Duration) error {
-			return s.waitHost(ctx, a.t, s.requestsOf(a), s.pace.bound(gap))
+			if err := s.waitHost(ctx, a.t, s.requestsOf(a), s.pace.bound(gap)); err != nil {
+				return err
+			}
+			return s.serveStall(ctx, a.t, a.resume >= 0)
 		})
 		if err != nil {
 			return err
+		}
+		if a.stall >= 0 {
+			continue // the gate stopped stdin at its point (serveArm)
+		}
+		if a.resume >= 0 {
+			s.serveResume(a.resume)
+			continue
 		}
 		closed = closed || a.close
 		if err := s.do(a); err != nil {
@@ -43,6 +54,11 @@ func (s *server) play(ctx context.Context) error {
 		s.report.Played++
 		s.mu.Unlock()
 	}
+	var end time.Duration
+	for _, e := range s.rec.Events {
+		end = max(end, us(e.T))
+	}
+	s.endStalls(ctx, true, end)
 	if closed {
 		return nil
 	}
@@ -96,15 +112,13 @@ func (s *server) requestsOf(a action) []int {
 func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, bound time.Duration) error {
 	// What the proxy had read whole of the host's by t (its read stamp
 	// comes before it writes the bytes on, so before the server could act
-	// on them), and, while the recorded server was not reading its stdin,
-	// only up to where it stopped.
-	limit := int64(-1)
-	for _, st := range s.rec.Stalls {
-		if st.Dir == record.DirIn && st.Since <= t && (!st.Ended || t <= st.Since+st.Dur) {
-			limit = st.At
-		}
-	}
+	// on them), and, until the recorded server read its stdin again after
+	// it stopped, only up to where it stopped.
 	need := func() []int {
+		limit := int64(-1)
+		if s.armed {
+			limit = s.stalls[s.stall].At
+		}
 		var out []int
 		for i, f := range s.rec.Host {
 			if !s.got[i] && f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) {
@@ -119,7 +133,17 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 		return out
 	}
 	hostEOF := s.rec.HostEOF >= 0 && s.rec.HostEOF <= t
-	err := s.waitFor(ctx, func() bool { return len(need()) == 0 && (!hostEOF || s.eof) }, bound)
+	err := s.waitFor(ctx, func() bool {
+		if len(need()) > 0 {
+			// The gate may have stopped inside a message the recorded
+			// server had, or before the request of a response it sends.
+			if s.framer.Stats().Pending > 0 || slices.ContainsFunc(also, func(i int) bool { return !s.got[i] }) {
+				s.letThrough()
+			}
+			return false
+		}
+		return !hostEOF || s.eof
+	}, bound)
 	if err != errGaveUp {
 		return err
 	}
@@ -294,6 +318,7 @@ func (s *server) finish() {
 	if s.rec.Cut != "" {
 		s.report.Notes = append(s.report.Notes, s.rec.Cut+": played up to it")
 	}
+	s.report.Stalls = s.checks
 	s.report.strict, s.report.headsOnly = s.o.strict, !s.rec.Header.Bodies
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))
