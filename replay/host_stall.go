@@ -35,13 +35,13 @@ func (p *hostPlayer) shiftAt(at int64) int64 {
 	var shift, best int64 = 0, -1
 	for i, resp := range p.resps {
 		j := p.respFor[i]
-		if j < 0 || resp.Size == 0 || resp.Offset < 0 {
+		if j < 0 || resp.size == 0 || resp.off < 0 {
 			continue
 		}
 		f := &p.rec.Server[j]
 		if end := frameEnd(f); end <= at && end > best {
 			best = end
-			shift = resp.Offset + resp.Size + 1 - end
+			shift = resp.off + resp.size + 1 - end
 		}
 	}
 	return shift
@@ -285,7 +285,7 @@ func (p *hostPlayer) written() int64 {
 // the replay (the record has only its head).
 func (p *hostPlayer) leftOutBefore(t time.Duration) bool {
 	for _, f := range p.rec.Host {
-		if f.T0 <= t && f.Body == nil && f.Kind != record.KindResponse && f.Kind != record.KindError {
+		if f.T0 <= t && !f.Whole() && f.Kind != record.KindResponse && f.Kind != record.KindError {
 			return true
 		}
 	}

@@ -19,16 +19,16 @@ import (
 // their times. Times are durations since the session started (the header's
 // Start).
 //
-// After Load or Read, a Record holds only redacted content (see Redact).
-// Its fields may be read freely; a Record is not safe for concurrent
-// changes.
+// After Load or Read, a Record holds only redacted content (see Redact),
+// and its bytes on disk, in a temporary file, but for its events and
+// short frames. Its fields may be read freely; a Record is not safe for
+// concurrent changes.
 type Record struct {
 	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
-	// left out. A chunk event whose bytes are in Chunks (its Parts) has
-	// no Data of its own, so that the record is held once; Write and
-	// ChunkBytes put them back.
+	// left out. Chunk events have no Data: ChunkBytes and Write put the
+	// bytes back.
 	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order
@@ -58,6 +58,8 @@ type Record struct {
 	Cut string
 
 	rules []wire.Rule // Redact's, applied at load and save
+	store *store      // the chunks' bytes and the long bodies
+	last  lastLine    // the long line ChunkBytes read last
 }
 
 // Frame is one line of a stream, as a frame event of the record describes
@@ -75,10 +77,10 @@ type Frame struct {
 	Method, Tool     string
 	Token            json.RawMessage // a request's progress token, or a progress notification's
 	Code             int64           // an error response's code
-	// Body is the whole line without its terminator, after redaction, or
-	// nil when the record kept only its head: the record was made
-	// without -log-bodies and the frame was longer than its head, or the
-	// proxy's observer lost part of it.
+	// Body is the whole line without its terminator, after redaction, if
+	// it is at most 64 KiB; a longer one stays on disk, read when needed
+	// (Line, Whole). Nil too when the record kept only the head: it was
+	// made without -log-bodies, or the proxy's observer lost part of it.
 	Body []byte
 	Head []byte // its first bytes, after redaction
 	Hash string // the proxy's checksum of the frame after redaction ("crc32c:<hex>"), when known
@@ -93,15 +95,31 @@ type Frame struct {
 	// expects nothing in particular there, and does not call what comes
 	// in their place extra.
 	Gap bool
+
+	stored ref // the body, when it is longer than Body keeps
 }
 
-// Line returns the frame's line as the stream had it: Body and its
+// Whole reports whether the record has the frame's body.
+func (f *Frame) Whole() bool { return f.Body != nil || f.stored.s != nil }
+
+// body returns Body, or reads it from the record's store.
+func (f *Frame) body() []byte {
+	if f.Body != nil || f.stored.s == nil {
+		return f.Body
+	}
+	return f.stored.bytes()
+}
+
+// Line returns the frame's line as the stream had it: its body and its
 // terminator; nil if the record has not the body.
 func (f *Frame) Line() []byte {
-	if f.Body == nil {
+	b := f.body()
+	if b == nil {
 		return nil
 	}
-	b := append([]byte(nil), f.Body...)
+	if f.Body != nil {
+		b = append([]byte(nil), b...)
+	}
 	switch {
 	case f.Unterminated:
 	case f.CRLF:
@@ -133,6 +151,9 @@ type Chunk struct {
 	// bodies: pieces of the lines of the direction's frames. Nil when the
 	// record has not the chunk's bytes.
 	Parts []Part
+
+	data ref  // its bytes as the record has them, if it has them
+	gap  bool // the proxy's observer lost part of them
 }
 
 // Part is a piece of one line in a chunk: bytes [From, To) of the line of
@@ -221,8 +242,9 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
+	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, store: newStore()}
 	headers := 0
+	data := map[int]ref{} // an event (its index) → its chunk's bytes
 	for k, r := range rs {
 		feed := &lineFeed{br: bufio.NewReaderSize(r, 64<<10)}
 		err := record.Read(feed, func(e record.Event) error {
@@ -237,6 +259,12 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 			}
 			if err := check(&e); err != nil {
 				return fmt.Errorf("replay: line %d: event %d (%s): %v", feed.lines, e.Seq, e.Ev, err)
+			}
+			if b := e.ChunkBytes(); e.Ev == record.EvChunk && b != nil {
+				// On disk, not in memory: the frames' bodies are read
+				// from there.
+				data[len(rec.Events)] = rec.store.put(b)
+				e.Data, e.B64 = "", nil
 			}
 			rec.Events = append(rec.Events, e)
 			return nil
@@ -257,7 +285,7 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if headers == 0 {
 		return nil, errors.New("replay: no record header: not a record of mcpstdio proxy")
 	}
-	rec.build()
+	rec.build(data)
 	rec.redactAll()
 	return rec, nil
 }

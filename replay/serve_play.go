@@ -223,9 +223,17 @@ func (s *server) writeOut(b []byte) error {
 // only the head of.
 func (s *server) chunkBytes(c *Chunk) []byte {
 	b, _ := s.rec.ChunkBytes(c, func(i int, _ *Frame) []byte { return s.frameLine(i, false) })
+	// A line played to its end is not kept.
+	s.mu.Lock()
+	for _, p := range c.Parts {
+		if f := &s.rec.Server[max(p.Frame, 0)]; p.Frame >= 0 && f.Whole() && int64(p.To) >= f.Size+1 {
+			delete(s.lines, p.Frame)
+		}
+	}
+	s.mu.Unlock()
 	// A frame without its body ends in this chunk: answer in its place.
 	for k, p := range c.Parts {
-		if p.Frame < 0 || s.rec.Server[p.Frame].Body != nil {
+		if p.Frame < 0 || s.rec.Server[p.Frame].Whole() {
 			continue
 		}
 		if k+1 < len(c.Parts) && c.Parts[k+1].Frame == p.Frame {
@@ -268,7 +276,7 @@ func (s *server) frameLine(i int, whole bool) []byte {
 	f := &s.rec.Server[i]
 	var l []byte
 	switch {
-	case f.Body == nil:
+	case !f.Whole():
 		if !whole {
 			return nil
 		}

@@ -1,0 +1,83 @@
+package replay_test
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+// bigCalls is a host that calls big n times, size bytes each.
+func bigCalls(n, size int) func(t *testing.T, s *mcptest.Session, _ *sink) {
+	return func(t *testing.T, s *mcptest.Session, _ *sink) {
+		for range n {
+			if _, err := s.CallTool(ctxFor(t), fakeserver.ToolBig, fakeserver.BigArgs{Bytes: size}.Map()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestLoadKeepsBodiesOnDisk: a loaded record keeps its long bodies on
+// disk, not in memory — what stays on the heap is a small part of the
+// bodies' bytes — and reads them back whole (their checksums are the
+// recorded ones); saved again, it is the same record.
+func TestLoadKeepsBodiesOnDisk(t *testing.T) {
+	b := recordSession(t, recordConfig(), nil, bigCalls(4, 4<<20))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec, err := replay.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	var bodies int64
+	for _, f := range rec.Server {
+		if f.Size > 64<<10 {
+			bodies += f.Size
+			if !f.Whole() || f.Body != nil {
+				t.Errorf("frame seq %d (%d bytes): Whole %v, %d bytes in Body; want it whole, on disk", f.Seq, f.Size, f.Whole(), len(f.Body))
+			}
+			l := f.Line()
+			if got := fmt.Sprintf("crc32c:%08x", crc32.Checksum(l[:len(l)-1], crc32.MakeTable(crc32.Castagnoli))); got != f.Hash {
+				t.Errorf("frame seq %d read back with checksum %s, recorded %s", f.Seq, got, f.Hash)
+			}
+		}
+	}
+	live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if bodies < 16<<20 || live > bodies/4 {
+		t.Errorf("the loaded record holds %d bytes on the heap for %d bytes of long bodies; want under a quarter", live, bodies)
+	}
+	var out bytes.Buffer
+	if err := rec.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), b) {
+		t.Errorf("the record saved again differs from the one read (%d bytes, read %d)", out.Len(), len(b))
+	}
+	runtime.KeepAlive(rec)
+}
+
+// TestMakeBigRecord writes, when REPLAY_BIG_RECORD names a file, a record
+// of about 500 MB (120 calls of big, 4 MiB each, through the proxy with
+// bodies kept), to measure a replay's peak memory by hand:
+//
+//	REPLAY_BIG_RECORD=/tmp/big.ndjson go test -run TestMakeBigRecord ./replay
+//	/usr/bin/time -v mcpstdio replay -record /tmp/big.ndjson -- mcpstdio fake
+func TestMakeBigRecord(t *testing.T) {
+	out := os.Getenv("REPLAY_BIG_RECORD")
+	if out == "" {
+		t.Skip("set REPLAY_BIG_RECORD=FILE to write a 500 MB record there")
+	}
+	if err := os.WriteFile(out, recordSession(t, recordConfig(), nil, bigCalls(120, 4<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
