@@ -98,7 +98,7 @@ type hostPlayer struct {
 	pend      map[int]*mcptest.Pending // host request frame → its Pending, until its response is taken
 	sentIDs   map[int]int64            // host request frame → the id it was sent with
 	resps     map[int]respAt           // host request frame → where its response was, once taken
-	checked   map[int]bool              // host request frames whose response was taken
+	checked   map[int]bool             // host request frames whose response was taken
 	usedIDs   map[int64]bool
 	nextID    int64
 	respFor   map[int]int // host request frame → the recorded response (server frame), -1 none

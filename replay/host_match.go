@@ -25,7 +25,7 @@ func (p *hostPlayer) poll() {
 			continue
 		}
 		p.checked[i] = true
-		delete(p.pend, i) // its response is not kept
+		delete(p.pend, i)                          // its response is not kept
 		resp, err := pd.Wait(context.Background()) // done: returns at once
 		p.response(i, resp, err)
 	}
