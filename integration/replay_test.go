@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstdio/mcpstdio/integration"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
@@ -180,6 +182,61 @@ func TestReplayStallCycle(t *testing.T) {
 		}
 		if rep.Count(replay.StallNotBlocking) != 1 || stall < 0 || answer >= 0 && answer < stall || rep.Err() == nil {
 			t.Errorf("want one stall-not-blocking, found before the cancel: %s", rep)
+		}
+	})
+	// Other servers with the same tools: the replay runs to the end and
+	// names where they depart (their handshake answers differ at least),
+	// never "as recorded".
+	for _, other := range []struct {
+		name   string
+		target mcptest.Target
+		ts     bool
+	}{
+		{"other server mcp-go", mcptest.Helper("mcp-go"), false},
+		{"other server TypeScript SDK", integration.TSSDKServer(tsDir), true},
+	} {
+		t.Run(other.name, func(t *testing.T) {
+			if other.ts {
+				needTS(t)
+			}
+			rec, err := replay.Load(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := replay.Host(ctx, other.target, rec)
+			t.Logf("%s", rep)
+			if err != nil || rep.Stopped != nil {
+				t.Fatalf("the replay did not run to the end: %v", err)
+			}
+			named := 0
+			for _, d := range rep.Departures {
+				if d.Kind != replay.Unchecked && d.Seq >= 0 && d.Method != "" {
+					named++
+				}
+			}
+			if rep.Err() == nil || named == 0 || strings.Contains(strings.SplitN(rep.String(), "\n", 2)[0], "as recorded") {
+				t.Errorf("want departures named by record seq and method, and no \"as recorded\": %s", rep)
+			}
+		})
+	}
+	// The record cut in the middle of a line, as a killed proxy leaves it:
+	// it plays up to the cut, with a note, and nothing departs.
+	t.Run("cut record", func(t *testing.T) {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := len(b) / 2
+		for b[cut-1] == '\n' {
+			cut++
+		}
+		path := filepath.Join(t.TempDir(), "cut.ndjson")
+		if err := os.WriteFile(path, b[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep := replay.TestServer(t, mcptest.Helper("go-sdk"), path)
+		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "played up to it") }) || rep.Played == 0 {
+			t.Errorf("want the record played up to its cut, with a note: %s", rep)
 		}
 	})
 }
