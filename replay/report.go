@@ -135,20 +135,19 @@ type Report struct {
 
 // Count returns how many departures of kind k the report has.
 func (r *Report) Count(k Kind) int {
-	n := 0
-	for _, d := range r.Departures {
-		if d.Kind == k {
-			n++
-		}
-	}
-	return n
+	return countOf(r.Departures, func(d Departure) bool { return d.Kind == k })
 }
 
 // Unverified returns how many recorded stalls were not verified.
 func (r *Report) Unverified() int {
+	return countOf(r.Stalls, func(c StallCheck) bool { return c.Outcome != StallVerified })
+}
+
+// countOf returns how many of xs satisfy f.
+func countOf[T any](xs []T, f func(T) bool) int {
 	n := 0
-	for _, c := range r.Stalls {
-		if c.Outcome != StallVerified {
+	for _, x := range xs {
+		if f(x) {
 			n++
 		}
 	}

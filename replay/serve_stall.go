@@ -129,24 +129,14 @@ func (s *server) serveArm() {
 }
 
 // stallTarget returns the stdin byte where the played server stops for
-// the current stall: the recorded point, moved by how much the host's
-// last message before it differs in its end from the recorded one; s.mu
-// held.
+// the current stall: the recorded point, moved as far as the end of the
+// host's last message before it is (shift); s.mu held.
 func (s *server) stallTarget() int64 {
-	at := s.stalls[s.stall].At
-	return at + s.inShift(at)
-}
-
-// inShift returns how far stdin byte at of the record is moved in the
-// replay; s.mu held.
-func (s *server) inShift(at int64) int64 {
-	var shift, best int64 = 0, -1
+	sh := shift{at: s.stalls[s.stall].At, best: -1}
 	for i, end := range s.ends {
-		if e := frameEnd(&s.rec.Host[i]); e <= at && e > best {
-			best, shift = e, end-e
-		}
+		sh.add(frameEnd(&s.rec.Host[i]), end)
 	}
-	return shift
+	return sh.at + sh.by
 }
 
 // retarget keeps an armed stall at its point as the host's messages come
@@ -173,18 +163,6 @@ func (s *server) letThrough() {
 	s.gate.extend(step)
 }
 
-// wroteIn returns how many bytes of stdin the recorded host had written
-// by t: at least what the proxy had read of them.
-func (s *server) wroteIn(t time.Duration) int64 {
-	var n int64
-	for _, c := range s.rec.Chunks {
-		if c.Dir == record.DirIn && c.T <= t {
-			n = max(n, c.Off+c.N)
-		}
-	}
-	return n
-}
-
 // serveStall makes the played server's action at recorded time t, if
 // the recorded server took it while it was not reading stdin (or it ends
 // that stall), wait until the host under test has reached the state the
@@ -205,7 +183,7 @@ func (s *server) serveStall(ctx context.Context, t time.Duration, resume bool) e
 		return nil
 	}
 	target, extended := s.stallTarget(), s.extended
-	want := s.wroteIn(t) + target - st.At
+	want := s.rec.wrote(record.DirIn, t) + target - st.At
 	s.mu.Unlock()
 	how, why, err := s.hostState(ctx, want)
 	if err != nil {
