@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
@@ -79,5 +80,32 @@ func TestMakeBigRecord(t *testing.T) {
 	}
 	if err := os.WriteFile(out, recordSession(t, recordConfig(), nil, bigCalls(120, 4<<20)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMeasureHost replays, when REPLAY_MEASURE names a record and
+// REPLAY_MEASURE_SERVER a server command (a path, no arguments but
+// "fake"), the record with Host against it and logs the test process's
+// peak RSS (Linux's VmHWM), to measure by hand:
+//
+//	REPLAY_MEASURE=/tmp/big.ndjson REPLAY_MEASURE_SERVER=$(which mcpstdio) go test -run TestMeasureHost -v ./replay
+func TestMeasureHost(t *testing.T) {
+	path, server := os.Getenv("REPLAY_MEASURE"), os.Getenv("REPLAY_MEASURE_SERVER")
+	if path == "" || server == "" {
+		t.Skip("set REPLAY_MEASURE=RECORD and REPLAY_MEASURE_SERVER=MCPSTDIO to measure a replay's peak memory")
+	}
+	rec, err := replay.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), mcptest.Command(server, "fake"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmHWM") {
+			t.Logf("%s after replay.Host: %s", l, strings.SplitN(rep.String(), "\n", 2)[0])
+		}
 	}
 }
