@@ -72,16 +72,20 @@ func mcpstdioBinary(t *testing.T) string {
 	return builtBin
 }
 
-// recordStallCancel records, through the built proxy (-log-bodies) in
-// front of the Go SDK's server, the session of the seed article: the host
+// recordStallCancel records, through the built proxy (with flags, by
+// default -log-bodies) in front of the Go SDK's server, the session of the seed article: the host
 // stops reading, calls big (4 MiB), waits until the server is blocked
 // writing, cancels, resumes, reads the result, pings and calls echo. It
 // returns the record's file.
-func recordStallCancel(t *testing.T, ctx context.Context) string {
+func recordStallCancel(t *testing.T, ctx context.Context, flags ...string) string {
 	t.Helper()
 	srv := mustHelper(t, ctx, "go-sdk")
 	log := filepath.Join(t.TempDir(), "hang.ndjson")
-	pc := exec.CommandContext(ctx, mcpstdioBinary(t), append([]string{"proxy", "-log-bodies", "-log", log, "--", srv.Path}, srv.Args[1:]...)...)
+	if flags == nil {
+		flags = []string{"-log-bodies"}
+	}
+	args := append(append([]string{"proxy"}, flags...), "-log", log, "--", srv.Path)
+	pc := exec.CommandContext(ctx, mcpstdioBinary(t), append(args, srv.Args[1:]...)...)
 	pc.Env = srv.Env
 	s := mcptest.StartServer(t, mcptest.Exec(pc))
 	s.StallReads()
@@ -219,6 +223,20 @@ func TestReplayStallCycle(t *testing.T) {
 			}
 		})
 	}
+	// Recorded without -log-bodies, the messages longer than a head are
+	// not checked: the headline says so, and Strict fails.
+	t.Run("heads only", func(t *testing.T) {
+		rec, err := replay.Load(recordStallCancel(t, ctx, "-head", "256"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk"), rec, replay.Strict())
+		head := strings.SplitN(rep.String(), "\n", 2)[0]
+		t.Logf("%s", rep)
+		if err != nil || rep.Count(replay.Unchecked) == 0 || strings.Contains(head, "as recorded:") || !strings.Contains(head, "heads") || rep.Err() == nil {
+			t.Errorf("want the unchecked messages in the headline, and a Strict failure: %v\n%s", err, rep)
+		}
+	})
 	// The record cut in the middle of a line, as a killed proxy leaves it:
 	// it plays up to the cut, with a note, and nothing departs.
 	t.Run("cut record", func(t *testing.T) {

@@ -224,8 +224,11 @@ func (s *server) hostState(ctx context.Context, want int64) (how, why string, er
 	for {
 		buffered, berr := s.pipe.Buffered()
 		capacity := s.pipe.Capacity()
-		if berr != nil || capacity <= 0 {
+		switch {
+		case berr != nil:
 			return "", fmt.Sprintf("%s shows no fill level of the host's stdin pipe (%v)", runtime.GOOS, berr), nil
+		case capacity <= 0:
+			return "", "the host's stdin is not a pipe whose capacity can be read", nil
 		}
 		passed, stalled := s.gate.state()
 		switch {
