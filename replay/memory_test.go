@@ -54,6 +54,7 @@ func TestLoadKeepsBodiesOnDisk(t *testing.T) {
 		}
 	}
 	live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("the loaded record holds %d bytes on the heap for %d bytes of long bodies", live, bodies)
 	if bodies < 16<<20 || live > bodies/4 {
 		t.Errorf("the loaded record holds %d bytes on the heap for %d bytes of long bodies; want under a quarter", live, bodies)
 	}

@@ -52,9 +52,19 @@ type Record struct {
 	// proxy), and it was dropped; the record is what came before it.
 	Cut string
 
-	rules []wire.Rule // Redact's, applied at load and save
-	store *store      // the chunks' bytes and the long bodies
-	last  lastLine    // the long line ChunkBytes read last
+	rules  []wire.Rule       // Redact's, applied at load and save
+	stores map[string]*store // by stream: the chunks' bytes, in stream order, and the long bodies
+	last   lastLine          // the long line ChunkBytes read last
+}
+
+// storeOf returns the store of stream d.
+func (r *Record) storeOf(d string) *store {
+	s := r.stores[d]
+	if s == nil {
+		s = &store{}
+		r.stores[d] = s
+	}
+	return s
 }
 
 // Frame is one line of a stream, as a frame event of the record describes
@@ -229,7 +239,7 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, store: newStore()}
+	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, stores: map[string]*store{}}
 	headers := 0
 	data := map[int]ref{} // an event (its index) → its chunk's bytes
 	for k, r := range rs {
@@ -250,7 +260,7 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 			if b := e.ChunkBytes(); e.Ev == record.EvChunk && b != nil {
 				// On disk, not in memory: the frames' bodies are read
 				// from there.
-				data[len(rec.Events)] = rec.store.put(b)
+				data[len(rec.Events)] = rec.storeOf(e.Dir).put(b)
 				e.Data, e.B64 = "", nil
 			}
 			rec.Events = append(rec.Events, e)

@@ -92,7 +92,7 @@ func (r *Record) setBody(f *Frame, b []byte) {
 		f.Body, f.stored = b, ref{}
 		return
 	}
-	f.Body, f.stored = nil, r.store.put(b)
+	f.Body, f.stored = nil, r.storeOf(f.Dir).put(b)
 }
 
 // moveParts moves the chunk parts of frame i of direction d from its old

@@ -13,60 +13,74 @@ import (
 const memBody = 64 << 10
 
 // store holds the bytes of a record that are not kept in memory — the
-// chunks' data as they are read, and the bodies redaction rewrites — in a
-// temporary file, removed at once where the system allows (else when
-// nothing refers to the store any more). Where no temporary file can be made, it holds
-// them in memory.
+// chunks' data as they are read, and the bodies redaction rewrites. The
+// first MiB is kept in memory; past it, all goes to a temporary file,
+// removed at once where the system allows (else when nothing refers to
+// the store any more). Where no file can be made or written, the rest
+// stays in memory.
 type store struct {
-	mu   sync.Mutex
-	f    *os.File
-	mem  []byte // when there is no file
-	size int64
-	err  error // the file failed: the rest goes to mem
+	mu      sync.Mutex
+	f       *os.File
+	mem     []byte // bytes [memBase, size)
+	memBase int64  // the file holds the bytes before it
+	size    int64
+	err     error // making or writing the file failed
 }
 
-// ref is a range of a store.
+// memStore is how many bytes a store keeps in memory before it makes its
+// file: a small record needs no file.
+const memStore = 1 << 20
+
+// ref is bytes [at, at+n) of a store.
 type ref struct {
 	s  *store
 	at int64
 	n  int
 }
 
-// newStore returns a store; its file is closed (and removed) once
-// nothing refers to the store.
-func newStore() *store {
-	s := &store{}
-	f, err := os.CreateTemp("", "mcpstdio-replay-*")
-	if err != nil {
-		s.err = err
-		return s
-	}
-	s.f = f
-	if runtime.GOOS != "windows" && os.Remove(f.Name()) == nil {
-		runtime.AddCleanup(s, func(f *os.File) { f.Close() }, f)
-	} else {
-		runtime.AddCleanup(s, func(f *os.File) { f.Close(); os.Remove(f.Name()) }, f)
-	}
-	return s
-}
-
 // put appends b and returns where it is.
 func (s *store) put(b []byte) ref {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.f == nil && s.err == nil && len(s.mem)+len(b) > memStore {
+		s.open()
+	}
+	r := ref{s, s.size, len(b)}
 	if s.f != nil && s.err == nil {
 		if _, err := s.f.WriteAt(b, s.size); err == nil {
-			r := ref{s, s.size, len(b)}
 			s.size += int64(len(b))
+			s.memBase = s.size
 			return r
 		} else {
 			s.err = err
 		}
 	}
-	// In memory, after the file's end: at counts from there.
-	r := ref{s, -1 - int64(len(s.mem)), len(b)}
 	s.mem = append(s.mem, b...)
+	s.size += int64(len(b))
 	return r
+}
+
+// open makes the store's file, with what memory held; it is closed (and
+// removed) once nothing refers to the store; s.mu held.
+func (s *store) open() {
+	f, err := os.CreateTemp("", "mcpstdio-replay-*")
+	if err == nil {
+		_, err = f.WriteAt(s.mem, 0)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+		s.err = err
+		return
+	}
+	s.f, s.mem, s.memBase = f, nil, s.size
+	if runtime.GOOS != "windows" && os.Remove(f.Name()) == nil {
+		runtime.AddCleanup(s, func(f *os.File) { f.Close() }, f)
+	} else {
+		runtime.AddCleanup(s, func(f *os.File) { f.Close(); os.Remove(f.Name()) }, f)
+	}
 }
 
 // read returns bytes [from, to) of r (nil if r is none, or the file
@@ -79,15 +93,21 @@ func (r ref) read(from, to int) []byte {
 	if from >= to {
 		return []byte{}
 	}
-	if r.at < 0 {
-		r.s.mu.Lock()
-		defer r.s.mu.Unlock()
-		at := int(-1 - r.at)
-		return append([]byte(nil), r.s.mem[at+from:at+to]...)
+	s := r.s
+	lo, hi := r.at+int64(from), r.at+int64(to)
+	b := make([]byte, 0, hi-lo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lo < s.memBase {
+		fb := make([]byte, min(hi, s.memBase)-lo)
+		if _, err := s.f.ReadAt(fb, lo); err != nil {
+			return nil
+		}
+		b = append(b, fb...)
+		lo = s.memBase
 	}
-	b := make([]byte, to-from)
-	if _, err := r.s.f.ReadAt(b, r.at+int64(from)); err != nil {
-		return nil
+	if lo < hi {
+		b = append(b, s.mem[lo-s.memBase:hi-s.memBase]...)
 	}
 	return b
 }
@@ -97,5 +117,5 @@ func (r ref) bytes() []byte { return r.read(0, r.n) }
 
 // follows reports whether r begins where p ends in the same store.
 func (r ref) follows(p ref) bool {
-	return r.s == p.s && r.s != nil && r.at >= 0 && p.at >= 0 && p.at+int64(p.n) == r.at
+	return r.s == p.s && r.s != nil && p.at+int64(p.n) == r.at
 }
