@@ -243,7 +243,7 @@ type lastLine struct {
 // lineOf returns frame i's line (of direction d), reading a long one
 // from the store once for all the chunks that hold parts of it.
 func (r *Record) lineOf(d string, i int, f *Frame) []byte {
-	if f.Body != nil {
+	if f.Body != nil || r.last == nil {
 		return f.Line()
 	}
 	r.last.mu.Lock()

@@ -54,11 +54,14 @@ type Record struct {
 
 	rules  []wire.Rule       // Redact's, applied at load and save
 	stores map[string]*store // by stream: the chunks' bytes, in stream order, and the long bodies
-	last   lastLine          // the long line ChunkBytes read last
+	last   *lastLine         // the long line ChunkBytes read last
 }
 
 // storeOf returns the store of stream d.
 func (r *Record) storeOf(d string) *store {
+	if r.stores == nil {
+		r.stores = map[string]*store{}
+	}
 	s := r.stores[d]
 	if s == nil {
 		s = &store{}
@@ -239,7 +242,7 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, stores: map[string]*store{}}
+	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, stores: map[string]*store{}, last: &lastLine{}}
 	headers := 0
 	data := map[int]ref{} // an event (its index) → its chunk's bytes
 	for k, r := range rs {

@@ -85,9 +85,11 @@ func (r *Record) redactAll() {
 // setBody makes b frame f's body: in Body if it is short, else in the
 // store.
 func (r *Record) setBody(f *Frame, b []byte) {
-	r.last.mu.Lock()
-	r.last.line = nil // it may be f's
-	r.last.mu.Unlock()
+	if r.last != nil {
+		r.last.mu.Lock()
+		r.last.line = nil // it may be f's
+		r.last.mu.Unlock()
+	}
 	if len(b) <= memBody {
 		f.Body, f.stored = b, ref{}
 		return
