@@ -232,10 +232,10 @@ func (s *server) hostState(ctx context.Context, want int64) (how, why string, er
 		}
 		passed, stalled := s.gate.state()
 		switch {
-		case passed+int64(buffered) >= want:
-			return fmt.Sprintf("the host had written %d bytes, as the recorded one had by then (%d read, %d in the pipe)", passed+int64(buffered), passed, buffered), "", nil
 		case stalled && buffered >= capacity-min(2*4096, capacity/4):
 			return fmt.Sprintf("the host blocked writing stdin: its pipe holds %d of %d bytes with the played server's reads stopped at byte %d", buffered, capacity, passed), "", nil
+		case passed+int64(buffered) >= want:
+			return fmt.Sprintf("the host had written %d bytes, as the recorded one had by then (%d read, %d in the pipe)", passed+int64(buffered), passed, buffered), "", nil
 		}
 		select {
 		case <-tick.C:

@@ -125,7 +125,8 @@ func stdinStalls(rep *replay.Report) []replay.StallCheck {
 // TestServeStall: where the recorded server stopped reading its stdin,
 // the played server stops too, and the host under test, which floods it
 // as the recorded host did, is found blocked writing (its stdin pipe
-// full) before the played server goes on; the report says so.
+// full) before the played server goes on, or, at a later stall, to have
+// written what the recorded host had; the report says so.
 func TestServeStall(t *testing.T) {
 	rec := recordServerStall(t)
 	s, reports := serveWith(t, rec, nil)
@@ -136,9 +137,14 @@ func TestServeStall(t *testing.T) {
 	if len(cs) == 0 {
 		t.Fatalf("Serve's report has no stall of stdin: %s", rep)
 	}
+	// The first stall finds the host blocked; later ones (the server read
+	// again in bursts) may find it has written all it had.
+	if !strings.Contains(cs[0].Text, "the host blocked writing stdin: its pipe holds") {
+		t.Errorf("want the host found blocked writing: %s", cs[0])
+	}
 	for _, c := range cs {
-		if c.Outcome != replay.StallVerified || !strings.Contains(c.Text, "the host blocked writing stdin: its pipe holds") {
-			t.Errorf("want the host found blocked writing: %s", c)
+		if c.Outcome != replay.StallVerified {
+			t.Errorf("want every stall verified: %s", c)
 		}
 	}
 	if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded:") || !strings.Contains(rep.String(), "stalls verified") {
