@@ -126,29 +126,38 @@ func stdinStalls(rep *replay.Report) []replay.StallCheck {
 // the played server stops too, and the host under test, which floods it
 // as the recorded host did, is found blocked writing (its stdin pipe
 // full) before the played server goes on, or, at a later stall, to have
-// written what the recorded host had; the report says so.
+// written what the recorded host had; the report says so. The same in
+// Timed mode.
 func TestServeStall(t *testing.T) {
 	rec := recordServerStall(t)
-	s, reports := serveWith(t, rec, nil)
-	hostFlood(t, ctxFor(t), s, floodEchoes, func() {})
-	rep := endServe(t, s, reports)
-	t.Logf("Serve's report: %s", rep)
-	cs := stdinStalls(rep)
-	if len(cs) == 0 {
-		t.Fatalf("Serve's report has no stall of stdin: %s", rep)
-	}
-	// The first stall finds the host blocked; later ones (the server read
-	// again in bursts) may find it has written all it had.
-	if !strings.Contains(cs[0].Text, "the host blocked writing stdin: its pipe holds") {
-		t.Errorf("want the host found blocked writing: %s", cs[0])
-	}
-	for _, c := range cs {
-		if c.Outcome != replay.StallVerified {
-			t.Errorf("want every stall verified: %s", c)
-		}
-	}
-	if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded:") || !strings.Contains(rep.String(), "stalls verified") {
-		t.Errorf("Serve's report: %s", rep)
+	for _, mode := range []struct {
+		name string
+		opts []replay.Option
+	}{{"causal", nil}, {"timed", []replay.Option{replay.Timed(1, 0)}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s, reports := serveWith(t, rec, nil, mode.opts...)
+			hostFlood(t, ctxFor(t), s, floodEchoes, func() {})
+			rep := endServe(t, s, reports)
+			t.Logf("Serve's report: %s", rep)
+			cs := stdinStalls(rep)
+			if len(cs) == 0 {
+				t.Fatalf("Serve's report has no stall of stdin: %s", rep)
+			}
+			// The first stall finds the host blocked; later ones (the
+			// server read again in bursts) may find it has written all
+			// it had.
+			if !strings.Contains(cs[0].Text, "the host blocked writing stdin: its pipe holds") {
+				t.Errorf("want the host found blocked writing: %s", cs[0])
+			}
+			for _, c := range cs {
+				if c.Outcome != replay.StallVerified {
+					t.Errorf("want every stall verified: %s", c)
+				}
+			}
+			if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded:") || !strings.Contains(rep.String(), "stalls verified") {
+				t.Errorf("Serve's report: %s", rep)
+			}
+		})
 	}
 }
 
