@@ -41,7 +41,8 @@ func (s *server) play(ctx context.Context) error {
 			continue
 		}
 		closed = closed || a.close
-		if err := s.do(a); err != nil {
+		wrote, err := s.do(a)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -50,9 +51,11 @@ func (s *server) play(ctx context.Context) error {
 			}
 			return fmt.Errorf("replay: the played server's write failed: %w", err)
 		}
-		s.mu.Lock()
-		s.report.Played++
-		s.mu.Unlock()
+		if wrote {
+			s.mu.Lock()
+			s.report.Played++
+			s.mu.Unlock()
+		}
 	}
 	var end time.Duration
 	for _, e := range s.rec.Events {
@@ -66,22 +69,25 @@ func (s *server) play(ctx context.Context) error {
 	return s.waitFor(ctx, func() bool { return s.eof }, 0)
 }
 
-// do does one action.
-func (s *server) do(a action) error {
+// do does one action; wrote says it wrote bytes (a chunk holds none when
+// the requests its responses answer never came).
+func (s *server) do(a action) (wrote bool, err error) {
+	var b []byte
 	switch {
 	case a.close:
 		s.flushReplies()
-		return s.stdout.Close()
+		return false, s.stdout.Close()
 	case a.chunk != nil && a.chunk.Dir == record.DirErr:
-		if b, _ := s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
-			_, err := s.stderr.Write(b)
-			return err
+		if b, _ = s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
+			_, err = s.stderr.Write(b)
 		}
-		return nil
+		return len(b) > 0, err
 	case a.chunk != nil:
-		return s.writeOut(s.chunkBytes(a.chunk))
+		b = s.chunkBytes(a.chunk)
+	default:
+		b = s.frameLine(a.frame, true)
 	}
-	return s.writeOut(s.frameLine(a.frame, true))
+	return len(b) > 0, s.writeOut(b)
 }
 
 // requestsOf returns the host requests answered by the responses a
