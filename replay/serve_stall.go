@@ -69,9 +69,6 @@ func (g *gate) Read(p []byte) (int, error) {
 func (g *gate) set(limit int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if limit >= 0 {
-		limit = max(limit, 0)
-	}
 	g.limit = limit
 	g.cond.Broadcast()
 }
