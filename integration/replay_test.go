@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpstdio/mcpstdio/integration"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
@@ -70,16 +72,20 @@ func mcpstdioBinary(t *testing.T) string {
 	return builtBin
 }
 
-// recordStallCancel records, through the built proxy (-log-bodies) in
-// front of the Go SDK's server, the session of the seed article: the host
+// recordStallCancel records, through the built proxy (with flags, by
+// default -log-bodies) in front of the Go SDK's server, the session of the seed article: the host
 // stops reading, calls big (4 MiB), waits until the server is blocked
 // writing, cancels, resumes, reads the result, pings and calls echo. It
 // returns the record's file.
-func recordStallCancel(t *testing.T, ctx context.Context) string {
+func recordStallCancel(t *testing.T, ctx context.Context, flags ...string) string {
 	t.Helper()
 	srv := mustHelper(t, ctx, "go-sdk")
 	log := filepath.Join(t.TempDir(), "hang.ndjson")
-	pc := exec.CommandContext(ctx, mcpstdioBinary(t), append([]string{"proxy", "-log-bodies", "-log", log, "--", srv.Path}, srv.Args[1:]...)...)
+	if flags == nil {
+		flags = []string{"-log-bodies"}
+	}
+	args := append(append([]string{"proxy"}, flags...), "-log", log, "--", srv.Path)
+	pc := exec.CommandContext(ctx, mcpstdioBinary(t), append(args, srv.Args[1:]...)...)
 	pc.Env = srv.Env
 	s := mcptest.StartServer(t, mcptest.Exec(pc))
 	s.StallReads()
@@ -180,6 +186,75 @@ func TestReplayStallCycle(t *testing.T) {
 		}
 		if rep.Count(replay.StallNotBlocking) != 1 || stall < 0 || answer >= 0 && answer < stall || rep.Err() == nil {
 			t.Errorf("want one stall-not-blocking, found before the cancel: %s", rep)
+		}
+	})
+	// Other servers with the same tools: the replay runs to the end and
+	// names where they depart (their handshake answers differ at least),
+	// never "as recorded".
+	for _, other := range []struct {
+		name   string
+		target mcptest.Target
+		ts     bool
+	}{
+		{"other server mcp-go", mcptest.Helper("mcp-go"), false},
+		{"other server TypeScript SDK", integration.TSSDKServer(tsDir), true},
+	} {
+		t.Run(other.name, func(t *testing.T) {
+			if other.ts {
+				needTS(t)
+			}
+			rec, err := replay.Load(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := replay.Host(ctx, other.target, rec)
+			t.Logf("%s", rep)
+			if err != nil || rep.Stopped != nil {
+				t.Fatalf("the replay did not run to the end: %v", err)
+			}
+			named := 0
+			for _, d := range rep.Departures {
+				if d.Kind != replay.Unchecked && d.Seq >= 0 && d.Method != "" {
+					named++
+				}
+			}
+			if rep.Err() == nil || named == 0 || strings.Contains(strings.SplitN(rep.String(), "\n", 2)[0], "as recorded") {
+				t.Errorf("want departures named by record seq and method, and no \"as recorded\": %s", rep)
+			}
+		})
+	}
+	// Recorded without -log-bodies, the messages longer than a head are
+	// not checked: the headline says so, and Strict fails.
+	t.Run("heads only", func(t *testing.T) {
+		rec, err := replay.Load(recordStallCancel(t, ctx, "-head", "256"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk"), rec, replay.Strict())
+		head := strings.SplitN(rep.String(), "\n", 2)[0]
+		t.Logf("%s", rep)
+		if err != nil || rep.Count(replay.Unchecked) == 0 || strings.Contains(head, "as recorded:") || !strings.Contains(head, "heads") || rep.Err() == nil {
+			t.Errorf("want the unchecked messages in the headline, and a Strict failure: %v\n%s", err, rep)
+		}
+	})
+	// The record cut in the middle of a line, as a killed proxy leaves it:
+	// it plays up to the cut, with a note, and nothing departs.
+	t.Run("cut record", func(t *testing.T) {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := len(b) / 2
+		for b[cut-1] == '\n' {
+			cut++
+		}
+		path := filepath.Join(t.TempDir(), "cut.ndjson")
+		if err := os.WriteFile(path, b[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep := replay.TestServer(t, mcptest.Helper("go-sdk"), path)
+		if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "played up to it") }) || rep.Played == 0 {
+			t.Errorf("want the record played up to its cut, with a note: %s", rep)
 		}
 	})
 }

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
-
-	"github.com/mcpstdio/mcpstdio/record"
+	"sync"
 )
 
 // bodies recovers the frames' bytes of direction d from the chunks' data,
@@ -15,71 +14,28 @@ import (
 // differ from N; but it holds the same newlines as the bytes read, so
 // lines are found by counting them: every line but an empty one is a
 // frame. A line that is not whole in the data (the observer lost a chunk)
-// gets no body; a body whose hash is not the frame event's is dropped.
+// gets no body; a body whose hash is not the frame event's is dropped. A
+// long body stays where the chunks' data are, in the record's store.
 func (r *Record) bodies(d string) {
 	if !r.Header.Bodies {
 		return
 	}
 	ls := &lines{frames: *r.frames(d), curOK: true}
-	var evs []*record.Event
-	for i := range r.Events {
-		if e := &r.Events[i]; e.Ev == record.EvChunk && e.Dir == d {
-			evs = append(evs, e)
-		}
-	}
-	var held []heldChunk
-	k := 0
 	for i := range r.Chunks {
 		c := &r.Chunks[i]
 		if c.Dir != d {
 			continue
 		}
-		e := evs[k] // the chunks were made from these events, in order
-		k++
-		data := e.ChunkBytes()
-		if c.N > 0 && (data == nil || e.Gap) {
+		data := c.data.bytes()
+		if c.N > 0 && (data == nil || c.gap) {
 			ls.unknown(c)
 			continue
 		}
 		ls.chunk(c, data)
-		held = append(held, heldChunk{e, c})
-		held = ls.release(held)
 	}
 	if len(ls.cur) > 0 && ls.fi < len(ls.frames) && ls.frames[ls.fi].Unterminated {
 		ls.endLine(ls.fi)
 	}
-}
-
-// heldChunk is a chunk whose event still holds its bytes.
-type heldChunk struct {
-	e *record.Event
-	c *Chunk
-}
-
-// release lets the events of the chunks in held whose lines have all
-// ended go of their bytes, when the frames' bodies and raw parts hold
-// them all (Write and ChunkBytes put them back), so that a record is held
-// once, not twice; it returns the chunks still held.
-func (ls *lines) release(held []heldChunk) []heldChunk {
-	for len(held) > 0 {
-		h := held[0]
-		for _, p := range ls.pending {
-			if p.c == h.c {
-				return held // a line of it goes on
-			}
-		}
-		whole := true
-		for _, p := range h.c.Parts {
-			if p.Frame >= 0 && ls.frames[p.Frame].Body == nil {
-				whole = false
-			}
-		}
-		if whole {
-			h.e.Data, h.e.B64 = "", nil
-		}
-		held = held[1:]
-	}
-	return held
 }
 
 // lines cuts one stream's chunks into lines, in stream order, and gives
@@ -88,6 +44,7 @@ type lines struct {
 	frames  []Frame
 	cur     []byte // the line so far
 	curOK   bool   // cur is the line from its start
+	curRef  ref    // where cur is in the store, if it is in one piece there
 	pending []pend // the chunks holding parts of cur
 	fi      int    // the frame of the next line
 }
@@ -121,7 +78,11 @@ func (ls *lines) endLine(f int) {
 			}
 		}
 		if frames[f].Hash == "" || frames[f].Hash == frameHash(body) {
-			frames[f].Body = slices.Clone(body)
+			if len(body) <= memBody || ls.curRef.s == nil {
+				frames[f].Body = slices.Clone(body)
+			} else {
+				frames[f].stored = ref{ls.curRef.s, ls.curRef.at, len(body)}
+			}
 		}
 	}
 	for k, p := range ls.pending {
@@ -135,7 +96,7 @@ func (ls *lines) endLine(f int) {
 			p.c.Parts = append(p.c.Parts, Part{Frame: f, From: p.from, To: to})
 		}
 	}
-	ls.cur, ls.pending, ls.curOK = ls.cur[:0], ls.pending[:0], true
+	ls.cur, ls.pending, ls.curOK, ls.curRef = ls.cur[:0], ls.pending[:0], true, ref{}
 }
 
 // unknown takes a chunk whose bytes the record has not: the line in
@@ -154,7 +115,7 @@ func (ls *lines) unknown(c *Chunk) {
 	for ls.fi < len(ls.frames) && ls.last(ls.fi) < end {
 		ls.fi++
 	}
-	ls.cur, ls.pending = ls.cur[:0], ls.pending[:0]
+	ls.cur, ls.pending, ls.curRef = ls.cur[:0], ls.pending[:0], ref{}
 	// The next line starts with the next chunk only if a frame ended
 	// right at the end of this one.
 	ls.curOK = ls.fi > 0 && ls.last(ls.fi-1) == end-1
@@ -163,12 +124,23 @@ func (ls *lines) unknown(c *Chunk) {
 // chunk takes a chunk's bytes.
 func (ls *lines) chunk(c *Chunk, data []byte) {
 	c.Parts = []Part{}
+	at := c.data.at
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		seg := data
 		if i >= 0 {
 			seg = data[:i+1]
 		}
+		segRef := ref{c.data.s, at, len(seg)}
+		switch {
+		case len(ls.cur) == 0:
+			ls.curRef = segRef
+		case segRef.follows(ls.curRef):
+			ls.curRef.n += len(seg)
+		default:
+			ls.curRef = ref{}
+		}
+		at += int64(len(seg))
 		ls.pending = append(ls.pending, pend{c, len(ls.cur)})
 		ls.cur = append(ls.cur, seg...)
 		data = data[len(seg):]
@@ -195,7 +167,7 @@ func frameHash(b []byte) string {
 
 // ChunkBytes returns the bytes of chunk c as the record has them, each
 // frame's line first passed through line (nil keeps them as recorded):
-// line returns the bytes to use in place of the line (Body and terminator)
+// line returns the bytes to use in place of the line (body and terminator)
 // of f, the i-th frame of c's direction, or nil to leave the frame out. A part of a line that line
 // changed is placed where it was in the recorded line, with the change in
 // the part that held it. ok is false when the record has not the chunk's
@@ -212,17 +184,19 @@ func (r *Record) ChunkBytes(c *Chunk, line func(i int, f *Frame) []byte) (b []by
 			continue
 		}
 		f := &frames[p.Frame]
-		old := f.Line()
-		if old == nil {
+		if !f.Whole() {
 			ok = false
 			continue
 		}
-		l := old
-		if line != nil {
-			if l = line(p.Frame, f); l == nil {
-				continue
-			}
+		if line == nil {
+			b = append(b, f.linePart(p.From, p.To)...)
+			continue
 		}
+		l := line(p.Frame, f)
+		if l == nil {
+			continue
+		}
+		old := r.lineOf(c.Dir, p.Frame, f)
 		from, to := p.From, p.To
 		if !bytes.Equal(l, old) {
 			from, to = mapOffset(old, l, from), mapOffset(old, l, to)
@@ -233,4 +207,49 @@ func (r *Record) ChunkBytes(c *Chunk, line func(i int, f *Frame) []byte) (b []by
 		b = append(b, l[min(from, len(l)):min(to, len(l))]...)
 	}
 	return b, ok
+}
+
+// linePart returns bytes [from, to) of f's line, reading no more of a
+// long body than that.
+func (f *Frame) linePart(from, to int) []byte {
+	if f.Body != nil || f.stored.s == nil {
+		l := f.Line()
+		return l[min(from, len(l)):min(to, len(l))]
+	}
+	n := f.stored.n
+	b := f.stored.read(from, to)
+	term := "\n"
+	switch {
+	case f.Unterminated:
+		term = ""
+	case f.CRLF:
+		term = "\r\n"
+	}
+	if to > n {
+		b = append(b, term[min(max(from-n, 0), len(term)):min(to-n, len(term))]...)
+	}
+	return b
+}
+
+// lastLine is the long line ChunkBytes read last, which the next chunks
+// of its stream hold the rest of.
+type lastLine struct {
+	mu    sync.Mutex
+	dir   string
+	frame int
+	line  []byte
+}
+
+// lineOf returns frame i's line (of direction d), reading a long one
+// from the store once for all the chunks that hold parts of it.
+func (r *Record) lineOf(d string, i int, f *Frame) []byte {
+	if f.Body != nil || r.last == nil {
+		return f.Line()
+	}
+	r.last.mu.Lock()
+	defer r.last.mu.Unlock()
+	if r.last.line == nil || r.last.dir != d || r.last.frame != i {
+		r.last.dir, r.last.frame, r.last.line = d, i, f.Line()
+	}
+	return r.last.line
 }

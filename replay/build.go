@@ -13,7 +13,7 @@ import (
 func us(t int64) time.Duration { return time.Duration(t) * time.Microsecond }
 
 // build derives the frames, chunks, stalls and cancels from the events.
-func (r *Record) build() {
+func (r *Record) build(data map[int]ref) {
 	var last time.Duration
 	blocks := map[string]int{} // a block event not yet ended, by dir → index in Events
 	for i, e := range r.Events {
@@ -33,7 +33,7 @@ func (r *Record) build() {
 			}
 			*r.frames(e.Dir) = append(*r.frames(e.Dir), f)
 		case record.EvChunk:
-			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT)})
+			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT), data: data[i], gap: e.Gap})
 		case record.EvBlock:
 			blocks[e.Dir] = i
 		case record.EvUnblock:

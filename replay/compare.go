@@ -20,7 +20,7 @@ const maxDiff = 8 << 10
 // +got), cut to 8 KiB. checked is false when the record has only want's
 // head: nothing is compared. Lines that are not JSON compare as bytes.
 func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, checked bool) {
-	if want.Body == nil {
+	if !want.Whole() {
 		return "", false
 	}
 	o, _ := newOptions(opts)
@@ -32,15 +32,16 @@ func (r *Record) Compare(want *Frame, got []byte, opts ...Option) (diff string, 
 
 // compare is Compare with the options read.
 func (r *Record) compare(want *Frame, got []byte, o *options) (diff string, checked bool) {
-	if want.Body == nil {
+	body := want.body()
+	if body == nil {
 		return "", false
 	}
 	got, _ = wire.Rewrite(got, append(append([]wire.Rule(nil), r.rules...), o.redact...))
 	drop := append([]wire.Rule{{Path: wire.Path{"id"}, Edit: wire.Drop}}, o.ignore...)
-	w, wok := decode(want.Body, drop)
+	w, wok := decode(body, drop)
 	g, gok := decode(got, drop)
 	if !wok || !gok {
-		w, g = string(want.Body), string(got)
+		w, g = string(body), string(got)
 	}
 	d := cmp.Diff(w, g, append([]cmp.Option{anyForRedacted}, o.cmp...)...)
 	if len(d) > maxDiff {

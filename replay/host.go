@@ -95,9 +95,10 @@ type hostPlayer struct {
 	wake  chan struct{} // the server-request handler matched something
 
 	// Used by the playing goroutine only.
-	pend      map[int]*mcptest.Pending  // host request frame → its Pending
-	resps     map[int]*mcptest.Response // host request frame → its response, once taken
-	checked   map[int]bool              // host request frames whose response was taken
+	pend      map[int]*mcptest.Pending // host request frame → its Pending, until its response is taken
+	sentIDs   map[int]int64            // host request frame → the id it was sent with
+	resps     map[int]respAt           // host request frame → where its response was, once taken
+	checked   map[int]bool             // host request frames whose response was taken
 	usedIDs   map[int64]bool
 	nextID    int64
 	respFor   map[int]int // host request frame → the recorded response (server frame), -1 none
@@ -168,7 +169,7 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	}
 	p := &hostPlayer{
 		rec: rec, o: o, pace: o.pace(), wake: make(chan struct{}, 1),
-		pend: map[int]*mcptest.Pending{}, resps: map[int]*mcptest.Response{}, checked: map[int]bool{},
+		pend: map[int]*mcptest.Pending{}, sentIDs: map[int]int64{}, resps: map[int]respAt{}, checked: map[int]bool{},
 		usedIDs: map[int64]bool{}, respFor: map[int]int{}, lines: map[int][]byte{}, hostDrops: map[int]bool{},
 		resolved: make([]bool, len(rec.Server)),
 		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
@@ -272,6 +273,10 @@ func (p *hostPlayer) sessionOptions() []mcptest.Option {
 	}
 	return opts
 }
+
+// respAt is where a response was on stdout: all a replay keeps of it once
+// compared.
+type respAt struct{ off, size int64 }
 
 // note adds a note to the report.
 func (p *hostPlayer) note(s string) {

@@ -25,6 +25,7 @@ func (p *hostPlayer) poll() {
 			continue
 		}
 		p.checked[i] = true
+		delete(p.pend, i)                          // its response is not kept
 		resp, err := pd.Wait(context.Background()) // done: returns at once
 		p.response(i, resp, err)
 	}
@@ -81,7 +82,7 @@ func (p *hostPlayer) response(i int, resp *mcptest.Response, rerr error) {
 		}
 		return
 	}
-	p.resps[i] = resp
+	p.resps[i] = respAt{resp.Offset, resp.Size}
 	if j < 0 {
 		if len(p.gaps) > 0 || p.rec.Cut != "" {
 			p.lost++ // its recorded answer may be in what the record lost, or after its cut
@@ -224,10 +225,10 @@ func (p *hostPlayer) serverRequest(_ context.Context, req *wire.Message) (any, e
 	got, _ := json.Marshal(req)
 	p.compareLocked(j, got, "")
 	k, ok := p.answers[wire.Key(p.rec.Server[j].ID)]
-	if !ok || p.rec.Host[k].Body == nil {
+	if !ok || !p.rec.Host[k].Whole() {
 		return nil, &wire.RPCError{Code: wire.CodeInternalError, Message: "mcpstdio replay: the record has not the host's answer to this request"}
 	}
-	m, err := wire.ParseMessage(p.rec.Host[k].Body)
+	m, err := wire.ParseMessage(p.rec.Host[k].body())
 	if err != nil {
 		return nil, &wire.RPCError{Code: wire.CodeInternalError, Message: "mcpstdio replay: the recorded answer is not JSON-RPC: " + err.Error()}
 	}

@@ -93,13 +93,13 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 	case a.chunk != nil:
 		b, _ := p.rec.ChunkBytes(a.chunk, p.line)
 		for _, part := range a.chunk.Parts {
-			if part.Frame >= 0 && p.rec.Host[part.Frame].Body == nil {
+			if part.Frame >= 0 && !p.rec.Host[part.Frame].Whole() {
 				p.leftOut(part.Frame)
 			}
 		}
 		return p.write(ctx, a.chunk.Seq, b)
 	case a.frame >= 0:
-		if p.rec.Host[a.frame].Body == nil {
+		if !p.rec.Host[a.frame].Whole() {
 			p.leftOut(a.frame)
 			return nil
 		}
@@ -200,15 +200,15 @@ func (p *hostPlayer) line(i int, f *Frame) []byte {
 			break
 		}
 		// The cancel names the latest request sent with that id.
-		rid := wire.Member(wire.Member(f.Body, "params"), "requestId")
+		rid := wire.Member(wire.Member(f.body(), "params"), "requestId")
 		at := -1
-		for k := range p.pend {
+		for k := range p.sentIDs {
 			if k > at && wire.Key(p.rec.Host[k].ID) == wire.Key(rid) {
 				at = k
 			}
 		}
 		if at >= 0 {
-			if raw := strconv.AppendInt(nil, p.pend[at].ID(), 10); string(raw) != string(rid) {
+			if raw := strconv.AppendInt(nil, p.sentIDs[at], 10); string(raw) != string(rid) {
 				l = f.LineWith(raw, "params", "requestId")
 			}
 		}
@@ -230,12 +230,13 @@ func (p *hostPlayer) request(i int, f *Frame, l []byte) []byte {
 		id = p.nextID
 	}
 	p.usedIDs[id] = true
-	pd, err := p.s.Expect(id, f.Method, wire.Member(f.Body, "params"))
+	pd, err := p.s.Expect(id, f.Method, wire.Member(f.body(), "params"))
 	if err != nil {
 		p.checked[i] = true
 		p.response(i, nil, err)
 	} else {
 		p.pend[i] = pd
+		p.sentIDs[i] = id
 	}
 	if raw := strconv.AppendInt(nil, id, 10); string(raw) != string(f.ID) {
 		l = f.LineWith(raw, "id")

@@ -32,19 +32,26 @@ func (p *hostPlayer) stallPoint() int64 {
 // replay: by how much the last response before it that has come differs
 // in its end from the recorded one.
 func (p *hostPlayer) shiftAt(at int64) int64 {
-	var shift, best int64 = 0, -1
+	sh := shift{at: at, best: -1}
 	for i, resp := range p.resps {
-		j := p.respFor[i]
-		if j < 0 || resp.Size == 0 || resp.Offset < 0 {
-			continue
-		}
-		f := &p.rec.Server[j]
-		if end := frameEnd(f); end <= at && end > best {
-			best = end
-			shift = resp.Offset + resp.Size + 1 - end
+		if j := p.respFor[i]; j >= 0 && resp.size > 0 && resp.off >= 0 {
+			sh.add(frameEnd(&p.rec.Server[j]), resp.off+resp.size+1)
 		}
 	}
-	return shift
+	return sh.by
+}
+
+// shift finds how far a stream byte at of the record is moved in a
+// replay: as far as the end of the last message before it that has come
+// (a recorded end, and where it ended in the replay).
+type shift struct {
+	at, best, by int64
+}
+
+func (s *shift) add(recorded, replayed int64) {
+	if recorded <= s.at && recorded > s.best {
+		s.best, s.by = recorded, replayed-recorded
+	}
 }
 
 // adjustStall keeps the armed stall at its point as responses come (their
@@ -117,7 +124,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	shift := p.target - st.At
 	// A server that fell behind the recorded one before (a departure
 	// already reported) is measured from where it is.
-	want := p.wrote(t) + shift - p.deficit
+	want := p.rec.wrote(record.DirOut, t) + shift - p.deficit
 	capacity := int64(p.s.StdoutState().Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
@@ -223,12 +230,12 @@ func (p *hostPlayer) skipStalls(why string) {
 	}
 }
 
-// wrote returns how many bytes of stdout the recorded server had written
-// by t: at least what the proxy had read of them.
-func (p *hostPlayer) wrote(t time.Duration) int64 {
+// wrote returns how many bytes of stream d had been written by t: at
+// least what the proxy had read of them.
+func (r *Record) wrote(d string, t time.Duration) int64 {
 	var n int64
-	for _, c := range p.rec.Chunks {
-		if c.Dir == record.DirOut && c.T <= t {
+	for _, c := range r.Chunks {
+		if c.Dir == d && c.T <= t {
 			n = max(n, c.Off+c.N)
 		}
 	}
@@ -246,7 +253,7 @@ func (p *hostPlayer) wrote(t time.Duration) int64 {
 // there within the bound is not a departure by itself (its output will
 // be); the action goes on.
 func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
-	w := p.wrote(t)
+	w := p.rec.wrote(record.DirOut, t)
 	if w == 0 || p.leftOutBefore(t) {
 		return nil // what it wrote may answer what the replay could not send
 	}
@@ -285,7 +292,7 @@ func (p *hostPlayer) written() int64 {
 // the replay (the record has only its head).
 func (p *hostPlayer) leftOutBefore(t time.Duration) bool {
 	for _, f := range p.rec.Host {
-		if f.T0 <= t && f.Body == nil && f.Kind != record.KindResponse && f.Kind != record.KindError {
+		if f.T0 <= t && !f.Whole() && f.Kind != record.KindResponse && f.Kind != record.KindError {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ type options struct {
 	idleCap  time.Duration
 	patience time.Duration
 	strict   bool
+	onReport func(*Report)
 }
 
 // DefaultPatience is how long a replay waits, by default, beyond the
@@ -137,6 +138,15 @@ func Patience(d time.Duration) Option {
 func Strict() Option {
 	return optionFunc(func(o *options) error {
 		o.strict = true
+		return nil
+	})
+}
+
+// OnReport has fn called with the Report when Serve's replay ends (its
+// function returns only the Report's Err).
+func OnReport(fn func(*Report)) Option {
+	return optionFunc(func(o *options) error {
+		o.onReport = fn
 		return nil
 	})
 }

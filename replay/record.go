@@ -13,22 +13,17 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Record is a recording parsed for replay: the proxy's events as they were
-// read, and what they say about the session — the frames each side sent,
-// how the bytes were cut into chunks, the stalls and the cancels, with
-// their times. Times are durations since the session started (the header's
-// Start).
-//
-// After Load or Read, a Record holds only redacted content (see Redact).
-// Its fields may be read freely; a Record is not safe for concurrent
-// changes.
+// Record is a recording parsed for replay: the proxy's events, and what
+// they say about the session, with times since it started (the header's
+// Start). It holds only redacted content (see Redact), and keeps the
+// recorded bytes, but for short frames, in a temporary file (store.go).
+// Its fields may be read freely; it is not safe for concurrent changes.
 type Record struct {
 	Header record.Header
 	// Events are every event of the record, in the order they were read,
 	// after redaction. The headers of rotated files after the first are
-	// left out. A chunk event whose bytes are in Chunks (its Parts) has
-	// no Data of its own, so that the record is held once; Write and
-	// ChunkBytes put them back.
+	// left out. Chunk events have no Data: ChunkBytes and Write put the
+	// bytes back.
 	Events []record.Event
 
 	Host   []Frame // what the host wrote to the server's stdin, in stream order
@@ -57,7 +52,22 @@ type Record struct {
 	// proxy), and it was dropped; the record is what came before it.
 	Cut string
 
-	rules []wire.Rule // Redact's, applied at load and save
+	rules  []wire.Rule       // Redact's, applied at load and save
+	stores map[string]*store // by stream: the chunks' bytes, in stream order, and the long bodies
+	last   *lastLine         // the long line ChunkBytes read last
+}
+
+// storeOf returns the store of stream d.
+func (r *Record) storeOf(d string) *store {
+	if r.stores == nil {
+		r.stores = map[string]*store{}
+	}
+	s := r.stores[d]
+	if s == nil {
+		s = &store{}
+		r.stores[d] = s
+	}
+	return s
 }
 
 // Frame is one line of a stream, as a frame event of the record describes
@@ -75,10 +85,10 @@ type Frame struct {
 	Method, Tool     string
 	Token            json.RawMessage // a request's progress token, or a progress notification's
 	Code             int64           // an error response's code
-	// Body is the whole line without its terminator, after redaction, or
-	// nil when the record kept only its head: the record was made
-	// without -log-bodies and the frame was longer than its head, or the
-	// proxy's observer lost part of it.
+	// Body is the whole line without its terminator, after redaction, if
+	// it is at most 64 KiB; a longer one stays on disk, read when needed
+	// (Line, Whole). Nil too when the record kept only the head: it was
+	// made without -log-bodies, or the proxy's observer lost part of it.
 	Body []byte
 	Head []byte // its first bytes, after redaction
 	Hash string // the proxy's checksum of the frame after redaction ("crc32c:<hex>"), when known
@@ -86,22 +96,35 @@ type Frame struct {
 	// its newline; Scanned: it was too long for the proxy to parse, and
 	// only its top-level id and method are known.
 	CRLF, Unterminated, Scanned bool
-	// Gap: the proxy's observer fell behind and lost bytes here (it never
-	// loses traffic, only detail; see record.EvDrop). The frame stands for
-	// the bytes from the line where the loss began to the next newline it
-	// saw: any number of messages, whose kinds are unknown. A replay
-	// expects nothing in particular there, and does not call what comes
-	// in their place extra.
+	// Gap: the proxy's observer lost detail here (record.EvDrop): the
+	// frame stands for any number of messages, of unknown kinds, which a
+	// replay neither expects nor calls extra.
 	Gap bool
+
+	stored ref // the body, when it is longer than Body keeps
 }
 
-// Line returns the frame's line as the stream had it: Body and its
+// Whole reports whether the record has the frame's body.
+func (f *Frame) Whole() bool { return f.Body != nil || f.stored.s != nil }
+
+// body returns Body, or reads it from the record's store.
+func (f *Frame) body() []byte {
+	if f.Body != nil || f.stored.s == nil {
+		return f.Body
+	}
+	return f.stored.bytes()
+}
+
+// Line returns the frame's line as the stream had it: its body and its
 // terminator; nil if the record has not the body.
 func (f *Frame) Line() []byte {
-	if f.Body == nil {
+	b := f.body()
+	if b == nil {
 		return nil
 	}
-	b := append([]byte(nil), f.Body...)
+	if f.Body != nil {
+		b = append([]byte(nil), b...)
+	}
 	switch {
 	case f.Unterminated:
 	case f.CRLF:
@@ -133,6 +156,9 @@ type Chunk struct {
 	// bodies: pieces of the lines of the direction's frames. Nil when the
 	// record has not the chunk's bytes.
 	Parts []Part
+
+	data ref  // its bytes as the record has them, if it has them
+	gap  bool // the proxy's observer lost part of them
 }
 
 // Part is a piece of one line in a chunk: bytes [From, To) of the line of
@@ -162,14 +188,9 @@ type Stall struct {
 	// the write was blocked, so its reads were stalled then.
 	Inferred bool
 	// At estimates how many bytes of the stream the reader had taken when
-	// it stopped. The record bounds it: the reader's pipe (its capacity in
-	// the header, or 64 KiB when unknown) was full of what it had not read
-	// when the write blocked, so it stopped about a write's size around
-	// Off+N less that capacity; At is the last end of a frame in that
-	// window (a host most often stops between messages), else its middle;
-	// and at least the end of the frames read whole before the reader's
-	// last message the other way before the stall (it may have answered
-	// them).
+	// it stopped: about Off+N less its pipe's capacity (the pipe was full
+	// when the write blocked), at the last frame end there if any, and
+	// past the frames it answered before the stall (build.go placeStall).
 	At int64
 }
 
@@ -221,8 +242,9 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1}
+	rec := &Record{rules: o.redact, HostEOF: -1, ServerEOF: -1, Exit: -1, stores: map[string]*store{}, last: &lastLine{}}
 	headers := 0
+	data := map[int]ref{} // an event (its index) → its chunk's bytes
 	for k, r := range rs {
 		feed := &lineFeed{br: bufio.NewReaderSize(r, 64<<10)}
 		err := record.Read(feed, func(e record.Event) error {
@@ -237,6 +259,12 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 			}
 			if err := check(&e); err != nil {
 				return fmt.Errorf("replay: line %d: event %d (%s): %v", feed.lines, e.Seq, e.Ev, err)
+			}
+			if b := e.ChunkBytes(); e.Ev == record.EvChunk && b != nil {
+				// On disk, not in memory: the frames' bodies are read
+				// from there.
+				data[len(rec.Events)] = rec.storeOf(e.Dir).put(b)
+				e.Data, e.B64 = "", nil
 			}
 			rec.Events = append(rec.Events, e)
 			return nil
@@ -257,7 +285,7 @@ func read(rs []io.Reader, opts []Option) (*Record, error) {
 	if headers == 0 {
 		return nil, errors.New("replay: no record header: not a record of mcpstdio proxy")
 	}
-	rec.build()
+	rec.build(data)
 	rec.redactAll()
 	return rec, nil
 }

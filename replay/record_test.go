@@ -39,7 +39,7 @@ func TestHeadsOnly(t *testing.T) {
 		if f.Size > 300<<10 {
 			bigResponse = f.Seq
 		}
-		if f.Body != nil {
+		if f.Whole() {
 			whole++
 		}
 	}
@@ -238,9 +238,9 @@ func summary(r *replay.Record) string {
 			if len(f.ID) > 0 {
 				d += " id=" + string(f.ID)
 			}
-			d += map[bool]string{true: " whole", false: " head"}[f.Body != nil]
+			d += map[bool]string{true: " whole", false: " head"}[f.Whole()]
 			n := 1
-			for i+n < len(fs) && len(f.ID) == 0 && fs[i+n].Kind == f.Kind && fs[i+n].Method == f.Method && (fs[i+n].Body != nil) == (f.Body != nil) {
+			for i+n < len(fs) && len(f.ID) == 0 && fs[i+n].Kind == f.Kind && fs[i+n].Method == f.Method && fs[i+n].Whole() == f.Whole() {
 				n++
 			}
 			if n > 1 {

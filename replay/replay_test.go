@@ -283,7 +283,7 @@ func TestLostDetail(t *testing.T) {
 		switch {
 		case f.Gap:
 			gaps++
-		case f.Body != nil:
+		case f.Whole():
 			whole++
 		}
 	}

@@ -20,10 +20,10 @@ const (
 	Extra Kind = "extra"
 	// Different: the message came and differs from the record's (Diff).
 	Different Kind = "different"
-	// StallNotBlocking: the host stopped reading where the recorded host
-	// did, and the server under test did not block writing its stdout, as
-	// the recorded one did: it wrote less, or holds what it could not
-	// write.
+	// StallNotBlocking: a reader stopped where the recorded one did (the
+	// host reading stdout; Serve, stdin) and the side under test did not
+	// block writing as the recorded one did: it wrote less, or holds what
+	// it could not write.
 	StallNotBlocking Kind = "stall-not-blocking"
 	// Unchecked: the record has only the head of a message, so it could
 	// not be sent or compared. Not a failure: Report.Err leaves these out.
@@ -84,8 +84,9 @@ const (
 	// get the messages the recorded reader had: the other side wrote other
 	// output first; the state was not checked at the recorded point.
 	StallMoved StallOutcome = "moved"
-	// StallUnverifiable: played, but the system shows neither pipe levels
-	// nor blocked threads (off Linux), so the state could not be seen.
+	// StallUnverifiable: played, but the state could not be seen: the
+	// system shows neither pipe levels nor blocked threads (off Linux), or
+	// Serve's stdin is not a pipe file (Text says which).
 	StallUnverifiable StallOutcome = "unverifiable"
 	// StallNotReached: the other side never reached the recorded state
 	// within the bound: the StallNotBlocking departure.
@@ -114,7 +115,7 @@ func (c StallCheck) String() string {
 // was played and checked.
 type Report struct {
 	Departures []Departure
-	Stalls     []StallCheck  // one per recorded stall of the side played against, in record order
+	Stalls     []StallCheck  // one per recorded stall of the reader played (Host: stdout; Serve: stdin), in record order
 	Checked    int           // recorded messages compared with what came, equal or not
 	Played     int           // writes made (chunks or messages), as the record cut them
 	Elapsed    time.Duration // how long the replay took
@@ -134,20 +135,19 @@ type Report struct {
 
 // Count returns how many departures of kind k the report has.
 func (r *Report) Count(k Kind) int {
-	n := 0
-	for _, d := range r.Departures {
-		if d.Kind == k {
-			n++
-		}
-	}
-	return n
+	return countOf(r.Departures, func(d Departure) bool { return d.Kind == k })
 }
 
 // Unverified returns how many recorded stalls were not verified.
 func (r *Report) Unverified() int {
+	return countOf(r.Stalls, func(c StallCheck) bool { return c.Outcome != StallVerified })
+}
+
+// countOf returns how many of xs satisfy f.
+func countOf[T any](xs []T, f func(T) bool) int {
 	n := 0
-	for _, c := range r.Stalls {
-		if c.Outcome != StallVerified {
+	for _, x := range xs {
+		if f(x) {
 			n++
 		}
 	}

@@ -24,8 +24,12 @@ func (r *Record) Write(w io.Writer) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, e := range r.Events {
-		if c := byChunk[e.Seq]; e.Ev == record.EvChunk && c != nil && c.Parts != nil && e.Data == "" && e.B64 == nil {
-			e.Data, e.B64 = chunkData(r, c)
+		if c := byChunk[e.Seq]; e.Ev == record.EvChunk && c != nil && e.Data == "" && e.B64 == nil {
+			if c.Parts != nil {
+				e.Data, e.B64 = chunkData(r, c)
+			} else if b := c.data.bytes(); len(b) > 0 {
+				e.Data, e.B64 = asData(b)
+			}
 		}
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -55,7 +59,7 @@ func (r *Record) redactAll() {
 		for i := range fs {
 			f := &fs[i]
 			bySeq[f.Seq] = f
-			if f.Body == nil {
+			if !f.Whole() {
 				if h, ok := wire.Rewrite(f.Head, r.rules); ok {
 					f.Head = h
 				}
@@ -64,18 +68,33 @@ func (r *Record) redactAll() {
 				f.Hash = ""
 				continue
 			}
-			body, ok := wire.Rewrite(f.Body, r.rules)
+			body, ok := wire.Rewrite(f.body(), r.rules)
 			if !ok {
 				continue
 			}
 			old := f.Line()
-			f.Body = body
+			r.setBody(f, body)
 			f.Head = headOf(body, r.Header.Head)
 			f.Hash = frameHash(body)
 			r.moveParts(d, i, old, f.Line())
 		}
 	}
 	r.syncEvents(bySeq)
+}
+
+// setBody makes b frame f's body: in Body if it is short, else in the
+// store.
+func (r *Record) setBody(f *Frame, b []byte) {
+	if r.last != nil {
+		r.last.mu.Lock()
+		r.last.line = nil // it may be f's
+		r.last.mu.Unlock()
+	}
+	if len(b) <= memBody {
+		f.Body, f.stored = b, ref{}
+		return
+	}
+	f.Body, f.stored = nil, r.storeOf(f.Dir).put(b)
 }
 
 // moveParts moves the chunk parts of frame i of direction d from its old
@@ -144,6 +163,12 @@ func (r *Record) syncEvents(bySeq map[int64]*Frame) {
 // them: Data if they are UTF-8, else B64.
 func chunkData(r *Record, c *Chunk) (string, []byte) {
 	b, _ := r.ChunkBytes(c, nil)
+	return asData(b)
+}
+
+// asData returns bytes as a chunk event holds them: Data if they are
+// UTF-8, else B64.
+func asData(b []byte) (string, []byte) {
 	if utf8.Valid(b) {
 		return string(b), nil
 	}

@@ -20,7 +20,9 @@ import (
 // `mcpstdio replay -serve` runs it on stdio): the recorded stdout and stderr,
 // cut into the recorded chunks, each written once the host has sent what the
 // recorded server had received before writing it (causal), or also at the
-// recorded time (Timed).
+// recorded time (Timed). Where the recorded server stopped reading its
+// stdin, it stops at the same byte and checks, before its next action, that
+// the host then blocks writing (Report.Stalls, StallNotBlocking).
 //
 // The host's messages are matched to the recorded host's by order and
 // compared (see Record.Compare); a request the record has not is answered
@@ -52,8 +54,9 @@ func Serve(rec *Record, opts ...Option) func(ctx context.Context, stdin io.ReadC
 //
 // It ends, if the recorded server closed its stdout before the host closed
 // its stdin, once it has played everything; otherwise once the host closes
-// stdin, or ctx ends. It reads its stdin all along, whatever it is writing:
-// it does not reproduce a server that stops reading.
+// stdin, or ctx ends. Where the recorded server stopped reading its stdin
+// (the proxy's writes to it blocked), it stops reading at the same byte
+// until the recorded server read again (serve_stall.go).
 type server struct {
 	rec    *Record
 	o      *options
@@ -83,6 +86,17 @@ type server struct {
 	respTo   map[int]int    // a recorded response (server frame) → its request (host frame)
 	gaps     bool           // the record lost detail of what the host sent
 	lost     int            // host messages taken for what the record lost
+
+	framer   *pipes.Framer // of stdin, through the gate
+	gate     *gate         // stdin, stopped where the recorded server stopped reading
+	pipe     *pipes.Pipe   // stdin's pipe, for its fill level; nil if not one
+	noPipe   string        // why pipe is nil
+	stalls   []Stall       // of stdin
+	checks   []StallCheck  // what was done with each
+	stall    int           // the next or current stall
+	armed    bool          // the gate is set for stalls[stall]
+	extended int64         // bytes let through beyond its point
+	ends     map[int]int64 // a recorded host frame → the stdin byte past it in the replay
 }
 
 func newServer(rec *Record, o *options, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) *server {
@@ -93,8 +107,19 @@ func newServer(rec *Record, o *options, stdin io.ReadCloser, stdout io.WriteClos
 		got:     make([]bool, len(rec.Host)),
 		reqs:    map[string][]int{}, notes: map[string][]int{}, resps: map[string]int{},
 		hostIDs: map[int]json.RawMessage{}, tokenMap: map[string]json.RawMessage{}, recIDs: map[string]json.RawMessage{},
-		lines: map[int][]byte{}, respTo: map[int]int{},
+		lines: map[int][]byte{}, respTo: map[int]int{}, ends: map[int]int64{},
+		stalls: stallsOf(rec, record.DirIn),
 	}
+	for _, st := range s.stalls {
+		s.checks = append(s.checks, StallCheck{Seq: st.Seq, Dir: st.Dir, At: st.At})
+	}
+	s.gate = newGate(stdin, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.bumpLocked()
+	})
+	s.pipe, s.noPipe = stdinPipe(stdin)
+	s.serveArm()
 	byID := map[string][]int{} // host requests by id, in order
 	for i, f := range rec.Host {
 		if f.Gap {
@@ -161,9 +186,10 @@ func (s *server) run(ctx context.Context) error {
 		limit = max(limit, int(2*f.Size))
 	}
 	readDone := make(chan struct{})
+	s.framer = pipes.NewFramer(s.gate, limit)
 	go func() {
 		defer close(readDone)
-		s.read(pipes.NewFramer(s.stdin, limit))
+		s.read(s.framer)
 	}()
 	// The writes block while the host does not read: ctx ends them by
 	// closing the streams, which the caller gave the server to own.
@@ -174,12 +200,16 @@ func (s *server) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.stdout.Close()
+			s.gate.close()
 			s.stdin.Close()
 		case <-stopped:
 		}
 	}()
 
 	err := s.play(ctx)
+	if err != nil {
+		s.endStalls(ctx, false, 0)
+	}
 	s.mu.Lock()
 	if err != nil && ctx.Err() == nil {
 		s.report.Stopped = err
@@ -188,9 +218,13 @@ func (s *server) run(ctx context.Context) error {
 	s.report.Elapsed = time.Since(s.start)
 	rep := s.report
 	s.mu.Unlock()
+	if s.o.onReport != nil {
+		s.o.onReport(&rep)
+	}
 	close(stopped)
 	<-watchDone
 	s.stdout.Close()
+	s.gate.close()
 	s.stdin.Close() // ends the reader if the host has not closed stdin
 	select {
 	case <-readDone:
@@ -225,12 +259,14 @@ func (s *server) read(fr *pipes.Framer) {
 			s.mu.Unlock()
 			return
 		}
-		s.take(frame)
+		st := fr.Stats()
+		s.take(frame, st.Bytes-st.Pending)
 	}
 }
 
-// take matches one frame from the host.
-func (s *server) take(frame []byte) {
+// take matches one frame from the host, which ended before stdin byte
+// end.
+func (s *server) take(frame []byte, end int64) {
 	m, perr := wire.ParseMessage(frame)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -281,6 +317,8 @@ func (s *server) take(frame []byte) {
 	}
 	want := &s.rec.Host[i]
 	s.got[i] = true
+	s.ends[i] = end
+	s.retarget()
 	diff, checked := s.rec.compare(want, frame, s.o)
 	if !checked {
 		s.depart(Departure{Kind: Unchecked, Seq: want.Seq, Dir: record.DirIn, Method: want.Method, ID: want.ID, Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not compared", len(want.Head), want.Size)})

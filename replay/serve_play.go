@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -19,18 +20,29 @@ func (s *server) play(ctx context.Context) error {
 	}
 	c := clock{pace: s.pace}
 	closed := false
-	for _, a := range schedule(s.rec, []string{record.DirOut, record.DirErr}, s.rec.Server, nil, closeAt) {
+	for _, a := range schedule(s.rec, []string{record.DirOut, record.DirErr}, s.rec.Server, s.stalls, closeAt) {
 		// What the recorded server had received before this, and the
 		// request of each response in it (whatever the record's clocks
 		// say, a response comes after its request).
 		err := c.next(ctx, a.t, func(gap time.Duration) error {
-			return s.waitHost(ctx, a.t, s.requestsOf(a), s.pace.bound(gap))
+			if err := s.waitHost(ctx, a.t, s.requestsOf(a), s.pace.bound(gap)); err != nil {
+				return err
+			}
+			return s.serveStall(ctx, a.t, a.resume >= 0)
 		})
 		if err != nil {
 			return err
 		}
+		if a.stall >= 0 {
+			continue // the gate stopped stdin at its point (serveArm)
+		}
+		if a.resume >= 0 {
+			s.serveResume(a.resume)
+			continue
+		}
 		closed = closed || a.close
-		if err := s.do(a); err != nil {
+		wrote, err := s.do(a)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -39,10 +51,17 @@ func (s *server) play(ctx context.Context) error {
 			}
 			return fmt.Errorf("replay: the played server's write failed: %w", err)
 		}
-		s.mu.Lock()
-		s.report.Played++
-		s.mu.Unlock()
+		if wrote {
+			s.mu.Lock()
+			s.report.Played++
+			s.mu.Unlock()
+		}
 	}
+	var end time.Duration
+	for _, e := range s.rec.Events {
+		end = max(end, us(e.T))
+	}
+	s.endStalls(ctx, true, end)
 	if closed {
 		return nil
 	}
@@ -50,22 +69,25 @@ func (s *server) play(ctx context.Context) error {
 	return s.waitFor(ctx, func() bool { return s.eof }, 0)
 }
 
-// do does one action.
-func (s *server) do(a action) error {
+// do does one action; wrote says it wrote bytes (a chunk holds none when
+// the requests its responses answer never came).
+func (s *server) do(a action) (wrote bool, err error) {
+	var b []byte
 	switch {
 	case a.close:
 		s.flushReplies()
-		return s.stdout.Close()
+		return false, s.stdout.Close()
 	case a.chunk != nil && a.chunk.Dir == record.DirErr:
-		if b, _ := s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
-			_, err := s.stderr.Write(b)
-			return err
+		if b, _ = s.rec.ChunkBytes(a.chunk, nil); len(b) > 0 {
+			_, err = s.stderr.Write(b)
 		}
-		return nil
+		return len(b) > 0, err
 	case a.chunk != nil:
-		return s.writeOut(s.chunkBytes(a.chunk))
+		b = s.chunkBytes(a.chunk)
+	default:
+		b = s.frameLine(a.frame, true)
 	}
-	return s.writeOut(s.frameLine(a.frame, true))
+	return len(b) > 0, s.writeOut(b)
 }
 
 // requestsOf returns the host requests answered by the responses a
@@ -96,15 +118,13 @@ func (s *server) requestsOf(a action) []int {
 func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, bound time.Duration) error {
 	// What the proxy had read whole of the host's by t (its read stamp
 	// comes before it writes the bytes on, so before the server could act
-	// on them), and, while the recorded server was not reading its stdin,
-	// only up to where it stopped.
-	limit := int64(-1)
-	for _, st := range s.rec.Stalls {
-		if st.Dir == record.DirIn && st.Since <= t && (!st.Ended || t <= st.Since+st.Dur) {
-			limit = st.At
-		}
-	}
+	// on them), and, until the recorded server read its stdin again after
+	// it stopped, only up to where it stopped.
 	need := func() []int {
+		limit := int64(-1)
+		if s.armed {
+			limit = s.stalls[s.stall].At
+		}
 		var out []int
 		for i, f := range s.rec.Host {
 			if !s.got[i] && f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) {
@@ -119,7 +139,17 @@ func (s *server) waitHost(ctx context.Context, t time.Duration, also []int, boun
 		return out
 	}
 	hostEOF := s.rec.HostEOF >= 0 && s.rec.HostEOF <= t
-	err := s.waitFor(ctx, func() bool { return len(need()) == 0 && (!hostEOF || s.eof) }, bound)
+	err := s.waitFor(ctx, func() bool {
+		if len(need()) > 0 {
+			// The gate may have stopped inside a message the recorded
+			// server had, or before the request of a response it sends.
+			if s.framer.Stats().Pending > 0 || slices.ContainsFunc(also, func(i int) bool { return !s.got[i] }) {
+				s.letThrough()
+			}
+			return false
+		}
+		return !hostEOF || s.eof
+	}, bound)
 	if err != errGaveUp {
 		return err
 	}
@@ -199,9 +229,17 @@ func (s *server) writeOut(b []byte) error {
 // only the head of.
 func (s *server) chunkBytes(c *Chunk) []byte {
 	b, _ := s.rec.ChunkBytes(c, func(i int, _ *Frame) []byte { return s.frameLine(i, false) })
+	// A line played to its end is not kept.
+	s.mu.Lock()
+	for _, p := range c.Parts {
+		if f := &s.rec.Server[max(p.Frame, 0)]; p.Frame >= 0 && f.Whole() && int64(p.To) >= f.Size+1 {
+			delete(s.lines, p.Frame)
+		}
+	}
+	s.mu.Unlock()
 	// A frame without its body ends in this chunk: answer in its place.
 	for k, p := range c.Parts {
-		if p.Frame < 0 || s.rec.Server[p.Frame].Body != nil {
+		if p.Frame < 0 || s.rec.Server[p.Frame].Whole() {
 			continue
 		}
 		if k+1 < len(c.Parts) && c.Parts[k+1].Frame == p.Frame {
@@ -244,7 +282,7 @@ func (s *server) frameLine(i int, whole bool) []byte {
 	f := &s.rec.Server[i]
 	var l []byte
 	switch {
-	case f.Body == nil:
+	case !f.Whole():
 		if !whole {
 			return nil
 		}
@@ -294,6 +332,7 @@ func (s *server) finish() {
 	if s.rec.Cut != "" {
 		s.report.Notes = append(s.report.Notes, s.rec.Cut+": played up to it")
 	}
+	s.report.Stalls = s.checks
 	s.report.strict, s.report.headsOnly = s.o.strict, !s.rec.Header.Bodies
 	if s.lost > 0 {
 		s.report.Notes = append(s.report.Notes, fmt.Sprintf("%d host messages came where the record lost detail: not checked", s.lost))

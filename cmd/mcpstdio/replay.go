@@ -37,9 +37,10 @@ the replay cannot run, 2 for a usage error.
 With -serve, it plays the server's side on this process's stdin and stdout
 for a host under test: put "mcpstdio replay -serve -record FILE" in the host's
 MCP configuration in place of the server command. It answers the host's
-requests by order, under the host's ids, with the recorded answers, and
-writes on stderr, at the end, what the host did that the recorded host did
-not (exit status 1 then).
+requests by order, under the host's ids, with the recorded answers, stops
+reading stdin where the recorded server did (checking that the host then
+blocks writing), and writes its report on stderr at the end: what the host
+did that the recorded host did not (exit status 1 then), and the stalls.
 
 With -save, it writes the record as read, after -redact, to OUT (created
 0600): redact a record before committing it as test data, and replay it
@@ -186,8 +187,16 @@ func serveRecord(ctx context.Context, rec *replay.Record, opts []replay.Option, 
 	if !ok {
 		out = nopWriteCloser{st.Stdout}
 	}
-	if err := replay.Serve(rec, opts...)(ctx, in, out, st.Stderr); err != nil {
+	var rep *replay.Report
+	opts = append(opts, replay.OnReport(func(r *replay.Report) { rep = r }))
+	err := replay.Serve(rec, opts...)(ctx, in, out, st.Stderr)
+	if rep != nil {
+		fmt.Fprintf(stderr, "mcpstdio replay -serve: %s\n", rep)
+	}
+	if err != nil && (rep == nil || rep.Err() == nil || err.Error() != rep.Err().Error()) {
 		fmt.Fprintf(stderr, "mcpstdio replay -serve: %v\n", err)
+	}
+	if err != nil {
 		return 1
 	}
 	return 0

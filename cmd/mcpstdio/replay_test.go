@@ -116,14 +116,16 @@ func TestReplayUsage(t *testing.T) {
 
 // TestReplayStrict: a record with a message it has only the head of
 // (record's pinned sample, made without -log-bodies) replays with exit 0,
-// the headline naming what was not checked; with -strict, exit 1.
+// the headline naming what was not checked; with -strict, exit 1. The
+// fake writes less than the recorded server did by the host's last
+// action, which waits up to three patiences for it: -patience 500ms.
 func TestReplayStrict(t *testing.T) {
 	recSample := filepath.Join("..", "..", "record", "testdata", "sample.ndjson")
-	res := mcpstdio(t, time.Minute, "replay", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	res := mcpstdio(t, time.Minute, "replay", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: as recorded for what could be checked:") || !strings.Contains(strings.SplitN(res.stdout, "\n", 2)[0], "1 messages only as heads") {
 		t.Errorf("replay without -strict: exit %d, want 0 and a headline naming the unchecked message\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	res = mcpstdio(t, time.Minute, "replay", "-strict", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	res = mcpstdio(t, time.Minute, "replay", "-strict", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
 	if res.code != 1 {
 		t.Errorf("replay -strict of a record with an unchecked message: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}

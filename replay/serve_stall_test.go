@@ -1,0 +1,198 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/record"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+// floodEchoes is how many echo calls of floodText bytes a host sends while
+// the server is not reading: 192 KiB, three times a pipe.
+const (
+	floodEchoes = 12
+	floodText   = 16 << 10
+)
+
+// hostFlood is a host that stops reading, calls big (1 MiB), and while the
+// server is blocked writing it sends echo calls (n of them, from a goroutine,
+// as each write may block); when wait returns it resumes reading and waits
+// for every answer.
+func hostFlood(t *testing.T, ctx context.Context, s *mcptest.Session, n int, wait func()) {
+	t.Helper()
+	s.StallReads()
+	big := s.Send("tools/call", call(fakeserver.ToolBig, fakeserver.BigArgs{Bytes: 1 << 20}.Map()))
+	if err := s.WaitWriterBlocked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan []*mcptest.Pending, 1)
+	go func() {
+		var ps []*mcptest.Pending
+		for range n {
+			ps = append(ps, s.Send("tools/call", call(fakeserver.ToolEcho, map[string]any{"text": strings.Repeat("y", floodText)})))
+		}
+		sent <- ps
+	}()
+	wait()
+	s.ResumeReads()
+	if _, err := big.Wait(ctx); err != nil {
+		t.Error(err)
+	}
+	for _, p := range <-sent {
+		if _, err := p.Wait(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// recordServerStall records a session with a server that does not read its
+// stdin while it writes (the fake's -naive loop): the host floods it while
+// it is blocked writing a large result, and the proxy's writes to its
+// stdin block.
+func recordServerStall(t *testing.T) *replay.Record {
+	t.Helper()
+	b := recordSession(t, recordConfig(), []string{"-naive"}, func(t *testing.T, s *mcptest.Session, rec *sink) {
+		hostFlood(t, ctxFor(t), s, floodEchoes, func() {
+			rec.wait(t, "block of stdin", func(e record.Event) bool { return e.Ev == record.EvBlock && e.Dir == record.DirIn })
+		})
+	})
+	rec, err := replay.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Stalls) == 0 || !hasStall(rec, record.DirIn) {
+		t.Fatalf("the record shows no stall of the server's stdin: %v", rec.Stalls)
+	}
+	return rec
+}
+
+func hasStall(rec *replay.Record, dir string) bool {
+	for _, st := range rec.Stalls {
+		if st.Dir == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// serveWith starts rec's server side, played by Serve, for mcptest as the
+// host under test (wrap, if given, changes the stdin Serve gets); the
+// report arrives on the channel when Serve ends.
+func serveWith(t *testing.T, rec *replay.Record, wrap func(io.ReadCloser) io.ReadCloser, opts ...replay.Option) (*mcptest.Session, <-chan *replay.Report) {
+	t.Helper()
+	reports := make(chan *replay.Report, 1)
+	opts = append(opts, replay.OnReport(func(r *replay.Report) { reports <- r }))
+	serve := replay.Serve(rec, opts...)
+	s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		if wrap != nil {
+			stdin = wrap(stdin)
+		}
+		return serve(ctx, stdin, stdout, stderr)
+	}))
+	return s, reports
+}
+
+// endServe closes the host's side and returns Serve's report.
+func endServe(t *testing.T, s *mcptest.Session, reports <-chan *replay.Report) *replay.Report {
+	t.Helper()
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitExit(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	return <-reports
+}
+
+// stdinStalls returns the report's stalls of the server's stdin.
+func stdinStalls(rep *replay.Report) []replay.StallCheck {
+	var out []replay.StallCheck
+	for _, c := range rep.Stalls {
+		if c.Dir == record.DirIn {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestServeStall: where the recorded server stopped reading its stdin,
+// the played server stops too, and the host under test, which floods it
+// as the recorded host did, is found blocked writing (its stdin pipe
+// full) before the played server goes on, or, at a later stall, to have
+// written what the recorded host had; the report says so. The same in
+// Timed mode.
+func TestServeStall(t *testing.T) {
+	rec := recordServerStall(t)
+	for _, mode := range []struct {
+		name string
+		opts []replay.Option
+	}{{"causal", nil}, {"timed", []replay.Option{replay.Timed(1, 0)}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s, reports := serveWith(t, rec, nil, mode.opts...)
+			hostFlood(t, ctxFor(t), s, floodEchoes, func() {})
+			rep := endServe(t, s, reports)
+			t.Logf("Serve's report: %s", rep)
+			cs := stdinStalls(rep)
+			if len(cs) == 0 {
+				t.Fatalf("Serve's report has no stall of stdin: %s", rep)
+			}
+			// The first stall finds the host blocked; later ones (the
+			// server read again in bursts) may find it has written all
+			// it had.
+			if !strings.Contains(cs[0].Text, "the host blocked writing stdin: its pipe holds") {
+				t.Errorf("want the host found blocked writing: %s", cs[0])
+			}
+			for _, c := range cs {
+				if c.Outcome != replay.StallVerified {
+					t.Errorf("want every stall verified: %s", c)
+				}
+			}
+			if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded:") || !strings.Contains(rep.String(), "stalls verified") {
+				t.Errorf("Serve's report: %s", rep)
+			}
+		})
+	}
+}
+
+// TestServeStallNotBlocking: a host that sends one echo where the recorded
+// one flooded does not block writing: stall-not-blocking on stdin.
+func TestServeStallNotBlocking(t *testing.T) {
+	rec := recordServerStall(t)
+	s, reports := serveWith(t, rec, nil, replay.Patience(300*time.Millisecond))
+	hostFlood(t, ctxFor(t), s, 1, func() {})
+	rep := endServe(t, s, reports)
+	t.Logf("Serve's report: %s", rep)
+	cs := stdinStalls(rep)
+	if len(cs) == 0 || cs[0].Outcome != replay.StallNotReached || rep.Count(replay.StallNotBlocking) == 0 {
+		t.Fatalf("want stall-not-blocking on stdin: %s", rep)
+	}
+	if !strings.Contains(cs[0].Text, "the host did not block writing") {
+		t.Errorf("the stall's text: %s", cs[0])
+	}
+}
+
+// TestServeStallUnverifiable: given a stdin that is not a file, the played
+// server cannot read the pipe's fill level: the stall is unverified, and
+// the headline says so.
+func TestServeStallUnverifiable(t *testing.T) {
+	rec := recordServerStall(t)
+	hide := func(r io.ReadCloser) io.ReadCloser { return struct{ io.ReadCloser }{r} }
+	s, reports := serveWith(t, rec, hide)
+	hostFlood(t, ctxFor(t), s, floodEchoes, func() {})
+	rep := endServe(t, s, reports)
+	t.Logf("Serve's report: %s", rep)
+	cs := stdinStalls(rep)
+	if len(cs) == 0 || cs[0].Outcome != replay.StallUnverifiable || !strings.Contains(cs[0].Text, "not a file") {
+		t.Fatalf("want the stall unverifiable, saying why: %s", rep)
+	}
+	if !strings.Contains(rep.String(), "stalls unverified") || rep.Complete() {
+		t.Errorf("the headline claims more than was checked: %s", rep)
+	}
+}
