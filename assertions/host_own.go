@@ -133,7 +133,8 @@ func furtherNote(made bool) string {
 
 // settled returns the fake's report once it tells the end of the host's
 // call: the fake has ended (a command, whose end closes its stdin), or (a
-// Go Host) it has a cancel of the call, waited for at most a moment.
+// Go Host) it has a cancel of the call, waited for at most a moment, or it
+// stopped reading stdin (a cancel can no longer reach it).
 func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	if r.command != nil {
 		if !r.run.killed { // a killed host's fake was killed with it
@@ -141,7 +142,7 @@ func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
-		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 })
+		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 || !rep.StdinStopped.IsZero() })
 		cancel()
 	}
 	rep, _ := r.fakeReport()

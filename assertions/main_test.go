@@ -2,7 +2,10 @@ package assertions_test
 
 import (
 	"context"
+	"flag"
 	"io"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
@@ -29,4 +32,16 @@ func serveFake(args []string) mcptest.ServeFunc {
 // TestMain serves the fake as a helper child (for the server criteria's
 // child targets, as "fake", and for the host criteria) and otherwise runs
 // the tests under goleak.VerifyTestMain.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+//
+// The tests mostly wait, not compute: observation windows, a host's own
+// timeout, the bounds a misbehaving server runs out. Unless -parallel is
+// given, four per CPU run at once rather than go test's one.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
+	mcptest.Main(m)
+}
