@@ -42,7 +42,7 @@ func TestCheckHostSession(t *testing.T) {
 				Run: regexp.MustCompile("^(" + strings.Join(rest, "|") + ")$")})
 			return
 		}
-		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(5*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
+		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(3*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
 			Run: regexp.MustCompile("^" + own[i] + "$")})
 	})
 	rep := reports[len(own)]
