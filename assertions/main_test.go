@@ -2,13 +2,11 @@ package assertions_test
 
 import (
 	"context"
-	"flag"
 	"io"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -37,11 +35,6 @@ func serveFake(args []string) mcptest.ServeFunc {
 // timeout, the bounds a misbehaving server runs out. Unless -parallel is
 // given, four per CPU run at once rather than go test's one.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
-	}
+	testkit.ParallelForWaits(4)
 	mcptest.Main(m)
 }
