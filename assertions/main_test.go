@@ -32,8 +32,9 @@ func serveFake(args []string) mcptest.ServeFunc {
 // the tests under goleak.VerifyTestMain.
 //
 // The tests mostly wait, not compute: observation windows, a host's own
-// timeout, the bounds a misbehaving server runs out. Unless -parallel is
-// given, four per CPU run at once rather than go test's one.
+// timeout, the bounds a misbehaving server runs out. Without the race
+// detector, and unless -parallel is given, four per CPU run at once rather
+// than go test's one (testkit.ParallelForWaits).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4)
 	mcptest.Main(m)

@@ -27,7 +27,8 @@ var binary string
 
 // TestMain builds the command and runs the tests under goleak. The tests
 // mostly wait for the command's criteria (their windows and bounds), not
-// compute: four per CPU run at once (testkit.ParallelForWaits).
+// compute: without the race detector four per CPU run at once
+// (testkit.ParallelForWaits).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4)
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")

@@ -33,17 +33,21 @@ func EachWayB(b *testing.B, f func(b *testing.B, child bool)) {
 }
 
 // ParallelForWaits sets go test's -parallel to perCPU tests per CPU, unless
-// the command line gives it: for a package whose tests mostly wait
-// (observation windows, a peer's own timeout, the bounds a misbehaving
-// server runs out) rather than compute, so that one CPU per test would
-// leave the machine idle. Call it in TestMain, before m.Run.
+// the command line gives it or the race detector is built in: for a package
+// whose tests mostly wait (observation windows, a peer's own timeout, the
+// bounds a misbehaving server runs out) rather than compute, so that one
+// test per CPU would leave the machine idle. Under the race detector the
+// same tests compute several times as much, and more of them at once would
+// starve the in-process servers and the CPU-time evidence their verdicts
+// rest on: there it leaves go test's one per CPU. Call it in TestMain,
+// before m.Run.
 func ParallelForWaits(perCPU int) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
+	if !given && !raceDetector {
 		flag.Set("test.parallel", strconv.Itoa(perCPU*runtime.GOMAXPROCS(0)))
 	}
 }
