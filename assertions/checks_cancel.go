@@ -327,9 +327,15 @@ func CheckCancelDuringWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured")
 	}
-	before := sampleWork(s, nil)
-	p := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
+	p, before := sendSlow(s, cfg)
 	return thenSecondRequest(ctx, s, cfg, cancelStopsWork(ctx, s, p, cfg, before))
+}
+
+// sendSlow sends the Slow call with a fresh progress token, and returns it
+// with a sample of the server's work from just before.
+func sendSlow(s *mcptest.Session, cfg ServerConfig) (*mcptest.Pending, workSample) {
+	before := sampleWork(s, nil)
+	return s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken())), before
 }
 
 // thenSecondRequest makes the second request after a cancel criterion and
@@ -365,8 +371,7 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured")
 	}
-	before := sampleWork(s, nil)
-	p := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
+	p, before := sendSlow(s, cfg)
 	c, err := cancelAndWatch(ctx, s, p, cfg, before)
 	if err != nil {
 		return failErr("", "cancelling the call right behind it", err)

@@ -151,25 +151,12 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { mcptest.Main(m) }`)", err)
 	}
 	r.cmd = cmd
-	type started struct {
-		h   Host
-		err error
-	}
-	done := make(chan started, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- started{nil, fmt.Errorf("the HostFactory panicked: %v\n%s", v, stack())}
-			}
-		}()
-		h, err := r.newHost(ctx, r.cmd)
-		done <- started{h, err}
-	}()
+	done := goAdapter("the HostFactory", func() (Host, error) { return r.newHost(ctx, r.cmd) })
 	t := time.NewTimer(r.cfg.StartTimeout)
 	defer t.Stop()
 	select {
 	case s := <-done:
-		r.keep(s.h)
+		r.keep(s.v)
 		if s.err != nil {
 			return fmt.Errorf("starting the host against the fake (%s): %w", strings.Join(flags, " "), s.err)
 		}
@@ -182,7 +169,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	r.kill() // unblocks a host stuck reading the fake
 	select {
 	case s := <-done:
-		r.keep(s.h)
+		r.keep(s.v)
 	case <-time.After(5 * time.Second):
 	}
 	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v (StartTimeout)", strings.Join(flags, " "), r.cfg.StartTimeout)
@@ -214,23 +201,10 @@ var errHostHung = errors.New("the host's CallTool did not return after its conte
 func callBounded(ctx context.Context, h Host, within time.Duration, name string, args map[string]any) (json.RawMessage, error) {
 	cctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	type out struct {
-		res json.RawMessage
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- out{nil, fmt.Errorf("the host's CallTool panicked: %v\n%s", v, stack())}
-			}
-		}()
-		res, err := h.CallTool(cctx, name, args)
-		done <- out{res, err}
-	}()
+	done := goAdapter("the host's CallTool", func() (json.RawMessage, error) { return h.CallTool(cctx, name, args) })
 	select {
 	case o := <-done:
-		return o.res, o.err
+		return o.v, o.err
 	case <-cctx.Done():
 	}
 	// A host may need a moment to notice its context: grant half the bound
@@ -240,12 +214,35 @@ func callBounded(ctx context.Context, h Host, within time.Duration, name string,
 	select {
 	case o := <-done:
 		if o.err == nil {
-			return o.res, nil
+			return o.v, nil
 		}
 		return nil, fmt.Errorf("tools/call %s: no answer within %v: %w", name, within, o.err)
 	case <-grace.C:
 		return nil, fmt.Errorf("tools/call %s: %w", name, errHostHung)
 	}
+}
+
+// outcome is what a call into the host's adapter returned.
+type outcome[T any] struct {
+	v   T
+	err error
+}
+
+// goAdapter calls f, the host adapter's code, in a goroutine of its own,
+// whose end the caller waits for within its bound, and delivers what f
+// returned, or a panic in it as an error saying that what panicked.
+func goAdapter[T any](what string, f func() (T, error)) <-chan outcome[T] {
+	done := make(chan outcome[T], 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- outcome[T]{err: fmt.Errorf("%s panicked: %v\n%s", what, v, stack())}
+			}
+		}()
+		v, err := f()
+		done <- outcome[T]{v, err}
+	}()
+	return done
 }
 
 // fakeReport reads the report of the first fake the host started (a host
@@ -291,18 +288,11 @@ func (r *hostFixture) close() (string, error) {
 		err = r.endCommand()
 	}
 	if r.host != nil {
-		done := make(chan error, 1)
-		go func() {
-			defer func() {
-				if v := recover(); v != nil {
-					done <- fmt.Errorf("the host's Close panicked: %v\n%s", v, stack())
-				}
-			}()
-			done <- r.host.Close()
-		}()
+		done := goAdapter("the host's Close", func() (struct{}, error) { return struct{}{}, r.host.Close() })
 		t := time.NewTimer(r.cfg.Within)
 		select {
-		case err = <-done:
+		case o := <-done:
+			err = o.err
 			t.Stop()
 		case <-t.C:
 			err = fmt.Errorf("the host's Close did not return within %v", r.cfg.Within)

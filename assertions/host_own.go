@@ -133,7 +133,8 @@ func furtherNote(made bool) string {
 
 // settled returns the fake's report once it tells the end of the host's
 // call: the fake has ended (a command, whose end closes its stdin), or (a
-// Go Host) it has a cancel of the call, waited for at most a moment.
+// Go Host) it has a cancel of the call, waited for at most a moment unless
+// no cancel can reach it any more (see deaf).
 func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	if r.command != nil {
 		if !r.run.killed { // a killed host's fake was killed with it
@@ -141,11 +142,17 @@ func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
-		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 })
+		r.waitReport(wctx, func(rep fakeserver.Report) bool { return len(rep.Cancels) > 0 || deaf(rep) })
 		cancel()
 	}
 	rep, _ := r.fakeReport()
 	return rep
+}
+
+// deaf reports whether the fake, by its report, reads nothing more: it
+// stopped reading stdin, or it crashed or ended (it is exiting).
+func deaf(rep fakeserver.Report) bool {
+	return !rep.StdinStopped.IsZero() || !rep.CallCrashed.IsZero() || rep.Exit != ""
 }
 
 // firstCall is the host's first tools/call, the one the criterion's fault

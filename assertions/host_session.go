@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -26,19 +27,29 @@ func SessionHost(opts ...mcptest.Option) HostFactory {
 		if err != nil {
 			return nil, err
 		}
-		return sessionHost{s}, nil
+		return sessionHost{s, new(sync.WaitGroup)}, nil
 	}
 }
 
-type sessionHost struct{ s *mcptest.Session }
+type sessionHost struct {
+	s       *mcptest.Session
+	cancels *sync.WaitGroup // the cancels CallTool sends on their own
+}
 
 func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]any) (json.RawMessage, error) {
 	p := h.s.Send(wire.MethodToolsCall, map[string]any{"name": name, "arguments": args})
 	resp, err := p.Wait(ctx)
 	if err != nil {
 		// Abandoning a request (its context ended, or the session's own
-		// timeout, WithTimeout, passed) means cancelling it.
-		_ = p.Cancel(firstLine(err.Error()))
+		// timeout, WithTimeout, passed) means cancelling it. The cancel
+		// goes out on its own, as hosts send it, and the call returns at
+		// once: to a server that stopped reading stdin, its write would
+		// wait out the session's timeout a second time.
+		h.cancels.Add(1)
+		go func() {
+			defer h.cancels.Done()
+			_ = p.Cancel(firstLine(err.Error()))
+		}()
 		return nil, err
 	}
 	if resp.Error != nil {
@@ -47,7 +58,12 @@ func (h sessionHost) CallTool(ctx context.Context, name string, args map[string]
 	return resp.Result, nil
 }
 
-func (h sessionHost) Close() error { return h.s.Close() }
+// Close ends the session; a cancel still being written ends with it.
+func (h sessionHost) Close() error {
+	err := h.s.Close()
+	h.cancels.Wait()
+	return err
+}
 
 // ListTools lists the server's tools, for large-tools-list.
 func (h sessionHost) ListTools(ctx context.Context) ([]string, error) {

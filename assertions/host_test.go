@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +18,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -40,7 +43,7 @@ func TestCheckHostSession(t *testing.T) {
 				Run: regexp.MustCompile("^(" + strings.Join(rest, "|") + ")$")})
 			return
 		}
-		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(5*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
+		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(3*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
 			Run: regexp.MustCompile("^" + own[i] + "$")})
 	})
 	rep := reports[len(own)]
@@ -61,10 +64,11 @@ func TestCheckHostSession(t *testing.T) {
 // stdout only while it waits for a response, with no limit on a line, never
 // reads stderr, ignores its context and never cancels.
 type naiveHost struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	id  int
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *pipes.Pipe // piped, never read
+	id     int
 }
 
 func newNaiveHost(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
@@ -76,21 +80,58 @@ func newNaiveHost(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cmd.StderrPipe(); err != nil { // piped, never read
+	stderr, err := pipes.New()
+	if err != nil {
 		return nil, err
 	}
+	cmd.Stderr = stderr.W
 	if err := cmd.Start(); err != nil {
+		stderr.Close()
 		return nil, err
 	}
-	h := &naiveHost{cmd: cmd, in: in, out: bufio.NewReader(out)}
-	if _, err := h.request("initialize", map[string]any{
+	stderr.W.Close() // the child's copy is the one it writes
+	h := &naiveHost{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: stderr}
+	stuck := h.watchStderr()
+	_, err = h.request("initialize", map[string]any{
 		"protocolVersion": wire.Version20251125, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "naive", "version": "0"},
-	}); err != nil {
+	})
+	if n := stuck(); n > 0 {
+		return h, fmt.Errorf("the server's stderr pipe is full (%d bytes) and this host never reads it: the server is blocked writing to it, and the handshake got no answer", n)
+	}
+	if err != nil {
 		return h, err
 	}
 	_, err = fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h, err
+}
+
+// watchStderr watches, while the handshake is waited for, the stderr pipe
+// this host never reads: once it is full, the server is blocked writing to
+// it for good (nothing will ever read it), so the host ends the server
+// rather than wait for an answer that cannot come. The function it returns
+// stops the watch and says how many bytes the full pipe held, 0 if it did
+// not fill. Where a pipe's fill level is unknown (not Linux), it only waits.
+func (h *naiveHost) watchStderr() (stop func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		held := 0
+		poll.Until(ctx, "the stderr pipe full", func() bool {
+			full, err := h.stderr.Full()
+			if full {
+				n, _ := h.stderr.Buffered()
+				held = max(n, 1)
+				h.cmd.Process.Kill() // its stdout closes: the handshake's read returns
+			}
+			return full || err != nil
+		})
+		done <- held
+	}()
+	return func() int {
+		cancel()
+		return <-done
+	}
 }
 
 func (h *naiveHost) request(method string, params any) (json.RawMessage, error) {
@@ -126,17 +167,20 @@ func (h *naiveHost) CallTool(_ context.Context, name string, args map[string]any
 func (h *naiveHost) Close() error {
 	h.in.Close()
 	h.cmd.Process.Kill()
-	return h.cmd.Wait()
+	err := h.cmd.Wait()
+	h.stderr.Close()
+	return err
 }
 
 func TestCheckHostNaive(t *testing.T) {
 	t.Parallel()
 	// One battery per criterion, side by side: most of them wait out a
-	// bound on this host.
+	// bound on this host. It has no timeout of its own, so the criteria
+	// that wait for one fail at any Cap: a short one.
 	names := assertions.HostCriterionNames()
 	reports := make([]*assertions.Report, len(names))
 	concurrently(len(names), func(i int) {
-		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 4 * time.Second, StartTimeout: 20 * time.Second, StderrNoise: 1 << 20, Cap: 3 * time.Second,
+		cfg := assertions.HostConfig{MaxFrame: 1 << 20, Within: 4 * time.Second, StartTimeout: 20 * time.Second, StderrNoise: 1 << 20, Cap: time.Second,
 			Run: regexp.MustCompile("^" + regexp.QuoteMeta(names[i]) + "$")}
 		reports[i] = assertions.CheckHost(t.Context(), newNaiveHost, cfg)
 	})
@@ -161,6 +205,13 @@ func TestCheckHostNaive(t *testing.T) {
 	want["large-tools-list"] = assertions.Skip     // it cannot list tools
 	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
 		t.Errorf("CheckHost(naive host) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
+	}
+	// On Linux the host sees the stderr pipe it never reads full (elsewhere
+	// its start waits out StartTimeout).
+	for _, res := range rep.Results {
+		if res.Name == "stderr-noise" && runtime.GOOS == "linux" && !strings.Contains(res.Evidence, "stderr pipe is full") {
+			t.Errorf("stderr-noise: %s (%s), want the failed start to say the stderr pipe is full", res.Verdict, res.Evidence)
+		}
 	}
 }
 

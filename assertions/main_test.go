@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -29,4 +30,12 @@ func serveFake(args []string) mcptest.ServeFunc {
 // TestMain serves the fake as a helper child (for the server criteria's
 // child targets, as "fake", and for the host criteria) and otherwise runs
 // the tests under goleak.VerifyTestMain.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+//
+// The tests mostly wait, not compute: observation windows, a host's own
+// timeout, the bounds a misbehaving server runs out. Without the race
+// detector, and unless -parallel is given, four per CPU run at once rather
+// than go test's one (testkit.ParallelForWaits).
+func TestMain(m *testing.M) {
+	testkit.ParallelForWaits(4)
+	mcptest.Main(m)
+}

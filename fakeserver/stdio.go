@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"os"
@@ -50,13 +51,7 @@ type dupFile struct {
 	orig *os.File
 }
 
-func (d dupFile) Close() error {
-	err := d.File.Close()
-	if err2 := d.orig.Close(); err == nil {
-		err = err2
-	}
-	return err
-}
+func (d dupFile) Close() error { return cmp.Or(d.File.Close(), d.orig.Close()) }
 
 // interruptible returns a file on the same descriptor that a concurrent
 // Close can interrupt, where the platform allows it, or f itself.

@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
@@ -52,15 +54,8 @@ func (h goSDKHost) Close() error { return h.cs.Close() }
 // the process is started and reaped here instead of by CommandTransport.
 func GoSDKIOHost(maxLine int) assertions.HostFactory {
 	return func(ctx context.Context, cmd *exec.Cmd) (assertions.Host, error) {
-		stdin, err := cmd.StdinPipe()
+		stdin, stdout, err := startPiped(cmd)
 		if err != nil {
-			return nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
 		c := mcp.NewClient(&mcp.Implementation{Name: "mcpstdio-integration", Version: "0"}, nil)
@@ -74,6 +69,21 @@ func GoSDKIOHost(maxLine int) assertions.HostFactory {
 	}
 }
 
+// startPiped starts cmd with its stdin and stdout on pipes and returns
+// their ends.
+func startPiped(cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser, err error) {
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, err
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return stdin, stdout, nil
+}
+
 type goSDKIOHost struct {
 	goSDKHost
 	cmd *exec.Cmd
@@ -82,13 +92,7 @@ type goSDKIOHost struct {
 // Close closes the session, which closes the server's stdin, and waits for
 // the server to exit; cmd is bound to the battery's context, which kills a
 // server that does not.
-func (h goSDKIOHost) Close() error {
-	err := h.cs.Close()
-	if werr := h.cmd.Wait(); err == nil {
-		err = werr
-	}
-	return err
-}
+func (h goSDKIOHost) Close() error { return cmp.Or(h.cs.Close(), h.cmd.Wait()) }
 
 // MCPGoHost is an assertions.HostFactory for a client of mcp-go: the stdio
 // client (client.NewStdioMCPClientWithOptions, which starts the command)

@@ -103,15 +103,8 @@ func TSSDKHost(dir string, maxBuffer int) assertions.HostFactory {
 		node.WaitDelay = time.Second
 		h := &tsHost{node: node, calls: map[int64]chan tsReply{}, ready: make(chan tsReply, 1), exited: make(chan struct{})}
 		node.Stderr = &h.stderr
-		stdin, err := node.StdinPipe()
+		stdin, stdout, err := startPiped(node)
 		if err != nil {
-			return nil, err
-		}
-		stdout, err := node.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := node.Start(); err != nil {
 			return nil, err
 		}
 		h.stdin = stdin

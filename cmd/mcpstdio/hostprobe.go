@@ -119,18 +119,12 @@ func (f *hostProbeFlags) config() (assertions.HostConfig, *regexp.Regexp, error)
 }
 
 func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usageErr := func(err error) int {
-		fmt.Fprintf(stderr, "mcpstdio hostprobe: %v (see mcpstdio hostprobe -h)\n", err)
-		return 2
-	}
 	fs := flag.NewFlagSet("mcpstdio hostprobe", flag.ContinueOnError)
 	var f hostProbeFlags
-	f.register(fs)
-	if help, err := parseFlags(fs, args, hostProbeUsage, stdout); help {
-		return 0
-	} else if err != nil {
-		return usageErr(err)
+	if ok, code := parseFlags(fs, &f, args, hostProbeUsage, stdout, stderr); !ok {
+		return code
 	}
+	usageErr := func(err error) int { return usageError(stderr, fs, err) }
 	if fs.NArg() == 0 {
 		return usageErr(errors.New(`no host command (give it after "--")`))
 	}
@@ -142,17 +136,11 @@ func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageErr(fmt.Errorf("finding this program, to run its fake server: %v", err))
 	}
-	var base *assertions.Report
-	if f.baseline != "" {
-		if base, err = readBaseline(f.baseline); err != nil {
-			return usageErr(err)
-		}
+	base, junit, err := f.open()
+	if err != nil {
+		return usageErr(err)
 	}
-	var junit *os.File
-	if f.junit != "" {
-		if junit, err = os.Create(f.junit); err != nil {
-			return usageErr(fmt.Errorf("-junit: %v", err))
-		}
+	if junit != nil {
 		defer junit.Close()
 	}
 	argv := fs.Args()

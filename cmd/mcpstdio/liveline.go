@@ -62,39 +62,37 @@ func newLiveStatus(w io.Writer, width int, now func() time.Time) *liveStatus {
 	return &liveStatus{w: w, width: width, now: now}
 }
 
-// show starts showing label, timed from now, and draws it.
-func (l *liveStatus) show(label string) {
+// locked runs f with the line's lock held; on a nil live status (no
+// terminal) it does nothing.
+func (l *liveStatus) locked(f func()) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.label, l.since = label, l.now()
-	l.drawLocked()
+	f()
+}
+
+// show starts showing label, timed from now, and draws it.
+func (l *liveStatus) show(label string) {
+	l.locked(func() {
+		l.label, l.since = label, l.now()
+		l.drawLocked()
+	})
 }
 
 // redraw draws the line again with the time elapsed, if something is shown.
-func (l *liveStatus) redraw() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.drawLocked()
-}
+func (l *liveStatus) redraw() { l.locked(l.drawLocked) }
 
 // pause erases the line and shows nothing until the next show.
 func (l *liveStatus) pause() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.label = ""
-	if l.drawn > 0 {
-		fmt.Fprint(l.w, "\r"+strings.Repeat(" ", l.drawn)+"\r")
-		l.drawn = 0
-	}
+	l.locked(func() {
+		l.label = ""
+		if l.drawn > 0 {
+			fmt.Fprint(l.w, "\r"+strings.Repeat(" ", l.drawn)+"\r")
+			l.drawn = 0
+		}
+	})
 }
 
 // close erases the line and ends the redraw loop. It may be called more

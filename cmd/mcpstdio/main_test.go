@@ -19,12 +19,18 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
 // binary is the command under test, built once by TestMain.
 var binary string
 
+// TestMain builds the command and runs the tests under goleak. The tests
+// mostly wait for the command's criteria (their windows and bounds), not
+// compute: without the race detector four per CPU run at once
+// (testkit.ParallelForWaits).
 func TestMain(m *testing.M) {
+	testkit.ParallelForWaits(4)
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

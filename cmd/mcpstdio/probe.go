@@ -54,36 +54,25 @@ flags:
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpstdio probe", flag.ContinueOnError)
 	var f probeFlags
-	f.register(fs)
-	if help, err := parseFlags(fs, args, probeUsage, stdout); help {
-		return 0
-	} else if err != nil {
-		return usageError(stderr, err)
+	if ok, code := parseFlags(fs, &f, args, probeUsage, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() == 0 && endedByDashDash(fs, args) {
-		return usageError(stderr, errors.New(`no server command after "--" (to probe the built-in fake server, leave out "--")`))
+		return usageError(stderr, fs, errors.New(`no server command after "--" (to probe the built-in fake server, leave out "--")`))
 	}
 	cfg, err := f.config()
 	if err != nil {
-		return usageError(stderr, err)
+		return usageError(stderr, fs, err)
 	}
 	demo := fs.NArg() == 0
 	if demo && (f.baseline != "" || f.expect.m != nil) {
-		return usageError(stderr, errors.New("-baseline and -expect need a server command (the built-in fakes have expectations of their own)"))
+		return usageError(stderr, fs, errors.New("-baseline and -expect need a server command (the built-in fakes have expectations of their own)"))
 	}
-	var base *assertions.Report
-	if f.baseline != "" {
-		if base, err = readBaseline(f.baseline); err != nil {
-			return usageError(stderr, err)
-		}
+	base, junit, err := f.open()
+	if err != nil {
+		return usageError(stderr, fs, err)
 	}
-	// The JUnit file is created now, so that a path that cannot be written
-	// is a usage error before the criteria run, not after.
-	var junit *os.File
-	if f.junit != "" {
-		if junit, err = os.Create(f.junit); err != nil {
-			return usageError(stderr, fmt.Errorf("-junit: %v", err))
-		}
+	if junit != nil {
 		defer junit.Close()
 	}
 
@@ -148,11 +137,6 @@ func exitStatus(cmd string, rep *assertions.Report, err error, base *assertions.
 		return 1
 	}
 	return 0
-}
-
-func usageError(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "mcpstdio probe: %v (see mcpstdio probe -h)\n", err)
-	return 2
 }
 
 // output collects the reports of a run and prints each as a JSON line as

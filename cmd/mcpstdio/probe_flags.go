@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -261,16 +262,46 @@ func (f *reportFlags) register(fs *flag.FlagSet, subject, note string) {
 	fs.StringVar(&f.baseline, "baseline", "", "compare with an earlier -json report in `file`, print what changed, and exit 0 only if no criterion got worse (fail < skip < warn < pass; a new criterion that fails is worse)"+note)
 }
 
-// parseFlags parses args with fs; on -h it prints usage and the flags to
-// stdout and reports help.
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (help bool, err error) {
+// parseFlags defines f's flags on fs and parses args: on -h it prints
+// usage and the flags to stdout, on a bad flag a usage error to stderr, and
+// returns false with the exit status (0 and 2).
+func parseFlags(fs *flag.FlagSet, f interface{ register(*flag.FlagSet) }, args []string, usage string, stdout, stderr io.Writer) (ok bool, code int) {
+	f.register(fs)
 	fs.SetOutput(io.Discard)
-	err = fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
-		return true, nil
+		return false, 0
+	case err != nil:
+		return false, usageError(stderr, fs, err)
 	}
-	return false, err
+	return true, 0
+}
+
+// usageError prints err as a usage error of fs's command and returns the
+// exit status 2.
+func usageError(stderr io.Writer, fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", fs.Name(), err, fs.Name())
+	return 2
+}
+
+// open reads the -baseline report and creates the -junit file, when they
+// are given: the JUnit file now, so that a path that cannot be written is
+// a usage error before the criteria run, not after. The caller closes
+// junit.
+func (f *reportFlags) open() (base *assertions.Report, junit *os.File, err error) {
+	if f.baseline != "" {
+		if base, err = readBaseline(f.baseline); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.junit != "" {
+		if junit, err = os.Create(f.junit); err != nil {
+			return nil, nil, fmt.Errorf("-junit: %v", err)
+		}
+	}
+	return base, junit, nil
 }

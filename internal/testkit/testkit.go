@@ -1,9 +1,15 @@
 // Package testkit holds what the library's own tests share: running a test
 // against a server in-process and as a child process under the same
-// subtest names, in the same order.
+// subtest names, in the same order, and how many tests that wait run at
+// once.
 package testkit
 
-import "testing"
+import (
+	"flag"
+	"runtime"
+	"strconv"
+	"testing"
+)
 
 // Ways are the two ways a server runs in the tests, in the order they run:
 // a goroutine of the test binary on real pipes, and a child process.
@@ -23,5 +29,25 @@ func EachWayB(b *testing.B, f func(b *testing.B, child bool)) {
 	b.Helper()
 	for _, way := range Ways {
 		b.Run(way, func(b *testing.B) { f(b, way == "child") })
+	}
+}
+
+// ParallelForWaits sets go test's -parallel to perCPU tests per CPU, unless
+// the command line gives it or the race detector is built in: for a package
+// whose tests mostly wait (observation windows, a peer's own timeout, the
+// bounds a misbehaving server runs out) rather than compute, so that one
+// test per CPU would leave the machine idle. Under the race detector the
+// same tests compute several times as much, and more of them at once would
+// starve the in-process servers and the CPU-time evidence their verdicts
+// rest on: there it leaves go test's one per CPU. Call it in TestMain,
+// before m.Run.
+func ParallelForWaits(perCPU int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && !raceDetector {
+		flag.Set("test.parallel", strconv.Itoa(perCPU*runtime.GOMAXPROCS(0)))
 	}
 }

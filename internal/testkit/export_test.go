@@ -1,0 +1,4 @@
+package testkit
+
+// RaceDetector is raceDetector, for the tests.
+const RaceDetector = raceDetector
