@@ -149,12 +149,22 @@ func TestServeStall(t *testing.T) {
 			if !strings.Contains(cs[0].Text, "the host blocked writing stdin: its pipe holds") {
 				t.Errorf("want the host found blocked writing: %s", cs[0])
 			}
-			for _, c := range cs {
-				if c.Outcome != replay.StallVerified {
-					t.Errorf("want every stall verified: %s", c)
+			if cs[0].Outcome != replay.StallVerified {
+				t.Errorf("want the first stall verified: %s", cs[0])
+			}
+			// A later stall may fall inside a message of the host's that
+			// is longer than the recorded one: the played server then
+			// reads on to its end, and the stall is reported as moved,
+			// with what it then found.
+			for _, c := range cs[1:] {
+				switch {
+				case c.Outcome == replay.StallVerified:
+				case c.Outcome == replay.StallMoved && strings.Contains(c.Text, "then the host"):
+				default:
+					t.Errorf("want a later stall verified, or moved and then verified: %s", c)
 				}
 			}
-			if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded:") || !strings.Contains(rep.String(), "stalls verified") {
+			if rep.Err() != nil || !strings.HasPrefix(rep.String(), "replay: as recorded") || !strings.Contains(rep.String(), "stalls verified") {
 				t.Errorf("Serve's report: %s", rep)
 			}
 		})
