@@ -92,6 +92,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // stall, a cancel the server ignores, recorded without bodies) replays against
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
+	t.Parallel() // it waits (the patience, the fake): side by side with the other waiting tests
 	rep := replay.TestServer(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)

@@ -148,6 +148,7 @@ func stallSearch(t *testing.T, s *mcptest.Session, rec *sink) {
 // TestReplayDepartures: a record replayed against a changed server
 // reports each kind of departure, where it happened.
 func TestReplayDepartures(t *testing.T) {
+	t.Parallel() // it waits (the patience, the fake): side by side with the other waiting tests
 	for _, tc := range []struct {
 		name        string
 		recordArgs  []string
@@ -176,6 +177,7 @@ func TestReplayDepartures(t *testing.T) {
 		{"stall-not-blocking", []string{"-unbounded"}, stallSearch, nil, replay.StallNotBlocking, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := recordSession(t, recordConfig(), tc.recordArgs, tc.host)
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
