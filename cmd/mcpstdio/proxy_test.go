@@ -283,15 +283,25 @@ func TestProxyKilledTakesServer(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "rec.ndjson")
 	r := startProxy(t, nil, "proxy", "-log", log, "--", binary, "fake")
 	r.call(t, ping)
+	// The proxy writes its record as it goes: read the whole lines it has
+	// written so far until they hold the spawn event.
 	var pid int
-	for _, e := range readRecord(t, log) {
-		if e.Ev == record.EvSpawn {
-			pid = e.PID
+	poll.Wait(t, bound(t), "the spawn event in the proxy's record", func() bool {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if pid == 0 {
-		t.Fatal("no spawn event")
-	}
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		if err := record.Read(bytes.NewReader(b), func(e record.Event) error {
+			if e.Ev == record.EvSpawn {
+				pid = e.PID
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return pid != 0
+	}, nil)
 	r.cmd.Process.Kill()
 	r.wait(t)
 	// Nothing reports another process's end: watch /proc, bounded.
