@@ -2,16 +2,14 @@
 // runs a server command with its stdin, stdout and stderr on kernel pipes,
 // forwards every byte exactly to and from a host's streams, and observes
 // what passes, so that when a session "hangs" in the field the record says
-// who stopped reading, who never answered, and which cancel went unheeded.
-// `mcpstdio proxy -- <server command…>` is this package behind a command
-// line.
+// who stopped reading, who never answered, and which cancel went unheeded
+// (`mcpstdio proxy -- <server command…>` is this package as a command).
 //
 // Each direction is one goroutine that reads at most Config.ChunkSize
-// bytes and writes them all on before it reads again: nothing is parsed,
-// reordered or dropped on that path (faults aside), and the proxy adds at
-// most one chunk plus one kernel pipe of buffering per direction (on
-// Linux, bulk between two pipes goes by splice(2), held by no one: see
-// splice_linux.go). One
+// bytes and writes them all on before it reads again (on Linux, bulk
+// between two pipes goes by splice(2), held by no one: splice_linux.go):
+// nothing is parsed, reordered or dropped (faults aside), and the proxy adds
+// at most one chunk plus one kernel pipe of buffering per direction. One
 // observer goroutine gets copies without ever making the traffic wait;
 // when it falls behind it loses detail, never bytes, and says so. It keeps
 // the pending requests and finds verdicts (record.Verdict) from what it
@@ -24,8 +22,8 @@
 //
 // A proxy always ends: once the server has exited, its output gets
 // ExitGrace to end and be delivered, then every blocked read and write is
-// interrupted, and the record gets ExitGrace more (see Proxy.Wait). Close and Wait are safe
-// to call from any goroutines, any number of times.
+// interrupted, and the record gets ExitGrace more (see Proxy.Wait). Close
+// and Wait are safe to call from any goroutines, any number of times.
 //
 // It imports only the standard library, golang.org/x/sys and this module's
 // pipes, record, wire and internal packages, and never testing: it runs in
