@@ -10,13 +10,15 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
+	"go.uber.org/goleak"
 )
 
 // TestMain serves the fake as a child process for the host criteria and
 // checks for leaked goroutines.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 // The reproduction every server should survive: the host stops reading,
 // the server blocks writing a large result, the host cancels it and resumes,

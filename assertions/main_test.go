@@ -8,6 +8,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"go.uber.org/goleak"
 )
 
 func init() {
@@ -37,5 +38,5 @@ func serveFake(args []string) mcptest.ServeFunc {
 // than go test's one (testkit.ParallelForWaits).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4)
-	mcptest.Main(m)
+	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
 }

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
+	"go.uber.org/goleak"
 )
 
 // The fake as a helper child of this test binary: ServeStdio on the child's
@@ -25,7 +27,7 @@ const helperName = "fakeserver"
 
 // TestMain serves the registered helper when this binary is a helper child,
 // and otherwise runs the tests under goleak.VerifyTestMain.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestModernEra(t *testing.T) {
 	r := startRig(t, rigOpt{})

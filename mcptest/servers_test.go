@@ -13,11 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 func init() {
 	mcptest.RegisterHelper("test", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {

@@ -111,7 +111,7 @@ func TestCaptureDrainsChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testBound(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=flood")
+	cmd.Env = append(os.Environ(), childEnv+"=flood", "GORACE=atexit_sleep_ms=0")
 	stdout, stderr := pipes.NewCapture(4096), pipes.NewCapture(4096)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second

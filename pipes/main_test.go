@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString("pipes test: unknown child role " + os.Getenv(childEnv) + "\n")
 		os.Exit(2)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit))
 }
 
 // floodSize is what the "flood" child writes to each of stdout and stderr.

@@ -14,10 +14,12 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
+	"go.uber.org/goleak"
 )
 
 func init() {
@@ -27,7 +29,7 @@ func init() {
 }
 
 // mcptest.Main registers the helpers and runs goleak.VerifyTestMain.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 // sink is a proxy record that keeps its lines and lets a test wait for
 // an event.

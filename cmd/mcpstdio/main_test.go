@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
-		os.Exit(code)
+		testkit.Exit(code)
 	}))
 }
 

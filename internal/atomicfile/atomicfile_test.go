@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/proxy"
+	"go.uber.org/goleak"
 )
 
 // The relay anchors the README's proxy figures are read against, which
@@ -38,7 +40,7 @@ func init() {
 }
 
 // TestMain serves the relay helpers; mcptest.Main runs goleak.VerifyTestMain.
-func TestMain(m *testing.M) { mcptest.Main(m) }
+func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 // relays are the ways between host and server; "" is direct.
 var relays = []string{"direct", "iocopy", "readwrite", "splice", "proxy"}

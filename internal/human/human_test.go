@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/human"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestSize(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 815: "815 bytes", 10 << 10: "10 KiB", 64<<10 + 5: "64 KiB", 2411724: "2.3 MiB", 3 << 30: "3.0 GiB"} {

@@ -13,10 +13,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 var (
 	sampleRecord  = filepath.Join("testdata", "sample.ndjson")

@@ -10,9 +10,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/internal/poll"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 // TestUntilNamesWhatAndWraps: an awaited state that never comes is named,
 // and the context's error is wrapped.

@@ -1,13 +1,15 @@
 // Package testkit holds what the library's own tests share: running a test
 // against a server in-process and as a child process under the same
-// subtest names, in the same order, and how many tests that wait run at
-// once.
+// subtest names, in the same order, how many tests that wait run at once,
+// and how a test binary exits.
 package testkit
 
 import (
 	"flag"
+	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -50,4 +52,18 @@ func ParallelForWaits(perCPU int) {
 	if !given && !raceDetector {
 		flag.Set("test.parallel", strconv.Itoa(perCPU*runtime.GOMAXPROCS(0)))
 	}
+}
+
+// Exit ends the test binary with code, as os.Exit does, except that a
+// passing run built with the race detector (and without coverage, which
+// os.Exit's hooks write) does not wait out the detector's sleep at exit
+// (GORACE atexit_sleep_ms, default 1s, "to let other threads report
+// races"): m.Run has already failed the run for any race it saw, so the
+// sleep is a second of nothing per package. Give it to goleak.VerifyTestMain
+// or mcptest.Main as goleak.Cleanup(testkit.Exit).
+func Exit(code int) {
+	if code == 0 && raceDetector && testing.CoverMode() == "" {
+		syscall.Exit(0)
+	}
+	os.Exit(code)
 }
