@@ -8,16 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
-	"go.uber.org/goleak"
 )
 
 // TestMain serves the fake as a child process for the host criteria and
-// checks for leaked goroutines.
+// checks for leaked goroutines. (Your own is `mcptest.Main(m)`; the
+// library's tests add goleak.Cleanup(testkit.Exit), which skips the race
+// detector's one-second sleep at the exit of a passing run.)
 func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 // The reproduction every server should survive: the host stops reading,

@@ -287,6 +287,13 @@ func (r *hostFixture) close() (string, error) {
 	if r.command != nil {
 		err = r.endCommand()
 	}
+	if rep, rerr := r.fakeReport(); r.command == nil && rerr == nil && !rep.StdinStopped.IsZero() && rep.Exit == "" {
+		// The fake stopped reading stdin (stdin-not-read): the host's
+		// close of its stdin cannot reach it, and the host would wait out
+		// its grace before a signal. The criterion is over: end the fake
+		// first.
+		r.kill()
+	}
 	if r.host != nil {
 		done := goAdapter("the host's Close", func() (struct{}, error) { return struct{}{}, r.host.Close() })
 		t := time.NewTimer(r.cfg.Within)

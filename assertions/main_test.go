@@ -5,10 +5,11 @@ import (
 	"io"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"go.uber.org/goleak"
 )
 
 func init() {

@@ -4,8 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"go.uber.org/goleak"
+
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
 // childEnv selects a child-process role when the test binary re-executes

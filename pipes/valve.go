@@ -223,8 +223,7 @@ func (v *Valve) WaitStalled(ctx context.Context) error {
 func (v *Valve) Stall() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.calls++
-	v.allowance = -1
+	v.begin()
 	v.stall()
 	v.changed()
 	opens := v.opens
@@ -269,9 +268,7 @@ func (v *Valve) StallAfter(n int64) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.calls++
-	me := v.calls
-	v.allowance = -1
+	me := v.begin()
 	v.holds++ // no new read until the allowance is set
 	v.changed()
 	v.waitIdle(func() bool { return v.calls != me })
@@ -288,9 +285,17 @@ func (v *Valve) StallAfter(n int64) {
 func (v *Valve) Resume() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.begin()
+	v.open()
+}
+
+// begin begins a Stall, StallAfter or Resume: the call supersedes every
+// one before it, and whatever allowance a StallAfter set ends. It returns
+// the call's number; v.mu must be held.
+func (v *Valve) begin() uint64 {
 	v.calls++
 	v.allowance = -1
-	v.open()
+	return v.calls
 }
 
 // Stalled reports whether the valve is stalled now.

@@ -3,9 +3,10 @@ package proxy_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"go.uber.org/goleak"
 )
 
 // mcptest.Main registers the helpers and runs goleak.VerifyTestMain.

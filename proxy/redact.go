@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpstdio/mcpstdio/internal/jsonstr"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -361,12 +362,7 @@ var redactedBytes = []byte(record.Redacted)
 // a backslash, an escaped byte, or any byte of a key) and reports whether
 // a value string ended with it.
 func (r *redactor) strByte(c byte) bool {
-	switch {
-	case r.esc:
-		r.esc = false
-	case c == '\\':
-		r.esc = true
-	case c == '"':
+	if jsonstr.End(&r.esc, c) {
 		r.inStr = false
 		if !r.isKey {
 			r.expect = ','

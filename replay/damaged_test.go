@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,10 +16,14 @@ import (
 )
 
 // TestReadDamaged: a record is user input. The proxy's sample with each
-// number in it changed (to 0, large, absurd and negative values) and with
-// each line left out reads, within a bound, as a Record that can be
-// written back, or as an error; never a panic or a hang.
+// kind of number in it changed (to 0, large, absurd and negative values)
+// and with each line left out reads, within a bound, as a Record that can
+// be written back, or as an error; never a panic or a hang. A kind of
+// number is a field of an event kind in a direction ("off" of the out
+// chunks): its first and last places in the sample are changed, not the
+// other 70 chunks' alike.
 func TestReadDamaged(t *testing.T) {
+	t.Parallel() // it computes, without a bound it could miss: beside the tests that wait
 	b, err := os.ReadFile(filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +50,7 @@ func TestReadDamaged(t *testing.T) {
 			t.Fatalf("%s: Read and Write took over 10s", what)
 		}
 	}
-	nums := regexp.MustCompile(`":(-?\d+)`).FindAllSubmatchIndex(b, -1)
-	for k, l := range nums {
+	for k, l := range numberKinds(t, b) {
 		for _, v := range []int64{0, 1 << 20, 1 << 62, -1} {
 			in := append(append(append([]byte(nil), b[:l[2]]...), strconv.FormatInt(v, 10)...), b[l[3]:]...)
 			try("number "+strconv.Itoa(k)+" set to "+strconv.FormatInt(v, 10), in)
@@ -63,10 +67,47 @@ func TestReadDamaged(t *testing.T) {
 
 type errAfterRead struct{ error }
 
+// numberKinds returns where the numbers of b, a record, are (as
+// FindAllSubmatchIndex gives them: the digits are [l[2], l[3])), the first
+// and the last of each kind: the same field ("seq", "off", "n", …) of the
+// same event kind in the same direction.
+func numberKinds(t *testing.T, b []byte) [][]int {
+	t.Helper()
+	num := regexp.MustCompile(`"([^"]*)":(-?\d+)`)
+	first, last := map[string][]int{}, map[string][]int{}
+	var order []string
+	start := 0
+	for line := range bytes.Lines(b) {
+		var e struct{ Ev, Dir string }
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("the sample's line at byte %d: %v", start, err)
+		}
+		for _, l := range num.FindAllSubmatchIndex(line, -1) {
+			kind := e.Ev + " " + e.Dir + " " + string(line[l[2]:l[3]])
+			at := []int{l[0] + start, l[1] + start, l[4] + start, l[5] + start}
+			if first[kind] == nil {
+				first[kind] = at
+				order = append(order, kind)
+			}
+			last[kind] = at
+		}
+		start += len(line)
+	}
+	var out [][]int
+	for _, kind := range order {
+		out = append(out, first[kind])
+		if last[kind][0] != first[kind][0] {
+			out = append(out, last[kind])
+		}
+	}
+	return out
+}
+
 // TestCutRecord: a record whose last line was cut (no newline) or damaged
 // plays up to the cut, with a note; damage before the last line is still
 // an error naming the line.
 func TestCutRecord(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	b, err := os.ReadFile(filepath.Join("testdata", "session.ndjson"))
 	if err != nil {
 		t.Fatal(err)

@@ -203,12 +203,7 @@ func (p *hostPlayer) notification(n mcptest.Notification) {
 // serverRequest answers a request from the server under test with the
 // recorded host's answer to the matching recorded request.
 func (p *hostPlayer) serverRequest(_ context.Context, req *wire.Message) (any, error) {
-	defer func() {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	}()
+	defer p.nudge()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.srqQ[req.Method]
@@ -236,4 +231,14 @@ func (p *hostPlayer) serverRequest(_ context.Context, req *wire.Message) (any, e
 		return nil, m.Error
 	}
 	return m.Result, nil
+}
+
+// nudge wakes the player's wait (wait) to look at what changed: a server
+// request arrived and was answered. It never blocks: a wake already
+// pending will do.
+func (p *hostPlayer) nudge() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }

@@ -115,6 +115,7 @@ func TestMeasureHost(t *testing.T) {
 // "jsonrpc" hashed) is saved and read back whole: the chunks rebuilt from
 // the body on disk hold the redacted frame.
 func TestRedactLongBody(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	b := recordSession(t, recordConfig(), nil, bigCalls(1, 1<<20))
 	rec, err := replay.Read(bytes.NewReader(b), replay.Redact("jsonrpc"))
 	if err != nil {

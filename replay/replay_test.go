@@ -99,6 +99,7 @@ func flood(t *testing.T, s *mcptest.Session, _ *sink) {
 // TestReplaySameServer: sessions recorded through the proxy replay against
 // the same server with no departure, each message checked.
 func TestReplaySameServer(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -111,6 +112,7 @@ func TestReplaySameServer(t *testing.T) {
 		{"flood", nil, flood},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := recordSession(t, recordConfig(), tc.args, tc.host)
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
@@ -265,6 +267,7 @@ func loseDetail(t *testing.T, b []byte, from, to int) []byte {
 // lost part is not checked, the rest is, and nothing is called extra or
 // different.
 func TestLostDetail(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	b := recordSession(t, recordConfig(), nil, flood)
 	full, err := replay.Read(bytes.NewReader(b))
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
@@ -19,7 +21,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
-	"go.uber.org/goleak"
 )
 
 func init() {

@@ -129,6 +129,7 @@ func stdinStalls(rep *replay.Report) []replay.StallCheck {
 // written what the recorded host had; the report says so. The same in
 // Timed mode.
 func TestServeStall(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	rec := recordServerStall(t)
 	for _, mode := range []struct {
 		name string
@@ -174,6 +175,7 @@ func TestServeStall(t *testing.T) {
 // TestServeStallNotBlocking: a host that sends one echo where the recorded
 // one flooded does not block writing: stall-not-blocking on stdin.
 func TestServeStallNotBlocking(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	rec := recordServerStall(t)
 	s, reports := serveWith(t, rec, nil, replay.Patience(300*time.Millisecond))
 	hostFlood(t, ctxFor(t), s, 1, func() {})
@@ -192,6 +194,7 @@ func TestServeStallNotBlocking(t *testing.T) {
 // server cannot read the pipe's fill level: the stall is unverified, and
 // the headline says so.
 func TestServeStallUnverifiable(t *testing.T) {
+	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
 	rec := recordServerStall(t)
 	hide := func(r io.ReadCloser) io.ReadCloser { return struct{ io.ReadCloser }{r} }
 	s, reports := serveWith(t, rec, hide)

@@ -1,6 +1,10 @@
 package wire
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/mcpstdio/mcpstdio/internal/jsonstr"
+)
 
 // Envelope is what a Scanner found of one frame's top level.
 type Envelope struct {
@@ -169,12 +173,7 @@ func plainRun(rest []byte) int {
 // stringByte follows one byte inside a string: escapes, the closing quote,
 // and the bytes of a top-level key or a value of interest.
 func (s *Scanner) stringByte(c byte) {
-	switch {
-	case s.esc:
-		s.esc = false
-	case c == '\\':
-		s.esc = true
-	case c == '"':
+	if jsonstr.End(&s.esc, c) {
 		s.inStr = false
 		if s.inKey {
 			s.inKey = false

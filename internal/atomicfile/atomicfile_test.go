@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }

@@ -3,8 +3,9 @@ package fill_test
 import (
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"go.uber.org/goleak"
+
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/internal/human"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
