@@ -81,12 +81,12 @@ func TestHostProbeFails(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
 	begin := time.Now()
-	res := mcpstdio(t, time.Minute, "hostprobe", "-run", "^host-timeout$", "-host-cap", "2s", "-within", "2s", "--", host, "{server}")
+	res := mcpstdio(t, time.Minute, "hostprobe", "-run", "^host-timeout$", "-host-cap", "1s", "-within", "2s", "--", host, "{server}")
 	if v := verdicts(res.stdout)["host-timeout"]; v != assertions.Fail || res.code != 1 {
 		t.Errorf("hostprobe against a host with no timeout: exit %d, host-timeout %q, want 1 and fail\n%s\n%s", res.code, v, res.stdout, res.stderr)
 	}
 	if took := time.Since(begin); took > 30*time.Second {
-		t.Errorf("hostprobe took %v with -host-cap 2s", took)
+		t.Errorf("hostprobe took %v with -host-cap 1s", took)
 	}
 }
 

@@ -117,7 +117,7 @@ func verdicts(text string) map[string]assertions.Verdict {
 // fakes): one the naive fake fails, one it passes.
 func TestProbeWithoutServer(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, 2*time.Minute, "probe", "-run", demoRun)
+	res := mcpstdio(t, 2*time.Minute, "probe", "-within", "1s", "-run", demoRun)
 	if res.code != 0 {
 		t.Fatalf("mcpstdio probe: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -199,7 +199,7 @@ func TestProbeJSON(t *testing.T) {
 // server that fails a criterion.
 func TestProbeNaive(t *testing.T) {
 	t.Parallel()
-	args := append(append([]string{"probe", "-within", "2s", "-run", demoRun}, fakeCalls...), "--", binary, "fake", "-naive")
+	args := append(append([]string{"probe", "-within", "1s", "-run", demoRun}, fakeCalls...), "--", binary, "fake", "-naive")
 	res := mcpstdio(t, time.Minute, args...)
 	if res.code != 1 {
 		t.Errorf("exit %d, want 1", res.code)

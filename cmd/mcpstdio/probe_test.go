@@ -57,7 +57,7 @@ func passedField(t *testing.T, line string) bool {
 func TestProbeDemoJSON(t *testing.T) {
 	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "junit.xml")
-	res := mcpstdio(t, time.Minute, "probe", "-json", "-junit", junit, "-run", "^(stdout-clean|reads-while-blocked)$")
+	res := mcpstdio(t, time.Minute, "probe", "-json", "-junit", junit, "-within", "1s", "-run", "^(stdout-clean|reads-while-blocked)$")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
