@@ -115,6 +115,13 @@ func (p *hostPlayer) exited(ctx context.Context) {
 	ectx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	ex, err := p.s.WaitExit(ectx)
+	if err == nil {
+		// The exit can be seen before the host has read the last bytes
+		// the server wrote: match them (a response to a cancelled
+		// request, say) before the session closes, within the same
+		// bound (a grandchild may hold stdout open).
+		_, _ = p.wait(ectx, func() bool { return p.s.StdoutState().Ended }, d, false)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
