@@ -23,6 +23,7 @@ import (
 // within the grace period saying so, Close names the holder and returns
 // within its bound.
 func TestStdoutHeldByEscapedProcess(t *testing.T) {
+	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	if runtime.GOOS != "linux" {
 		t.Skip("names the holder through /proc/*/fd: Linux only")
 	}

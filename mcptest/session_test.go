@@ -317,6 +317,7 @@ func TestNotifications(t *testing.T) {
 }
 
 func TestCloseEscalation(t *testing.T) {
+	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	cases := []struct {
 		name  string
 		child bool
@@ -333,6 +334,7 @@ func TestCloseEscalation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			s, err := mcptest.Start(t.Context(), target(c.child, c.opts...), mcptest.WithGrace(c.grace))
 			if err != nil {
 				t.Fatal(err)
@@ -422,6 +424,7 @@ func TestExitMidFrame(t *testing.T) {
 // TestStdinNotRead: writes to a server that never reads stdin fail in
 // bounded time, saying so.
 func TestStdinNotRead(t *testing.T) {
+	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	if runtime.GOOS != "linux" {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}

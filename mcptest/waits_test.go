@@ -54,6 +54,7 @@ func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 // TestCloseWhileBlocked: Close ends a server blocked writing stdout with
 // host reads stalled (it resumes reading so stdout drains).
 func TestCloseWhileBlocked(t *testing.T) {
+	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s, err := mcptest.Start(t.Context(), target(child), mcptest.WithGrace(5*time.Second))
 		if err != nil {
