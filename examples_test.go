@@ -86,14 +86,14 @@ func Example_serverCriteria() {
 
 // CheckHost runs the host release criteria against a host: here this
 // library's own, mcptest.Session, adapted by SessionHost, with its own
-// timeout (WithTimeout) of 3 s, which host-timeout and its kin measure. For
+// timeout (WithTimeout) of 2 s, which host-timeout and its kin measure. For
 // your host, write a HostFactory that starts your client on the command it
 // is given (or give a host in any language to CheckHostCommand).
 func Example_hostCriteria() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const limit = 1 << 20
-	host := assertions.SessionHost(mcptest.WithMaxFrame(limit), mcptest.WithTimeout(3*time.Second))
+	host := assertions.SessionHost(mcptest.WithMaxFrame(limit), mcptest.WithTimeout(2*time.Second))
 	rep := assertions.CheckHost(ctx, host, assertions.HostConfig{MaxFrame: limit, HugeField: 1 << 20, StderrNoise: 8 << 20})
 	fmt.Println(strings.Join(assertions.HostCriterionNames(), " "))
 	fmt.Println(rep.Count(assertions.Pass), "passed,", rep.Count(assertions.Fail), "failed")
