@@ -267,7 +267,8 @@ func loseDetail(t *testing.T, b []byte, from, to int) []byte {
 // lost part is not checked, the rest is, and nothing is called extra or
 // different.
 func TestLostDetail(t *testing.T) {
-	t.Parallel() // it waits (the fake, the patience): side by side with the other waiting tests
+	// Not in parallel: beside the tests that compute, its flood replayed
+	// found thousands of extra notifications now and then (1 in 4).
 	b := recordSession(t, recordConfig(), nil, flood)
 	full, err := replay.Read(bytes.NewReader(b))
 	if err != nil {
