@@ -2,6 +2,8 @@ package testkit_test
 
 import (
 	"flag"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -12,7 +14,40 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
+// exitEnv makes the test binary, re-executed by TestExit, call
+// testkit.Exit with the code it holds.
+const exitEnv = "TESTKIT_TEST_EXIT"
+
+func TestMain(m *testing.M) {
+	if code := os.Getenv(exitEnv); code != "" {
+		n, _ := strconv.Atoi(code)
+		testkit.Exit(n)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit))
+}
+
+// TestExit: the test binary ends with the code Exit is given, 0 or not
+// (with or without the race detector, whose exit sleep Exit skips on 0).
+func TestExit(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{0, 3} {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), exitEnv+"="+strconv.Itoa(code))
+		out, err := cmd.CombinedOutput()
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got != code || len(out) > 0 {
+			t.Errorf("Exit(%d): the binary exited %d, output %q; want %d and nothing", code, got, out, code)
+		}
+	}
+}
 
 func TestEachWay(t *testing.T) {
 	var got []string
