@@ -9,7 +9,7 @@ import (
 
 // BenchmarkParseMessageInto parses the frames of a progress flood, as the
 // host's reader does (mcptest's BenchmarkIngest), and a response carrying
-// a larger result, reusing one Message.
+// a larger result, reusing one Message; and the flood with a Parser.
 func BenchmarkParseMessageInto(b *testing.B) {
 	var flood [][]byte
 	var total int64
@@ -25,6 +25,19 @@ func BenchmarkParseMessageInto(b *testing.B) {
 		for b.Loop() {
 			for _, f := range flood {
 				if err := wire.ParseMessageInto(&m, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("progress-parser", func(b *testing.B) {
+		// The same with a Parser, as the host's reader parses.
+		var p wire.Parser
+		var m wire.Message
+		b.SetBytes(total)
+		for b.Loop() {
+			for _, f := range flood {
+				if err := p.Parse(&m, f); err != nil {
 					b.Fatal(err)
 				}
 			}

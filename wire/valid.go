@@ -40,14 +40,33 @@ func (m *members) note(k0, k1, v0 int) {
 
 // validTop is valid, recording the members of a top-level object in m when
 // m is not nil.
-func validTop(b []byte, m *members) bool {
+func validTop(b []byte, m *members) bool { return validFrom(b, m, nil, mark{}) }
+
+// validFrom is validTop from the value start at, with the state it records
+// (a mark of the frame before, whose bytes up to and including at.pos were
+// the same), noting a mark at each value start in rec when rec is not nil.
+func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
-	i := skipSpace(b, 0)
+	open := at.open  // the innermost 64 of stack, a bit per container: 1 for an object
+	for d := int(at.depth) - 1; d >= 0; d-- {
+		c := byte('[')
+		if open>>d&1 == 1 {
+			c = '{'
+		}
+		stack = append(stack, c)
+	}
+	i := int(at.pos)
+	if at.pos == 0 {
+		i = skipSpace(b, 0)
+	}
 	for {
 		// A value starts at i.
 		if i >= len(b) {
 			return false
+		}
+		if rec != nil {
+			rec.note(i, len(stack), open, m)
 		}
 		switch c := b[i]; c {
 		case '{', '[':
@@ -55,9 +74,14 @@ func validTop(b []byte, m *members) bool {
 				return false
 			}
 			stack = append(stack, c)
+			open <<= 1
+			if c == '{' {
+				open |= 1
+			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				stack = stack[:len(stack)-1]
+				open >>= 1
 				i++
 				break
 			}
@@ -103,6 +127,7 @@ func validTop(b []byte, m *members) bool {
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
 				stack = stack[:len(stack)-1]
+				open >>= 1
 				i++
 				continue
 			}
