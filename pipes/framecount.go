@@ -15,6 +15,7 @@ type frameCount struct {
 	seq                atomic.Uint64 // odd while a flush runs
 	frames, bytes, crs atomic.Int64  // totals as of the last flush
 	local              uint64        // the writer's copy of packed
+	quiet              bool          // local has counts not yet in packed (Framer.Buffered's)
 }
 
 // The packed word: bytes in bits 0-35, frames in 36-49, '\r's in 50-63. A
@@ -46,7 +47,7 @@ func (c *frameCount) flush(frames, n, crs uint64) {
 	c.crs.Add(int64(p>>packCRShift + crs))
 	c.packed.Store(0)
 	c.seq.Add(1)
-	c.local = 0
+	c.local, c.quiet = 0, false
 }
 
 // load returns the counts; any goroutine may call it.
@@ -75,4 +76,22 @@ func (c *frameCount) countWhole(n int) bool {
 	c.local = p
 	c.packed.Store(p)
 	return true
+}
+
+// countQuiet is countWhole without the store: publish stores later.
+func (c *frameCount) countQuiet(n int) bool {
+	p := c.local + 1<<packFrameShift + uint64(n)
+	if p&packTopBits != 0 {
+		return false
+	}
+	c.local, c.quiet = p, true
+	return true
+}
+
+// publish stores the counts countQuiet kept.
+func (c *frameCount) publish() {
+	if c.quiet {
+		c.packed.Store(c.local)
+		c.quiet = false
+	}
 }

@@ -158,6 +158,7 @@ func (f *Framer) Next() ([]byte, error) {
 	f.frame = f.frame[:0]
 	for {
 		if f.rpos == f.rend {
+			f.count.frames.publish() // Buffered's, before a read can block
 			if f.err != nil {
 				return nil, f.finish()
 			}
@@ -204,18 +205,22 @@ func (f *Framer) Next() ([]byte, error) {
 // ended by "\n" alone); otherwise it returns false and changes nothing,
 // and Next is to be called. It never reads, so it never blocks: a caller
 // can take the frames of one read under a lock it would not hold across a
-// read. The frame is valid until the next call to Next or Buffered.
+// read. The frame is valid until the next call to Next or Buffered. The
+// frames it returns are counted in Stats once it returns false or Next is
+// called, not each as it is returned: a run of them costs one atomic store.
 func (f *Framer) Buffered() ([]byte, bool) {
 	if f.over || len(f.frame) != 0 {
+		f.count.frames.publish()
 		return nil, false
 	}
 	chunk := f.rbuf[f.rpos:f.rend]
 	i := bytes.IndexByte(chunk, '\n')
 	if i <= 1 || i > f.limit || chunk[i-1] == '\r' {
+		f.count.frames.publish()
 		return nil, false
 	}
 	f.rpos += i + 1
-	if !f.count.frames.countWhole(i) {
+	if !f.count.frames.countQuiet(i) {
 		f.count.frames.flush(1, uint64(i), 0)
 	}
 	if int64(i) > f.largest {

@@ -11,6 +11,7 @@ type Parser struct {
 	prev []byte  // the last frame's first bytes, at most memoBytes
 	rec  memo    // where its values began
 	mem  members // its top-level members, the first rec.marks[k].n valid from mark k on
+	hint int     // the mark the last frame was checked again from
 }
 
 // memoBytes is how much of the last frame a Parser remembers, and maxMarks
@@ -74,10 +75,20 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 // each step one comparison of bytes.
 func (p *Parser) resume(frame []byte) (mark, int) {
 	marks := p.rec.marks
-	lo, hi := 0, len(marks) // marks[:lo] shared, marks[hi:] not
+	shared := func(k int) bool {
+		n := int(marks[k].pos) + 1
+		return n <= len(frame) && string(frame[:n]) == string(p.prev[:n])
+	}
+	lo, hi := 0, len(marks)               // marks[:lo] shared, marks[hi:] not
+	if h := p.hint; h < hi && shared(h) { // a flood's frames differ where the last one did
+		lo = h + 1
+		if lo < hi && !shared(lo) {
+			hi = lo
+		}
+	}
 	for lo < hi {
 		k := int(uint(lo+hi) >> 1)
-		if n := int(marks[k].pos) + 1; n <= len(frame) && string(frame[:n]) == string(p.prev[:n]) {
+		if shared(k) {
 			lo = k + 1
 		} else {
 			hi = k
@@ -86,5 +97,6 @@ func (p *Parser) resume(frame []byte) (mark, int) {
 	if lo == 0 {
 		return mark{}, 0
 	}
+	p.hint = lo - 1
 	return marks[lo-1], lo - 1
 }
