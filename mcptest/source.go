@@ -51,6 +51,20 @@ func newStdoutSource(r io.Reader, limit int, onID func(start int64, e wire.Envel
 // look follows the lines in b, which starts at stdout offset src.offset.
 func (src *stdoutSource) look(b []byte) {
 	for len(b) > 0 {
+		if len(src.head) == 0 && !src.scanning && len(b) > src.scanFrom {
+			// Every line before a newline at or below b[scanFrom] is short
+			// (the first ends there at the latest, the others are shorter
+			// than the span between): the flood's case, crossed a window
+			// at a time, not a line at a time.
+			w := b[:src.scanFrom+1]
+			tail := max(0, len(w)-512)
+			if j := bytes.IndexByte(w[tail:], '\n'); j >= 0 {
+				src.offset += int64(tail + j + 1)
+				src.lineStart = src.offset
+				b = b[tail+j+1:]
+				continue
+			}
+		}
 		seg, rest := b, []byte(nil)
 		i := bytes.IndexByte(b, '\n')
 		if i >= 0 {

@@ -8,10 +8,12 @@ package wire
 // bytes the two frames share. The zero Parser is ready; it is not safe for
 // concurrent use.
 type Parser struct {
-	prev []byte  // the last frame's first bytes, at most memoBytes
-	rec  memo    // where its values began
-	mem  members // its top-level members, the first rec.marks[k].n valid from mark k on
-	hint int     // the mark the last frame was checked again from
+	prev   []byte  // the last frame's first bytes, at most memoBytes
+	rec    memo    // where its values began
+	mem    members // its top-level members, the first rec.marks[k].n valid from mark k on
+	hint   int     // the mark the last frame was checked again from
+	env    envCache
+	parsed bool // the last frame was a message: env holds all it found
 }
 
 // memoBytes is how much of the last frame a Parser remembers, and maxMarks
@@ -60,10 +62,16 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 		return invalid(frame)
 	}
 	p.prev = append(p.prev[:at.pos], frame[at.pos:min(len(frame), memoBytes)]...)
-	if err := parseValid(frame, &p.mem, m); err != nil {
+	p.env.same = 0
+	if p.parsed && at.n > 0 {
+		p.env.same = int(at.n) - 1 // the members before the one open at the mark
+	}
+	p.parsed = false
+	if err := parseValid(frame, &p.mem, m, &p.env); err != nil {
 		*m = Message{}
 		return err
 	}
+	p.parsed = true
 	return nil
 }
 
