@@ -293,7 +293,7 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 	if msg.Method == wire.MethodProgress && len(s.progress) > 0 { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
 	}
-	l := s.cfg.limits
+	l := &s.cfg.limits
 	size := int64(len(frame))
 	whole := len(frame) <= l.NotificationHead
 	if !whole {
@@ -305,7 +305,8 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 	if cap(params) > 2*len(msg.Params)+64 {
 		params = nil
 	}
-	*k = kept{n: Notification{Method: msg.Method, Size: int64(len(frame)), At: at}}
+	// Field by field: the struct written whole costs a copy of all of it.
+	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head = false, msg.Method, int64(len(frame)), at, nil, nil
 	if !whole {
 		k.n.Head = bytes.Clone(frame[:l.NotificationHead])
 	} else if msg.Params != nil {

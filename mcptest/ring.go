@@ -42,8 +42,15 @@ func (r *ring[T]) put(size int64) *T {
 // buffers can be reused: only for rings without a byte budget, whose only
 // drop is that very slot.
 func (r *ring[T]) slot(size int64) *T {
-	if r.n == len(r.items) {
-		r.drop()
+	if r.n == len(r.items) { // drop and add in one: the oldest slot becomes the newest
+		i := r.start
+		if r.start++; r.start == len(r.items) {
+			r.start = 0
+		}
+		r.dropped++
+		r.bytes += size - r.sizes[i]
+		r.sizes[i] = size
+		return &r.items[i]
 	}
 	return r.add(size)
 }
