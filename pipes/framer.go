@@ -188,10 +188,7 @@ func (f *Framer) Next() ([]byte, error) {
 			if !f.count.frames.countWhole(i) {
 				f.count.frames.flush(1, uint64(i), 0)
 			}
-			if int64(i) > f.largest {
-				f.largest = int64(i)
-				f.count.largest.Store(f.largest)
-			}
+			f.noteLargest(i)
 			return chunk[:i], nil
 		}
 		if frame, err, ok := f.endLine(chunk[:i]); ok {
@@ -223,11 +220,16 @@ func (f *Framer) Buffered() ([]byte, bool) {
 	if !f.count.frames.countQuiet(i) {
 		f.count.frames.flush(1, uint64(i), 0)
 	}
-	if int64(i) > f.largest {
-		f.largest = int64(i)
+	f.noteLargest(i)
+	return chunk[:i], true
+}
+
+// noteLargest counts a frame of n bytes in Largest if it is the longest yet.
+func (f *Framer) noteLargest(n int) {
+	if int64(n) > f.largest {
+		f.largest = int64(n)
 		f.count.largest.Store(f.largest)
 	}
-	return chunk[:i], true
 }
 
 // direct reports whether the next read should go straight into the frame
