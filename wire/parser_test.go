@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,5 +68,31 @@ func FuzzParser(f *testing.F) {
 		parseBoth(t, &p, a)
 		parseBoth(t, &p, b)
 		parseBoth(t, &p, a)
+	})
+}
+
+// FuzzParserSameLength parses a frame and then the same frame with some
+// bytes changed, as a flood's frames differ: each result must be
+// ParseMessageInto's.
+func FuzzParserSameLength(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":12,"total":99,"message":"step 12"}}`), []byte{96, '3', 127, '4'})
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"a":[true,null,"x\"y",1.5e3]}}`), []byte{22, '8', 45, 'f'})
+	f.Add([]byte(`["a",{"b":-0}]`), []byte{2, '\\', 12, '1'})
+	f.Fuzz(func(t *testing.T, a, edits []byte) {
+		if len(a) == 0 {
+			return
+		}
+		b := bytes.Clone(a)
+		for i := 0; i+1 < len(edits); i += 2 {
+			b[int(edits[i])%len(b)] = edits[i+1]
+		}
+		c := bytes.Clone(b) // a third frame, changed where b was and elsewhere
+		for i := 1; i+1 < len(edits); i += 3 {
+			c[int(edits[i])%len(c)] = edits[i+1] ^ edits[i-1]
+		}
+		var p wire.Parser
+		for _, frame := range [][]byte{a, b, a, b, c, a, a} {
+			parseBoth(t, &p, frame)
+		}
 	})
 }

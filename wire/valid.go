@@ -91,25 +91,12 @@ func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 				}
 			}
 			continue
-		case '"':
-			if i = validString(b, i); i < 0 {
-				return false
-			}
-		case 't':
-			if i = literal(b, i, "true"); i < 0 {
-				return false
-			}
-		case 'f':
-			if i = literal(b, i, "false"); i < 0 {
-				return false
-			}
-		case 'n':
-			if i = literal(b, i, "null"); i < 0 {
-				return false
-			}
 		default:
-			if i = numberEnd(b, i); i < 0 {
+			if i = scalarEnd(b, i); i < 0 {
 				return false
+			}
+			if rec != nil {
+				rec.ended(i)
 			}
 		}
 		// A value ended at i: close containers, or find the next value.
@@ -143,6 +130,22 @@ func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 			break
 		}
 	}
+}
+
+// scalarEnd returns the index past the string, literal or number at i, or
+// -1.
+func scalarEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return validString(b, i)
+	case 't':
+		return literal(b, i, "true")
+	case 'f':
+		return literal(b, i, "false")
+	case 'n':
+		return literal(b, i, "null")
+	}
+	return numberEnd(b, i)
 }
 
 // maxNestingDepth is encoding/json's limit on nested containers.
