@@ -74,7 +74,10 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 	*m = Message{}
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
 		if first, ok := p.sameShape(frame); ok {
-			copy(p.prev, frame)
+			for _, k := range p.changed { // the only bytes that differ
+				mk := p.rec.marks[k]
+				copy(p.prev[mk.pos:mk.end], frame[mk.pos:mk.end])
+			}
 			same := p.mem.n // the members before the first that changed
 			if first >= 0 {
 				same = 0
