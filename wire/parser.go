@@ -43,6 +43,18 @@ type mark struct {
 	open  uint64 // the containers, innermost in bit 0: 1 for an object
 }
 
+// stack appends to b the containers open at the mark, outermost first.
+func (at mark) stack(b []byte) []byte {
+	for d := int(at.depth) - 1; d >= 0; d-- {
+		c := byte('[')
+		if at.open>>d&1 == 1 {
+			c = '{'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
 // memo collects the marks of one frame.
 type memo struct {
 	marks []mark

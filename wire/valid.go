@@ -47,15 +47,8 @@ func validTop(b []byte, m *members) bool { return validFrom(b, m, nil, mark{}) }
 // the same), noting a mark at each value start in rec when rec is not nil.
 func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 	var buf [64]byte
-	stack := buf[:0] // '{' or '[' per open container
-	open := at.open  // the innermost 64 of stack, a bit per container: 1 for an object
-	for d := int(at.depth) - 1; d >= 0; d-- {
-		c := byte('[')
-		if open>>d&1 == 1 {
-			c = '{'
-		}
-		stack = append(stack, c)
-	}
+	stack := at.stack(buf[:0]) // '{' or '[' per open container
+	open := at.open            // the innermost 64 of stack, a bit per container: 1 for an object
 	i := int(at.pos)
 	if at.pos == 0 {
 		i = skipSpace(b, 0)
