@@ -86,7 +86,7 @@ func parseValid(b []byte, mem *members, m *Message, c *envCache) error {
 			return fmt.Errorf("wire: not JSON-RPC: error: %w", err)
 		}
 	}
-	if !bytes.Equal(version, []byte(`"2.0"`)) {
+	if string(version) != `"2.0"` { // a constant: compared in place
 		if v, err := decodeString(version); version == nil || err != nil || v != "2.0" {
 			return fmt.Errorf("wire: not JSON-RPC: jsonrpc is %s, want \"2.0\"", orAbsent(version))
 		}
