@@ -27,6 +27,9 @@ func (r *ring[T]) push(v T, size int64) { *r.put(size) = v }
 // item's and still holds it, so that its buffers can be reused; other items
 // dropped are cleared, and any other slot is empty.
 func (r *ring[T]) put(size int64) *T {
+	if r.n == len(r.items) && (r.maxBytes == 0 || r.bytes-r.sizes[r.start]+size <= r.maxBytes) {
+		return r.rotate(size) // full by count only: a flood's case
+	}
 	var zero T
 	for r.n > 0 && (r.n == len(r.items) || (r.maxBytes > 0 && r.bytes+size > r.maxBytes)) {
 		if r.n < len(r.items) { // a full ring's oldest slot is the one put returns
@@ -42,17 +45,23 @@ func (r *ring[T]) put(size int64) *T {
 // buffers can be reused: only for rings without a byte budget, whose only
 // drop is that very slot.
 func (r *ring[T]) slot(size int64) *T {
-	if r.n == len(r.items) { // drop and add in one: the oldest slot becomes the newest
-		i := r.start
-		if r.start++; r.start == len(r.items) {
-			r.start = 0
-		}
-		r.dropped++
-		r.bytes += size - r.sizes[i]
-		r.sizes[i] = size
-		return &r.items[i]
+	if r.n == len(r.items) {
+		return r.rotate(size)
 	}
 	return r.add(size)
+}
+
+// rotate drops the oldest item of a full ring and adds one of size bytes
+// in its slot, in one step: the oldest slot becomes the newest.
+func (r *ring[T]) rotate(size int64) *T {
+	i := r.start
+	if r.start++; r.start == len(r.items) {
+		r.start = 0
+	}
+	r.dropped++
+	r.bytes += size - r.sizes[i]
+	r.sizes[i] = size
+	return &r.items[i]
 }
 
 func (r *ring[T]) drop() {

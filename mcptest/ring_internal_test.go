@@ -15,6 +15,13 @@ func TestRing(t *testing.T) {
 	if got := fmt.Sprint(*r.at(0), *r.at(1), *r.at(2), r.n, r.dropped, r.bytes); got != "4 5 6 3 4 0" {
 		t.Errorf("slot: items, n, dropped, bytes = %s; want 4 5 6 3 4 0", got)
 	}
+	c := newRing[int](2, 10) // full by count, within the budget: the oldest slot turns
+	for i := range 3 {
+		*c.put(1) = i
+	}
+	if got := fmt.Sprint(*c.at(0), *c.at(1), c.n, c.dropped, c.bytes); got != "1 2 2 1 2" {
+		t.Errorf("put: items, n, dropped, bytes = %s; want 1 2 2 1 2", got)
+	}
 	b := newRing[int](4, 10)
 	var want []int // the reference: newest items within 4 and 10 bytes
 	var wantDropped int64
