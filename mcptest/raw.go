@@ -51,7 +51,9 @@ type StdoutState struct {
 
 // StdoutState returns the state of the server's stdout now.
 func (s *Session) StdoutState() StdoutState {
+	s.mu.Lock() // as in Stats: the frames of a read being dispatched are counted when it lets go
 	fs := s.framer.Stats()
+	s.mu.Unlock()
 	st := StdoutState{
 		Read: s.valve.BytesRead(), Stalled: s.valve.Stalled(),
 		Framed: fs.Bytes, Partial: fs.Pending,

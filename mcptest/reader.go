@@ -50,7 +50,7 @@ func (s *Session) readLoop() {
 	for {
 		frame, err := s.framer.Next()
 		if err == nil {
-			s.dispatch(frame)
+			s.dispatchRun(frame)
 			continue
 		}
 		var tooLarge *pipes.FrameTooLargeError
@@ -123,15 +123,25 @@ func orNone(id []byte) string {
 	return string(id)
 }
 
-// dispatch handles one frame, which aliases the framer's buffer: what is
-// kept is copied.
-func (s *Session) dispatch(frame []byte) {
-	now := s.in.lastRead // when the read(2) that completed the frame returned
-	msg := &s.in.msg     // the reader's own, reused: a flood allocates no Message per frame
-	perr := wire.ParseMessageInto(msg, frame)
+// dispatchRun handles frame and the frames after it that the framer
+// already holds (they came in the same read), under one lock and with one
+// wake-up of the waiters for them all: a flood pays for neither per frame.
+// The frames alias the framer's buffer: what is kept is copied.
+func (s *Session) dispatchRun(frame []byte) {
+	now := s.in.lastRead // when the read(2) that completed the frames returned
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastFrame = now
+	for ok := true; ok; frame, ok = s.framer.Buffered() {
+		s.dispatchLocked(frame, now)
+	}
+	s.bumpLocked()
+}
+
+// dispatchLocked handles one frame; s.mu held.
+func (s *Session) dispatchLocked(frame []byte, now time.Time) {
+	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
+	perr := s.in.parser.Parse(msg, frame)
 	s.recordLocked(now, "←", int64(len(frame)), frame)
 	switch {
 	case perr != nil:
@@ -144,7 +154,6 @@ func (s *Session) dispatch(frame []byte) {
 	default:
 		s.notificationLocked(msg, frame, now)
 	}
-	s.bumpLocked()
 }
 
 // badFrameLocked counts and keeps a frame that is not a JSON-RPC message.
@@ -273,50 +282,40 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 	return int64(f), "a number written differently", true
 }
 
-// notificationLocked counts a notification and keeps it, bounded.
+// notificationLocked counts a notification and keeps it, bounded, in the
+// store's slot, reusing the Params buffer the slot still holds (its oldest
+// notification's, dropped to make room, which nobody was given: a taken
+// one leaves none) when its capacity is not much more than needed: the
+// byte budget counts lengths, so a buffer kept is never much larger than
+// what it holds. A flood then costs no allocation per notification.
 func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
 	s.stats.Notifications++
 	if msg.Method == wire.MethodProgress && len(s.progress) > 0 { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
 	}
-	l := s.cfg.limits
-	n := Notification{Method: msg.Method, Size: int64(len(frame)), At: at}
+	l := &s.cfg.limits
 	size := int64(len(frame))
-	if len(frame) <= l.NotificationHead {
-		n.Params = append(s.reusableParamsLocked(len(msg.Params)), msg.Params...)
-		if msg.Params == nil {
-			n.Params = nil
-		}
-	} else {
-		n.Head = bytes.Clone(frame[:l.NotificationHead])
-		size = int64(len(n.Head))
+	whole := len(frame) <= l.NotificationHead
+	if !whole {
+		size = int64(l.NotificationHead)
 		s.stats.NotificationsCut++
 	}
-	s.notifications.push(kept{n: n}, size)
+	k := s.notifications.put(size)
+	params := k.n.Params[:0]
+	if cap(params) > 2*len(msg.Params)+64 {
+		params = nil
+	}
+	// Field by field: the struct written whole costs a copy of all of it.
+	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head = false, msg.Method, int64(len(frame)), at, nil, nil
+	if !whole {
+		k.n.Head = bytes.Clone(frame[:l.NotificationHead])
+	} else if msg.Params != nil {
+		k.n.Params = append(params, msg.Params...)
+	}
 	if d := s.notifications.dropped; d > s.stats.NotificationsDropped {
 		s.stats.NotificationsDropped = d
 		s.overflowLocked("notifications", l.Notifications)
 	}
-}
-
-// reusableParamsLocked returns the Params buffer of the oldest kept
-// notification, emptied, when pushing the next one drops it (the store is
-// full by count) and nobody was given it (WaitNotification did not take
-// it), and its capacity is not much more than n: the byte budget counts
-// lengths, so a buffer kept is never much larger than what it holds. A
-// flood then costs no allocation per notification.
-func (s *Session) reusableParamsLocked(n int) []byte {
-	r := s.notifications
-	if r.n < len(r.items) {
-		return nil
-	}
-	old := r.at(0)
-	if old.taken || cap(old.n.Params) > 2*n+64 {
-		return nil
-	}
-	buf := old.n.Params[:0]
-	old.n.Params = nil
-	return buf
 }
 
 // countProgressLocked counts a progress notification for its token, if the

@@ -20,15 +20,24 @@ func newRing[T any](count int, maxBytes int64) *ring[T] {
 // push adds v, of size bytes, dropping the oldest items to make room; an
 // item larger than the whole byte budget is still kept, alone. Dropped items
 // are cleared, so that what they held can be collected.
-func (r *ring[T]) push(v T, size int64) {
+func (r *ring[T]) push(v T, size int64) { *r.put(size) = v }
+
+// put makes room for an item of size bytes, as push does, and returns the
+// slot to fill. When the ring was full by count, the slot is the oldest
+// item's and still holds it, so that its buffers can be reused; other items
+// dropped are cleared, and any other slot is empty.
+func (r *ring[T]) put(size int64) *T {
+	if r.n == len(r.items) && (r.maxBytes == 0 || r.bytes-r.sizes[r.start]+size <= r.maxBytes) {
+		return r.rotate(size) // full by count only: a flood's case
+	}
 	var zero T
 	for r.n > 0 && (r.n == len(r.items) || (r.maxBytes > 0 && r.bytes+size > r.maxBytes)) {
-		if r.n < len(r.items) { // a full ring's oldest slot is the one v goes in
+		if r.n < len(r.items) { // a full ring's oldest slot is the one put returns
 			r.items[r.start] = zero
 		}
 		r.drop()
 	}
-	*r.add(size) = v
+	return r.add(size)
 }
 
 // slot makes room for an item of size bytes, as push does, and returns the
@@ -37,9 +46,22 @@ func (r *ring[T]) push(v T, size int64) {
 // drop is that very slot.
 func (r *ring[T]) slot(size int64) *T {
 	if r.n == len(r.items) {
-		r.drop()
+		return r.rotate(size)
 	}
 	return r.add(size)
+}
+
+// rotate drops the oldest item of a full ring and adds one of size bytes
+// in its slot, in one step: the oldest slot becomes the newest.
+func (r *ring[T]) rotate(size int64) *T {
+	i := r.start
+	if r.start++; r.start == len(r.items) {
+		r.start = 0
+	}
+	r.dropped++
+	r.bytes += size - r.sizes[i]
+	r.sizes[i] = size
+	return &r.items[i]
 }
 
 func (r *ring[T]) drop() {

@@ -29,6 +29,7 @@ type stdoutSource struct {
 	scanning  bool   // the current line is being scanned
 
 	msg       wire.Message    // the message being dispatched (aliases the framer's buffer)
+	parser    wire.Parser     // parses msg, faster when frames begin alike (a flood)
 	oversized []wire.Envelope // envelopes of oversized lines not yet claimed, in order
 	lastRead  time.Time       // when the last read returned
 	busy      atomic.Int64    // nanoseconds spent between reads
@@ -50,6 +51,20 @@ func newStdoutSource(r io.Reader, limit int, onID func(start int64, e wire.Envel
 // look follows the lines in b, which starts at stdout offset src.offset.
 func (src *stdoutSource) look(b []byte) {
 	for len(b) > 0 {
+		if len(src.head) == 0 && !src.scanning && len(b) > src.scanFrom {
+			// Every line before a newline at or below b[scanFrom] is short
+			// (the first ends there at the latest, the others are shorter
+			// than the span between): the flood's case, crossed a window
+			// at a time, not a line at a time.
+			w := b[:src.scanFrom+1]
+			tail := max(0, len(w)-512)
+			if j := bytes.IndexByte(w[tail:], '\n'); j >= 0 {
+				src.offset += int64(tail + j + 1)
+				src.lineStart = src.offset
+				b = b[tail+j+1:]
+				continue
+			}
+		}
 		seg, rest := b, []byte(nil)
 		i := bytes.IndexByte(b, '\n')
 		if i >= 0 {

@@ -45,8 +45,11 @@ type Stats struct {
 
 // Stats returns a snapshot of the session's counters.
 func (s *Session) Stats() Stats {
-	fs := s.framer.Stats()
 	s.mu.Lock()
+	// The framer's counts under s.mu, which the reader holds while it
+	// dispatches the frames of a read: they are counted in the framer by
+	// the time it lets go (Framer.Buffered), so the two agree.
+	fs := s.framer.Stats()
 	st := s.stats
 	st.WriterEvidence = s.evidence
 	if !s.pipeFullAt.IsZero() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -95,64 +94,6 @@ type Framer struct {
 	}
 }
 
-// frameCount counts frames, their bytes and the '\r's of their terminators
-// with one atomic store per frame, so that Stats sees all three of a frame
-// at once. Recent counts are packed into one word; when a field of it
-// reaches its top bit (8,192 frames or '\r's, or 32 GiB), the word is moved
-// into the totals under a sequence lock.
-type frameCount struct {
-	packed             atomic.Uint64 // since the last flush: see the pack constants
-	seq                atomic.Uint64 // odd while a flush runs
-	frames, bytes, crs atomic.Int64  // totals as of the last flush
-	local              uint64        // the writer's copy of packed
-}
-
-// The packed word: bytes in bits 0-35, frames in 36-49, '\r's in 50-63. A
-// field is flushed once its top bit is set, before it can overflow.
-const (
-	packFrameShift = 36
-	packCRShift    = 50
-	packTopBits    = 1<<(packFrameShift-1) | 1<<(packCRShift-1) | 1<<63
-	packBigN       = 1 << (packFrameShift - 2) // larger byte counts go straight to the totals
-)
-
-// add counts frames frames (0 or 1) of n bytes in all, and crs '\r's (0 or
-// 1). Only the goroutine calling Next calls it.
-func (c *frameCount) add(frames, n, crs uint64) {
-	if p := c.local + frames<<packFrameShift + n + crs<<packCRShift; n < packBigN && p&packTopBits == 0 {
-		c.local = p
-		c.packed.Store(p)
-		return
-	}
-	c.flush(frames, n, crs)
-}
-
-// flush moves the packed counts, and the given ones, into the totals.
-func (c *frameCount) flush(frames, n, crs uint64) {
-	p := c.local
-	c.seq.Add(1)
-	c.frames.Add(int64(p>>packFrameShift&(1<<(packCRShift-packFrameShift)-1) + frames))
-	c.bytes.Add(int64(p&(1<<packFrameShift-1) + n))
-	c.crs.Add(int64(p>>packCRShift + crs))
-	c.packed.Store(0)
-	c.seq.Add(1)
-	c.local = 0
-}
-
-// load returns the counts; any goroutine may call it.
-func (c *frameCount) load() (frames, n, crs int64) {
-	for {
-		if s := c.seq.Load(); s&1 == 0 {
-			p := c.packed.Load()
-			frames, n, crs = c.frames.Load(), c.bytes.Load(), c.crs.Load()
-			if c.seq.Load() == s {
-				return frames + int64(p>>packFrameShift&(1<<(packCRShift-packFrameShift)-1)), n + int64(p&(1<<packFrameShift-1)), crs + int64(p>>packCRShift)
-			}
-		}
-		runtime.Gosched() // a flush is running: it is a few instructions long
-	}
-}
-
 // NewFramer returns a Framer reading from r that accepts frames of at most
 // limit bytes, not counting the line terminator. A limit below 1 is taken as 1.
 func NewFramer(r io.Reader, limit int) *Framer {
@@ -217,6 +158,7 @@ func (f *Framer) Next() ([]byte, error) {
 	f.frame = f.frame[:0]
 	for {
 		if f.rpos == f.rend {
+			f.count.frames.publish() // Buffered's, before a read can block
 			if f.err != nil {
 				return nil, f.finish()
 			}
@@ -243,23 +185,50 @@ func (f *Framer) Next() ([]byte, error) {
 		f.rpos += i + 1
 		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
 			// The common case, a whole frame in the read buffer: no copy.
-			// frameCount.add for one frame below packBigN bytes, written
-			// out here: a call per frame shows at 200-byte frames.
-			if c := &f.count.frames; (c.local+1<<packFrameShift+uint64(i))&packTopBits == 0 {
-				c.local += 1<<packFrameShift + uint64(i)
-				c.packed.Store(c.local)
-			} else {
-				c.flush(1, uint64(i), 0)
+			if !f.count.frames.countWhole(i) {
+				f.count.frames.flush(1, uint64(i), 0)
 			}
-			if int64(i) > f.largest {
-				f.largest = int64(i)
-				f.count.largest.Store(f.largest)
-			}
+			f.noteLargest(i)
 			return chunk[:i], nil
 		}
 		if frame, err, ok := f.endLine(chunk[:i]); ok {
 			return frame, err
 		}
+	}
+}
+
+// Buffered returns the next frame, as Next would, when the Framer already
+// holds all of it and it is a plain one (a whole line within the limit,
+// ended by "\n" alone); otherwise it returns false and changes nothing,
+// and Next is to be called. It never reads, so it never blocks: a caller
+// can take the frames of one read under a lock it would not hold across a
+// read. The frame is valid until the next call to Next or Buffered. The
+// frames it returns are counted in Stats once it returns false or Next is
+// called, not each as it is returned: a run of them costs one atomic store.
+func (f *Framer) Buffered() ([]byte, bool) {
+	if f.over || len(f.frame) != 0 {
+		f.count.frames.publish()
+		return nil, false
+	}
+	chunk := f.rbuf[f.rpos:f.rend]
+	i := bytes.IndexByte(chunk, '\n')
+	if i <= 1 || i > f.limit || chunk[i-1] == '\r' {
+		f.count.frames.publish()
+		return nil, false
+	}
+	f.rpos += i + 1
+	if !f.count.frames.countQuiet(i) {
+		f.count.frames.flush(1, uint64(i), 0)
+	}
+	f.noteLargest(i)
+	return chunk[:i], true
+}
+
+// noteLargest counts a frame of n bytes in Largest if it is the longest yet.
+func (f *Framer) noteLargest(n int) {
+	if int64(n) > f.largest {
+		f.largest = int64(n)
+		f.count.largest.Store(f.largest)
 	}
 }
 

@@ -305,3 +305,56 @@ func TestFramerStatsConcurrent(t *testing.T) {
 		t.Errorf("at the end: Pending %d, Truncated %d, Frames %d; want 0, 1, %d", prev.Pending, prev.Truncated, prev.Frames, returned.Load())
 	}
 }
+
+// countingReader counts the reads made of it.
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) { c.reads++; return c.r.Read(p) }
+
+// TestFramerBuffered: Buffered returns the plain frames already read, as
+// Next would, never reads, leaves the rest to Next, and has its frames
+// counted once it returns false.
+func TestFramerBuffered(t *testing.T) {
+	in := &countingReader{r: strings.NewReader("one\ntwo\nthree\r\nfour\n" + strings.Repeat("x", 20) + "\nfive\nsix")}
+	f := pipes.NewFramer(in, 10)
+	type step struct {
+		call  string // "next" or "buffered"
+		frame string
+		ok    bool // Buffered's answer; for Next, whether it returned no error
+	}
+	steps := []step{
+		{"next", "one", true}, {"buffered", "two", true}, {"buffered", "", false}, // "three\r\n" is for Next
+		{"next", "three", true}, {"buffered", "four", true}, {"buffered", "", false}, // over the limit
+		{"next", "", false}, {"buffered", "five", true}, {"buffered", "", false}, // no newline yet
+	}
+	for i, st := range steps {
+		var frame []byte
+		var ok bool
+		if st.call == "next" {
+			var err error
+			frame, err = f.Next()
+			ok = err == nil
+		} else {
+			frame, ok = f.Buffered()
+		}
+		if string(frame) != st.frame || ok != st.ok {
+			t.Fatalf("step %d: %s() = %q, %v; want %q, %v", i, st.call, frame, ok, st.frame, st.ok)
+		}
+	}
+	if in.reads != 1 {
+		t.Errorf("%d reads for input that one read returns whole; Buffered must not read", in.reads)
+	}
+	if s := f.Stats(); s.Frames != 5 || s.FrameBytes != int64(len("onetwothreefourfive")) || s.Oversized != 1 {
+		t.Errorf("Stats() = %+v; want the 5 frames returned and the oversized one counted", s)
+	}
+	var trunc *pipes.TruncatedFrameError
+	if _, err := f.Next(); !errors.As(err, &trunc) || trunc.Lost != 3 {
+		t.Errorf("Next() at the end = %v; want a TruncatedFrameError losing \"six\"", err)
+	}
+	if s := f.Stats(); s.Bytes != s.FrameBytes+s.Terminators+s.Discarded+s.Pending || s.Pending != 0 {
+		t.Errorf("Stats() = %+v: every byte must be accounted for", s)
+	}
+}

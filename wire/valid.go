@@ -40,14 +40,26 @@ func (m *members) note(k0, k1, v0 int) {
 
 // validTop is valid, recording the members of a top-level object in m when
 // m is not nil.
-func validTop(b []byte, m *members) bool {
+func validTop(b []byte, m *members) bool { return validFrom(b, m, nil, mark{}) }
+
+// validFrom is validTop from the value start at, with the state it records
+// (a mark of the frame before, whose bytes up to and including at.pos were
+// the same), noting a mark at each value start in rec when rec is not nil.
+func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 	var buf [64]byte
-	stack := buf[:0] // '{' or '[' per open container
-	i := skipSpace(b, 0)
+	stack := at.stack(buf[:0]) // '{' or '[' per open container
+	open := at.open            // the innermost 64 of stack, a bit per container: 1 for an object
+	i := int(at.pos)
+	if at.pos == 0 {
+		i = skipSpace(b, 0)
+	}
 	for {
 		// A value starts at i.
 		if i >= len(b) {
 			return false
+		}
+		if rec != nil {
+			rec.note(i, len(stack), open, m)
 		}
 		switch c := b[i]; c {
 		case '{', '[':
@@ -55,9 +67,14 @@ func validTop(b []byte, m *members) bool {
 				return false
 			}
 			stack = append(stack, c)
+			open <<= 1
+			if c == '{' {
+				open |= 1
+			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				stack = stack[:len(stack)-1]
+				open >>= 1
 				i++
 				break
 			}
@@ -67,25 +84,12 @@ func validTop(b []byte, m *members) bool {
 				}
 			}
 			continue
-		case '"':
-			if i = validString(b, i); i < 0 {
-				return false
-			}
-		case 't':
-			if i = literal(b, i, "true"); i < 0 {
-				return false
-			}
-		case 'f':
-			if i = literal(b, i, "false"); i < 0 {
-				return false
-			}
-		case 'n':
-			if i = literal(b, i, "null"); i < 0 {
-				return false
-			}
 		default:
-			if i = numberEnd(b, i); i < 0 {
+			if i = scalarEnd(b, i); i < 0 {
 				return false
+			}
+			if rec != nil {
+				rec.ended(i)
 			}
 		}
 		// A value ended at i: close containers, or find the next value.
@@ -103,6 +107,7 @@ func validTop(b []byte, m *members) bool {
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
 				stack = stack[:len(stack)-1]
+				open >>= 1
 				i++
 				continue
 			}
@@ -118,6 +123,22 @@ func validTop(b []byte, m *members) bool {
 			break
 		}
 	}
+}
+
+// scalarEnd returns the index past the string, literal or number at i, or
+// -1.
+func scalarEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return validString(b, i)
+	case 't':
+		return literal(b, i, "true")
+	case 'f':
+		return literal(b, i, "false")
+	case 'n':
+		return literal(b, i, "null")
+	}
+	return numberEnd(b, i)
 }
 
 // maxNestingDepth is encoding/json's limit on nested containers.

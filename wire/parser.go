@@ -1,0 +1,241 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Parser parses a stream of frames as ParseMessageInto does, with the same
+// results, faster when a frame begins as the frame before it did. It
+// remembers the first bytes of the last frame and where its values began
+// and ended: a frame of a flood (progress notifications that differ in a
+// few digits) is checked again only from the last value that began inside
+// the bytes the two frames share, or, when it is as long as the frame
+// before and differs only inside some of its numbers and strings, only in
+// those. The zero Parser is ready; it is not safe for concurrent use.
+type Parser struct {
+	prev     []byte  // the last frame's first bytes, at most memoBytes
+	prevLen  int     // the last frame's length
+	rec      memo    // where its values began
+	mem      members // its top-level members, the first rec.marks[k].n valid from mark k on
+	hint     int     // the mark the last frame was checked again from
+	env      envCache
+	parsed   bool  // the last frame was a message: env holds all it found
+	complete bool  // the last frame was valid, remembered whole, every value marked
+	changed  []int // the marks of the values sameShape found changed last
+}
+
+// memoBytes is how much of the last frame a Parser remembers, and maxMarks
+// how many of its value starts: a flood's messages are short, and a long
+// frame costs its own bytes to check whatever a Parser remembers.
+const (
+	memoBytes = 1024
+	maxMarks  = 128
+)
+
+// A mark is the validator's state where a value begins: all it needs to go
+// on from there.
+type mark struct {
+	pos   int32  // the value's first byte
+	end   int32  // the byte past it, for a string, literal or number; else 0
+	depth uint8  // containers open
+	n     uint8  // top-level members noted
+	open  uint64 // the containers, innermost in bit 0: 1 for an object
+}
+
+// stack appends to b the containers open at the mark, outermost first.
+func (at mark) stack(b []byte) []byte {
+	for d := int(at.depth) - 1; d >= 0; d-- {
+		c := byte('[')
+		if at.open>>d&1 == 1 {
+			c = '{'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// memo collects the marks of one frame.
+type memo struct {
+	marks []mark
+	off   bool // no more marks for this frame
+	last  int  // the mark of the value being crossed, or -1
+}
+
+// note records the mark of a value starting at i.
+func (r *memo) note(i, depth int, open uint64, m *members) {
+	r.last = -1
+	if r.off || depth > 64 || i >= memoBytes || len(r.marks) == maxMarks || m.over {
+		r.off = true // once deeper than open holds, open is wrong for the rest of the frame
+		return
+	}
+	r.last = len(r.marks)
+	r.marks = append(r.marks, mark{pos: int32(i), depth: uint8(depth), n: uint8(m.n), open: open})
+}
+
+// ended records that the string, literal or number of the last mark ends
+// before i.
+func (r *memo) ended(i int) {
+	if r.last >= 0 {
+		r.marks[r.last].end = int32(i)
+	}
+}
+
+// Parse is ParseMessageInto(m, frame): m's raw fields alias frame.
+func (p *Parser) Parse(m *Message, frame []byte) error {
+	*m = Message{}
+	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
+		if first, ok := p.sameShape(frame); ok {
+			for _, k := range p.changed { // the only bytes that differ
+				mk := p.rec.marks[k]
+				copy(p.prev[mk.pos:mk.end], frame[mk.pos:mk.end])
+			}
+			same := p.mem.n // the members before the first that changed
+			if first >= 0 {
+				same = 0
+				for same < p.mem.n && p.mem.s[same].v1 <= first {
+					same++
+				}
+			}
+			return p.envelope(m, frame, same)
+		}
+	}
+	p.complete, p.changed = false, p.changed[:0]
+	at, k := p.resume(frame)
+	p.rec.marks, p.rec.off = p.rec.marks[:k], false
+	p.mem.n, p.mem.over = int(at.n), false
+	if at.n > 0 {
+		p.mem.s[at.n-1].v1 = -1 // its value is still open at the mark
+	}
+	if !validFrom(frame, &p.mem, &p.rec, at) {
+		p.prev, p.rec.marks, p.parsed = p.prev[:0], p.rec.marks[:0], false
+		return invalid(frame)
+	}
+	p.prev = append(p.prev[:at.pos], frame[at.pos:min(len(frame), memoBytes)]...)
+	p.prevLen, p.complete = len(frame), !p.rec.off
+	return p.envelope(m, frame, max(0, int(at.n)-1)) // the members before the one open at the mark
+}
+
+// envelope slices the envelope of the valid frame out into m, taking what
+// it can of the first same members from the frame before.
+func (p *Parser) envelope(m *Message, frame []byte, same int) error {
+	p.env.same = 0
+	if p.parsed {
+		p.env.same = same
+	}
+	p.parsed = false
+	if err := parseValid(frame, &p.mem, m, &p.env); err != nil {
+		*m = Message{}
+		return err
+	}
+	p.parsed = true
+	return nil
+}
+
+// sameShape reports whether frame, as long as the last frame and remembered
+// whole, differs from it only inside strings, literals and numbers that,
+// checked again, end where they did: then it is valid, with the same
+// marks and members. first is where it first differs, -1 if nowhere.
+func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
+	if first, ok := p.sameAsLast(frame); ok {
+		return first, true
+	}
+	first = -1
+	marks, k := p.rec.marks, 0
+	p.changed = p.changed[:0]
+	for i := 0; i < len(frame); {
+		d := i + commonPrefix(frame[i:], p.prev[i:])
+		if d == len(frame) {
+			break
+		}
+		if first < 0 {
+			first = d
+		}
+		for k+1 < len(marks) && int(marks[k+1].pos) <= d {
+			k++
+		}
+		if len(marks) == 0 {
+			return -1, false
+		}
+		mk := marks[k]
+		if int(mk.pos) > d || d >= int(mk.end) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
+			p.changed = p.changed[:0]
+			return -1, false
+		}
+		p.changed = append(p.changed, k)
+		i = int(mk.end)
+	}
+	return first, true
+}
+
+// sameAsLast is sameShape when frame differs from the last frame, if at
+// all, only in the values that the last frame changed (a flood's counters
+// and messages): the bytes between them are compared whole, which is
+// cheaper than finding where they differ. first is then the start of the
+// first of those values.
+func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
+	if len(p.changed) == 0 {
+		return -1, false
+	}
+	i := 0
+	for _, k := range p.changed {
+		mk := p.rec.marks[k]
+		if string(frame[i:mk.pos]) != string(p.prev[i:mk.pos]) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
+			return -1, false
+		}
+		i = int(mk.end)
+	}
+	if string(frame[i:]) != string(p.prev[i:]) {
+		return -1, false
+	}
+	return int(p.rec.marks[p.changed[0]].pos), true
+}
+
+// commonPrefix returns how many bytes a and b share at their start.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)>>3
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// resume returns the last mark of the frame before whose bytes up to and
+// including the mark's own (the validator looked at it to know a value
+// begins there) frame shares, and the number of marks before it; or the
+// zero mark and 0. The marks are in order, and a frame that shares the
+// bytes up to one shares those up to every earlier one: a binary search,
+// each step one comparison of bytes.
+func (p *Parser) resume(frame []byte) (mark, int) {
+	marks := p.rec.marks
+	shared := func(k int) bool {
+		n := int(marks[k].pos) + 1
+		return n <= len(frame) && string(frame[:n]) == string(p.prev[:n])
+	}
+	lo, hi := 0, len(marks)               // marks[:lo] shared, marks[hi:] not
+	if h := p.hint; h < hi && shared(h) { // a flood's frames differ where the last one did
+		lo = h + 1
+		if lo < hi && !shared(lo) {
+			hi = lo
+		}
+	}
+	for lo < hi {
+		k := int(uint(lo+hi) >> 1)
+		if shared(k) {
+			lo = k + 1
+		} else {
+			hi = k
+		}
+	}
+	if lo == 0 {
+		return mark{}, 0
+	}
+	p.hint = lo - 1
+	return marks[lo-1], lo - 1
+}

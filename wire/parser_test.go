@@ -1,0 +1,98 @@
+package wire_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// parseBoth parses frame with p and with ParseMessageInto, and reports any
+// difference.
+func parseBoth(t *testing.T, p *wire.Parser, frame []byte) {
+	t.Helper()
+	var got, want wire.Message
+	gerr := p.Parse(&got, frame)
+	werr := wire.ParseMessageInto(&want, frame)
+	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+		t.Fatalf("Parser.Parse(%q) = %v; ParseMessageInto says %v", frame, gerr, werr)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Parser.Parse(%q) mismatch (-ParseMessageInto +Parser):\n%s", frame, diff)
+	}
+}
+
+// TestParserSequences parses runs of frames that share beginnings of every
+// length, valid and not, with one Parser: each result must be
+// ParseMessageInto's.
+func TestParserSequences(t *testing.T) {
+	base := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":%d,"total":9,"message":"step %d"}}`,
+		`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%d"}],"isError":false}}`,
+		`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%d"]}}`, // invalid JSON
+		`{"jsonrpc":"2.0","id":%d,"id":%d,"result":{}}`,                               // duplicate key
+		` { "jsonrpc" : "2.0" , "method" : "m" , "params" : [ %d , [ %d , { } ] ] } `,
+		`{"jsonrpc":"2.0","method":"m","params":` + strings.Repeat("[", 70) + "%d,%d" + strings.Repeat("]", 70) + `}`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":%d,"jsonrpc":"2.0","id":%d,"result":{}}`,
+		`[%d,%d]`,
+		`{"jsonrpc":"2.0","method":"m","params":{"long":"` + strings.Repeat("x", 1500) + `%d","n":%d}}`,
+	}
+	var p wire.Parser
+	for round := range 3 {
+		for i, a := range base {
+			for _, b := range base[i:] {
+				for j := range 12 {
+					parseBoth(t, &p, fmt.Appendf(nil, a, j, j*round))
+					parseBoth(t, &p, fmt.Appendf(nil, b, j*7, j))
+				}
+			}
+		}
+	}
+	// Every cut of one frame after the whole of it: each shares all its bytes.
+	whole := []byte(fmt.Sprintf(base[0], 1, 2))
+	for n := len(whole); n >= 0; n-- {
+		parseBoth(t, &p, whole)
+		parseBoth(t, &p, whole[:n])
+	}
+}
+
+func FuzzParser(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m","params":{"a":[1,2]}}`), []byte(`{"jsonrpc":"2.0","method":"m","params":{"a":[1,{}]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}x`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var p wire.Parser
+		parseBoth(t, &p, a)
+		parseBoth(t, &p, b)
+		parseBoth(t, &p, a)
+	})
+}
+
+// FuzzParserSameLength parses a frame and then the same frame with some
+// bytes changed, as a flood's frames differ: each result must be
+// ParseMessageInto's.
+func FuzzParserSameLength(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":12,"total":99,"message":"step 12"}}`), []byte{96, '3', 127, '4'})
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"a":[true,null,"x\"y",1.5e3]}}`), []byte{22, '8', 45, 'f'})
+	f.Add([]byte(`["a",{"b":-0}]`), []byte{2, '\\', 12, '1'})
+	f.Fuzz(func(t *testing.T, a, edits []byte) {
+		if len(a) == 0 {
+			return
+		}
+		b := bytes.Clone(a)
+		for i := 0; i+1 < len(edits); i += 2 {
+			b[int(edits[i])%len(b)] = edits[i+1]
+		}
+		c := bytes.Clone(b) // a third frame, changed where b was and elsewhere
+		for i := 1; i+1 < len(edits); i += 3 {
+			c[int(edits[i])%len(c)] = edits[i+1] ^ edits[i-1]
+		}
+		var p wire.Parser
+		for _, frame := range [][]byte{a, b, a, b, c, a, a} {
+			parseBoth(t, &p, frame)
+		}
+	})
+}
