@@ -5,7 +5,9 @@
 // proxy's own CPU profile; a benchmark's -cpuprofile is the host's) and
 // PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon"
 // in kB, the most anonymous memory sampled every 10ms, as VmHWM counts
-// the pages of the binary too). It is shared by proxy/bench_test.go,
+// the pages of the binary too) and PROXY_METRICS (a file for how much
+// detail the observer lost: "DroppedBytes StdinBytes StdoutBytes
+// StderrBytes" of the summary's metrics). It is shared by proxy/bench_test.go,
 // internal/benchratios and the integration module's benchmarks.
 package benchproxy
 
@@ -61,8 +63,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) err
 	}
 	hwm := os.Getenv("PROXY_HWM")
 	if hwm == "" {
-		_, err = p.Wait()
-		return err
+		return writeMetrics(p.Wait())
 	}
 	sampled := make(chan int64, 1)
 	stop := make(chan struct{})
@@ -80,10 +81,23 @@ func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) err
 			}
 		}
 	}()
-	_, err = p.Wait()
+	err = writeMetrics(p.Wait())
 	close(stop)
 	anon := <-sampled
 	if werr := os.WriteFile(hwm, fmt.Appendf(nil, "%d %d", statusKB("VmHWM"), anon), 0o600); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writeMetrics writes the counts of PROXY_METRICS, if it is set.
+func writeMetrics(res *proxy.Result, err error) error {
+	path := os.Getenv("PROXY_METRICS")
+	if path == "" || res == nil {
+		return err
+	}
+	m := res.Status.Metrics
+	if werr := os.WriteFile(path, fmt.Appendf(nil, "%d %d %d %d", m.DroppedBytes, m.StdinBytes, m.StdoutBytes, m.StderrBytes), 0o600); err == nil {
 		err = werr
 	}
 	return err

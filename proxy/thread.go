@@ -1,0 +1,62 @@
+package proxy
+
+// While the observer reads bulk (the bytes tee(2) gave it, see
+// splice_linux.go) and is behind by a quarter of its pipe, it works on an
+// OS thread of its own whose priority is lowered (Linux:
+// thread_linux.go), and it comes back once it has caught up. When every
+// core is busy, the kernel then gives the CPU to the forwarders, the host
+// and the server first: it is the observer that falls further behind and
+// loses detail (counted, as ever), not the traffic that slows down for
+// it. On an idle core it runs as fast as ever; small messages, which never
+// go by splice, are observed at the normal priority, so a record of them
+// does not lag behind on a loaded machine.
+
+// lowThread is a goroutine locked to a thread of lowered priority, which
+// runs the functions it is given.
+type lowThread struct {
+	jobs chan func()
+	did  chan struct{}
+	done chan struct{}
+}
+
+// newLowThread starts the thread and returns once its priority is
+// lowered; nil where it cannot be. It is called before the server is
+// started, so that the thread the child is started from (whose exit fires
+// its Pdeathsig on Linux) is never this one, which ends when end is
+// called.
+func newLowThread() *lowThread {
+	t := &lowThread{jobs: make(chan func()), did: make(chan struct{}), done: make(chan struct{})}
+	ok := make(chan bool)
+	go func() {
+		defer close(t.done)
+		if !lowerPriority() {
+			ok <- false
+			return
+		}
+		ok <- true
+		for f := range t.jobs {
+			f()
+			t.did <- struct{}{}
+		}
+		// The goroutine ends locked to its thread: the thread ends with it.
+	}()
+	if !<-ok {
+		<-t.done
+		return nil
+	}
+	return t
+}
+
+// do runs f on the thread and returns when f has.
+func (t *lowThread) do(f func()) {
+	t.jobs <- f
+	<-t.did
+}
+
+// end ends the thread and waits for it.
+func (t *lowThread) end() {
+	if t != nil {
+		close(t.jobs)
+		<-t.done
+	}
+}

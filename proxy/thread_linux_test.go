@@ -1,0 +1,74 @@
+//go:build linux
+
+package proxy
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestLowThread: the low thread runs what it is given on one thread, not
+// the caller's, at the observer's nice value, and ends when told.
+func TestLowThread(t *testing.T) {
+	low := newLowThread()
+	if low == nil {
+		t.Fatal("newLowThread() = nil on Linux")
+	}
+	var tids [2]int
+	var nice int
+	var err error
+	for i := range tids {
+		low.do(func() {
+			tids[i] = unix.Gettid()
+			// getpriority returns 20 - nice for a thread id.
+			var p int
+			p, err = unix.Getpriority(unix.PRIO_PROCESS, tids[i])
+			nice = 20 - p
+		})
+	}
+	low.end()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tids[0] != tids[1] {
+		t.Errorf("the low thread's jobs ran on threads %d and %d, want one", tids[0], tids[1])
+	}
+	if nice != observerNice {
+		t.Errorf("the low thread's nice value is %d, want %d", nice, observerNice)
+	}
+}
+
+// TestMoveNow: the observer moves to the low thread when a direction's
+// bulk is a quarter of its pipe behind, and back once none is left.
+func TestMoveNow(t *testing.T) {
+	o := &observer{low: &lowThread{}}
+	sp := &splicer{obsCap: 1 << 20}
+	for d := range o.dirs {
+		o.dirs[d] = &dirObs{}
+	}
+	o.dirs[dOut].fw = &forwarder{sp: sp}
+	o.dirs[dIn].fw = &forwarder{} // copies: no splicer
+	for _, c := range []struct {
+		low    bool
+		queued int64
+		want   bool
+	}{
+		{false, 0, false},
+		{false, 1<<18 - 1, false},
+		{false, 1 << 18, true},
+		{true, 1 << 18, false},
+		{true, 1, false},
+		{true, 0, true},
+	} {
+		sp.queued.Store(c.queued)
+		if got := o.moveNow(&obsLoop{low: c.low}); got != c.want {
+			t.Errorf("on the low thread %v, %d bytes behind: moveNow() = %v, want %v", c.low, c.queued, got, c.want)
+		}
+	}
+	o.low = nil
+	sp.queued.Store(1 << 20)
+	if o.moveNow(&obsLoop{}) {
+		t.Error("with no low thread, moveNow() = true")
+	}
+}
