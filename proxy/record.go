@@ -49,17 +49,19 @@ func (r *recorder) since(t time.Time) int64 {
 
 // emit writes e as one line with one Write call. T is set from at unless e
 // already has one.
-func (r *recorder) emit(at time.Time, e record.Event) { r.write(at, e, marshalEvent) }
+func (r *recorder) emit(at time.Time, e record.Event) { r.write(at, e, false) }
 
 // emitChunk writes a chunk event that has no bodies (only Dir, Off, N,
 // T, WT, Reads and Gap set), as emit would, without reflection: it is the
 // most frequent event, one per chunk of every direction (chunk_test.go
 // holds it to json.Marshal). Dir is one of the record.Dir constants.
-func (r *recorder) emitChunk(at time.Time, e record.Event) { r.write(at, e, appendChunk) }
+func (r *recorder) emitChunk(at time.Time, e record.Event) { r.write(at, e, true) }
 
-// write numbers e, encodes it with enc, appended to b, and writes it as
-// one line with one Write call.
-func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *record.Event) ([]byte, error)) {
+// write numbers e, encodes it (by appendChunk if chunk, else by
+// json.Marshal) and writes it as one line with one Write call. The calls
+// are direct, so that e stays on the stack on the chunk's path: a chunk
+// event is written per chunk, and would otherwise be the proxy's garbage.
+func (r *recorder) write(at time.Time, e record.Event, chunk bool) {
 	if r == nil || r.w == nil {
 		return
 	}
@@ -73,7 +75,13 @@ func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *rec
 	if e.T == 0 {
 		e.T = r.since(at)
 	}
-	b, err := enc(r.buf[:0], &e)
+	var b []byte
+	var err error
+	if chunk {
+		b = appendChunk(r.buf[:0], &e)
+	} else {
+		b, err = marshalEvent(r.buf[:0], e)
+	}
 	if err != nil {
 		r.err = fmt.Errorf("proxy: encoding a record event: %w", err)
 		return
@@ -84,12 +92,12 @@ func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *rec
 	}
 }
 
-func marshalEvent(b []byte, e *record.Event) ([]byte, error) {
-	j, err := json.Marshal(e)
+func marshalEvent(b []byte, e record.Event) ([]byte, error) {
+	j, err := json.Marshal(&e)
 	return append(b, j...), err
 }
 
-func appendChunk(b []byte, e *record.Event) ([]byte, error) {
+func appendChunk(b []byte, e *record.Event) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"t":`...)
@@ -109,7 +117,7 @@ func appendChunk(b []byte, e *record.Event) ([]byte, error) {
 	if e.Gap {
 		b = append(b, `,"gap":true`...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // failed returns the first error writing the record.
