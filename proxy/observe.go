@@ -92,6 +92,7 @@ type dirObs struct {
 	longestAt time.Time
 	longestN  int64
 	eof       time.Time
+	gapAt     time.Time // when the last frame only partly seen ended
 }
 
 // await is something that happens when a frame's last byte has been

@@ -53,8 +53,8 @@ type obsLoop struct {
 }
 
 // moveNow reports whether the loop should move to the other thread: to the
-// low one when the observer is behind on a direction's bulk by a quarter
-// of its pipe, back once it has read all it was given.
+// low one when the observer is behind on a direction's bulk by three
+// quarters of its pipe, back once it is behind by a quarter at most.
 func (o *observer) moveNow(l *obsLoop) bool {
 	if o.low == nil {
 		return false
@@ -65,8 +65,8 @@ func (o *observer) moveNow(l *obsLoop) bool {
 			continue
 		}
 		q, c := d.fw.sp.behind()
-		behind = behind || c > 0 && q >= int64(c/4)
-		left = left || q > 0
+		behind = behind || c > 0 && q >= int64(c/4*3)
+		left = left || q > int64(c/4)
 	}
 	if l.low {
 		return !left

@@ -63,6 +63,7 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 	}
 	if ev.Gap {
 		o.m.GapFrames++
+		d.gapAt = t
 	}
 	if ev.Kind == record.KindJunk && !ev.Gap {
 		switch d.d {

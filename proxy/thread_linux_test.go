@@ -40,7 +40,7 @@ func TestLowThread(t *testing.T) {
 }
 
 // TestMoveNow: the observer moves to the low thread when a direction's
-// bulk is a quarter of its pipe behind, and back once none is left.
+// bulk is three quarters of its pipe behind, and back at a quarter.
 func TestMoveNow(t *testing.T) {
 	o := &observer{low: &lowThread{}}
 	sp := &splicer{obsCap: 1 << 20}
@@ -55,10 +55,11 @@ func TestMoveNow(t *testing.T) {
 		want   bool
 	}{
 		{false, 0, false},
-		{false, 1<<18 - 1, false},
-		{false, 1 << 18, true},
-		{true, 1 << 18, false},
-		{true, 1, false},
+		{false, 3<<18 - 1, false},
+		{false, 3 << 18, true},
+		{true, 3 << 18, false},
+		{true, 1<<18 + 1, false},
+		{true, 1 << 18, true},
 		{true, 0, true},
 	} {
 		sp.queued.Store(c.queued)

@@ -59,7 +59,7 @@ type ratio struct {
 	bin            string // the binary whose round it is computed from
 	figure, anchor string
 	target         string
-	unit           string // "×" for a ratio, "µs" for a difference, "MiB" for a figure of its own
+	unit           string // "×" for a ratio, "µs" for a difference, "MiB", "ms" or "%" for a figure of its own
 	value          func(r results) (float64, bool)
 }
 
@@ -137,16 +137,28 @@ var ratios = func() []ratio {
 			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
 		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
 			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
+		ratio{"proxy", "and file pages (the test binary's own code and data; most RssFile sampled, MiB)", "none (a 2.5 MB hello-world Go binary has 1.5 MiB)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-file-MiB")},
 		ratio{"proxy-client", "proxy, 1 MiB tools/call to a real client, the official Go SDK's (MB/s)", "direct", "≥ 0.9×", "×",
 			over("BenchmarkProxyToolsCall/proxy", "BenchmarkProxyToolsCall/direct", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "splice relay", "≥ 0.9×", "×",
 			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/splice", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "direct", "≥ 0.6× (2 cores)", "×",
 			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "proxy's CPU per GB of raw 1 MiB lines", "splice relay's CPU per GB", "", "×",
+			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/splice", "relay-CPU-ms/GB")},
+		ratio{"relay", "proxy's CPU per GB of raw 1 MiB lines (ms/GB)", "none (the proxy process's own)", "", "ms",
+			metric("BenchmarkRelayThroughput/proxy", "relay-CPU-ms/GB")},
+		ratio{"relay", "splice relay's CPU per GB (ms/GB)", "none (the relay process's own)", "", "ms",
+			metric("BenchmarkRelayThroughput/splice", "relay-CPU-ms/GB")},
+		ratio{"relay", "raw 1 MiB lines: bytes whose detail the proxy's observer lost (%)", "none (counted in the record)", "", "%",
+			metric("BenchmarkRelayThroughput/proxy", "proxy-detail-lost-%")},
 		ratio{"relay", "proxy's added round trip (median)", "read/write relay's added round trip", "≤ 1.2×", "×",
 			per("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/readwrite", "BenchmarkRelayRoundTrip/direct", "median-µs")},
 		ratio{"relay", "proxy, small round trip, added (median µs)", "direct", "", "µs",
 			added("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/direct", "median-µs")},
+		ratio{"relay", "proxy's CPU per small round trip", "read/write relay's CPU per round trip", "", "×",
+			over("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/readwrite", "relay-CPU-µs/op")},
 		ratio{"relay", "read/write relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
 			over("BenchmarkRelayThroughput/readwrite", "BenchmarkRelayThroughput/direct", "MB/s")},
 		ratio{"relay", "splice relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
@@ -228,6 +240,10 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%+.1f µs", v)
 	case "MiB":
 		return fmt.Sprintf("%.1f MiB", v)
+	case "ms":
+		return fmt.Sprintf("%.0f ms", v)
+	case "%":
+		return fmt.Sprintf("%.1f%%", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
 }

@@ -332,16 +332,21 @@ func BenchmarkRelayThroughput(b *testing.B) {
 }
 
 // BenchmarkRelayRoundTrip: one small request and its response; the median
-// round trip is reported, as proxy's BenchmarkRoundTrip does.
+// round trip is reported, as proxy's BenchmarkRoundTrip does, and a
+// relay's CPU time per round trip (relay-CPU-µs/op).
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, r := range relays {
 		b.Run(r, func(b *testing.B) {
-			in, out, end, _ := start(b, r, "pong")
+			in, out, end, pid := start(b, r, "pong")
 			defer end()
 			br := bufio.NewReader(out)
 			var rtts []time.Duration
+			var cpu0 time.Duration
 			for b.Loop() {
+				if len(rtts) == 1 {
+					cpu0 = cpuTime(pid)
+				}
 				t0 := time.Now()
 				if _, err := in.Write(req); err != nil {
 					b.Fatal(err)
@@ -350,6 +355,9 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 				rtts = append(rtts, time.Since(t0))
+			}
+			if r != "direct" && len(rtts) > 1 {
+				b.ReportMetric(float64((cpuTime(pid)-cpu0).Nanoseconds())/1e3/float64(len(rtts)-1), "relay-CPU-µs/op")
 			}
 			slices.Sort(rtts)
 			b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "median-µs")
