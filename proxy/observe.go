@@ -149,6 +149,14 @@ func (o *observer) emit(t time.Time, e record.Event) {
 	o.p.rec.emit(t, e)
 }
 
+// emitFrame emits frame event e by recorder.emitFrame.
+func (o *observer) emitFrame(t time.Time, e record.Event) {
+	if e.T == 0 {
+		e.T = o.since(t)
+	}
+	o.p.rec.emitFrame(t, e)
+}
+
 // emitChunk emits chunk event e, by recorder.emitChunk when it has no
 // bodies.
 func (o *observer) emitChunk(t time.Time, e record.Event) {

@@ -76,7 +76,7 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 			o.m.HostParseErrors++
 		}
 	}
-	o.emit(t, ev)
+	o.emitFrame(t, ev)
 	if d.d == dErr || ev.Gap || unterminated {
 		return // an unterminated line was never received whole
 	}
