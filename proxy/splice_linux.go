@@ -42,9 +42,10 @@ import (
 // Which path a chunk takes, per chunk: a direction starts on read(2) and
 // write(2); a read that returns at least spliceMin bytes (the source is
 // delivering in bulk) sends the next chunks by splice. While the source
-// holds bytes they all go by splice; once it is found empty, the direction
-// waits for it in poll(2) and asks how much came (FIONREAD): spliceMin or
-// more is spliced, less goes back to read and write. So small messages
+// holds bytes they all go by splice; once it is found empty (a tee took
+// less than a chunk, or none), the direction waits for it in poll(2) and
+// asks how much came (FIONREAD): spliceMin or more is spliced, less goes
+// back to read and write. So small messages
 // keep the copying path, and a stream of large frames is spliced but for
 // its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
@@ -73,6 +74,7 @@ type splicer struct {
 	obsCap   int
 	always   bool // forced (tests): every chunk by splice
 	bulk     bool // a read of spliceMin or more began bulk: splice until the source refills with less
+	drained  bool // the last tee took less than a chunk: the source is likely empty
 
 	queued  atomic.Int64 // bytes teed that the observer has not read yet
 	spliced atomic.Int64 // bytes moved by splice
@@ -136,7 +138,17 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 	limit := f.p.cfg.ChunkSize
 	f.flushBatch() // the order of events is kept
 	var t int      // bytes teed for the observer
-	for waited := false; ; waited = true {
+	waited := false
+	if s.drained {
+		// The last chunk emptied the source: a tee now would most likely
+		// find nothing, so wait for it first (as a read does, rawio_unix.go).
+		s.drained = false
+		if err := s.src.wait(unix.POLLIN); err != nil {
+			return 0, err, nil
+		}
+		waited = true
+	}
+	for ; ; waited = true {
 		if waited && !s.always {
 			// Woken by new bytes: a small chunk goes by read and write.
 			avail, err := available(s.src)
@@ -164,6 +176,7 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		}
 		if err == nil {
 			n = t
+			s.drained = t < limit
 			break
 		}
 		if err != unix.EAGAIN {
