@@ -200,23 +200,28 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 			return 0, err, nil
 		}
 	}
+	return n, nil, f.spliceChunk(off, n, t > 0)
+}
+
+// spliceChunk forwards the n bytes at source offset off by splice, with
+// the observer's events: teed, its copy is in the observer's pipe; else its
+// detail is lost.
+func (f *forwarder) spliceChunk(off int64, n int, teed bool) error {
+	s := f.sp
 	now := time.Now()
 	f.read.Add(int64(n))
-	ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
-	if t > 0 {
-		ev.tee = true
-		if q := s.queued.Add(int64(t)); q > int64(s.obsCap/2) {
-			f.nudge()
-		}
-	} else {
+	ev := obsEvent{kind: obsRead, off: off, n: n, t: now, tee: teed}
+	if !teed {
 		f.lostBytes.Add(int64(n))
+	} else if q := s.queued.Add(int64(n)); q > int64(s.obsCap/2) {
+		f.nudge()
 	}
 	f.send(ev)
-	werr = f.splice(n)
+	werr := f.splice(n)
 	wend := time.Now()
 	f.written.Store(off + int64(n))
 	f.send(obsEvent{kind: obsWritten, off: off, n: n, t: wend, since: now})
-	return n, nil, werr
+	return werr
 }
 
 // splice moves n bytes from the source to the destination, waiting while
