@@ -36,14 +36,7 @@ func TestEmitChunk(t *testing.T) {
 			e.Reads = 3
 		}
 		e.Gap = bit(6)
-		var fast, slow bytes.Buffer
-		rf, rs := &recorder{w: &fast, start: start, seq: int64(i)}, &recorder{w: &slow, start: start, seq: int64(i)}
-		at := start.Add(time.Duration(i) * time.Millisecond)
-		rf.emitChunk(at, e)
-		rs.emit(at, e)
-		if fast.String() != slow.String() {
-			t.Errorf("event %+v:\nemitChunk %s\nemit      %s", e, fast.String(), slow.String())
-		}
+		wantAsEmit(t, "emitChunk", (*recorder).emitChunk, start, int64(i), start.Add(time.Duration(i)*time.Millisecond), e)
 	}
 }
 
@@ -65,14 +58,7 @@ func TestEmitFrame(t *testing.T) {
 				if raw != "" {
 					e.ID, e.Token = json.RawMessage(raw), json.RawMessage(raw)
 				}
-				var fast, slow bytes.Buffer
-				rf, rs := &recorder{w: &fast, start: start, seq: int64(i)}, &recorder{w: &slow, start: start, seq: int64(i)}
-				at := start.Add(time.Duration(i) * time.Microsecond)
-				rf.emitFrame(at, e)
-				rs.emit(at, e)
-				if fast.String() != slow.String() {
-					t.Errorf("event %+v:\nemitFrame %s\nemit      %s", e, fast.String(), slow.String())
-				}
+				wantAsEmit(t, "emitFrame", (*recorder).emitFrame, start, int64(i), start.Add(time.Duration(i)*time.Microsecond), e)
 			}
 		}
 	}
@@ -82,5 +68,17 @@ func TestEmitFrame(t *testing.T) {
 	}
 	if b, ok := appendFrame(nil, &record.Event{Ev: record.EvChunk}); ok || len(b) != 0 {
 		t.Errorf("appendFrame of a chunk event = %q, %v; want nothing, false", b, ok)
+	}
+}
+
+// wantAsEmit checks that fast (a recorder's emitChunk or emitFrame)
+// writes event e, the seq'th, at at, as emit does, by json.Marshal.
+func wantAsEmit(t *testing.T, name string, fast func(*recorder, time.Time, record.Event), start time.Time, seq int64, at time.Time, e record.Event) {
+	t.Helper()
+	var f, s bytes.Buffer
+	fast(&recorder{w: &f, start: start, seq: seq}, at, e)
+	(&recorder{w: &s, start: start, seq: seq}).emit(at, e)
+	if f.String() != s.String() {
+		t.Errorf("event %+v:\n%s %s\nemit      %s", e, name, f.String(), s.String())
 	}
 }

@@ -16,26 +16,27 @@ import (
 // appendChunk encodes a chunk event that has no bodies (only Dir, Off, N,
 // T, WT, Reads and Gap set). Dir is one of the record.Dir constants.
 func appendChunk(b []byte, e *record.Event) []byte {
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"t":`...)
-	b = strconv.AppendInt(b, e.T, 10)
-	b = append(b, `,"ev":"`+record.EvChunk+`"`...)
+	b = appendHead(b, e, record.EvChunk)
 	if e.Dir != "" {
 		b = append(append(append(b, `,"dir":"`...), e.Dir...), '"')
 	}
-	for _, f := range [...]struct {
-		name string
-		v    int64
-	}{{"off", e.Off}, {"n", e.N}, {"wt", e.WT}, {"reads", int64(e.Reads)}} {
-		if f.v != 0 {
-			b = strconv.AppendInt(append(append(append(b, ',', '"'), f.name...), '"', ':'), f.v, 10)
-		}
-	}
+	b = appendInt(b, "off", e.Off)
+	b = appendInt(b, "n", e.N)
+	b = appendInt(b, "wt", e.WT)
+	b = appendInt(b, "reads", int64(e.Reads))
 	if e.Gap {
 		b = append(b, `,"gap":true`...)
 	}
 	return append(b, '}')
+}
+
+// appendHead opens an event of kind ev: its sequence number and time.
+func appendHead(b []byte, e *record.Event, ev string) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"t":`...)
+	b = strconv.AppendInt(b, e.T, 10)
+	return append(append(append(b, `,"ev":"`...), ev...), '"')
 }
 
 // appendFrame encodes a frame event: only the fields frameAsm.frame and
@@ -54,11 +55,7 @@ func appendFrame(b []byte, e *record.Event) ([]byte, bool) {
 	if !plainRaw(e.ID) || !plainRaw(e.Token) {
 		return b, false
 	}
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"t":`...)
-	b = strconv.AppendInt(b, e.T, 10)
-	b = append(b, `,"ev":"`+record.EvFrame+`"`...)
+	b = appendHead(b, e, record.EvFrame)
 	b = appendStr(b, "dir", e.Dir)
 	b = appendInt(b, "off", e.Off)
 	b = appendInt(b, "n", e.N)
