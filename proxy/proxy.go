@@ -116,7 +116,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		setProcAttr(cmd)
 	}
 	p.obs.low = newLowThread()
-	err = cmd.Start()
+	err = startServer(cmd)
 	// The child has its own copies now; holding ours would hide its end
 	// (no EOF on stdout, no EPIPE on stdin).
 	p.pipes[dIn].R.Close()

@@ -1,13 +1,15 @@
 package proxy
 
+import "runtime"
+
 // While the observer reads bulk (the bytes tee(2) gave it, see
 // splice_linux.go) and is behind by three quarters of its pipe, it works
 // on an OS thread of its own whose priority is lowered (Linux:
-// thread_linux.go), and it comes back once it has caught up to a quarter. When every
-// core is busy, the kernel then gives the CPU to the forwarders, the host
-// and the server first: it is the observer that falls further behind and
-// loses detail (counted, as ever), not the traffic that slows down for
-// it. Where there is a core to spare it keeps up and stays at the normal
+// thread_linux.go), and it comes back once it has caught up to a quarter.
+// When every core is busy, the kernel then gives the CPU to the
+// forwarders, the host and the server first: it is the observer that
+// falls further behind and loses detail (counted, as ever), not the
+// traffic that slows down for it. Where there is a core to spare it keeps up and stays at the normal
 // priority; small messages, which never go by splice, are always observed
 // at the normal priority, so that a record of them does not lag behind on
 // a loaded machine. (Observing them there too was measured: with a busy
@@ -25,30 +27,66 @@ type lowThread struct {
 
 // newLowThread starts the thread and returns once its priority is
 // lowered; nil where it cannot be. It is called before the server is
-// started, so that the thread the child is started from (whose exit fires
-// its Pdeathsig on Linux) is never this one, which ends when end is
-// called.
+// started, and never runs on a thread that started a server (see
+// thread_linux.go): the thread ends when end is called.
 func newLowThread() *lowThread {
-	t := &lowThread{jobs: make(chan func()), did: make(chan struct{}), done: make(chan struct{})}
-	ok := make(chan bool)
-	go func() {
-		defer close(t.done)
-		if !lowerPriority() {
-			ok <- false
-			return
+	var held []*lowThread // goroutines holding threads that started a server
+	defer func() {
+		for _, h := range held {
+			close(h.jobs)
+			<-h.done
 		}
-		ok <- true
-		for f := range t.jobs {
-			f()
-			t.did <- struct{}{}
-		}
-		// The goroutine ends locked to its thread: the thread ends with it.
 	}()
-	if !<-ok {
-		<-t.done
-		return nil
+	for range maxLowTries {
+		t := &lowThread{jobs: make(chan func()), did: make(chan struct{}), done: make(chan struct{})}
+		got := make(chan int, 1)
+		go t.serve(got)
+		switch <-got {
+		case lowReady:
+			return t
+		case lowForker:
+			held = append(held, t)
+		default:
+			<-t.done
+			return nil
+		}
 	}
-	return t
+	return nil
+}
+
+// maxLowTries bounds the threads newLowThread tries: a process running
+// proxies has a handful of threads that started servers, usually.
+const maxLowTries = 64
+
+// What a try of newLowThread found.
+const (
+	lowNone   = iota // the priority cannot be lowered here
+	lowReady         // the thread is the low thread
+	lowForker        // the thread started a server: held, to try another
+)
+
+// serve is the low thread's goroutine: it reports on got what it found,
+// then runs the jobs (or, on a thread that started a server, waits to be
+// let go).
+func (t *lowThread) serve(got chan<- int) {
+	defer close(t.done)
+	lowered, forker := lowerPriority()
+	switch {
+	case forker:
+		got <- lowForker
+		<-t.jobs // closed: the try is over
+		runtime.UnlockOSThread()
+		return
+	case !lowered:
+		got <- lowNone
+		return
+	}
+	got <- lowReady
+	for f := range t.jobs {
+		f()
+		t.did <- struct{}{}
+	}
+	// The goroutine ends locked to its thread: the thread ends with it.
 }
 
 // do runs f on the thread and returns when f has.

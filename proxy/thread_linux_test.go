@@ -3,6 +3,8 @@
 package proxy
 
 import (
+	"os"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -71,5 +73,40 @@ func TestMoveNow(t *testing.T) {
 	sp.queued.Store(1 << 20)
 	if o.moveNow(&obsLoop{}) {
 		t.Error("with no low thread, moveNow() = true")
+	}
+}
+
+// TestLowThreadNotAForker: the low thread is never a thread that started a
+// server (its end would fire the server's Pdeathsig), even when every
+// thread the process has now did.
+func TestLowThreadNotAForker(t *testing.T) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := map[int]bool{}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		if _, loaded := forkers.LoadOrStore(tid, struct{}{}); !loaded {
+			marked[tid] = true
+		}
+	}
+	defer func() {
+		for tid := range marked {
+			forkers.Delete(tid)
+		}
+	}()
+	low := newLowThread()
+	if low == nil {
+		t.Fatalf("newLowThread() = nil with %d threads marked as forkers, want a new thread", len(marked))
+	}
+	var tid int
+	low.do(func() { tid = unix.Gettid() })
+	low.end()
+	if _, forked := forkers.Load(tid); forked {
+		t.Errorf("the low thread %d is one that started a server", tid)
 	}
 }
