@@ -162,7 +162,13 @@ func (a *frameAsm) content(seg []byte) {
 	a.red.write(seg)
 	switch {
 	case a.over:
-		a.sc.Write(seg)
+		// Contents of a nested string tell the scanner nothing (but its
+		// envelope's Start and Size, which are not used: the line's are
+		// a.start and a.size); they are the bulk of a long line, and would
+		// be a third pass over it.
+		if !a.red.deepPlain {
+			a.sc.Write(seg)
+		}
 		a.scDirty = true
 	case len(a.body)+len(seg) <= a.parse+1: // +1: a final '\r'
 		a.body = append(a.body, seg...)

@@ -139,6 +139,14 @@ type redactor struct {
 	skipDepth  int  // depth at which the redacted value began
 	skipScalar bool // the redacted value is a string, number or literal
 	count      int  // values redacted in this text
+
+	// deepPlain: the last write was all string contents, with no quote or
+	// backslash, of a string nested at depth 2 or more, in a text that
+	// has had no unmatched closer (where a depth count that goes below
+	// zero, as wire.Scanner's does, would differ from this one): nothing
+	// in it can concern the top level.
+	deepPlain bool
+	unmatched bool // a closer came at depth 0
 }
 
 func newRedactor(pol *redactPolicy, emit func([]byte)) *redactor {
@@ -154,6 +162,7 @@ func (r *redactor) reset() {
 	r.key = r.key[:0]
 	r.lastKey = r.lastKey[:0]
 	r.count = 0
+	r.deepPlain, r.unmatched = false, false
 }
 
 // inArray reports whether the current level is an array; known is false
@@ -232,11 +241,14 @@ func (r *redactor) redactHere() bool {
 // write feeds p. Bytes that pass unchanged are emitted as sub-slices of p.
 func (r *redactor) write(p []byte) {
 	pass := 0 // start of the bytes not yet emitted (or skipped)
+	r.deepPlain = false
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if r.inStr {
 			var end bool
+			from := i
 			if i, end = r.inString(p, i, &pass); end {
+				r.deepPlain = from == 0 && r.depth >= 2 && !r.unmatched
 				break
 			}
 			continue
@@ -277,6 +289,8 @@ func (r *redactor) write(p []byte) {
 					r.stack = r.stack[:len(r.stack)-1]
 				}
 				r.depth--
+			} else {
+				r.unmatched = true
 			}
 			r.expect = ','
 			if r.skip && !r.skipScalar && r.depth == r.skipDepth {
