@@ -44,8 +44,9 @@ import (
 // delivering in bulk) sends the next chunks by splice. While the source
 // holds bytes they all go by splice; once it is found empty (a tee took
 // less than a chunk, or none), the direction waits for it in poll(2) and
-// asks how much came (FIONREAD): spliceMin or more is spliced, less goes
-// back to read and write. So small messages
+// tees what came: spliceMin or more goes on by splice; less is spliced
+// too, being teed already, and what follows goes back to read and write
+// (when the observer's pipe has no room, FIONREAD says how much came). So small messages
 // keep the copying path, and a stream of large frames is spliced but for
 // its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
@@ -149,17 +150,6 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		waited = true
 	}
 	for ; ; waited = true {
-		if waited && !s.always {
-			// Woken by new bytes: a small chunk goes by read and write.
-			avail, err := available(s.src)
-			if err != nil {
-				return 0, err, nil
-			}
-			if avail < spliceMin {
-				s.bulk = false
-				return 0, nil, nil
-			}
-		}
 		var err error
 		t, err = 0, unix.EAGAIN
 		// Only the forwarder sends on f.obs: room seen now is there when the
@@ -177,6 +167,9 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		if err == nil {
 			n = t
 			s.drained = t < limit
+			if waited && !s.always && t < spliceMin {
+				s.bulk = false // woken by a small chunk: teed, it is spliced; the next are copied
+			}
 			break
 		}
 		if err != unix.EAGAIN {
@@ -186,6 +179,10 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		avail, err := available(s.src)
 		if err != nil {
 			return 0, err, nil
+		}
+		if avail > 0 && waited && !s.always && avail < spliceMin {
+			s.bulk = false // woken by a small chunk: it goes by read and write
+			return 0, nil, nil
 		}
 		if avail > 0 {
 			// The observer is behind, its pipe full: this chunk is
