@@ -26,10 +26,10 @@ import (
 // the observer picks up at the next line end. The traffic never waits for
 // the observer, and never pays for it in CPU either: a chunk does not go
 // by the copying path, which costs more, because the observer is behind
-// (measured: with one of two cores kept busy, the proxy took 650-770 ms
-// of CPU per GB of 1 MiB lines where the splice relay took 190; by
-// splicing without detail and the observer's thread of lower priority,
-// thread.go, 200-230). Bytes are counted from splice's return values. A
+// (measured: with one of two cores kept busy, the proxy took 720-1080 ms
+// of CPU per GB of 1 MiB lines where the splice relay took 170-230; by
+// splicing without detail and with the observer's thread of lower
+// priority, thread.go, 280-420). Bytes are counted from splice's return values. A
 // splice that cannot go on (the destination full) waits in poll(2) as a
 // write does, and is interrupted the same way.
 //
