@@ -199,6 +199,18 @@ func (r *redactor) push(c byte) {
 	}
 }
 
+// pop leaves the level a closer ends; one at depth 0 is unmatched.
+func (r *redactor) pop() {
+	if r.depth == 0 {
+		r.unmatched = true
+		return
+	}
+	if len(r.stack) == r.depth {
+		r.stack = r.stack[:len(r.stack)-1]
+	}
+	r.depth--
+}
+
 // redactHere reports whether the value about to start is redacted.
 func (r *redactor) redactHere() bool {
 	if r.depth == 0 {
@@ -284,14 +296,7 @@ func (r *redactor) write(p []byte) {
 				r.expect = 'k'
 			}
 		case '}', ']':
-			if r.depth > 0 {
-				if len(r.stack) == r.depth {
-					r.stack = r.stack[:len(r.stack)-1]
-				}
-				r.depth--
-			} else {
-				r.unmatched = true
-			}
+			r.pop()
 			r.expect = ','
 			if r.skip && !r.skipScalar && r.depth == r.skipDepth {
 				r.skip = false // the redacted object or array ended here
