@@ -20,18 +20,18 @@ import (
 // enter the proxy, and there is no intermediate pipe. Before each splice,
 // tee(2) duplicates the same bytes, without consuming them, into a pipe of
 // the observer's own (as large as ObserverBuffer allows, within
-// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK).
-// When the observer's pipe is full (it is behind by all of it), the chunk
-// is spliced without a tee: its detail is lost and counted, as ever, and
-// the observer picks up at the next line end. The traffic never waits for
-// the observer, and never pays for it in CPU either: a chunk does not go
-// by the copying path, which costs more, because the observer is behind
-// (measured: with one of two cores kept busy, the proxy took 720-1080 ms
-// of CPU per GB of 1 MiB lines where the splice relay took 170-230; by
-// splicing without detail and with the observer's thread of lower
-// priority, thread.go, 280-420). Bytes are counted from splice's return values. A
-// splice that cannot go on (the destination full) waits in poll(2) as a
-// write does, and is interrupted the same way.
+// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK). When
+// the observer's pipe is full (it is behind by all of it), the chunk is
+// spliced without a tee: its detail is lost and counted, as ever, and the
+// observer picks up at the next line end. The traffic never waits for the
+// observer, and never pays for it in CPU either: a chunk does not go by the
+// copying path, which costs more, because the observer is behind (measured:
+// with one of two cores kept busy, the proxy took 720-1080 ms of CPU per GB
+// of 1 MiB lines where the splice relay took 170-230; by splicing without
+// detail and with the observer's thread of lower priority, thread.go,
+// 280-420). Bytes are counted from splice's return values. A splice that
+// cannot go on (the destination full) waits in poll(2) as a write does, and
+// is interrupted the same way.
 //
 // The extra buffering is then less than the copying path's: the chunk is
 // never held by the proxy, so between the host and the server there are
@@ -42,17 +42,17 @@ import (
 // Which path a chunk takes, per chunk: a direction starts on read(2) and
 // write(2); a read that returns at least spliceMin bytes (the source is
 // delivering in bulk) sends the next chunks by splice. While the source
-// holds bytes they all go by splice; once it is found empty (a tee took
-// less than a chunk, or none), the direction waits for it in poll(2) and
-// tees what came: spliceMin or more goes on by splice; less is spliced
-// too, being teed already, and what follows goes back to read and write
-// (when the observer's pipe has no room, FIONREAD says how much came). So small messages
-// keep the copying path, and a stream of large frames is spliced but for
-// its first chunk. Faults (Config.Faults) on a direction, and a host
+// holds bytes they all go by splice; once it is found empty (a tee took less
+// than a chunk, or none), the direction waits for it in poll(2) and tees
+// what came: spliceMin or more goes on by splice; less is spliced too, being
+// teed already, and what follows goes back to read and write (when the
+// observer's pipe has no room, FIONREAD says how much came). So small
+// messages keep the copying path, and a stream of large frames is spliced
+// but for its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
-// copying path; so does Config.LogBodies, whose record is meant for a
-// replay and keeps every byte in its chunk events, which the copying path
-// has at hand.
+// copying path; so does Config.LogBodies, whose record is meant for a replay
+// and keeps every byte in its chunk events, which the copying path has at
+// hand.
 //
 // The measurement behind spliceMin (BenchmarkChunkPaths: a round trip
 // whose response is one chunk, through a proxy process forced onto each
