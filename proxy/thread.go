@@ -10,12 +10,12 @@ import "runtime"
 // the host and the server first: it is the observer that falls further
 // behind and loses detail (counted, as ever), not the traffic that slows
 // down for it. Where there is a core to spare it keeps up and stays at the
-// normal priority; small messages, which never go by splice, are always
-// observed at the normal priority, so that a record of them does not lag
-// behind on a loaded machine. (Observing them there too was measured: with a
-// busy core the added round trip got worse, not better. A thread the kernel
-// holds back can hold, for moments, one of the Go runtime's processors or a
-// lock the forwarders then wait for, such as their channel's.)
+// normal priority; small messages alone, which never go by splice, keep it
+// there, so that a record of them does not lag behind on a loaded machine.
+// (Observing them there too was measured: with a busy core the added round
+// trip got worse, not better. A thread the kernel holds back can hold, for
+// moments, one of the Go runtime's processors or a lock the forwarders then
+// wait for, such as their channel's.)
 
 // lowThread is a goroutine locked to a thread of lowered priority, which
 // runs the functions it is given.
