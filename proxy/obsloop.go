@@ -46,10 +46,23 @@ type obsLoop struct {
 	tick       *time.Ticker
 	batch      *time.Timer
 	nextStatus time.Time
-	active     bool      // events flow: take them every batchEvery
-	last       time.Time // when events were last taken
-	low        bool      // on the low-priority thread
-	drainNext  bool      // the move was for a drain: do it first
+	active     bool         // events flow: take them every batchEvery
+	last       time.Time    // when events were last taken
+	low        bool         // on the low-priority thread
+	drainNext  bool         // the move was for a drain: do it first
+	finish     chan *Result // the move was to finish there: Wait is waiting
+}
+
+// finishOn finishes the observer at the normal priority, so that Wait
+// never waits for a thread the kernel holds back: on the low thread it
+// moves first. It returns what loop does.
+func (o *observer) finishOn(l *obsLoop, reply chan *Result) bool {
+	if l.low {
+		l.finish = reply
+		return true
+	}
+	reply <- o.finish1()
+	return false
 }
 
 // moveNow reports whether the loop should move to the other thread: to the
@@ -78,6 +91,10 @@ func (o *observer) moveNow(l *obsLoop) bool {
 // other thread (true). The move is decided before a drain, so that the
 // drain is done where it belongs.
 func (o *observer) loop(l *obsLoop) bool {
+	if l.finish != nil { // moved back to finish
+		l.finish <- o.finish1()
+		return false
+	}
 	if l.drainNext {
 		l.drainNext = false
 		if o.drain() > 0 {
@@ -107,8 +124,7 @@ func (o *observer) loop(l *obsLoop) bool {
 			case now := <-l.tick.C:
 				o.tick(now, &l.nextStatus)
 			case reply := <-o.finishReq:
-				reply <- o.finish1()
-				return false
+				return o.finishOn(l, reply)
 			}
 			if l.low && o.moveNow(l) {
 				return true
@@ -128,8 +144,7 @@ func (o *observer) loop(l *obsLoop) bool {
 			o.tick(now, &l.nextStatus)
 			continue
 		case reply := <-o.finishReq:
-			reply <- o.finish1()
-			return false
+			return o.finishOn(l, reply)
 		}
 		l.active, l.last = true, time.Now()
 		l.batch.Reset(batchEvery)

@@ -110,3 +110,15 @@ func TestLowThreadNotAForker(t *testing.T) {
 		t.Errorf("the low thread %d is one that started a server", tid)
 	}
 }
+
+// TestFinishOnNormalPriority: asked to finish on the low thread, the
+// observer moves back first (Wait must not wait for a thread the kernel
+// holds back); on the normal thread it finishes where it is.
+func TestFinishOnNormalPriority(t *testing.T) {
+	o := &observer{}
+	l := &obsLoop{low: true}
+	reply := make(chan *Result, 1)
+	if !o.finishOn(l, reply) || l.finish != reply || len(reply) != 0 {
+		t.Errorf("on the low thread: finishOn() did not move to finish (finish %v, %d replies)", l.finish, len(reply))
+	}
+}
