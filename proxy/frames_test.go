@@ -68,3 +68,46 @@ func TestFramesWhateverTheChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestGapResponse: a line whose middle was lost is a response to its id
+// when what was seen says so (its start, a top-level id and no method, the
+// gap inside its result or error); otherwise it stays a gap of unknown
+// kind.
+func TestGapResponse(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, c := range []struct {
+		name, head, tail string
+		lostFirst        bool
+		id, kind         string
+	}{
+		{"result", `{"jsonrpc":"2.0","id":7,"result":{"text":"` + long, long + `"}}`, false, "7", record.KindResponse},
+		{"error", `{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"` + long, long + `"}}`, false, `"a"`, record.KindError},
+		{"short line", `{"id":8,"result":"`, `"}`, false, "8", record.KindResponse},
+		{"start lost", `{"jsonrpc":"2.0","id":7,"result":{"text":"` + long, long + `"}}`, true, "", ""},
+		{"a request", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"` + long, long + `"}}`, false, "", ""},
+		{"gap in params", `{"jsonrpc":"2.0","id":7,"params":{"a":"` + long, long + `"},"method":"m"}`, false, "", ""},
+		{"gap in the id", `{"jsonrpc":"2.0","id":"` + long, long + `","result":1}`, false, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newFrameAsm(Config{HeadBytes: 64, ParseLimit: 100}, &redactPolicy{})
+			var evs []record.Event
+			done := func(a *frameAsm, _ time.Time) {
+				ev, _ := a.frame(record.DirOut, false)
+				evs = append(evs, ev)
+			}
+			if c.lostFirst {
+				a.lost(10)
+			}
+			a.feed([]byte(c.head), time.Time{}, done)
+			a.lost(1000)
+			a.feed([]byte(c.tail+"\n"), time.Time{}, done)
+			if len(evs) != 1 {
+				t.Fatalf("%d frames, want 1", len(evs))
+			}
+			ev := evs[0]
+			if !ev.Gap || string(ev.ID) != c.id || ev.Kind != c.kind {
+				t.Errorf("frame gap %v, id %s, kind %q; want gap, id %s, kind %q", ev.Gap, ev.ID, ev.Kind, c.id, c.kind)
+			}
+		})
+	}
+}

@@ -77,8 +77,8 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 		}
 	}
 	o.emitFrame(t, ev)
-	if d.d == dErr || ev.Gap || unterminated {
-		return // an unterminated line was never received whole
+	if d.d == dErr || ev.Gap && ev.Kind == "" || unterminated {
+		return // an unterminated line was never received whole; a gap, but for a response's middle, hides what it was
 	}
 	switch ev.Kind {
 	case record.KindRequest:

@@ -199,6 +199,15 @@ func (r *redactor) push(c byte) {
 	}
 }
 
+// member is the top-level member the text is in now: its key, "" at the
+// top level itself or past maxDepth's reach.
+func (r *redactor) member() string {
+	if r.depth == 0 || len(r.stack) == 0 || r.stack[0].array {
+		return ""
+	}
+	return string(r.stack[0].key)
+}
+
 // pop leaves the level a closer ends; one at depth 0 is unmatched.
 func (r *redactor) pop() {
 	if r.depth == 0 {
