@@ -253,14 +253,14 @@ func roundTrips(b *testing.B, relay string, server ...string) {
 // same 1 GiB in 1 MiB lines and a single 1 MiB line; the proxy keeps no
 // more of a line than its chunks and copies, and reports its own peak
 // resident memory (Linux VmHWM, which counts the pages of the binary it
-// ran, and the most anonymous memory sampled).
+// ran, and the most anonymous memory and file pages sampled).
 func BenchmarkHugeLine(b *testing.B) {
 	for _, c := range []struct{ size, count int }{{1 << 20, 1}, {1 << 20, 1024}, {1 << 30, 1}} {
 		b.Run(fmt.Sprintf("%dx%dMiB", c.count, c.size>>20), func(b *testing.B) {
 			size := c.size * c.count
 			b.SetBytes(int64(size))
 			buf := make([]byte, 64<<10)
-			var hwm, anon int64
+			var hwm, anon, file int64
 			for b.Loop() {
 				hwmFile := filepath.Join(b.TempDir(), "hwm")
 				b.Setenv("PROXY_HWM", hwmFile)
@@ -271,14 +271,15 @@ func BenchmarkHugeLine(b *testing.B) {
 					b.Fatalf("read %d bytes, want %d", n, size)
 				}
 				if kb, err := os.ReadFile(hwmFile); err == nil {
-					var v, a int64
-					fmt.Sscan(string(kb), &v, &a)
-					hwm, anon = max(hwm, v<<10), max(anon, a<<10)
+					var v, a, f int64
+					fmt.Sscan(string(kb), &v, &a, &f)
+					hwm, anon, file = max(hwm, v<<10), max(anon, a<<10), max(file, f<<10)
 				}
 			}
 			if hwm > 0 {
 				b.ReportMetric(float64(hwm)/(1<<20), "proxy-VmHWM-MiB")
 				b.ReportMetric(float64(anon)/(1<<20), "proxy-anon-MiB")
+				b.ReportMetric(float64(file)/(1<<20), "proxy-file-MiB")
 			}
 		})
 	}

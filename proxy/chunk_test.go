@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -35,13 +36,49 @@ func TestEmitChunk(t *testing.T) {
 			e.Reads = 3
 		}
 		e.Gap = bit(6)
-		var fast, slow bytes.Buffer
-		rf, rs := &recorder{w: &fast, start: start, seq: int64(i)}, &recorder{w: &slow, start: start, seq: int64(i)}
-		at := start.Add(time.Duration(i) * time.Millisecond)
-		rf.emitChunk(at, e)
-		rs.emit(at, e)
-		if fast.String() != slow.String() {
-			t.Errorf("event %+v:\nemitChunk %s\nemit      %s", e, fast.String(), slow.String())
+		wantAsEmit(t, "emitChunk", (*recorder).emitChunk, start, int64(i), start.Add(time.Duration(i)*time.Millisecond), e)
+	}
+}
+
+// TestEmitFrame: a frame event written without reflection is the line
+// json.Marshal makes of it, with strings and raw values that need escapes
+// or are not ASCII (which go by json.Marshal), and every flag.
+func TestEmitFrame(t *testing.T) {
+	start := time.Now()
+	strs := []string{"", "tools/call", `{"jsonrpc":"2.0","id":7,"method":"a\\b"}`, "<script>&</script>", "héllo", "tab\there", "\x7f", "\u2028"}
+	raws := []string{"", "7", `"abc"`, `{"a":[1,2]}`, `"<&>"`, `{"a": 1}`, `"é"`}
+	i := 0
+	for _, s := range strs {
+		for _, raw := range raws {
+			for flags := range 16 {
+				i++
+				e := record.Event{Ev: record.EvFrame, Dir: record.DirIn, Off: int64(i) << 20, N: int64(i), T0: int64(i % 3), Kind: record.KindRequest,
+					Method: s, Tool: s, Head: s, Hash: "crc32c:0badf00d", Code: int64(-i % 2), Redacted: i % 2,
+					CRLF: flags&1 != 0, Unterminated: flags&2 != 0, Gap: flags&4 != 0, Scanned: flags&8 != 0}
+				if raw != "" {
+					e.ID, e.Token = json.RawMessage(raw), json.RawMessage(raw)
+				}
+				wantAsEmit(t, "emitFrame", (*recorder).emitFrame, start, int64(i), start.Add(time.Duration(i)*time.Microsecond), e)
+			}
 		}
+	}
+	plain := record.Event{Ev: record.EvFrame, Dir: record.DirOut, Kind: record.KindResponse, ID: json.RawMessage(`"a"`), Head: strs[2] + strs[3], Hash: "crc32c:0badf00d"}
+	if _, ok := appendFrame(nil, &plain); !ok {
+		t.Errorf("appendFrame of %+v went by json.Marshal; want the fast path", plain)
+	}
+	if b, ok := appendFrame(nil, &record.Event{Ev: record.EvChunk}); ok || len(b) != 0 {
+		t.Errorf("appendFrame of a chunk event = %q, %v; want nothing, false", b, ok)
+	}
+}
+
+// wantAsEmit checks that fast (a recorder's emitChunk or emitFrame)
+// writes event e, the seq'th, at at, as emit does, by json.Marshal.
+func wantAsEmit(t *testing.T, name string, fast func(*recorder, time.Time, record.Event), start time.Time, seq int64, at time.Time, e record.Event) {
+	t.Helper()
+	var f, s bytes.Buffer
+	fast(&recorder{w: &f, start: start, seq: seq}, at, e)
+	(&recorder{w: &s, start: start, seq: seq}).emit(at, e)
+	if f.String() != s.String() {
+		t.Errorf("event %+v:\n%s %s\nemit      %s", e, name, f.String(), s.String())
 	}
 }

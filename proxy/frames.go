@@ -35,10 +35,12 @@ type frameAsm struct {
 	active bool  // a line has begun
 	start  int64 // its first byte's offset
 	t0     time.Time
-	size   int64 // its bytes so far, a final '\r' included
-	last   byte  // its last byte
-	gap    bool  // part of it was not seen
-	over   bool  // it passed the parse limit: scanned only
+	size   int64  // its bytes so far, a final '\r' included
+	last   byte   // its last byte
+	gap    bool   // part of it was not seen
+	seen   bool   // its first byte was seen (its gap came later)
+	gapIn  string // the top-level member the gap began in, "" if none
+	over   bool   // it passed the parse limit: scanned only
 	body   []byte
 	heads  []byte
 	hcr    bool   // a '\r' is held back from the hash: it may be the terminator
@@ -92,6 +94,9 @@ func (a *frameAsm) lost(n int64) {
 	a.pos += n
 	a.dataOK = false
 	if a.active {
+		if !a.gap {
+			a.gapIn = a.red.member()
+		}
 		a.gap = true
 		a.size += n
 		return
@@ -99,6 +104,7 @@ func (a *frameAsm) lost(n int64) {
 	// A line began somewhere in the lost bytes, or right after them: its
 	// start is unknown.
 	a.begin(a.pos-n, time.Time{})
+	a.seen = false
 	a.size = n
 	a.gap = true
 }
@@ -106,6 +112,7 @@ func (a *frameAsm) lost(n int64) {
 func (a *frameAsm) begin(off int64, t time.Time) {
 	a.active, a.start, a.t0 = true, off, t
 	a.size, a.last, a.gap, a.over = 0, 0, false, false
+	a.seen, a.gapIn = true, ""
 	a.body, a.heads = a.body[:0], a.heads[:0]
 	a.hcr = false
 	a.h.Reset()
@@ -162,7 +169,13 @@ func (a *frameAsm) content(seg []byte) {
 	a.red.write(seg)
 	switch {
 	case a.over:
-		a.sc.Write(seg)
+		// Contents of a nested string tell the scanner nothing (but its
+		// envelope's Start and Size, which are not used: the line's are
+		// a.start and a.size); they are the bulk of a long line, and would
+		// be a third pass over it.
+		if !a.red.deepPlain {
+			a.sc.Write(seg)
+		}
 		a.scDirty = true
 	case len(a.body)+len(seg) <= a.parse+1: // +1: a final '\r'
 		a.body = append(a.body, seg...)
@@ -189,6 +202,7 @@ func (a *frameAsm) frame(dir string, unterminated bool) (record.Event, *wire.Mes
 	}
 	if a.gap {
 		ev.Gap = true
+		a.gapResponse(&ev)
 		return ev, nil
 	}
 	if !ev.CRLF && a.hcr {
@@ -302,6 +316,12 @@ func (a *frameAsm) current() (id json.RawMessage, method string, size int64, ok 
 	if !a.active || a.gap {
 		return nil, "", a.size, a.active
 	}
+	return a.seenSoFar()
+}
+
+// seenSoFar is current's answer from the bytes of the line seen so far
+// (before its gap, if it has one).
+func (a *frameAsm) seenSoFar() (id json.RawMessage, method string, size int64, ok bool) {
 	var env wire.Envelope
 	if a.over {
 		env = a.sc.Current()
@@ -317,4 +337,23 @@ func (a *frameAsm) current() (id json.RawMessage, method string, size int64, ok 
 		_ = json.Unmarshal(env.Method, &method)
 	}
 	return id, method, a.size, true
+}
+
+// gapResponse fills in the id and kind of a line only partly seen when
+// what was seen says it is a response: its start was seen, with a
+// top-level id and no method, and the gap began inside its top-level
+// "result" or "error". Its request is then answered, as observed; the
+// bytes lost are counted as ever.
+func (a *frameAsm) gapResponse(ev *record.Event) {
+	if !a.seen || a.gapIn != "result" && a.gapIn != "error" {
+		return
+	}
+	id, method, _, _ := a.seenSoFar()
+	if id == nil || method != "" {
+		return
+	}
+	ev.ID, ev.Kind = id, record.KindResponse
+	if a.gapIn == "error" {
+		ev.Kind = record.KindError
+	}
 }

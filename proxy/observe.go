@@ -39,6 +39,7 @@ type observer struct {
 	cfg   Config
 	start time.Time
 	dirs  [3]*dirObs
+	low   *lowThread // nil where there is none
 
 	finishReq chan chan *Result
 	cutoff    atomic.Int64  // UnixNano set by finish: past it, traffic events are counted as lost, not handled
@@ -91,6 +92,7 @@ type dirObs struct {
 	longestAt time.Time
 	longestN  int64
 	eof       time.Time
+	gapAt     time.Time // when the last frame only partly seen ended
 }
 
 // await is something that happens when a frame's last byte has been
@@ -147,6 +149,14 @@ func (o *observer) emit(t time.Time, e record.Event) {
 	o.p.rec.emit(t, e)
 }
 
+// emitFrame emits frame event e by recorder.emitFrame.
+func (o *observer) emitFrame(t time.Time, e record.Event) {
+	if e.T == 0 {
+		e.T = o.since(t)
+	}
+	o.p.rec.emitFrame(t, e)
+}
+
 // emitChunk emits chunk event e, by recorder.emitChunk when it has no
 // bodies.
 func (o *observer) emitChunk(t time.Time, e record.Event) {
@@ -158,73 +168,6 @@ func (o *observer) emitChunk(t time.Time, e record.Event) {
 		e.T = o.since(t)
 	}
 	o.p.rec.emitChunk(t, e)
-}
-
-// batchEvery is how long the observer lets events gather while traffic
-// flows before it takes them all: it then wakes once per batch rather than
-// once per chunk, and keeps off the CPU that the forwarders and the two
-// processes need on every round trip (a 2-core machine has no core to
-// spare). Events carry the forwarders' timestamps, so no precision is
-// lost; their copies wait in the pool meanwhile.
-// A forwarder whose copies fill half its pool nudges the observer to come
-// sooner, so that fast traffic loses no detail.
-const batchEvery = 10 * time.Millisecond
-
-// idleAfter: after this long without events, the observer sleeps until the
-// next one instead of waking every batchEvery.
-const idleAfter = 100 * time.Millisecond
-
-// run is the observer's goroutine: it takes events from the three
-// directions in batches, oldest first, and ticks to notice blocked writes,
-// find verdicts and rewrite the status file.
-func (o *observer) run() {
-	defer o.p.wg.Done()
-	tick := time.NewTicker(min(o.cfg.BlockEvent/2, 50*time.Millisecond))
-	defer tick.Stop()
-	batch := time.NewTimer(batchEvery)
-	defer batch.Stop()
-	nextStatus := time.Now()
-	active, last := true, time.Now()
-	for {
-		if active {
-			select {
-			case now := <-batch.C:
-				if o.drain() > 0 {
-					last = now
-				} else if now.Sub(last) >= idleAfter {
-					active = false
-					continue
-				}
-				batch.Reset(batchEvery)
-			case <-o.nudge:
-				o.drain()
-			case now := <-tick.C:
-				o.tick(now, &nextStatus)
-			case reply := <-o.finishReq:
-				reply <- o.finish1()
-				return
-			}
-			continue
-		}
-		select {
-		case ev, ok := <-o.dirs[dIn].chOrNil():
-			o.take(o.dirs[dIn], ev, ok)
-		case ev, ok := <-o.dirs[dOut].chOrNil():
-			o.take(o.dirs[dOut], ev, ok)
-		case ev, ok := <-o.dirs[dErr].chOrNil():
-			o.take(o.dirs[dErr], ev, ok)
-		case <-o.nudge:
-			o.drain()
-		case now := <-tick.C:
-			o.tick(now, &nextStatus)
-			continue
-		case reply := <-o.finishReq:
-			reply <- o.finish1()
-			return
-		}
-		active, last = true, time.Now()
-		batch.Reset(batchEvery)
-	}
 }
 
 // drain handles every event waiting in the three channels and the queue

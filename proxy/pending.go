@@ -63,6 +63,7 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 	}
 	if ev.Gap {
 		o.m.GapFrames++
+		d.gapAt = t
 	}
 	if ev.Kind == record.KindJunk && !ev.Gap {
 		switch d.d {
@@ -75,9 +76,9 @@ func (o *observer) frameDone(d *dirObs, a *frameAsm, t time.Time, unterminated b
 			o.m.HostParseErrors++
 		}
 	}
-	o.emit(t, ev)
-	if d.d == dErr || ev.Gap || unterminated {
-		return // an unterminated line was never received whole
+	o.emitFrame(t, ev)
+	if d.d == dErr || ev.Gap && ev.Kind == "" || unterminated {
+		return // an unterminated line was never received whole; a gap, but for a response's middle, hides what it was
 	}
 	switch ev.Kind {
 	case record.KindRequest:

@@ -12,7 +12,8 @@ import (
 // and has the kernel kill it if the proxy dies (as a host killing the
 // proxy would have killed the server). Pdeathsig fires when the thread that
 // started the child exits, which the Go runtime does only for a goroutine
-// that exits while locked to its thread.
+// that exits while locked to its thread, as the observer's low thread does
+// (thread_linux.go starts servers from threads it keeps it off).
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -49,17 +48,32 @@ func (r *recorder) since(t time.Time) int64 {
 
 // emit writes e as one line with one Write call. T is set from at unless e
 // already has one.
-func (r *recorder) emit(at time.Time, e record.Event) { r.write(at, e, marshalEvent) }
+func (r *recorder) emit(at time.Time, e record.Event) { r.write(at, e, encJSON) }
 
 // emitChunk writes a chunk event that has no bodies (only Dir, Off, N,
 // T, WT, Reads and Gap set), as emit would, without reflection: it is the
 // most frequent event, one per chunk of every direction (chunk_test.go
 // holds it to json.Marshal). Dir is one of the record.Dir constants.
-func (r *recorder) emitChunk(at time.Time, e record.Event) { r.write(at, e, appendChunk) }
+func (r *recorder) emitChunk(at time.Time, e record.Event) { r.write(at, e, encChunk) }
 
-// write numbers e, encodes it with enc, appended to b, and writes it as
-// one line with one Write call.
-func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *record.Event) ([]byte, error)) {
+// emitFrame writes a frame event (only the fields frameAsm.frame and
+// frameDone set), as emit would, without reflection where its strings
+// allow (encode.go).
+func (r *recorder) emitFrame(at time.Time, e record.Event) { r.write(at, e, encFrame) }
+
+// How write encodes an event.
+const (
+	encJSON = iota
+	encChunk
+	encFrame
+)
+
+// write numbers e, encodes it (by appendChunk or appendFrame, else by
+// json.Marshal) and writes it as one line with one Write call. The calls
+// are direct, so that e stays on the stack on the fast paths: chunk and
+// frame events are written per chunk and per line, and would otherwise be
+// the proxy's garbage.
+func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	if r == nil || r.w == nil {
 		return
 	}
@@ -73,7 +87,18 @@ func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *rec
 	if e.T == 0 {
 		e.T = r.since(at)
 	}
-	b, err := enc(r.buf[:0], &e)
+	var b []byte
+	var err error
+	ok := false
+	switch enc {
+	case encChunk:
+		b, ok = appendChunk(r.buf[:0], &e), true
+	case encFrame:
+		b, ok = appendFrame(r.buf[:0], &e)
+	}
+	if !ok {
+		b, err = marshalEvent(r.buf[:0], e)
+	}
 	if err != nil {
 		r.err = fmt.Errorf("proxy: encoding a record event: %w", err)
 		return
@@ -84,32 +109,9 @@ func (r *recorder) write(at time.Time, e record.Event, enc func(b []byte, e *rec
 	}
 }
 
-func marshalEvent(b []byte, e *record.Event) ([]byte, error) {
-	j, err := json.Marshal(e)
+func marshalEvent(b []byte, e record.Event) ([]byte, error) {
+	j, err := json.Marshal(&e)
 	return append(b, j...), err
-}
-
-func appendChunk(b []byte, e *record.Event) ([]byte, error) {
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"t":`...)
-	b = strconv.AppendInt(b, e.T, 10)
-	b = append(b, `,"ev":"`+record.EvChunk+`"`...)
-	if e.Dir != "" {
-		b = append(append(append(b, `,"dir":"`...), e.Dir...), '"')
-	}
-	for _, f := range [...]struct {
-		name string
-		v    int64
-	}{{"off", e.Off}, {"n", e.N}, {"wt", e.WT}, {"reads", int64(e.Reads)}} {
-		if f.v != 0 {
-			b = strconv.AppendInt(append(append(append(b, ',', '"'), f.name...), '"', ':'), f.v, 10)
-		}
-	}
-	if e.Gap {
-		b = append(b, `,"gap":true`...)
-	}
-	return append(b, '}'), nil
 }
 
 // failed returns the first error writing the record.

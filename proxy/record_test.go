@@ -138,7 +138,7 @@ func TestStatusHookError(t *testing.T) {
 // TestObserverDropsDetailNotTraffic: an observer stuck on a slow record
 // loses detail, says so, and every byte is still forwarded at once, on
 // each forwarding path, and by the rule (which, with the observer's pipe
-// full, copies while the pool of copies lasts).
+// full, splices without detail).
 func TestObserverDropsDetailNotTraffic(t *testing.T) {
 	onPaths(t, []string{"copy", "splice", "auto"}, testObserverDropsDetailNotTraffic)
 }

@@ -140,6 +140,14 @@ type redactor struct {
 	skipDepth  int  // depth at which the redacted value began
 	skipScalar bool // the redacted value is a string, number or literal
 	count      int  // values redacted in this text
+
+	// deepPlain: the last write was all string contents, with no quote or
+	// backslash, of a string nested at depth 2 or more, in a text that
+	// has had no unmatched closer (where a depth count that goes below
+	// zero, as wire.Scanner's does, would differ from this one): nothing
+	// in it can concern the top level.
+	deepPlain bool
+	unmatched bool // a closer came at depth 0
 }
 
 func newRedactor(pol *redactPolicy, emit func([]byte)) *redactor {
@@ -155,6 +163,7 @@ func (r *redactor) reset() {
 	r.key = r.key[:0]
 	r.lastKey = r.lastKey[:0]
 	r.count = 0
+	r.deepPlain, r.unmatched = false, false
 }
 
 // inArray reports whether the current level is an array; known is false
@@ -189,6 +198,27 @@ func (r *redactor) push(c byte) {
 			r.deep[i/64] &^= 1 << (i % 64)
 		}
 	}
+}
+
+// member is the top-level member the text is in now: its key, "" at the
+// top level itself or past maxDepth's reach.
+func (r *redactor) member() string {
+	if r.depth == 0 || len(r.stack) == 0 || r.stack[0].array {
+		return ""
+	}
+	return string(r.stack[0].key)
+}
+
+// pop leaves the level a closer ends; one at depth 0 is unmatched.
+func (r *redactor) pop() {
+	if r.depth == 0 {
+		r.unmatched = true
+		return
+	}
+	if len(r.stack) == r.depth {
+		r.stack = r.stack[:len(r.stack)-1]
+	}
+	r.depth--
 }
 
 // redactHere reports whether the value about to start is redacted.
@@ -233,11 +263,14 @@ func (r *redactor) redactHere() bool {
 // write feeds p. Bytes that pass unchanged are emitted as sub-slices of p.
 func (r *redactor) write(p []byte) {
 	pass := 0 // start of the bytes not yet emitted (or skipped)
+	r.deepPlain = false
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if r.inStr {
 			var end bool
+			from := i
 			if i, end = r.inString(p, i, &pass); end {
+				r.deepPlain = from == 0 && r.depth >= 2 && !r.unmatched
 				break
 			}
 			continue
@@ -273,12 +306,7 @@ func (r *redactor) write(p []byte) {
 				r.expect = 'k'
 			}
 		case '}', ']':
-			if r.depth > 0 {
-				if len(r.stack) == r.depth {
-					r.stack = r.stack[:len(r.stack)-1]
-				}
-				r.depth--
-			}
+			r.pop()
 			r.expect = ','
 			if r.skip && !r.skipScalar && r.depth == r.skipDepth {
 				r.skip = false // the redacted object or array ended here

@@ -20,15 +20,18 @@ import (
 // enter the proxy, and there is no intermediate pipe. Before each splice,
 // tee(2) duplicates the same bytes, without consuming them, into a pipe of
 // the observer's own (as large as ObserverBuffer allows, within
-// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK).
-// When the observer's pipe is full, the chunk goes by the copying path,
-// whose pool of copies then keeps the observer's detail, and when that is
-// used up too, the detail is lost and counted, as ever: the observer may
-// lag by its pipe plus ObserverBuffer before it loses anything, and the
-// traffic never waits for it. (Forced onto splice, as tests do, a chunk
-// the observer's pipe has no room for is spliced without detail.) Bytes are counted from splice's return values. A splice that
-// cannot go on (the destination full) waits in poll(2) as a write does,
-// and is interrupted the same way.
+// /proc/sys/fs/pipe-max-size); the tee never waits (SPLICE_F_NONBLOCK). When
+// the observer's pipe is full (it is behind by all of it), the chunk is
+// spliced without a tee: its detail is lost and counted, as ever, and the
+// observer picks up at the next line end. The traffic never waits for the
+// observer, and never pays for it in CPU either: a chunk does not go by the
+// copying path, which costs more, because the observer is behind (measured:
+// with one of two cores kept busy, the proxy took 720-1080 ms of CPU per GB
+// of 1 MiB lines where the splice relay took 170-230; by splicing without
+// detail and with the observer's thread of lower priority, thread.go,
+// 280-420). Bytes are counted from splice's return values. A splice that
+// cannot go on (the destination full) waits in poll(2) as a write does, and
+// is interrupted the same way.
 //
 // The extra buffering is then less than the copying path's: the chunk is
 // never held by the proxy, so between the host and the server there are
@@ -39,15 +42,17 @@ import (
 // Which path a chunk takes, per chunk: a direction starts on read(2) and
 // write(2); a read that returns at least spliceMin bytes (the source is
 // delivering in bulk) sends the next chunks by splice. While the source
-// holds bytes they all go by splice; once it is found empty, the direction
-// waits for it in poll(2) and asks how much came (FIONREAD): spliceMin or
-// more is spliced, less goes back to read and write. So small messages
-// keep the copying path, and a stream of large frames is spliced but for
-// its first chunk. Faults (Config.Faults) on a direction, and a host
+// holds bytes they all go by splice; once it is found empty (a tee took less
+// than a chunk, or none), the direction waits for it in poll(2) and tees
+// what came: spliceMin or more goes on by splice; less is spliced too, being
+// teed already, and what follows goes back to read and write (when the
+// observer's pipe has no room, FIONREAD says how much came). So small
+// messages keep the copying path, and a stream of large frames is spliced
+// but for its first chunk. Faults (Config.Faults) on a direction, and a host
 // stream that is not a pipe (a file, a terminal, a socket), keep it on the
-// copying path; so does Config.LogBodies, whose record is meant for a
-// replay and keeps every byte in its chunk events, which the copying path
-// has at hand.
+// copying path; so does Config.LogBodies, whose record is meant for a replay
+// and keeps every byte in its chunk events, which the copying path has at
+// hand.
 //
 // The measurement behind spliceMin (BenchmarkChunkPaths: a round trip
 // whose response is one chunk, through a proxy process forced onto each
@@ -70,6 +75,7 @@ type splicer struct {
 	obsCap   int
 	always   bool // forced (tests): every chunk by splice
 	bulk     bool // a read of spliceMin or more began bulk: splice until the source refills with less
+	drained  bool // the last tee took less than a chunk: the source is likely empty
 
 	queued  atomic.Int64 // bytes teed that the observer has not read yet
 	spliced atomic.Int64 // bytes moved by splice
@@ -133,24 +139,23 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 	limit := f.p.cfg.ChunkSize
 	f.flushBatch() // the order of events is kept
 	var t int      // bytes teed for the observer
-	for waited := false; ; waited = true {
-		if waited && !s.always {
-			// Woken by new bytes: a small chunk goes by read and write.
-			avail, err := available(s.src)
-			if err != nil {
-				return 0, err, nil
-			}
-			if avail < spliceMin {
-				s.bulk = false
-				return 0, nil, nil
-			}
+	waited := false
+	if s.drained {
+		// The last chunk emptied the source: a tee now would most likely
+		// find nothing, so wait for it first (as a read does, rawio_unix.go).
+		s.drained = false
+		if err := s.src.wait(unix.POLLIN); err != nil {
+			return 0, err, nil
 		}
+		waited = true
+	}
+	for ; ; waited = true {
 		var err error
 		t, err = 0, unix.EAGAIN
 		// Only the forwarder sends on f.obs: room seen now is there when the
 		// event is sent, and a teed chunk's event is never lost (the
 		// observer reads the pipe by the events).
-		if cap(f.obs) > len(f.obs) {
+		if cap(f.obs) > len(f.obs) && s.queued.Load() < int64(s.obsCap) {
 			t, err = tee(s.src.fd, s.obsW, limit)
 		}
 		if err == unix.EPIPE {
@@ -161,6 +166,10 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		}
 		if err == nil {
 			n = t
+			s.drained = t < limit
+			if waited && !s.always && t < spliceMin {
+				s.bulk = false // woken by a small chunk: teed, it is spliced; the next are copied
+			}
 			break
 		}
 		if err != unix.EAGAIN {
@@ -171,14 +180,14 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 		if err != nil {
 			return 0, err, nil
 		}
-		if avail > 0 && !s.always {
-			// The observer is behind: this chunk goes by read and write,
-			// whose pool of copies (ObserverBuffer) gives it a copy while
-			// there is one.
+		if avail > 0 && waited && !s.always && avail < spliceMin {
+			s.bulk = false // woken by a small chunk: it goes by read and write
 			return 0, nil, nil
 		}
 		if avail > 0 {
-			n = min(avail, limit) // forced: forwarded without detail
+			// The observer is behind, its pipe full: this chunk is
+			// forwarded without detail.
+			n = min(avail, limit)
 			break
 		}
 		if waited {
@@ -188,23 +197,28 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 			return 0, err, nil
 		}
 	}
+	return n, nil, f.spliceChunk(off, n, t > 0)
+}
+
+// spliceChunk forwards the n bytes at source offset off by splice, with
+// the observer's events: teed, its copy is in the observer's pipe; else its
+// detail is lost.
+func (f *forwarder) spliceChunk(off int64, n int, teed bool) error {
+	s := f.sp
 	now := time.Now()
 	f.read.Add(int64(n))
-	ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
-	if t > 0 {
-		ev.tee = true
-		if q := s.queued.Add(int64(t)); q > int64(s.obsCap/2) {
-			f.nudge()
-		}
-	} else {
+	ev := obsEvent{kind: obsRead, off: off, n: n, t: now, tee: teed}
+	if !teed {
 		f.lostBytes.Add(int64(n))
+	} else if q := s.queued.Add(int64(n)); q > int64(s.obsCap/2) {
+		f.nudge()
 	}
 	f.send(ev)
-	werr = f.splice(n)
+	werr := f.splice(n)
 	wend := time.Now()
 	f.written.Store(off + int64(n))
 	f.send(obsEvent{kind: obsWritten, off: off, n: n, t: wend, since: now})
-	return n, nil, werr
+	return werr
 }
 
 // splice moves n bytes from the source to the destination, waiting while
@@ -318,6 +332,15 @@ func (s *splicer) closeEnd(fd int, done *bool) {
 		*done = true
 		unix.Close(fd)
 	}
+}
+
+// behind is how many teed bytes the observer has not read yet, and how
+// many its pipe holds.
+func (s *splicer) behind() (queued int64, capacity int) {
+	if s == nil {
+		return 0, 0
+	}
+	return s.queued.Load(), s.obsCap
 }
 
 // splicedBytes is how many bytes went by splice.

@@ -171,11 +171,24 @@ func (o *observer) sortedPending() []*request {
 	return rs
 }
 
-// unanswered finds requests written long ago with no response begun.
+// lostSince reports whether the observer lost detail of the stream r's
+// response comes on since r was written: the response may have been in
+// it, and a verdict would claim what was not observed (the lost detail is
+// a verdict of its own).
+func (o *observer) lostSince(r *request) bool {
+	d := o.dirs[dOut]
+	if r.d == dOut {
+		d = o.dirs[dIn]
+	}
+	return d.gapAt.After(r.written) || d.fa.active && d.fa.gap
+}
+
+// unanswered finds requests written long ago with no response begun, of
+// those whose response the observer cannot have missed.
 func (o *observer) unanswered(now time.Time) []record.Verdict {
 	var vs []record.Verdict
 	for _, r := range o.sortedPending() {
-		if r.written.IsZero() || !r.respStart.IsZero() || !r.cancelFwd.IsZero() || now.Sub(r.written) < o.cfg.Unanswered {
+		if r.written.IsZero() || !r.respStart.IsZero() || !r.cancelFwd.IsZero() || now.Sub(r.written) < o.cfg.Unanswered || o.lostSince(r) {
 			continue
 		}
 		age := dur(now.Sub(r.written))

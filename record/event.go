@@ -88,7 +88,10 @@ type Event struct {
 	// not a cryptographic hash and hides nothing (redaction does that).
 	// CRLF: the line ended "\r\n".
 	// Unterminated: the stream ended before its newline. Gap: the observer
-	// lost part of it (see EvDrop), so Hash and Head may be missing.
+	// lost part of it (see EvDrop), so Hash and Head may be missing; such a
+	// frame has a Kind and ID only when what was seen makes it a response
+	// (its start, a top-level id and no method, the loss inside its result
+	// or error).
 	T0           int64           `json:"t0,omitempty"`
 	Kind         string          `json:"kind,omitempty"`
 	ID           json.RawMessage `json:"id,omitempty"`

@@ -3,9 +3,11 @@
 // rewriting a status file beside it. Environment variables a benchmark
 // sets for the process add measurements: PROXY_CPUPROFILE (a file for the
 // proxy's own CPU profile; a benchmark's -cpuprofile is the host's) and
-// PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon"
-// in kB, the most anonymous memory sampled every 10ms, as VmHWM counts
-// the pages of the binary too). It is shared by proxy/bench_test.go,
+// PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon
+// RssFile" in kB, the last two the most sampled every 10ms, as VmHWM
+// counts the pages of the binary too) and PROXY_METRICS (a file for how much
+// detail the observer lost: "DroppedBytes StdinBytes StdoutBytes
+// StderrBytes" of the summary's metrics). It is shared by proxy/bench_test.go,
 // internal/benchratios and the integration module's benchmarks.
 package benchproxy
 
@@ -61,29 +63,41 @@ func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) err
 	}
 	hwm := os.Getenv("PROXY_HWM")
 	if hwm == "" {
-		_, err = p.Wait()
-		return err
+		return writeMetrics(p.Wait())
 	}
-	sampled := make(chan int64, 1)
+	sampled := make(chan [2]int64, 1)
 	stop := make(chan struct{})
 	go func() {
-		var most int64
+		var anon, file int64
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			most = max(most, statusKB("RssAnon"))
+			anon, file = max(anon, statusKB("RssAnon")), max(file, statusKB("RssFile"))
 			select {
 			case <-stop:
-				sampled <- most
+				sampled <- [2]int64{anon, file}
 				return
 			case <-tick.C:
 			}
 		}
 	}()
-	_, err = p.Wait()
+	err = writeMetrics(p.Wait())
 	close(stop)
-	anon := <-sampled
-	if werr := os.WriteFile(hwm, fmt.Appendf(nil, "%d %d", statusKB("VmHWM"), anon), 0o600); err == nil {
+	most := <-sampled
+	if werr := os.WriteFile(hwm, fmt.Appendf(nil, "%d %d %d", statusKB("VmHWM"), most[0], most[1]), 0o600); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writeMetrics writes the counts of PROXY_METRICS, if it is set.
+func writeMetrics(res *proxy.Result, err error) error {
+	path := os.Getenv("PROXY_METRICS")
+	if path == "" || res == nil {
+		return err
+	}
+	m := res.Status.Metrics
+	if werr := os.WriteFile(path, fmt.Appendf(nil, "%d %d %d %d", m.DroppedBytes, m.StdinBytes, m.StdoutBytes, m.StderrBytes), 0o600); err == nil {
 		err = werr
 	}
 	return err

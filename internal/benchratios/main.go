@@ -13,8 +13,11 @@
 // highest round), with the machine it ran on: CPU model, cores, load
 // average before and after. Absolute figures move with the machine and its
 // load; a ratio of two things measured in the same round moves much less.
-// One row is a figure of its own, with no anchor: the proxy's peak resident
-// memory while one 1 GiB line passes (the proxy process's VmHWM).
+// Some rows are figures of their own, with no anchor: the proxy's peak
+// resident memory while one 1 GiB line passes (VmHWM, with its anonymous
+// part and file pages, of the proxy's benchmark process and of `mcpstdio
+// proxy`, which it builds too), the CPU time a relay process takes per GB,
+// and the share of bytes whose detail the proxy's observer lost.
 package main
 
 import (
@@ -45,7 +48,7 @@ var binaries = []*binary{
 	{name: "framer", module: ".", pkg: "./pipes", bench: "^BenchmarkFramerRatios$/^pipe$", benchtime: "5x"},
 	{name: "host", module: ".", pkg: "./mcptest", bench: "^Benchmark(RoundTrip|Ingest)$", benchtime: "0.5s"},
 	{name: "inflight", module: "integration", pkg: ".", bench: "^BenchmarkCallsInFlight$", benchtime: "20x"},
-	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
+	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine|HugeLineCommand)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
 	{name: "proxy-client", module: "integration", pkg: ".", bench: "^BenchmarkProxyToolsCall$", benchtime: "1s"},
 	{name: "relay", module: ".", pkg: "./internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
 }
@@ -59,7 +62,7 @@ type ratio struct {
 	bin            string // the binary whose round it is computed from
 	figure, anchor string
 	target         string
-	unit           string // "×" for a ratio, "µs" for a difference, "MiB" for a figure of its own
+	unit           string // "×" for a ratio, "µs" for a difference, "MiB", "ms" or "%" for a figure of its own
 	value          func(r results) (float64, bool)
 }
 
@@ -137,16 +140,34 @@ var ratios = func() []ratio {
 			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
 		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
 			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
+		ratio{"proxy", "and file pages (the test binary's own code and data; most RssFile sampled, MiB)", "none (a 2.5 MB hello-world Go binary has 1.5 MiB)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-file-MiB")},
+		ratio{"proxy", "`mcpstdio proxy`'s peak resident memory, one 1 GiB line (VmHWM sampled, MiB)", "none (the command's own process)", "≤ 8 MiB", "MiB",
+			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-VmHWM-MiB")},
+		ratio{"proxy", "of which anonymous (most RssAnon sampled every 10ms, MiB)", "none", "", "MiB",
+			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-anon-MiB")},
+		ratio{"proxy", "and file pages (the mcpstdio binary's code and data, and libc; most RssFile sampled, MiB)", "none", "", "MiB",
+			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-file-MiB")},
 		ratio{"proxy-client", "proxy, 1 MiB tools/call to a real client, the official Go SDK's (MB/s)", "direct", "≥ 0.9×", "×",
 			over("BenchmarkProxyToolsCall/proxy", "BenchmarkProxyToolsCall/direct", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "splice relay", "≥ 0.9×", "×",
 			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/splice", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "direct", "≥ 0.6× (2 cores)", "×",
 			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/direct", "MB/s")},
+		ratio{"relay", "proxy's CPU per GB of raw 1 MiB lines", "splice relay's CPU per GB", "", "×",
+			over("BenchmarkRelayThroughput/proxy", "BenchmarkRelayThroughput/splice", "relay-CPU-ms/GB")},
+		ratio{"relay", "proxy's CPU per GB of raw 1 MiB lines (ms/GB)", "none (the proxy process's own)", "", "ms",
+			metric("BenchmarkRelayThroughput/proxy", "relay-CPU-ms/GB")},
+		ratio{"relay", "splice relay's CPU per GB (ms/GB)", "none (the relay process's own)", "", "ms",
+			metric("BenchmarkRelayThroughput/splice", "relay-CPU-ms/GB")},
+		ratio{"relay", "raw 1 MiB lines: bytes whose detail the proxy's observer lost (%)", "none (counted in the record)", "", "%",
+			metric("BenchmarkRelayThroughput/proxy", "proxy-detail-lost-%")},
 		ratio{"relay", "proxy's added round trip (median)", "read/write relay's added round trip", "≤ 1.2×", "×",
 			per("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/readwrite", "BenchmarkRelayRoundTrip/direct", "median-µs")},
 		ratio{"relay", "proxy, small round trip, added (median µs)", "direct", "", "µs",
 			added("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/direct", "median-µs")},
+		ratio{"relay", "proxy's CPU per small round trip", "read/write relay's CPU per round trip", "", "×",
+			over("BenchmarkRelayRoundTrip/proxy", "BenchmarkRelayRoundTrip/readwrite", "relay-CPU-µs/op")},
 		ratio{"relay", "read/write relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
 			over("BenchmarkRelayThroughput/readwrite", "BenchmarkRelayThroughput/direct", "MB/s")},
 		ratio{"relay", "splice relay, raw 1 MiB lines (MB/s)", "direct", "", "×",
@@ -186,6 +207,13 @@ func main() {
 			fail(fmt.Errorf("building %s: %w", b.pkg, err))
 		}
 	}
+	// The command a user runs, for the proxy's memory as the user has it
+	// (BenchmarkHugeLineCommand).
+	cmdBin := filepath.Join(tmp, "mcpstdio")
+	if err := run(root, nil, "go", "build", "-o", cmdBin, "./cmd/mcpstdio"); err != nil {
+		fail(fmt.Errorf("building cmd/mcpstdio: %w", err))
+	}
+	os.Setenv("MCPSTDIO_BIN", cmdBin)
 	loadBefore := loadavg()
 	start := time.Now()
 	per := map[string][]float64{} // ratio index → value per round
@@ -228,6 +256,10 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%+.1f µs", v)
 	case "MiB":
 		return fmt.Sprintf("%.1f MiB", v)
+	case "ms":
+		return fmt.Sprintf("%.0f ms", v)
+	case "%":
+		return fmt.Sprintf("%.1f%%", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
 }
