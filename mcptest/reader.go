@@ -148,7 +148,7 @@ func (s *Session) dispatchLocked(frame []byte, now time.Time) {
 		s.transcript.at(s.transcript.n - 1).Junk = true
 		s.badFrameLocked(frame, perr)
 	case msg.IsResponse():
-		s.routeLocked(msg, len(frame))
+		s.routeLocked(msg, frame)
 	case msg.IsRequest():
 		s.serverRequestLocked(msg, len(frame))
 	default:
@@ -226,7 +226,8 @@ func (s *Session) failLocked(id int64, why error) {
 }
 
 // routeLocked delivers a response to its Pending.
-func (s *Session) routeLocked(msg *wire.Message, size int) {
+func (s *Session) routeLocked(msg *wire.Message, frame []byte) {
+	size := len(frame)
 	id, ok := msg.IntID()
 	p := s.pending[id]
 	if !ok || p == nil {
@@ -244,7 +245,13 @@ func (s *Session) routeLocked(msg *wire.Message, size int) {
 	s.stats.Responses++
 	// The error object was decoded, so it owns its bytes; the result
 	// aliases the framer's buffer.
-	p.complete(&Response{ID: id, Result: bytes.Clone(msg.Result), Error: msg.Error, Late: late, Offset: p.respStart.Load(), Size: int64(size)}, nil)
+	// A short line is not scanned as it arrives (stdoutSource), so its
+	// start is the framer's.
+	off := p.respStart.Load()
+	if off < 0 {
+		off = s.framer.FrameStart(frame)
+	}
+	p.complete(&Response{ID: id, Result: bytes.Clone(msg.Result), Error: msg.Error, Late: late, Offset: off, Size: int64(size)}, nil)
 }
 
 // mismatchLocked fails, at once, the pending request whose id an unknown

@@ -485,3 +485,31 @@ func TestStartCloseCycles(t *testing.T) {
 		t.Errorf("open descriptors: %d before 100 cycles, %d after", before, after)
 	}
 }
+
+// TestResponseOffset checks that a response's Offset is where its frame
+// began on the server's stdout, for short responses too (they are not
+// scanned as they arrive), against the frames the transcript lists.
+func TestResponseOffset(t *testing.T) {
+	s := mcptest.StartServer(t, target(false))
+	for i := range 3 {
+		resp, err := s.Call(t.Context(), "ping", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var off int64
+		found := false
+		for _, e := range s.Transcript() {
+			if e.Dir != "←" {
+				continue
+			}
+			if off == resp.Offset && e.Size == resp.Size {
+				found = true
+				break
+			}
+			off += e.Size + 1 // the test server ends its lines with "\n" alone
+		}
+		if !found {
+			t.Errorf("ping %d: response at Offset %d, Size %d; no frame the server wrote begins there (transcript: %d bytes before the last)", i, resp.Offset, resp.Size, off)
+		}
+	}
+}

@@ -83,6 +83,7 @@ type Framer struct {
 	overSize   int64  // its bytes so far
 	overCR     bool   // its last byte so far is a '\r', not yet counted: it may be a terminator's
 	largest    int64  // the reading goroutine's copy of count.largest
+	crEnd      int64  // stream offset after the last frame ended by "\r\n" (FrameStart)
 	err        error  // sticky read error
 
 	// count is written only by the goroutine calling Next and read by
@@ -223,6 +224,21 @@ func (f *Framer) Buffered() ([]byte, bool) {
 	f.noteLargest(i)
 	return chunk[:i], true
 }
+
+// FrameStart returns the offset in the stream at which frame, the frame the
+// last call to Next or Buffered returned, began. It is to be called before
+// the next call to either, by the goroutine that calls them.
+func (f *Framer) FrameStart(frame []byte) int64 {
+	end := f.consumed() - 1 // the '\n'
+	if end+1 == f.crEnd {
+		end-- // the '\r' before it
+	}
+	return end - int64(len(frame))
+}
+
+// consumed returns the stream offset after the bytes the Framer has
+// consumed: what it read less what its read buffer still holds.
+func (f *Framer) consumed() int64 { return f.count.bytes.Load() - int64(f.rend-f.rpos) }
 
 // noteLargest counts a frame of n bytes in Largest if it is the longest yet.
 func (f *Framer) noteLargest(n int) {
@@ -379,6 +395,9 @@ func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 		return nil, nil, false
 	default:
 		f.count.frames.add(1, uint64(n), cr)
+		if cr == 1 {
+			f.crEnd = f.consumed()
+		}
 		if n > f.largest {
 			f.largest = n
 			f.count.largest.Store(n)

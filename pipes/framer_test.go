@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -356,5 +357,48 @@ func TestFramerBuffered(t *testing.T) {
 	}
 	if s := f.Stats(); s.Bytes != s.FrameBytes+s.Terminators+s.Discarded+s.Pending || s.Pending != 0 {
 		t.Errorf("Stats() = %+v: every byte must be accounted for", s)
+	}
+}
+
+// TestFramerFrameStart checks that FrameStart places every frame at its
+// byte in the stream: after empty lines, "\r\n" terminators and an
+// oversized line, for frames whole in one read, assembled over many reads
+// and returned by Buffered.
+func TestFramerFrameStart(t *testing.T) {
+	const limit = 10
+	in := "one\n\n\r\ntwo\r\n" + strings.Repeat("x", 20) + "\nthree\nabcdefghij\r\nfour\n"
+	var want []int64
+	for off := 0; off < len(in); {
+		n := strings.IndexByte(in[off:], '\n')
+		line := strings.TrimSuffix(in[off:off+n], "\r")
+		if line != "" && len(line) <= limit {
+			want = append(want, int64(off))
+		}
+		off += n + 1
+	}
+	for _, c := range []struct {
+		name string
+		r    io.Reader
+	}{{"whole", strings.NewReader(in)}, {"byte a read", iotest.OneByteReader(strings.NewReader(in))}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := pipes.NewFramer(c.r, limit)
+			var got []int64
+			for {
+				frame, err := f.Next()
+				var tl *pipes.FrameTooLargeError
+				if errors.As(err, &tl) {
+					continue
+				}
+				if err != nil {
+					break
+				}
+				for ok := true; ok; frame, ok = f.Buffered() {
+					got = append(got, f.FrameStart(frame))
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("FrameStart of each frame = %v; want %v", got, want)
+			}
+		})
 	}
 }
