@@ -67,24 +67,31 @@ func (o *observer) finishOn(l *obsLoop, reply chan *Result) bool {
 
 // moveNow reports whether the loop should move to the other thread: to the
 // low one when the observer is behind on a direction's bulk by three
-// quarters of its pipe, back once it is behind by a quarter at most.
+// quarters of its pipe, back once it is behind by a quarter at most. The
+// observer yields only to traffic that flows: while a write has been
+// blocked for BlockEvent there is none to yield to, and what it has not
+// read yet (the head of the stuck message) is what the verdict needs, so
+// it moves back, or stays.
 func (o *observer) moveNow(l *obsLoop) bool {
 	if o.low == nil {
 		return false
 	}
-	behind, left := false, false
-	for _, d := range o.dirs {
+	now := time.Now()
+	behind, left, stuck := false, false, false
+	for i, d := range o.dirs {
 		if d.fw == nil {
 			continue
 		}
 		q, c := d.fw.sp.behind()
 		behind = behind || c > 0 && q >= int64(c/4*3)
 		left = left || q > int64(c/4)
+		b, _ := o.blockedWrite(dirIndex(i), now)
+		stuck = stuck || b > 0 && b >= o.cfg.BlockEvent
 	}
 	if l.low {
-		return !left
+		return !left || stuck
 	}
-	return behind
+	return behind && !stuck
 }
 
 // loop runs the observer until it finishes (false) or is to move to the
@@ -127,6 +134,7 @@ func (o *observer) loop(l *obsLoop) bool {
 				return o.finishOn(l, reply)
 			}
 			if l.low && o.moveNow(l) {
+				l.drainNext = true
 				return true
 			}
 			continue
@@ -142,6 +150,10 @@ func (o *observer) loop(l *obsLoop) bool {
 			o.drain()
 		case now := <-l.tick.C:
 			o.tick(now, &l.nextStatus)
+			if l.low && o.moveNow(l) {
+				l.drainNext = true
+				return true
+			}
 			continue
 		case reply := <-o.finishReq:
 			return o.finishOn(l, reply)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,8 +70,19 @@ func TestMoveNow(t *testing.T) {
 			t.Errorf("on the low thread %v, %d bytes behind: moveNow() = %v, want %v", c.low, c.queued, got, c.want)
 		}
 	}
-	o.low = nil
+	// A write blocked for BlockEvent: no traffic to yield to, so the
+	// observer moves back however far behind it is, and does not leave.
+	o.start, o.cfg.BlockEvent = time.Now().Add(-time.Second), 100*time.Millisecond
+	o.dirs[dOut].fw.writeStart.Store(1) // began at o.start: blocked for a second
 	sp.queued.Store(1 << 20)
+	if !o.moveNow(&obsLoop{low: true}) {
+		t.Error("on the low thread, far behind, a write blocked for 1s: moveNow() = false, want true (back to the normal priority)")
+	}
+	if o.moveNow(&obsLoop{}) {
+		t.Error("at the normal priority, far behind, a write blocked for 1s: moveNow() = true, want false")
+	}
+	o.dirs[dOut].fw.writeStart.Store(0)
+	o.low = nil
 	if o.moveNow(&obsLoop{}) {
 		t.Error("with no low thread, moveNow() = true")
 	}
