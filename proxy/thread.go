@@ -5,7 +5,9 @@ import "runtime"
 // While the observer reads bulk (the bytes tee(2) gave it, see
 // splice_linux.go) and is behind by three quarters of its pipe, it works on
 // an OS thread of its own whose priority is lowered (Linux:
-// thread_linux.go), and it comes back once it has caught up to a quarter.
+// thread_linux.go), and it comes back once it has caught up to a quarter,
+// or once a write has been blocked for BlockEvent: stuck traffic has
+// nothing to yield to, and the verdict needs the stuck message's head.
 // When every core is busy, the kernel then gives the CPU to the forwarders,
 // the host and the server first: it is the observer that falls further
 // behind and loses detail (counted, as ever), not the traffic that slows
