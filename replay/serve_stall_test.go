@@ -181,12 +181,20 @@ func TestServeStallNotBlocking(t *testing.T) {
 	hostFlood(t, ctxFor(t), s, 1, func() {})
 	rep := endServe(t, s, reports)
 	t.Logf("Serve's report: %s", rep)
+	// A record made under load can have an early stall, within the
+	// bytes one echo writes too (the recorded server paused reading
+	// before the flood): that one is verified, as the host has written
+	// what the recorded one had. The flood's stall is not blocking.
 	cs := stdinStalls(rep)
-	if len(cs) == 0 || cs[0].Outcome != replay.StallNotReached || rep.Count(replay.StallNotBlocking) == 0 {
-		t.Fatalf("want stall-not-blocking on stdin: %s", rep)
+	i := 0
+	for i < len(cs) && cs[i].Outcome == replay.StallVerified {
+		i++
 	}
-	if !strings.Contains(cs[0].Text, "the host did not block writing") {
-		t.Errorf("the stall's text: %s", cs[0])
+	if i == len(cs) || cs[i].Outcome != replay.StallNotReached || rep.Count(replay.StallNotBlocking) == 0 {
+		t.Fatalf("want stall-not-blocking on stdin (after verified stalls only): %s", rep)
+	}
+	if !strings.Contains(cs[i].Text, "the host did not block writing") {
+		t.Errorf("the stall's text: %s", cs[i])
 	}
 }
 
