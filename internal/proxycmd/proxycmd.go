@@ -46,9 +46,9 @@ from starting: what it cannot do (a state directory, a record) it says in
 the status file, and on stderr with -v. After the server exits, its output
 gets -exit-grace to end and be delivered; then the proxy ends.
 
-The same proxy is built alone as the command mcpstdio-proxy, which links
-nothing else and so takes less memory than the whole mcpstdio command:
-go install github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy@latest
+The proxy alone is the command mcpstdio-proxy: the same proxy in a binary
+that links nothing else, for less memory than the whole mcpstdio command's
+(go install github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy@latest).
 
 Flags:
 `
