@@ -17,11 +17,12 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // lean is this command and full the mcpstdio command, built once by
-// TestMain: each test runs the proxy both ways and compares.
+// TestMain: the tests run the proxy both ways and compare.
 var lean, full string
 
 func TestMain(m *testing.M) {
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
-		os.Exit(code)
+		testkit.Exit(code)
 	}))
 }
 
