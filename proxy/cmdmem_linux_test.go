@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func hugeLineCommand(b *testing.B, bin string, args ...string) {
 	for b.Loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		server := mustHelper(ctx, "flood", fmt.Sprint(size), "1", "once")
-		argv := append(append(args, "-dir", b.TempDir(), "--", server.Path), server.Args[1:]...)
+		argv := slices.Concat(args, []string{"-dir", b.TempDir(), "--", server.Path}, server.Args[1:])
 		cmd := exec.CommandContext(ctx, bin, argv...)
 		cmd.Env, cmd.Stderr = server.Env, os.Stderr
 		out, err := cmd.StdoutPipe()
