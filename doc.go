@@ -21,5 +21,7 @@
 //     checks and batteries (ServerCriteria, HostCriteria).
 //
 // The command github.com/mcpstdio/mcpstdio/cmd/mcpstdio runs the server
-// criteria against any stdio MCP server from a shell.
+// criteria against any stdio MCP server from a shell;
+// github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy is its proxy alone, for
+// less memory in a host's MCP configuration.
 package mcpstdio

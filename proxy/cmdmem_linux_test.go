@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -25,37 +26,54 @@ func BenchmarkHugeLineCommand(b *testing.B) {
 	if bin == "" {
 		b.Skip("MCPSTDIO_BIN names no mcpstdio binary")
 	}
-	b.Run("1x1024MiB", func(b *testing.B) {
-		const size = 1 << 30
-		b.SetBytes(size)
-		var hwm, anon, file int64
-		for b.Loop() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			server := mustHelper(ctx, "flood", fmt.Sprint(size), "1", "once")
-			cmd := exec.CommandContext(ctx, bin, append([]string{"proxy", "-dir", b.TempDir(), "--", server.Path}, server.Args[1:]...)...)
-			cmd.Env, cmd.Stderr = server.Env, os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			done := make(chan [3]int64, 1)
-			go func() { done <- sampleStatus(cmd.Process.Pid, ctx) }()
-			n, _ := io.CopyBuffer(io.Discard, struct{ io.Reader }{out}, make([]byte, 64<<10))
-			werr := cmd.Wait()
-			cancel()
-			most := <-done
-			if werr != nil || n != size {
-				b.Fatalf("%s: %v; read %d bytes, want %d", cmd, werr, n, size)
-			}
-			hwm, anon, file = max(hwm, most[0]), max(anon, most[1]), max(file, most[2])
+	b.Run("1x1024MiB", func(b *testing.B) { hugeLineCommand(b, bin, "proxy") })
+}
+
+// BenchmarkHugeLineProxyCommand is BenchmarkHugeLineCommand for the lean
+// command, mcpstdio-proxy (the binary $MCPSTDIO_PROXY_BIN names): the same
+// proxy in a binary that links nothing else.
+func BenchmarkHugeLineProxyCommand(b *testing.B) {
+	bin := os.Getenv("MCPSTDIO_PROXY_BIN")
+	if bin == "" {
+		b.Skip("MCPSTDIO_PROXY_BIN names no mcpstdio-proxy binary")
+	}
+	b.Run("1x1024MiB", func(b *testing.B) { hugeLineCommand(b, bin) })
+}
+
+// hugeLineCommand runs one 1 GiB line through the command bin with args
+// (before the proxy's flags) per iteration and reports the command's most
+// VmHWM, RssAnon and RssFile.
+func hugeLineCommand(b *testing.B, bin string, args ...string) {
+	const size = 1 << 30
+	b.SetBytes(size)
+	var hwm, anon, file int64
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		server := mustHelper(ctx, "flood", fmt.Sprint(size), "1", "once")
+		argv := slices.Concat(args, []string{"-dir", b.TempDir(), "--", server.Path}, server.Args[1:])
+		cmd := exec.CommandContext(ctx, bin, argv...)
+		cmd.Env, cmd.Stderr = server.Env, os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.ReportMetric(float64(hwm)/(1<<10), "cmd-VmHWM-MiB")
-		b.ReportMetric(float64(anon)/(1<<10), "cmd-anon-MiB")
-		b.ReportMetric(float64(file)/(1<<10), "cmd-file-MiB")
-	})
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan [3]int64, 1)
+		go func() { done <- sampleStatus(cmd.Process.Pid, ctx) }()
+		n, _ := io.CopyBuffer(io.Discard, struct{ io.Reader }{out}, make([]byte, 64<<10))
+		werr := cmd.Wait()
+		cancel()
+		most := <-done
+		if werr != nil || n != size {
+			b.Fatalf("%s: %v; read %d bytes, want %d", cmd, werr, n, size)
+		}
+		hwm, anon, file = max(hwm, most[0]), max(anon, most[1]), max(file, most[2])
+	}
+	b.ReportMetric(float64(hwm)/(1<<10), "cmd-VmHWM-MiB")
+	b.ReportMetric(float64(anon)/(1<<10), "cmd-anon-MiB")
+	b.ReportMetric(float64(file)/(1<<10), "cmd-file-MiB")
 }
 
 // sampleStatus reads process pid's VmHWM (the last seen) and the most

@@ -24,6 +24,10 @@
 // a recorded session again; show summarizes a record. "mcpstdio help
 // COMMAND" describes each command, its flags and its exit status (2 is
 // always a usage error).
+//
+// The command mcpstdio-proxy is the proxy alone, the same as "mcpstdio
+// proxy" but in a binary that links nothing else, for less memory in the
+// process that stands between a host and its server.
 package main
 
 import (
@@ -31,6 +35,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
 )
 
 func main() {
@@ -67,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "fake":
 		return runFake(ctx, args[1:], stdout, stderr)
 	case "proxy":
-		return runProxy(ctx, args[1:], os.Stdin, stdout, stderr)
+		return proxycmd.Run(ctx, "mcpstdio proxy", args[1:], os.Stdin, stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
 	case "replay":

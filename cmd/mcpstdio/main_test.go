@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
@@ -36,16 +35,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "mcpstdio")
-	if runtime.GOOS == "windows" {
-		binary += ".exe"
-	}
-	// go test puts its own go command first in PATH.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, ".").CombinedOutput()
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the command: %v\n%s", err, out)
+	if binary, err = cmdtest.Build(dir, ".", "mcpstdio"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -55,7 +46,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// result is how a run of the command ended.
+// result is how a run of the command ended (cmdtest.Result).
 type result struct {
 	stdout, stderr string
 	code           int
@@ -65,29 +56,10 @@ type result struct {
 // test's deadline, and fails the test if it does not finish.
 func mcpstdio(t *testing.T, limit time.Duration, args ...string) result {
 	t.Helper()
-	if dl, ok := t.Deadline(); ok {
-		limit = min(limit, time.Until(dl)-10*time.Second)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String()}
-	if ctx.Err() != nil {
-		t.Fatalf("mcpstdio %q did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, limit, res.stdout, res.stderr)
-	}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("mcpstdio %q: %v", args, err)
-	}
-	return res
+	return resultOf(cmdtest.Run(t, limit, nil, nil, binary, args...))
 }
+
+func resultOf(r cmdtest.Result) result { return result{r.Stdout, r.Stderr, r.Code} }
 
 // fakeCalls are the tool-call flags that make every criterion apply to the
 // fake, as probe presets them without a server command.

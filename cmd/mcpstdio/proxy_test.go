@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,96 +17,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// running is the command running with pipes the test holds.
+// running is the command running with pipes the test holds
+// (cmdtest.Running, under the names the tests here use).
 type running struct {
+	*cmdtest.Running
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *bytes.Buffer
-	done   chan struct{}
-	code   int
 }
 
 // startProxy runs mcpstdio with args, bounded by the test's deadline, with
-// the state directory in a temporary directory.
+// env added to the environment.
 func startProxy(t *testing.T, env []string, args ...string) *running {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), bound(t))
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), env...)
-	r := &running{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	var err error
-	if r.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.stdout = bufio.NewReader(out)
-	cmd.Stderr = r.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee):
-			r.code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				r.code = 128 + int(ws.Signal())
-			}
-		case err != nil:
-			r.code = -1
-		}
-		close(r.done)
-	}()
-	t.Cleanup(func() {
-		r.stdin.Close()
-		<-r.done
-	})
-	return r
+	return runningOf(cmdtest.Start(t, env, nil, binary, args...))
 }
 
-func bound(t *testing.T) time.Duration {
-	d := 2 * time.Minute
-	if dl, ok := t.Deadline(); ok {
-		d = min(d, time.Until(dl)-10*time.Second)
-	}
-	return d
+func runningOf(r *cmdtest.Running) *running {
+	return &running{Running: r, cmd: r.Cmd, stdin: r.Stdin, stdout: r.Stdout, stderr: r.Stderr}
 }
 
-func (r *running) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-r.done:
-		return r.code
-	case <-time.After(bound(t)):
-		t.Fatalf("%s did not end\nstderr:\n%s", r.cmd, r.stderr)
-		return 0
-	}
-}
-
-func (r *running) call(t *testing.T, line string) string {
-	t.Helper()
-	if _, err := io.WriteString(r.stdin, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.stdout.ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the response to %s: %v\nstderr:\n%s", line, err, r.stderr)
-	}
-	return got
-}
+func (r *running) wait(t *testing.T) int                 { t.Helper(); return r.Wait(t) }
+func (r *running) call(t *testing.T, line string) string { t.Helper(); return r.Call(t, line) }
 
 const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 
@@ -134,8 +72,9 @@ func readRecord(t *testing.T, path string) []record.Event {
 func TestProxyCommand(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
-	r := startProxy(t, []string{state.EnvStateDir + "=" + stateDir}, "proxy", "--", binary, "fake")
-	r.cmd.Dir = t.TempDir()
+	workDir := t.TempDir()
+	r := runningOf(cmdtest.Start(t, []string{state.EnvStateDir + "=" + stateDir}, func(c *exec.Cmd) { c.Dir = workDir },
+		binary, "proxy", "--", binary, "fake"))
 	if got := r.call(t, ping); got != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
 		t.Errorf("response %q", got)
 	}
@@ -225,7 +164,7 @@ func TestProxyStatusCommand(t *testing.T) {
 	// The status file is rewritten every second and nothing signals it:
 	// poll the command, bounded.
 	var out result
-	poll.Wait(t, bound(t), "status saying id 2 is unanswered", func() bool {
+	poll.Wait(t, cmdtest.Bound(t), "status saying id 2 is unanswered", func() bool {
 		out = mcpstdio(t, time.Minute, "status", "-dir", dir)
 		return strings.Contains(out.stdout, "server has not answered id 2")
 	}, func() string { return out.stdout })
@@ -286,7 +225,7 @@ func TestProxyKilledTakesServer(t *testing.T) {
 	// The proxy writes its record as it goes: read the whole lines it has
 	// written so far until they hold the spawn event.
 	var pid int
-	poll.Wait(t, bound(t), "the spawn event in the proxy's record", func() bool {
+	poll.Wait(t, cmdtest.Bound(t), "the spawn event in the proxy's record", func() bool {
 		b, err := os.ReadFile(log)
 		if err != nil {
 			t.Fatal(err)
@@ -305,7 +244,7 @@ func TestProxyKilledTakesServer(t *testing.T) {
 	r.cmd.Process.Kill()
 	r.wait(t)
 	// Nothing reports another process's end: watch /proc, bounded.
-	poll.Wait(t, bound(t), fmt.Sprintf("the server (pid %d) gone with the killed proxy", pid), func() bool {
+	poll.Wait(t, cmdtest.Bound(t), fmt.Sprintf("the server (pid %d) gone with the killed proxy", pid), func() bool {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		return err != nil || strings.Contains(string(b), ") Z ") // gone, or a zombie waiting for its new parent
 	}, nil)

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 
@@ -36,7 +37,7 @@ func unread(f *os.File) int {
 func hostNeverReads(t *testing.T, openStdin bool, args ...string) (cmd *exec.Cmd, stdout *os.File, stderr *bytes.Buffer, done chan error) {
 	// done gets the command's end once; the cleanup waits on exited.
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), bound(t))
+	ctx, cancel := context.WithTimeout(t.Context(), cmdtest.Bound(t))
 	t.Cleanup(cancel)
 	cmd = exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), "MCPSTDIO_STATE_DIR="+t.TempDir(), "TMPDIR="+t.TempDir())
@@ -96,9 +97,9 @@ func TestProxyEndsHostNotReading(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "rec.ndjson")
 	cmd, out, stderr, done := hostNeverReads(t, false, "proxy", "-log", log, "-exit-grace", grace.String(), "--", "yes")
 	// The host's pipe is full: the proxy's write to it is blocked.
-	poll.Wait(t, bound(t), "the host's stdout pipe full", func() bool { return unread(out) >= 64<<10 }, nil)
+	poll.Wait(t, cmdtest.Bound(t), "the host's stdout pipe full", func() bool { return unread(out) >= 64<<10 }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
-	code, took := ended(t, done, bound(t), stderr)
+	code, took := ended(t, done, cmdtest.Bound(t), stderr)
 	t.Logf("ended %v after SIGTERM (exit grace %v)", took, grace)
 	if code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit status %d, want the server's, %d", code, 128+int(syscall.SIGTERM))
@@ -128,16 +129,16 @@ func TestProxySecondSignal(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cmd, _, stderr, done := hostNeverReads(t, true, "proxy", "-no-log", "-exit-grace", "1m", "--", "sh", "-c", "sleep 30 & echo $! >"+pidFile+"; exec cat")
-	poll.Wait(t, bound(t), "the server's child", func() bool { b, _ := os.ReadFile(pidFile); return len(bytes.TrimSpace(b)) > 0 }, nil)
+	poll.Wait(t, cmdtest.Bound(t), "the server's child", func() bool { b, _ := os.ReadFile(pidFile); return len(bytes.TrimSpace(b)) > 0 }, nil)
 	b, _ := os.ReadFile(pidFile)
 	if child, err := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil {
 		t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
 	}
-	poll.Wait(t, bound(t), "the server running cat", func() bool { return procHasChild(cmd.Process.Pid, "cat") }, nil)
+	poll.Wait(t, cmdtest.Bound(t), "the server running cat", func() bool { return procHasChild(cmd.Process.Pid, "cat") }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
 	// The server (cat) is gone when the proxy's status says so; nothing
 	// announces it to the test: wait for cat's pid to go from /proc.
-	poll.Wait(t, bound(t), "the server gone", func() bool { return !procHasChild(cmd.Process.Pid, "cat") }, nil)
+	poll.Wait(t, cmdtest.Bound(t), "the server gone", func() bool { return !procHasChild(cmd.Process.Pid, "cat") }, nil)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code, took := ended(t, done, 20*time.Second, stderr); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit status %d after %v, want %d", code, took, 128+int(syscall.SIGTERM))
@@ -195,28 +196,15 @@ func TestProxyUnusableStateDir(t *testing.T) {
 }
 
 // mcpstdioIn runs the command with stdin and leading NAME=VALUE
-// arguments as environment variables.
+// arguments as environment variables, with the state and temporary
+// directories the test's own.
 func mcpstdioIn(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	var env []string
+	env := []string{"MCPSTDIO_STATE_DIR=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
 	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
 		env, args = append(env, args[0]), args[1:]
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), bound(t))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(append(os.Environ(), "MCPSTDIO_STATE_DIR="+t.TempDir(), "TMPDIR="+t.TempDir()), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := result{stdout: out.String(), stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%q: %v", args, err)
-	}
-	return res
+	return resultOf(cmdtest.Run(t, cmdtest.Bound(t), env, strings.NewReader(stdin), binary, args...))
 }
 
 // TestProxyStatusFindsLogFile (issue 19.7): a proxy whose record goes to
@@ -232,7 +220,7 @@ func TestProxyStatusFindsLogFile(t *testing.T) {
 	r.call(t, ping)
 	var out result
 	// The status file is rewritten every second and nothing announces it.
-	poll.Wait(t, bound(t), "status naming the proxy", func() bool {
+	poll.Wait(t, cmdtest.Bound(t), "status naming the proxy", func() bool {
 		out = mcpstdioIn(t, "", append(env, "status")...)
 		return strings.Contains(out.stdout, "record  "+log)
 	}, nil)

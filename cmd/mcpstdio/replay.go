@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -48,6 +49,12 @@ with the same -redact.
 
 Flags:
 `
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 type replayFlags struct {
 	record, save      string
@@ -177,7 +184,7 @@ func saveRecord(rec *replay.Record, path string) error {
 func serveRecord(ctx context.Context, rec *replay.Record, opts []replay.Option, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Duplicates in non-blocking mode, where the system has them, so that
 	// closing stdin ends a blocked read when the played server is done.
-	st, restore := hostStreams(stdin, stdout, stderr)
+	st, restore := proxycmd.HostStreams(stdin, stdout, stderr)
 	defer restore()
 	in, ok := st.Stdin.(io.ReadCloser)
 	if !ok {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 
@@ -37,7 +38,7 @@ func livePage(t *testing.T, dir string) string {
 	}
 	// Not t.Context(): it ends before the cleanup, which interrupts the
 	// server and checks that it ends well.
-	ctx, cancel := context.WithTimeout(context.Background(), bound(t))
+	ctx, cancel := context.WithTimeout(context.Background(), cmdtest.Bound(t))
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, binary, "status", "-dir", dir, "-http")
 	cmd.WaitDelay = 5 * time.Second
@@ -111,7 +112,7 @@ func TestPagesHideSecrets(t *testing.T) {
 	secret("the live page", body)
 	// The status file is rewritten every second and nothing signals it:
 	// poll, bounded.
-	poll.Wait(t, bound(t), "status.json showing id 2", func() bool {
+	poll.Wait(t, cmdtest.Bound(t), "status.json showing id 2", func() bool {
 		code, body = fetch(t, base+"status.json?token="+token)
 		return strings.Contains(body, `"id":2`)
 	}, func() string { return body })

@@ -15,9 +15,10 @@
 // load; a ratio of two things measured in the same round moves much less.
 // Some rows are figures of their own, with no anchor: the proxy's peak
 // resident memory while one 1 GiB line passes (VmHWM, with its anonymous
-// part and file pages, of the proxy's benchmark process and of `mcpstdio
-// proxy`, which it builds too), the CPU time a relay process takes per GB,
-// and the share of bytes whose detail the proxy's observer lost.
+// part and file pages, of mcpstdio-proxy and of `mcpstdio proxy`, which it
+// builds too, and of the proxy's benchmark process), the CPU time a relay
+// process takes per GB, and the share of bytes whose detail the proxy's
+// observer lost.
 package main
 
 import (
@@ -48,7 +49,7 @@ var binaries = []*binary{
 	{name: "framer", module: ".", pkg: "./pipes", bench: "^BenchmarkFramerRatios$/^pipe$", benchtime: "5x"},
 	{name: "host", module: ".", pkg: "./mcptest", bench: "^Benchmark(RoundTrip|Ingest)$", benchtime: "0.5s"},
 	{name: "inflight", module: "integration", pkg: ".", bench: "^BenchmarkCallsInFlight$", benchtime: "20x"},
-	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine|HugeLineCommand)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
+	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine|HugeLineCommand|HugeLineProxyCommand)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
 	{name: "proxy-client", module: "integration", pkg: ".", bench: "^BenchmarkProxyToolsCall$", benchtime: "1s"},
 	{name: "relay", module: ".", pkg: "./internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
 }
@@ -136,18 +137,24 @@ var ratios = func() []ratio {
 			added("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/direct", "median-µs")},
 		ratio{"proxy", "proxy's added round trip", "io.Copy relay's added round trip", "", "×",
 			per("BenchmarkRoundTrip/proxy", "BenchmarkRoundTrip/iocopy-relay", "BenchmarkRoundTrip/direct", "median-µs")},
-		ratio{"proxy", "proxy's peak resident memory, one 1 GiB line (VmHWM, MiB)", "none (the proxy process's own)", "≤ 8 MiB", "MiB",
-			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
-		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
-			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
-		ratio{"proxy", "and file pages (the test binary's own code and data; most RssFile sampled, MiB)", "none (a 2.5 MB hello-world Go binary has 1.5 MiB)", "", "MiB",
-			metric("BenchmarkHugeLine/1x1024MiB", "proxy-file-MiB")},
-		ratio{"proxy", "`mcpstdio proxy`'s peak resident memory, one 1 GiB line (VmHWM sampled, MiB)", "none (the command's own process)", "≤ 8 MiB", "MiB",
+		ratio{"proxy", "mcpstdio-proxy's peak resident memory, one 1 GiB line (VmHWM sampled, MiB)", "none (the command's own process)", "≤ 8 MiB", "MiB",
+			metric("BenchmarkHugeLineProxyCommand/1x1024MiB", "cmd-VmHWM-MiB")},
+		ratio{"proxy", "of which anonymous (most RssAnon sampled every 10ms, MiB)", "none", "", "MiB",
+			metric("BenchmarkHugeLineProxyCommand/1x1024MiB", "cmd-anon-MiB")},
+		ratio{"proxy", "and file pages (the mcpstdio-proxy binary's code and data; it is statically linked; most RssFile sampled, MiB)", "none", "", "MiB",
+			metric("BenchmarkHugeLineProxyCommand/1x1024MiB", "cmd-file-MiB")},
+		ratio{"proxy", "`mcpstdio proxy`'s peak resident memory, one 1 GiB line (VmHWM sampled, MiB)", "none (the command's own process)", "", "MiB",
 			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-VmHWM-MiB")},
 		ratio{"proxy", "of which anonymous (most RssAnon sampled every 10ms, MiB)", "none", "", "MiB",
 			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-anon-MiB")},
 		ratio{"proxy", "and file pages (the mcpstdio binary's code and data, and libc; most RssFile sampled, MiB)", "none", "", "MiB",
 			metric("BenchmarkHugeLineCommand/1x1024MiB", "cmd-file-MiB")},
+		ratio{"proxy", "the proxy's benchmark process's peak resident memory, one 1 GiB line (VmHWM, MiB)", "none (counts the test binary's own pages)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-VmHWM-MiB")},
+		ratio{"proxy", "of which anonymous (heap, stacks; most RssAnon sampled every 10ms, MiB)", "none (VmHWM less the binary's own pages)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-anon-MiB")},
+		ratio{"proxy", "and file pages (the test binary's own code and data; most RssFile sampled, MiB)", "none (a 2.5 MB hello-world Go binary has 1.5 MiB)", "", "MiB",
+			metric("BenchmarkHugeLine/1x1024MiB", "proxy-file-MiB")},
 		ratio{"proxy-client", "proxy, 1 MiB tools/call to a real client, the official Go SDK's (MB/s)", "direct", "≥ 0.9×", "×",
 			over("BenchmarkProxyToolsCall/proxy", "BenchmarkProxyToolsCall/direct", "MB/s")},
 		ratio{"relay", "proxy, raw 1 MiB lines (MB/s)", "splice relay", "≥ 0.9×", "×",
@@ -207,13 +214,15 @@ func main() {
 			fail(fmt.Errorf("building %s: %w", b.pkg, err))
 		}
 	}
-	// The command a user runs, for the proxy's memory as the user has it
-	// (BenchmarkHugeLineCommand).
-	cmdBin := filepath.Join(tmp, "mcpstdio")
-	if err := run(root, nil, "go", "build", "-o", cmdBin, "./cmd/mcpstdio"); err != nil {
-		fail(fmt.Errorf("building cmd/mcpstdio: %w", err))
+	// The commands a user runs, for the proxy's memory as the user has it
+	// (BenchmarkHugeLineProxyCommand, BenchmarkHugeLineCommand).
+	for env, cmd := range map[string]string{"MCPSTDIO_PROXY_BIN": "mcpstdio-proxy", "MCPSTDIO_BIN": "mcpstdio"} {
+		bin := filepath.Join(tmp, cmd)
+		if err := run(root, nil, "go", "build", "-o", bin, "./cmd/"+cmd); err != nil {
+			fail(fmt.Errorf("building cmd/%s: %w", cmd, err))
+		}
+		os.Setenv(env, bin)
 	}
-	os.Setenv("MCPSTDIO_BIN", cmdBin)
 	loadBefore := loadavg()
 	start := time.Now()
 	per := map[string][]float64{} // ratio index → value per round

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package proxycmd
 
 import (
 	"io"
@@ -16,8 +16,8 @@ var passedSignals = []os.Signal{os.Interrupt}
 
 func ignoreSIGPIPE() {}
 
-// hostStreams returns the streams as they are: on Windows a blocked read of
+// HostStreams returns the streams as they are: on Windows a blocked read of
 // the host's stdin ends when the proxy exits.
-func hostStreams(stdin io.Reader, stdout, stderr io.Writer) (proxy.Streams, func()) {
+func HostStreams(stdin io.Reader, stdout, stderr io.Writer) (proxy.Streams, func()) {
 	return proxy.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, func() {}
 }

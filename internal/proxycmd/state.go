@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"fmt"
@@ -99,16 +99,16 @@ func (st *proxyState) close() {
 // report says on stderr where the record is and what could not be done,
 // with -v; without it, only if neither the record nor the status file can
 // say it, and then once.
-func (st *proxyState) report(verbose bool, stderr io.Writer) {
+func (st *proxyState) report(name string, verbose bool, stderr io.Writer) {
 	switch {
 	case verbose:
 		if st.log != nil {
-			fmt.Fprintf(stderr, "mcpstdio proxy: recording to %s\n", st.logPath)
+			fmt.Fprintf(stderr, "%s: recording to %s\n", name, st.logPath)
 		}
 		for _, p := range st.problems {
-			fmt.Fprintf(stderr, "mcpstdio proxy: %s\n", p)
+			fmt.Fprintf(stderr, "%s: %s\n", name, p)
 		}
 	case len(st.problems) > 0 && st.statusPath == "" && st.log == nil:
-		fmt.Fprintf(stderr, "mcpstdio proxy: %s; the server runs regardless\n", strings.Join(st.problems, "; "))
+		fmt.Fprintf(stderr, "%s: %s; the server runs regardless\n", name, strings.Join(st.problems, "; "))
 	}
 }

@@ -1,4 +1,10 @@
-package main
+// Package proxycmd is the proxy command, whole: its flags, its help, the
+// record and status file it keeps in the state directory, and its exit
+// status. Two commands run it, `mcpstdio proxy` and mcpstdio-proxy, which
+// links nothing else (no network, no probe, no status page), so that the
+// process a host runs in place of its server is small; the two differ only
+// in the name they give themselves in messages and help.
+package proxycmd
 
 import (
 	"context"
@@ -18,10 +24,12 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// version is the command's version, written in every record header.
-const version = "0.1.0"
+// Version is the command's version, written in every record header.
+const Version = "0.1.0"
 
-const proxyUsage = `usage: mcpstdio proxy [flags] -- <server command...>
+// usage is the help's head: %[1]s is the command's name, %[2]s the state
+// directory.
+const usage = `usage: %[1]s [flags] -- <server command...>
 
 Runs the server command with its stdin, stdout and stderr forwarded exactly
 to and from this process's own, and records what passes: put it in a host's
@@ -31,12 +39,16 @@ server's exit status (128+n if a signal n killed it); SIGINT, SIGTERM and
 SIGHUP are passed on to the server.
 
 The record (NDJSON, one event per line, written as it happens) goes to a new
-file in the per-user state directory (%s) unless -log names one; a status
+file in the per-user state directory (%[2]s) unless -log names one; a status
 file in the state directory, wherever the record goes, is rewritten every
 second for "mcpstdio status". Nothing of the proxy's own keeps the server
 from starting: what it cannot do (a state directory, a record) it says in
 the status file, and on stderr with -v. After the server exits, its output
 gets -exit-grace to end and be delivered; then the proxy ends.
+
+The proxy alone is the command mcpstdio-proxy: the same proxy in a binary
+that links nothing else, for less memory than the whole mcpstdio command's
+(go install github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy@latest).
 
 Flags:
 `
@@ -88,20 +100,20 @@ type proxyFlags struct {
 	exitGrace            time.Duration
 }
 
-func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, proxy.Config, error) {
+func parseFlags(name string, args []string, stderr io.Writer) (*proxyFlags, []string, proxy.Config, error) {
 	f := &proxyFlags{logMax: state.DefaultLogMax, chunk: proxy.DefaultChunkSize}
-	fs := flag.NewFlagSet("mcpstdio proxy", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir, derr := state.DefaultDir()
 	if derr != nil {
 		dir = "(none: " + derr.Error() + ")"
 	}
-	// The whole usage for -h; after a bad flag, runProxy says what is
+	// The whole usage for -h; after a bad flag, Run says what is
 	// wrong in one line.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if wantsHelp(args) {
 		fs.SetOutput(stderr)
-		fs.Usage = func() { proxyHelp(fs, dir) }
+		fs.Usage = func() { help(fs, name, dir) }
 	}
 	fs.StringVar(&f.log, "log", "", "write the record to `FILE` (default: a new file in the state directory)")
 	fs.StringVar(&f.dir, "dir", "", "the state `DIRECTORY` for records and status files (default "+dir+")")
@@ -128,7 +140,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 		rest = rest[1:]
 	}
 	if len(rest) == 0 {
-		return nil, nil, proxy.Config{}, errors.New("no server command: mcpstdio proxy [flags] -- <server command...>")
+		return nil, nil, proxy.Config{}, errors.New("no server command: " + name + " [flags] -- <server command...>")
 	}
 	if f.dir == "" && derr == nil {
 		f.dir = dir
@@ -136,7 +148,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyFlags, []string, pr
 	cfg := proxy.Config{
 		ChunkSize: int(f.chunk), PipeCapacity: int(f.pipe), LogBodies: f.bodies, HeadBytes: f.head,
 		Redact: f.redact, RedactKeys: []string{}, Stuck: f.stuck, Unanswered: f.unanswered, ExitGrace: f.exitGrace,
-		Version: version,
+		Version: Version,
 	}
 	if f.head == 0 {
 		cfg.HeadBytes = -1
@@ -180,25 +192,30 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// proxyHelp prints the whole usage.
-func proxyHelp(fs *flag.FlagSet, dir string) {
-	fmt.Fprintf(fs.Output(), proxyUsage, dir)
+// help prints the whole usage.
+func help(fs *flag.FlagSet, name, dir string) {
+	fmt.Fprintf(fs.Output(), usage, name, dir)
 	fs.PrintDefaults()
 	fmt.Fprintf(fs.Output(), "\nFaults (-fault DIR:KIND[:NAME=VALUE,...]; DIR is in (host to server), out (server stdout) or err (server stderr);\ntriggers: after_bytes=N, after_method=M or after=DURATION; default: at once):\n")
 	for _, k := range proxy.FaultKinds() {
 		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, strings.ReplaceAll(k.Doc, "`", ""))
 	}
-	fmt.Fprintf(fs.Output(), "\nExamples:\n  mcpstdio proxy -- node server.js\n  mcpstdio proxy -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n")
+	fmt.Fprintf(fs.Output(), "\nExamples:\n  %[1]s -- node server.js\n  %[1]s -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n", name)
 }
 
-// runProxy runs `mcpstdio proxy`.
-func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f, argv, cfg, err := parseProxyFlags(args, stderr)
+// Run runs the proxy command with args (its flags, then the server
+// command), the host's streams stdin, stdout and stderr (the process's
+// own, for the proxy to poll them, or any others), and returns its exit
+// status: the server's, 2 for a usage error, 127 when the server command
+// is not found, 1 when it cannot start. name is the command's name, as
+// its messages and help give it ("mcpstdio proxy", "mcpstdio-proxy").
+func Run(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, argv, cfg, err := parseFlags(name, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpstdio proxy: %s (see mcpstdio proxy -h)\n", strings.TrimPrefix(err.Error(), "proxy: "))
+		fmt.Fprintf(stderr, "%s: %s (see %s -h)\n", name, strings.TrimPrefix(err.Error(), "proxy: "), name)
 		return 2
 	}
 	// Signals are taken from the start: one that comes while the state is
@@ -215,9 +232,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if st.statusPath != "" {
 		cfg.OnStatus = st.writeStatus
 	}
-	st.report(f.v, stderr)
+	st.report(name, f.v, stderr)
 
-	host, restore := hostStreams(stdin, stdout, stderr)
+	host, restore := HostStreams(stdin, stdout, stderr)
 	defer restore()
 	if f.v {
 		// The proxy writes its verdicts on stderr at the end: keep it open
@@ -228,7 +245,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cmd := exec.Command(argv[0], argv[1:]...)
 	p, err := proxy.Start(ctx, cmd, host, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpstdio proxy: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return 127
 		}
@@ -257,13 +274,13 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	if werr != nil {
-		fmt.Fprintf(stderr, "mcpstdio proxy: %v\n", werr)
+		fmt.Fprintf(stderr, "%s: %v\n", name, werr)
 	}
 	if f.v {
 		for _, v := range res.Verdicts {
-			fmt.Fprintf(stderr, "mcpstdio proxy: %s\n", v.Text)
+			fmt.Fprintf(stderr, "%s: %s\n", name, v.Text)
 		}
-		fmt.Fprintf(stderr, "mcpstdio proxy: server %s\n", res.Exit.Text)
+		fmt.Fprintf(stderr, "%s: server %s\n", name, res.Exit.Text)
 	}
 	return res.Exit.Status
 }

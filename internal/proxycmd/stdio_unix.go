@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package proxycmd
 
 import (
 	"io"
@@ -24,12 +24,12 @@ func ignoreSIGPIPE() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
-// hostStreams returns the proxy's side of the host's pipes. When they are
+// HostStreams returns the proxy's side of the host's pipes. When they are
 // this process's own stdio files, it uses duplicates in non-blocking mode,
 // which the Go runtime polls, so that a blocked read or write can be ended
 // by a deadline. The mode belongs to the open file, which others may share
 // (a terminal): restore, and closing a duplicate, put it back to blocking.
-func hostStreams(stdin io.Reader, stdout, stderr io.Writer) (proxy.Streams, func()) {
+func HostStreams(stdin io.Reader, stdout, stderr io.Writer) (proxy.Streams, func()) {
 	var dups []*dupFile
 	wrap := func(s any) any {
 		f, ok := s.(*os.File)
