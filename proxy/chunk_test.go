@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -76,9 +77,74 @@ func TestEmitFrame(t *testing.T) {
 func wantAsEmit(t *testing.T, name string, fast func(*recorder, time.Time, record.Event), start time.Time, seq int64, at time.Time, e record.Event) {
 	t.Helper()
 	var f, s bytes.Buffer
-	fast(&recorder{w: &f, start: start, seq: seq}, at, e)
-	(&recorder{w: &s, start: start, seq: seq}).emit(at, e)
-	if f.String() != s.String() {
+	rf, rs := &recorder{w: &f, start: start, seq: seq}, &recorder{w: &s, start: start, seq: seq}
+	fast(rf, at, e)
+	rs.emit(at, e)
+	rf.flush()
+	rs.flush()
+	if f.Len() == 0 || f.String() != s.String() {
 		t.Errorf("event %+v:\n%s %s\nemit      %s", e, name, f.String(), s.String())
 	}
+}
+
+// TestRecorderBatches: events are written in whole lines, one Write per
+// flush, the header in a Write of its own, and without waiting for flush
+// once flushAt bytes are held; a failed Write stops the record.
+func TestRecorderBatches(t *testing.T) {
+	var w writeLog
+	r := &recorder{w: &w, start: time.Now()}
+	r.emit(r.start, record.Event{Ev: record.EvHeader, Header: &record.Header{V: record.SchemaVersion}})
+	if len(w.writes) != 1 {
+		t.Fatalf("the header was not written at once: %d writes", len(w.writes))
+	}
+	for i := range 3 {
+		r.emitChunk(r.start, record.Event{Ev: record.EvChunk, Dir: record.DirOut, Off: int64(i), N: 1})
+	}
+	if len(w.writes) != 1 {
+		t.Fatalf("events were written before flush: %d writes", len(w.writes))
+	}
+	r.flush()
+	r.flush() // nothing more to write
+	if len(w.writes) != 2 || bytes.Count(w.writes[1], []byte("\n")) != 3 {
+		t.Fatalf("flush: %d writes, the last %q; want the 3 events in one", len(w.writes), w.writes[len(w.writes)-1])
+	}
+	for len(w.writes) == 2 {
+		r.emitChunk(r.start, record.Event{Ev: record.EvChunk, Dir: record.DirOut, N: 1})
+	}
+	if n := len(w.writes[2]); n < flushAt || n > flushAt+200 {
+		t.Errorf("written without flush at %d bytes; want from %d", n, flushAt)
+	}
+	var seq int64
+	for i, b := range w.writes {
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			t.Errorf("write %d does not end a line", i)
+		}
+		for line := range bytes.Lines(b) {
+			var e record.Event
+			if err := json.Unmarshal(line, &e); err != nil || e.Seq != seq {
+				t.Fatalf("write %d: line %q: %v, seq %d, want %d", i, line, err, e.Seq, seq)
+			}
+			seq++
+		}
+	}
+	w.fail = true
+	r.emitChunk(r.start, record.Event{Ev: record.EvChunk, Dir: record.DirOut, N: 1})
+	r.flush()
+	if r.failed() == nil {
+		t.Error("a failed Write was not reported")
+	}
+}
+
+// writeLog keeps every Write apart.
+type writeLog struct {
+	writes [][]byte
+	fail   bool
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	if w.fail {
+		return 0, errors.New("disk full")
+	}
+	w.writes = append(w.writes, bytes.Clone(p))
+	return len(p), nil
 }

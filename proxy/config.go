@@ -37,10 +37,12 @@ type Config struct {
 	// with an error wrapping errors.ErrUnsupported.
 	PipeCapacity int
 
-	// Record receives the record, one Write per event line (see
-	// record.Event), from one goroutine, in the order things happened. Nil
-	// records nothing. A failed Write is reported by Wait; the proxy goes
-	// on forwarding.
+	// Record receives the record in whole event lines (see record.Event),
+	// from one goroutine, in the order things happened: the header line
+	// alone in the first Write, then each batch of events the observer
+	// takes in one Write (one or more lines, at most 64 KiB beyond one
+	// line), before it waits for more. Nil records nothing. A failed Write
+	// is reported by Wait; the proxy goes on forwarding.
 	Record io.Writer
 	// LogBodies makes chunk events carry the chunk's bytes (after
 	// redaction), so that a replay has every byte; otherwise frames are kept

@@ -109,6 +109,7 @@ func (o *observer) loop(l *obsLoop) bool {
 		}
 	}
 	for {
+		o.p.rec.flush() // what was taken, before waiting for more
 		if l.active {
 			select {
 			case now := <-l.batch.C:

@@ -11,8 +11,9 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// The record is NDJSON: one record.Event per line, written with one
-// write(2) in the order things happened (see order.go) (a killed proxy leaves a readable record). The first line is
+// The record is NDJSON: one record.Event per line, in the order things
+// happened (see order.go), written in whole lines, one write(2) per batch
+// of events the observer takes (a killed proxy leaves a readable record). The first line is
 // a header (record.EvHeader) with the schema version, the server's argv, the
 // names (never the values) of its environment variables, the platform and
 // the pipe sizes. Then: spawn; a chunk event for every read of every
@@ -35,9 +36,17 @@ type recorder struct {
 	w     io.Writer
 	start time.Time
 	seq   int64
-	err   error // the first write error; later events are not written
-	buf   []byte
+	err   error  // the first write error; later events are not written
+	out   []byte // encoded lines not written yet (see flush)
 }
+
+// flushAt is how many bytes of encoded lines the recorder holds before it
+// writes them without waiting for flush; maxOut is the most capacity it
+// keeps between batches.
+const (
+	flushAt = 64 << 10
+	maxOut  = 256 << 10
+)
 
 func (r *recorder) since(t time.Time) int64 {
 	if t.IsZero() {
@@ -46,7 +55,7 @@ func (r *recorder) since(t time.Time) int64 {
 	return max(t.Sub(r.start).Microseconds(), 0)
 }
 
-// emit writes e as one line with one Write call. T is set from at unless e
+// emit writes e as one line (see flush). T is set from at unless e
 // already has one.
 func (r *recorder) emit(at time.Time, e record.Event) { r.write(at, e, encJSON) }
 
@@ -68,8 +77,8 @@ const (
 	encFrame
 )
 
-// write numbers e, encodes it (by appendChunk or appendFrame, else by
-// json.Marshal) and writes it as one line with one Write call. The calls
+// write numbers e and encodes it as one line (by appendChunk or
+// appendFrame, else by json.Marshal) after those not written yet. The calls
 // are direct, so that e stays on the stack on the fast paths: chunk and
 // frame events are written per chunk and per line, and would otherwise be
 // the proxy's garbage.
@@ -87,25 +96,53 @@ func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	if e.T == 0 {
 		e.T = r.since(at)
 	}
+	line := len(r.out)
 	var b []byte
 	var err error
 	ok := false
 	switch enc {
 	case encChunk:
-		b, ok = appendChunk(r.buf[:0], &e), true
+		b, ok = appendChunk(r.out, &e), true
 	case encFrame:
-		b, ok = appendFrame(r.buf[:0], &e)
+		b, ok = appendFrame(r.out, &e)
 	}
 	if !ok {
-		b, err = marshalEvent(r.buf[:0], e)
+		b, err = marshalEvent(r.out[:line], e)
 	}
 	if err != nil {
+		r.out = b[:line]
 		r.err = fmt.Errorf("proxy: encoding a record event: %w", err)
 		return
 	}
-	r.buf = append(b, '\n')
-	if _, err := r.w.Write(r.buf); err != nil {
+	r.out = append(b, '\n')
+	if e.Ev == record.EvHeader || len(r.out) >= flushAt {
+		r.flushLocked() // the header alone: a rotating file repeats its first Write
+	}
+}
+
+// flush writes the lines encoded since the last flush with one Write. The
+// observer calls it before it waits for anything, so that the record is
+// written as things happen, one Write per batch of events rather than per
+// event (a system call per event cost the round trip of small messages the
+// most, with a core busy).
+func (r *recorder) flush() {
+	if r == nil || r.w == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushLocked()
+}
+
+func (r *recorder) flushLocked() {
+	if r.err != nil || len(r.out) == 0 {
+		return
+	}
+	if _, err := r.w.Write(r.out); err != nil {
 		r.err = fmt.Errorf("proxy: writing the record: %w", err)
+	}
+	if r.out = r.out[:0]; cap(r.out) > maxOut {
+		r.out = nil
 	}
 }
 

@@ -54,6 +54,7 @@ type recSink struct {
 	changed chan struct{}
 	hold    chan struct{}
 	bad     error
+	writes  int // Write calls: each holds whole lines, the first the header alone
 }
 
 func newRecSink() *recSink { return &recSink{changed: make(chan struct{})} }
@@ -81,18 +82,23 @@ func (s *recSink) Write(p []byte) (int, error) {
 	if hold != nil {
 		<-hold
 	}
-	var e record.Event
-	err := json.Unmarshal(p, &e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil && s.bad == nil {
-		s.bad = fmt.Errorf("record line %d is not an event: %v: %s", len(s.lines)+1, err, p)
+	if len(p) == 0 || p[len(p)-1] != '\n' {
+		s.bad = fmt.Errorf("record write %d does not end a line: %q", s.writes+1, p)
 	}
-	if len(p) == 0 || p[len(p)-1] != '\n' || bytes.Count(p, []byte("\n")) != 1 {
-		s.bad = fmt.Errorf("record write %d is not one line: %q", len(s.lines)+1, p)
+	if s.writes == 0 && bytes.Count(p, []byte("\n")) != 1 {
+		s.bad = fmt.Errorf("the record's first write is not the header alone: %q", p)
 	}
-	s.lines = append(s.lines, bytes.Clone(p))
-	s.events = append(s.events, e)
+	s.writes++
+	for line := range bytes.Lines(p) {
+		var e record.Event
+		if err := json.Unmarshal(line, &e); err != nil && s.bad == nil {
+			s.bad = fmt.Errorf("record line %d is not an event: %v: %s", len(s.lines)+1, err, line)
+		}
+		s.lines = append(s.lines, bytes.Clone(line))
+		s.events = append(s.events, e)
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return len(p), nil

@@ -99,6 +99,7 @@ func (o *observer) finish1() *Result {
 	}
 	o.emit(now, record.Event{Ev: record.EvSummary, Verdicts: vs, Metrics: &m})
 	o.mu.Unlock()
+	o.p.rec.flush()
 	return &Result{Status: o.status(now), Verdicts: vs}
 }
 

@@ -39,8 +39,8 @@ const (
 	DirErr = "err" // server → host: the server's stderr
 )
 
-// Event is one line of a record: a JSON object, written with one write(2)
-// as it happens. Every event has Seq, T and Ev; the other fields depend on
+// Event is one line of a record: a JSON object, written as it happens
+// (the proxy writes each batch of events it takes with one write(2)). Every event has Seq, T and Ev; the other fields depend on
 // Ev, and are omitted when empty.
 //
 // Times are microseconds since the session started (monotonic clock); the

@@ -44,12 +44,14 @@ type sink struct {
 func newSink() *sink { return &sink{changed: make(chan struct{})} }
 
 func (s *sink) Write(p []byte) (int, error) {
-	var e record.Event
-	_ = json.Unmarshal(p, &e)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buf.Write(p)
-	s.events = append(s.events, e)
+	for line := range bytes.Lines(p) { // whole lines, one or more a Write
+		var e record.Event
+		_ = json.Unmarshal(line, &e)
+		s.events = append(s.events, e)
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return len(p), nil

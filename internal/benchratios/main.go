@@ -3,6 +3,7 @@
 //
 //	go run ./internal/benchratios            # 5 rounds
 //	go run ./internal/benchratios -rounds 3 -only 'host|framer'
+//	go run ./internal/benchratios -calm 1   # first wait for a load average below 1
 //
 // It builds the test binaries of the packages with benchmarks once (pipes,
 // mcptest, proxy, this command's own relay anchors, and the nested
@@ -191,6 +192,7 @@ var ratios = func() []ratio {
 func main() {
 	rounds := flag.Int("rounds", 5, "rounds of every benchmark")
 	only := flag.String("only", "", "run only the binaries whose name matches this regexp (framer, host, inflight, proxy, proxy-client, relay)")
+	calm := flag.Float64("calm", 0, "after building, wait (at most 10 minutes) until the 1-minute load average is below this, if it is set")
 	flag.Parse()
 	root, err := moduleRoot()
 	if err != nil {
@@ -222,6 +224,9 @@ func main() {
 			fail(fmt.Errorf("building cmd/%s: %w", cmd, err))
 		}
 		os.Setenv(env, bin)
+	}
+	if *calm > 0 {
+		waitCalm(*calm, 10*time.Minute)
 	}
 	loadBefore := loadavg()
 	start := time.Now()
@@ -345,6 +350,30 @@ func cpuModel() string {
 		}
 	}
 	return "CPU unknown"
+}
+
+// waitCalm waits until the 1-minute load average is below limit, or for
+// at most bound, and says on stderr how long it waited and what it saw: the
+// builds before the rounds, or another job, raise it.
+func waitCalm(limit float64, bound time.Duration) {
+	start := time.Now()
+	for {
+		l := load1()
+		if l < limit || time.Since(start) >= bound {
+			fmt.Fprintf(os.Stderr, "benchratios: load average %.2f after waiting %v for it to be below %.2f\n", l, time.Since(start).Round(time.Second), limit)
+			return
+		}
+		time.Sleep(5 * time.Second) // the kernel updates it every 5 s
+	}
+}
+
+// load1 is the 1-minute load average (a large number if it is unknown).
+func load1() float64 {
+	var l float64
+	if _, err := fmt.Sscan(loadavg(), &l); err != nil {
+		return 1e9
+	}
+	return l
 }
 
 func loadavg() string {

@@ -17,15 +17,17 @@ const (
 )
 
 // LogFile is a record on disk: a file created 0600 (its directory, if it
-// has to be made, 0700), written with one write(2) per event and never
-// buffered, so that everything up to the last event survives the proxy
-// being killed (but not the machine failing: it is not fsynced).
+// has to be made, 0700), written with one write(2) per Write (the proxy
+// writes each batch of events with one) and never buffered, so that
+// everything up to the last batch survives the proxy being killed (but
+// not the machine failing: it is not fsynced).
 //
 // When a write would take the file past Max bytes, the file is rotated
 // first: NAME.1 becomes NAME.2 and so on, NAME becomes NAME.1, the oldest
 // beyond Keep is removed, and a new NAME starts with a copy of the header
 // line (Part counts up), so each file can be read alone. A LogFile is safe
-// for concurrent use; every Write must be exactly one event line.
+// for concurrent use; every Write must be whole event lines, the first one
+// the header alone.
 type LogFile struct {
 	path string
 	max  int64
