@@ -297,7 +297,7 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 // what it holds. A flood then costs no allocation per notification.
 func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
 	s.stats.Notifications++
-	if msg.Method == wire.MethodProgress && len(s.progress) > 0 { // only tokens the host gave out are counted
+	if len(s.progress) > 0 && msg.Method == wire.MethodProgress { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
 	}
 	l := &s.cfg.limits
@@ -321,7 +321,9 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 	}
 	if d := s.notifications.dropped; d > s.stats.NotificationsDropped {
 		s.stats.NotificationsDropped = d
-		s.overflowLocked("notifications", l.Notifications)
+		if l.OverflowEndSession {
+			s.overflowLocked("notifications", l.Notifications)
+		}
 	}
 }
 

@@ -51,6 +51,7 @@ func (s *Session) Stats() Stats {
 	// the time it lets go (Framer.Buffered), so the two agree.
 	fs := s.framer.Stats()
 	st := s.stats
+	st.TranscriptDropped = s.transcript.dropped // not kept in s.stats: a frame costs one store less
 	st.WriterEvidence = s.evidence
 	if !s.pipeFullAt.IsZero() {
 		st.StdoutFullTime += time.Since(s.pipeFullAt)
