@@ -255,18 +255,19 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 	if len(p.changed) == 0 {
 		return -1, false
 	}
-	i := 0
+	marks, prev, i := p.rec.marks, p.prev, 0
 	for _, k := range p.changed {
-		mk := p.rec.marks[k]
-		if string(frame[i:mk.pos]) != string(p.prev[i:mk.pos]) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
+		// The two fields, not the whole mark: a copy of it costs more.
+		pos, end := int(marks[k].pos), int(marks[k].end)
+		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
 			return -1, false
 		}
-		i = int(mk.end)
+		i = end
 	}
-	if string(frame[i:]) != string(p.prev[i:]) {
+	if string(frame[i:]) != string(prev[i:]) {
 		return -1, false
 	}
-	return int(p.rec.marks[p.changed[0]].pos), true
+	return int(marks[p.changed[0]].pos), true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.
