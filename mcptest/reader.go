@@ -319,11 +319,8 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 	} else if msg.Params != nil {
 		k.n.Params = append(params, msg.Params...)
 	}
-	if d := s.notifications.dropped; d > s.stats.NotificationsDropped {
-		s.stats.NotificationsDropped = d
-		if l.OverflowEndSession {
-			s.overflowLocked("notifications", l.Notifications)
-		}
+	if l.OverflowEndSession && s.notifications.dropped > 0 { // Stats reads NotificationsDropped from the store
+		s.overflowLocked("notifications", l.Notifications)
 	}
 }
 
