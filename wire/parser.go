@@ -104,8 +104,9 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 				from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
 				copy(p.prev[from:to], frame[from:to])
 			}
-			if p.fast {
-				l := &p.last
+			// A response is one only while its id is not null (it has no
+			// "error": see same).
+			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
 				m.JSONRPC, m.Method = "2.0", l.method
 				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
 				return nil
@@ -184,7 +185,8 @@ func (p *Parser) remember(m *Message) {
 // same reports whether the frame sameShape has just matched to the last
 // one has the last one's envelope at the same places: the last frame was a
 // message without "error", and the values that may have changed (p.changed)
-// are not those of "jsonrpc" or "method". A value's mark records the
+// are not those of "jsonrpc" or "method" (Parse checks that a response's
+// id is still not null). A value's mark records the
 // top-level members noted before it, so the member whose value holds it is
 // the last of those. Its keys and structure are the last frame's
 // (sameShape), so its members and their kinds are too.

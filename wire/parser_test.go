@@ -84,6 +84,11 @@ func TestParserSameShape(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"1","result":{"n":3}}`,
 			`{"jsonrpc":"2.0","id":"2","result":{"n":4}}`,
 			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":1234,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`, // no longer a response
+			`{"jsonrpc":"2.0","id":1235,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":1235,"result":null}`,
+			`{"jsonrpc":"2.0","id":1236,"result":true}`,
 		},
 		{ // errors: decoded, so never taken from the frame before
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no 1"}}`,
