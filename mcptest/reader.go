@@ -147,7 +147,7 @@ func (s *Session) dispatchLocked(frame []byte, now time.Time) {
 	case perr != nil:
 		s.transcript.at(s.transcript.n - 1).Junk = true
 		s.badFrameLocked(frame, perr)
-	case msg.IsResponse():
+	case msg.Method == "": // parsed, and without a method: a response (ParseMessage)
 		s.routeLocked(msg, frame)
 	case msg.IsRequest():
 		s.serverRequestLocked(msg, len(frame))
