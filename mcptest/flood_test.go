@@ -101,6 +101,12 @@ func TestNotificationFloodExact(t *testing.T) {
 		if st.NotificationsDropped != n-1024 {
 			t.Errorf("Stats.NotificationsDropped = %d, want %d (1024 kept)", st.NotificationsDropped, n-1024)
 		}
+		// Every frame has its transcript entry; those beyond the newest 256
+		// are dropped, and counted.
+		tr := s.Transcript()
+		if dropped, last := s.Stats().TranscriptDropped, tr[len(tr)-1].Seq; len(tr) != 256 || dropped != last+1-256 || dropped < n-256 {
+			t.Errorf("Transcript: %d entries, the newest numbered %d; Stats.TranscriptDropped = %d; want 256 kept and the %d before counted (at least %d)", len(tr), last, dropped, last+1-256, n-256)
+		}
 		// The newest are kept: the oldest one WaitNotification gives is
 		// number n-1024.
 		m, err := s.WaitNotification(ctx, wire.MethodProgress)

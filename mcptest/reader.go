@@ -147,7 +147,7 @@ func (s *Session) dispatchLocked(frame []byte, now time.Time) {
 	case perr != nil:
 		s.transcript.at(s.transcript.n - 1).Junk = true
 		s.badFrameLocked(frame, perr)
-	case msg.IsResponse():
+	case msg.Method == "": // parsed, and without a method: a response (ParseMessage)
 		s.routeLocked(msg, frame)
 	case msg.IsRequest():
 		s.serverRequestLocked(msg, len(frame))
@@ -297,7 +297,7 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 // what it holds. A flood then costs no allocation per notification.
 func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
 	s.stats.Notifications++
-	if msg.Method == wire.MethodProgress && len(s.progress) > 0 { // only tokens the host gave out are counted
+	if len(s.progress) > 0 && msg.Method == wire.MethodProgress { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
 	}
 	l := &s.cfg.limits
@@ -319,8 +319,7 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 	} else if msg.Params != nil {
 		k.n.Params = append(params, msg.Params...)
 	}
-	if d := s.notifications.dropped; d > s.stats.NotificationsDropped {
-		s.stats.NotificationsDropped = d
+	if l.OverflowEndSession && s.notifications.dropped > 0 { // Stats reads NotificationsDropped from the store
 		s.overflowLocked("notifications", l.Notifications)
 	}
 }

@@ -51,6 +51,8 @@ func (s *Session) Stats() Stats {
 	// the time it lets go (Framer.Buffered), so the two agree.
 	fs := s.framer.Stats()
 	st := s.stats
+	// Not kept in s.stats: a frame costs a store and a load less.
+	st.TranscriptDropped, st.NotificationsDropped = s.transcript.dropped, s.notifications.dropped
 	st.WriterEvidence = s.evidence
 	if !s.pipeFullAt.IsZero() {
 		st.StdoutFullTime += time.Since(s.pipeFullAt)

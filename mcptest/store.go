@@ -117,7 +117,6 @@ func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byt
 	e.At, e.Dir, e.Size, e.Junk = at, dir, size, false
 	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
 	e.Head = append(e.Head[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
-	s.stats.TranscriptDropped = s.transcript.dropped
 }
 
 // logf records an event of the session's own in the transcript.
@@ -135,5 +134,4 @@ func (s *Session) logLocked(format string, args ...any) {
 	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
 	e.Head = fmt.Appendf(e.Head[:0], format, args...)
 	e.Size = int64(len(e.Head))
-	s.stats.TranscriptDropped = s.transcript.dropped
 }

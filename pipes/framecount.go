@@ -73,8 +73,8 @@ func (c *frameCount) countWhole(n int) bool {
 	if p&packTopBits != 0 {
 		return false
 	}
-	c.local = p
 	c.packed.Store(p)
+	c.local = p
 	return true
 }
 

@@ -156,7 +156,9 @@ func (f *Framer) Stats() FramerStats {
 // returned as is. After an error other than *FrameTooLargeError, Next keeps
 // returning it.
 func (f *Framer) Next() ([]byte, error) {
-	f.frame = f.frame[:0]
+	if len(f.frame) != 0 {
+		f.frame = f.frame[:0]
+	}
 	for {
 		if f.rpos == f.rend {
 			f.count.frames.publish() // Buffered's, before a read can block
@@ -183,15 +185,18 @@ func (f *Framer) Next() ([]byte, error) {
 			f.absorb(chunk)
 			continue
 		}
-		f.rpos += i + 1
 		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
 			// The common case, a whole frame in the read buffer: no copy.
+			// The count first: its atomic store waits for the stores
+			// before it.
 			if !f.count.frames.countWhole(i) {
 				f.count.frames.flush(1, uint64(i), 0)
 			}
+			f.rpos += i + 1
 			f.noteLargest(i)
 			return chunk[:i], nil
 		}
+		f.rpos += i + 1
 		if frame, err, ok := f.endLine(chunk[:i]); ok {
 			return frame, err
 		}

@@ -97,6 +97,9 @@ func (m *Message) IsResponse() bool {
 }
 
 func hasID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false // a notification's: no call to trim
+	}
 	id = bytes.TrimSpace(id)
 	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
 }

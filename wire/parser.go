@@ -12,7 +12,9 @@ import (
 // few digits) is checked again only from the last value that began inside
 // the bytes the two frames share, or, when it is as long as the frame
 // before and differs only inside some of its numbers and strings, only in
-// those. The zero Parser is ready; it is not safe for concurrent use.
+// those, and its envelope is then sliced out where the last one's was
+// unless those values are its "jsonrpc", its "method" or inside its
+// "error". The zero Parser is ready; it is not safe for concurrent use.
 type Parser struct {
 	prev     []byte  // the last frame's first bytes, at most memoBytes
 	prevLen  int     // the last frame's length
@@ -23,6 +25,18 @@ type Parser struct {
 	parsed   bool  // the last frame was a message: env holds all it found
 	complete bool  // the last frame was valid, remembered whole, every value marked
 	changed  []int // the marks of the values sameShape found changed last
+	last     slices
+	fast     bool // p.same() as of the last change of changed, last or parsed
+}
+
+// slices is where the envelope of the last frame that was a message lay,
+// for a frame of the same shape whose changes leave its envelope as it was
+// (see Parser.same): its message is the last one, sliced out of it.
+type slices struct {
+	ok                 bool   // the last frame was a message without "error", and the fields below are its
+	fixed              uint8  // the members whose values the message holds decoded: "jsonrpc", "method"
+	id, params, result [2]int // spans of the values, {-1, -1} if absent
+	method             string
 }
 
 // memoBytes is how much of the last frame a Parser remembers, and maxMarks
@@ -86,9 +100,16 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 	*m = Message{}
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
 		if first, ok := p.sameShape(frame); ok {
-			for _, k := range p.changed { // the only bytes that differ
-				mk := p.rec.marks[k]
-				copy(p.prev[mk.pos:mk.end], frame[mk.pos:mk.end])
+			if n := len(p.changed); n > 0 { // the only bytes that differ, and those between, which do not
+				from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
+				copy(p.prev[from:to], frame[from:to])
+			}
+			// A response is one only while its id is not null (it has no
+			// "error": see same).
+			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
+				m.JSONRPC, m.Method = "2.0", l.method
+				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
+				return nil
 			}
 			same := p.mem.n // the members before the first that changed
 			if first >= 0 {
@@ -100,7 +121,7 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 			return p.envelope(m, frame, same)
 		}
 	}
-	p.complete, p.changed = false, p.changed[:0]
+	p.complete, p.changed, p.fast = false, p.changed[:0], false
 	at, k := p.resume(frame)
 	p.rec.marks, p.rec.off = p.rec.marks[:k], false
 	p.mem.n, p.mem.over = int(at.n), false
@@ -123,13 +144,71 @@ func (p *Parser) envelope(m *Message, frame []byte, same int) error {
 	if p.parsed {
 		p.env.same = same
 	}
-	p.parsed = false
+	p.parsed, p.last.ok, p.fast = false, false, false
 	if err := parseValid(frame, &p.mem, m, &p.env); err != nil {
 		*m = Message{}
 		return err
 	}
 	p.parsed = true
+	p.remember(m)
+	p.fast = p.same()
 	return nil
+}
+
+// remember notes where the envelope of m, just parsed from a frame whose
+// members are p.mem, lies, for Parser.same.
+func (p *Parser) remember(m *Message) {
+	l := &p.last
+	if m.Error != nil || p.mem.over {
+		return
+	}
+	l.id, l.params, l.result = [2]int{-1, -1}, [2]int{-1, -1}, [2]int{-1, -1}
+	l.fixed, l.method = 0, m.Method
+	for j, sp := range p.mem.s[:p.mem.n] {
+		v := [2]int{sp.v0, sp.v1}
+		switch p.env.kinds[j] {
+		case 0, 2: // "jsonrpc", "method": checked or decoded
+			l.fixed |= 1 << j
+		case 1:
+			l.id = v
+		case 3:
+			l.params = v
+		case 4:
+			l.result = v
+		case 5:
+			return // an "error" is decoded
+		}
+	}
+	l.ok = true
+}
+
+// same reports whether the frame sameShape has just matched to the last
+// one has the last one's envelope at the same places: the last frame was a
+// message without "error", and the values that may have changed (p.changed)
+// are not those of "jsonrpc" or "method" (Parse checks that a response's
+// id is still not null). A value's mark records the
+// top-level members noted before it, so the member whose value holds it is
+// the last of those. Its keys and structure are the last frame's
+// (sameShape), so its members and their kinds are too.
+func (p *Parser) same() bool {
+	if !p.last.ok || !p.parsed {
+		return false
+	}
+	for _, k := range p.changed {
+		mk := p.rec.marks[k]
+		if mk.n == 0 || p.last.fixed>>(mk.n-1)&1 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// span2 returns the value of b at sp as parseValid slices it, nil if absent.
+func span2(b []byte, sp [2]int) []byte {
+	if sp[0] < 0 {
+		return nil
+	}
+	return b[sp[0]:sp[1]:sp[1]]
 }
 
 // sameShape reports whether frame, as long as the last frame and remembered
@@ -165,6 +244,7 @@ func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 		p.changed = append(p.changed, k)
 		i = int(mk.end)
 	}
+	p.fast = p.same()
 	return first, true
 }
 
@@ -177,18 +257,19 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 	if len(p.changed) == 0 {
 		return -1, false
 	}
-	i := 0
+	marks, prev, i := p.rec.marks, p.prev, 0
 	for _, k := range p.changed {
-		mk := p.rec.marks[k]
-		if string(frame[i:mk.pos]) != string(p.prev[i:mk.pos]) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
+		// The two fields, not the whole mark: a copy of it costs more.
+		pos, end := int(marks[k].pos), int(marks[k].end)
+		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
 			return -1, false
 		}
-		i = int(mk.end)
+		i = end
 	}
-	if string(frame[i:]) != string(p.prev[i:]) {
+	if string(frame[i:]) != string(prev[i:]) {
 		return -1, false
 	}
-	return int(p.rec.marks[p.changed[0]].pos), true
+	return int(marks[p.changed[0]].pos), true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.

@@ -60,6 +60,68 @@ func TestParserSequences(t *testing.T) {
 	}
 }
 
+// TestParserSameShape parses runs of frames of one length and shape that
+// differ only in one value, the one a Parser gives the last message's
+// envelope for unless it is "jsonrpc", "method" or inside "error": each
+// result must be ParseMessageInto's, valid or not.
+func TestParserSameShape(t *testing.T) {
+	for _, run := range [][]string{
+		{ // a flood: the params change, then the method, then the version
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"message":"step 1"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2,"message":"step 2"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":3,"message":"step 3"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":3,"message":"step 3"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
+			`{"jsonrpc":"2.1","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":5,"message":"step 5"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":5,"message":"s"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":6,"message":"s"}}`,
+		},
+		{ // responses: the id and the result change
+			`{"jsonrpc":"2.0","id":10,"result":{"n":1}}`,
+			`{"jsonrpc":"2.0","id":11,"result":{"n":2}}`,
+			`{"jsonrpc":"2.0","id":12,"result":{"n":3}}`,
+			`{"jsonrpc":"2.0","id":"1","result":{"n":3}}`,
+			`{"jsonrpc":"2.0","id":"2","result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":1234,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`, // no longer a response
+			`{"jsonrpc":"2.0","id":1235,"result":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":1235,"result":null}`,
+			`{"jsonrpc":"2.0","id":1236,"result":true}`,
+		},
+		{ // errors: decoded, so never taken from the frame before
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no 1"}}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no 2"}}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"no 2"}}`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no 3"}}`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no\u0003"}}`,
+		},
+		{ // requests, and a member the envelope does not know
+			`{"jsonrpc":"2.0","id":1,"method":"ping","x":1}`,
+			`{"jsonrpc":"2.0","id":2,"method":"ping","x":2}`,
+			`{"jsonrpc":"2.0","id":2,"method":"pong","x":2}`,
+			`{"jsonrpc":"2.0","id":3,"method":"pong","x":3}`,
+			`{"jsonrpc":"2.0","id":3,"method":"pong","x":"3"}`,
+			`{"jsonrpc":"2.0","id":true,"method":"pong","x":"3"}`,
+		},
+		{ // the only value that changes is not the envelope's: then the version
+			`{"x":"a","jsonrpc":"2.0","method":"m"}`,
+			`{"x":"b","jsonrpc":"2.0","method":"m"}`,
+			`{"x":"b","jsonrpc":"2.x","method":"m"}`,
+			`{"x":"c","jsonrpc":"2.x","method":"m"}`,
+		},
+	} {
+		var p wire.Parser
+		for range 2 {
+			for _, frame := range run {
+				parseBoth(t, &p, []byte(frame))
+				parseBoth(t, &p, []byte(frame)) // the same frame again
+			}
+		}
+	}
+}
+
 func FuzzParser(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"m","params":{"a":[1,2]}}`), []byte(`{"jsonrpc":"2.0","method":"m","params":{"a":[1,{}]}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}x`))
@@ -78,6 +140,8 @@ func FuzzParserSameLength(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":12,"total":99,"message":"step 12"}}`), []byte{96, '3', 127, '4'})
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"a":[true,null,"x\"y",1.5e3]}}`), []byte{22, '8', 45, 'f'})
 	f.Add([]byte(`["a",{"b":-0}]`), []byte{2, '\\', 12, '1'})
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ab","params":{"n":1}}`), []byte{14, '2', 27, 'c', 13, '1', 41, '7'})
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"}}`), []byte{22, '6', 41, '2', 13, '1'})
 	f.Fuzz(func(t *testing.T, a, edits []byte) {
 		if len(a) == 0 {
 			return
