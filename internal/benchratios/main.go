@@ -4,6 +4,7 @@
 //	go run ./internal/benchratios            # 5 rounds
 //	go run ./internal/benchratios -rounds 3 -only 'host|framer'
 //	go run ./internal/benchratios -calm 1   # first wait for a load average below 1
+//	go run ./internal/benchratios -busy 1   # with one core kept busy by a shell loop
 //
 // It builds the test binaries of the packages with benchmarks once (pipes,
 // mcptest, proxy, this command's own relay anchors, and the nested
@@ -193,6 +194,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds of every benchmark")
 	only := flag.String("only", "", "run only the binaries whose name matches this regexp (framer, host, inflight, proxy, proxy-client, relay)")
 	calm := flag.Float64("calm", 0, "after building, wait (at most 10 minutes) until the 1-minute load average is below this, if it is set")
+	busy := flag.Int("busy", 0, "keep this many cores busy for the rounds, each with a shell loop (sh -c 'while :; do :; done')")
 	flag.Parse()
 	root, err := moduleRoot()
 	if err != nil {
@@ -228,6 +230,7 @@ func main() {
 	if *calm > 0 {
 		waitCalm(*calm, 10*time.Minute)
 	}
+	stopBusy := keepBusy(*busy)
 	loadBefore := loadavg()
 	start := time.Now()
 	per := map[string][]float64{} // ratio index → value per round
@@ -249,9 +252,15 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("Machine: %s, %d cores, %s/%s, %s; load average %s before, %s after; %d rounds in %v, %s.\n\n",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadBefore, loadavg(), *rounds,
-		time.Since(start).Round(time.Second), start.UTC().Format("2006-01-02 15:04 UTC"))
+	loadAfter := loadavg()
+	stopBusy()
+	busyNote := ""
+	if *busy > 0 {
+		busyNote = fmt.Sprintf(", with %d core(s) kept busy by a shell loop (-busy %d)", *busy, *busy)
+	}
+	fmt.Printf("Machine: %s, %d cores, %s/%s, %s; load average %s before, %s after; %d rounds in %v, %s%s.\n\n",
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadBefore, loadAfter, *rounds,
+		time.Since(start).Round(time.Second), start.UTC().Format("2006-01-02 15:04 UTC"), busyNote)
 	fmt.Println("| figure | anchor, same round | ratio (median) | spread over rounds | target |")
 	fmt.Println("|---|---|---|---|---|")
 	for i, rt := range ratios {
@@ -388,7 +397,38 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// keepBusy starts n shell loops, each keeping a core busy, and returns
+// what ends them and waits for them. fail ends them too.
+func keepBusy(n int) (stop func()) {
+	stop = func() {
+		for _, c := range loops {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		loops = nil
+	}
+	for range n {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			stop()
+			fail(fmt.Errorf("starting a busy loop: %w", err))
+		}
+		loops = append(loops, c)
+	}
+	atFail = stop
+	return stop
+}
+
+// loops are the loops keepBusy started; busyCmds returns them (tests).
+var loops []*exec.Cmd
+
+func busyCmds() []*exec.Cmd { return loops }
+
+// atFail is run by fail before it exits.
+var atFail = func() {}
+
 func fail(err error) {
+	atFail()
 	fmt.Fprintln(os.Stderr, "benchratios:", err)
 	os.Exit(1)
 }
