@@ -124,9 +124,9 @@ func (f *Framer) Limit() int { return f.limit }
 // FramerStats holds in every snapshot. The frames that Next and Buffered
 // return whole from the read buffer are counted in Frames, FrameBytes and
 // Terminators not one by one, which would cost an atomic store each, but
-// together: when Next is about to read, when one of them leaves nothing
-// buffered, when Next returns any other frame or an error, and when
-// Buffered returns false. Until then their bytes are in Pending. So a
+// together, at the latest when Next is about to read, when one of them
+// leaves nothing buffered, when Next returns any other frame or an error,
+// and when Buffered returns false. Until then their bytes are in Pending. So a
 // snapshot counts all that Next and Buffered did up to their last read, and
 // of the frames they returned from that read's bytes maybe only some; it
 // counts every frame returned whenever the Framer holds no bytes it has not
@@ -240,9 +240,9 @@ func (f *Framer) Next() ([]byte, error) {
 // and Next is to be called. It never reads, so it never blocks: a caller
 // can take the frames of one read under a lock it would not hold across a
 // read. The frame is valid until the next call to Next or Buffered. The
-// frames it returns are counted in Stats once it returns false, leaves
-// nothing buffered, or Next is called, not each as it is returned: a run of
-// them costs one atomic store (see Stats).
+// frames it returns are counted in Stats as Next's are, not each as it is
+// returned (see Stats): a run of them costs one atomic store, at the latest
+// when Buffered returns false or leaves nothing buffered.
 func (f *Framer) Buffered() ([]byte, bool) {
 	if f.over || len(f.frame) != 0 {
 		f.count.frames.publish()
