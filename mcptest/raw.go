@@ -41,7 +41,9 @@ type StdoutState struct {
 	Read    int64 // bytes the host has read from the pipe (Stats.StdoutBytes)
 	Stalled bool  // reads are stalled (StallReads, or StallReadsAfter's bytes let through)
 	// Framed is how many of the bytes read the framer has taken, Partial
-	// how many of those belong to a line not yet ended.
+	// how many of those belong to a line not yet ended, or to lines of one
+	// read not yet dispatched (pipes.Framer.Stats); it is 0 exactly when
+	// the framer holds no bytes.
 	Framed, Partial int64
 	// Buffered is how many bytes wait in the pipe, unread, and Capacity
 	// the pipe's size; -1 and 0 where the system does not tell (off Linux).

@@ -60,7 +60,7 @@ type FramerStats struct {
 	Oversized   int64 // frames over the limit, discarded
 	Discarded   int64 // bytes of oversized frames and of a frame cut off by EOF
 	Truncated   int64 // frames cut off by EOF (0 or 1)
-	Pending     int64 // bytes read and not yet accounted elsewhere: the unfinished frame, and bytes buffered after it
+	Pending     int64 // bytes read and not yet accounted elsewhere: the unfinished frame, bytes buffered after it, and in Stats frames returned and not yet counted
 }
 
 // Framer splits a byte stream into newline-terminated frames, as MCP's stdio
@@ -69,8 +69,11 @@ type FramerStats struct {
 //
 // Memory stays below limit + 128 KiB whatever arrives (a 64 KiB read buffer,
 // and a frame buffer of at most limit + 64 KiB + 1 bytes): a frame longer
-// than the limit is skipped up to its newline without being stored. A Framer is not safe for concurrent calls to Next; Stats may be
-// called from any goroutine.
+// than the limit is skipped up to its newline without being stored.
+//
+// A Framer is not safe for concurrent calls to Next. The goroutine that
+// calls Next reads the exact counts with Counts; Stats may be called from
+// any goroutine.
 type Framer struct {
 	r     io.Reader
 	limit int
@@ -87,8 +90,9 @@ type Framer struct {
 	err        error  // sticky read error
 
 	// count is written only by the goroutine calling Next and read by
-	// Stats, without a lock: a returned frame costs one atomic store.
-	// Terminators and Pending are derived (see Stats).
+	// Stats, without a lock. The frames of one read returned whole from
+	// rbuf are published together (see Stats): each would otherwise cost
+	// an atomic store. Terminators and Pending are derived (see stats).
 	count struct {
 		frames                                                      frameCount
 		bytes, largest, emptyLines, oversized, discarded, truncated atomic.Int64
@@ -116,19 +120,43 @@ func (f *Framer) Limit() int { return f.limit }
 // Stats returns a snapshot of the Framer's counters. It may be called from
 // any goroutine at any time, and never waits for Next.
 //
-// Everything done by the Next calls that returned before Stats was called is
-// counted; no counter is negative or ever goes down; and the accounting
-// invariant of FramerStats holds in every snapshot. A snapshot taken while
-// Next runs may count part of that call's work: bytes it has read and not
-// yet accounted are in Pending; a frame it is about to return is counted
-// in Frames, FrameBytes and Terminators together, and maybe not yet in
-// Largest; the bytes of an oversized frame are added to Discarded as they
+// No counter is negative or ever goes down, and the accounting invariant of
+// FramerStats holds in every snapshot. The frames that Next and Buffered
+// return whole from the read buffer are counted in Frames, FrameBytes and
+// Terminators not one by one, which would cost an atomic store each, but
+// together, at the latest when Next is about to read, when one of them
+// leaves nothing buffered, when Next returns any other frame or an error,
+// and when Buffered returns false. Until then their bytes are in Pending. So a
+// snapshot counts all that Next and Buffered did up to their last read, and
+// of the frames they returned from that read's bytes maybe only some; it
+// counts every frame returned whenever the Framer holds no bytes it has not
+// returned (Pending is then 0, as it would be with the frames counted one
+// by one), and once Next has returned an error (io.EOF included) and is not
+// running. The other counters change as what they count happens: Bytes as
+// each read returns, Largest as each frame is returned (so it may count
+// one Frames does not yet), Discarded as the bytes of an oversized frame
 // stream past, before its newline counts it in Oversized.
+//
+// The goroutine that calls Next gets exact counts from Counts.
 func (f *Framer) Stats() FramerStats {
-	c := &f.count
 	// Bytes are added to c.bytes before any of them is accounted, and
 	// every counter only grows: loading c.bytes last keeps Pending >= 0.
-	frames, frameBytes, crs := c.frames.load()
+	frames, frameBytes, crs := f.count.frames.load()
+	return f.stats(frames, frameBytes, crs)
+}
+
+// Counts returns the Framer's counters, as Stats does, exactly as of the
+// last call to Next or Buffered: every frame they have returned is counted.
+// Only the goroutine that calls them may call it, between their calls; it
+// costs them nothing. Other goroutines call Stats.
+func (f *Framer) Counts() FramerStats {
+	frames, frameBytes, crs := f.count.frames.own()
+	return f.stats(frames, frameBytes, crs)
+}
+
+// stats completes a snapshot from the frame counts.
+func (f *Framer) stats(frames, frameBytes, crs int64) FramerStats {
+	c := &f.count
 	s := FramerStats{
 		Frames:     frames,
 		FrameBytes: frameBytes,
@@ -186,13 +214,16 @@ func (f *Framer) Next() ([]byte, error) {
 			continue
 		}
 		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
-			// The common case, a whole frame in the read buffer: no copy.
-			// The count first: its atomic store waits for the stores
-			// before it.
-			if !f.count.frames.countWhole(i) {
+			// The common case, a whole frame in the read buffer: no copy,
+			// and no atomic store while more of the read is buffered
+			// (see Stats).
+			if !f.count.frames.countQuiet(i) {
 				f.count.frames.flush(1, uint64(i), 0)
 			}
 			f.rpos += i + 1
+			if f.rpos == f.rend {
+				f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
+			}
 			f.noteLargest(i)
 			return chunk[:i], nil
 		}
@@ -209,8 +240,9 @@ func (f *Framer) Next() ([]byte, error) {
 // and Next is to be called. It never reads, so it never blocks: a caller
 // can take the frames of one read under a lock it would not hold across a
 // read. The frame is valid until the next call to Next or Buffered. The
-// frames it returns are counted in Stats once it returns false or Next is
-// called, not each as it is returned: a run of them costs one atomic store.
+// frames it returns are counted in Stats as Next's are, not each as it is
+// returned (see Stats): a run of them costs one atomic store, at the latest
+// when Buffered returns false or leaves nothing buffered.
 func (f *Framer) Buffered() ([]byte, bool) {
 	if f.over || len(f.frame) != 0 {
 		f.count.frames.publish()
@@ -225,6 +257,9 @@ func (f *Framer) Buffered() ([]byte, bool) {
 	f.rpos += i + 1
 	if !f.count.frames.countQuiet(i) {
 		f.count.frames.flush(1, uint64(i), 0)
+	}
+	if f.rpos == f.rend {
+		f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
 	}
 	f.noteLargest(i)
 	return chunk[:i], true
@@ -365,6 +400,7 @@ func (f *Framer) discard(b []byte) {
 // consumed). ok reports whether Next should return frame, err.
 func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 	if f.over {
+		f.count.frames.publish() // an error: Stats counts the frames before it
 		f.discard(b)
 		size := f.overSize
 		if f.overCR {

@@ -3,6 +3,7 @@ package pipes_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -193,6 +194,9 @@ func FuzzFramer(f *testing.F) {
 				}
 				frames++
 				frameBytes += int64(len(frame))
+				if c, s := fr.Counts(), fr.Stats(); c.Frames != frames || c.FrameBytes != frameBytes || s.Frames > frames || s.FrameBytes > frameBytes {
+					t.Fatalf("after %d frames of %d bytes: Counts() = %+v, Stats() = %+v", frames, frameBytes, c, s)
+				}
 				continue
 			}
 			var big *pipes.FrameTooLargeError
@@ -208,6 +212,9 @@ func FuzzFramer(f *testing.F) {
 			break
 		}
 		s := fr.Stats()
+		if c := fr.Counts(); c != s {
+			t.Errorf("at the end, Stats() = %+v; want Counts() = %+v", s, c)
+		}
 		if s.Frames != frames || s.FrameBytes != frameBytes {
 			t.Errorf("Stats frames %d/%d bytes, returned %d/%d", s.Frames, s.FrameBytes, frames, frameBytes)
 		}
@@ -226,7 +233,9 @@ func FuzzFramer(f *testing.F) {
 
 // TestFramerStatsConcurrent takes snapshots while Next runs on a real pipe:
 // each one keeps the accounting invariant with no negative counter, no
-// counter goes down, and every frame returned before a snapshot is in it.
+// counter goes down, every frame returned before Next last called Read is
+// in it, and it counts no frame Next has not returned or is not returning.
+// At the end of the input Stats is exact: it equals Counts.
 func TestFramerStatsConcurrent(t *testing.T) {
 	p := newPipe(t)
 	const limit = 100
@@ -245,9 +254,14 @@ func TestFramerStatsConcurrent(t *testing.T) {
 	}
 	in.WriteString("unfinished")
 	wdone := startWriter(t, p, in.Bytes())
-	f := pipes.NewFramer(p.R, limit)
-	var returned atomic.Int64 // frames Next has returned
-	rdone := make(chan error, 1)
+	var returned atomic.Int64   // frames Next has returned
+	var beforeRead atomic.Int64 // returned, as of the last time Next called Read
+	f := pipes.NewFramer(readFunc(func(b []byte) (int, error) {
+		beforeRead.Store(returned.Load())
+		return p.R.Read(b)
+	}), limit)
+	rdone := make(chan pipes.FramerStats, 1) // Counts at the end
+	rerr := make(chan error, 1)
 	go func() {
 		for {
 			_, err := f.Next()
@@ -257,33 +271,34 @@ func TestFramerStatsConcurrent(t *testing.T) {
 				returned.Add(1)
 			case errors.As(err, &big):
 			case errors.Is(err, io.ErrUnexpectedEOF):
-				rdone <- nil
+				rdone <- f.Counts()
 				return
 			default:
-				rdone <- err
+				rerr <- err
 				return
 			}
 		}
 	}()
-	var prev pipes.FramerStats
+	var prev, counts pipes.FramerStats
 	for snapshots := 0; ; snapshots++ {
 		done := false
 		select {
-		case err := <-rdone:
-			if err != nil {
-				t.Fatalf("Next: %v", err)
-			}
+		case err := <-rerr:
+			t.Fatalf("Next: %v", err)
+		case counts = <-rdone:
 			done = true
 		default:
 		}
-		before := returned.Load()
+		floor := beforeRead.Load()
 		s := f.Stats()
+		ceiling := returned.Load() + 1 // + the frame a running Next may be returning
 		if sum := s.FrameBytes + s.Terminators + s.Discarded + s.Pending; sum != s.Bytes || s.Pending < 0 {
 			t.Fatalf("snapshot %d: FrameBytes %d + Terminators %d + Discarded %d + Pending %d = %d, want Bytes %d, Pending >= 0",
 				snapshots, s.FrameBytes, s.Terminators, s.Discarded, s.Pending, sum, s.Bytes)
 		}
-		if s.Frames < before {
-			t.Fatalf("snapshot %d: Frames = %d, but Next had returned %d frames before Stats was called", snapshots, s.Frames, before)
+		if s.Frames < floor || s.Frames > ceiling {
+			t.Fatalf("snapshot %d: Frames = %d; Next had returned %d frames when it last called Read, and %d (+1 it may be returning) after Stats",
+				snapshots, s.Frames, floor, ceiling-1)
 		}
 		for name, pair := range map[string][2]int64{
 			"Bytes": {prev.Bytes, s.Bytes}, "Frames": {prev.Frames, s.Frames}, "FrameBytes": {prev.FrameBytes, s.FrameBytes},
@@ -305,7 +320,15 @@ func TestFramerStatsConcurrent(t *testing.T) {
 	if prev.Pending != 0 || prev.Truncated != 1 || prev.Frames != returned.Load() {
 		t.Errorf("at the end: Pending %d, Truncated %d, Frames %d; want 0, 1, %d", prev.Pending, prev.Truncated, prev.Frames, returned.Load())
 	}
+	if diff := cmp.Diff(counts, prev); diff != "" {
+		t.Errorf("at the end, Stats() differs from the reading goroutine's Counts() (-Counts +Stats):\n%s", diff)
+	}
 }
+
+// readFunc is an io.Reader made of a function.
+type readFunc func([]byte) (int, error)
+
+func (r readFunc) Read(b []byte) (int, error) { return r(b) }
 
 // countingReader counts the reads made of it.
 type countingReader struct {
@@ -401,4 +424,153 @@ func TestFramerFrameStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFramerStatsAtRead stops the reading goroutine inside each Read and
+// takes a snapshot from another: it counts every frame returned before the
+// read, Next's and Buffered's, whatever read brought them. After the last
+// read it equals Counts.
+func TestFramerStatsAtRead(t *testing.T) {
+	chunks := []string{"a\nbb\ncc", "c\ndd\nee\n", "f\r\ng\nh\n", "0123456789x\ni\nj\n", "k\nl"}
+	type tally struct{ frames, bytes int64 }
+	atRead := make(chan tally)
+	resume := make(chan struct{})
+	var mine tally // the reading goroutine's
+	next := 0
+	f := pipes.NewFramer(readFunc(func(b []byte) (int, error) {
+		atRead <- mine
+		<-resume
+		if next == len(chunks) {
+			return 0, io.EOF
+		}
+		next++
+		return copy(b, chunks[next-1]), nil
+	}), 10)
+	end := make(chan pipes.FramerStats, 1)
+	go func() {
+		defer close(end)
+		for {
+			frame, err := f.Next()
+			if errors.As(err, new(*pipes.FrameTooLargeError)) {
+				continue
+			}
+			if err != nil {
+				end <- f.Counts()
+				return
+			}
+			for ok := true; ok; frame, ok = f.Buffered() {
+				mine.frames++
+				mine.bytes += int64(len(frame))
+			}
+		}
+	}()
+	for range len(chunks) + 1 {
+		want := <-atRead
+		s := f.Stats()
+		if s.Frames != want.frames || s.FrameBytes != want.bytes {
+			t.Errorf("Stats() during a read = %d frames of %d bytes; %d frames of %d bytes were returned before it", s.Frames, s.FrameBytes, want.frames, want.bytes)
+		}
+		if s.Bytes != s.FrameBytes+s.Terminators+s.Discarded+s.Pending {
+			t.Errorf("Stats() = %+v: every byte must be accounted for", s)
+		}
+		resume <- struct{}{}
+	}
+	counts := <-end
+	if s := f.Stats(); s != counts || s.Frames != 11 || s.Truncated != 1 || s.Pending != 0 {
+		t.Errorf("at the end Stats() = %+v, Counts() = %+v; want them equal, with 11 frames and 1 truncated", s, counts)
+	}
+}
+
+// TestFramerCounts: after every call to Next or Buffered, Counts counts
+// exactly what they returned, and Stats never more; Stats catches up
+// whenever a frame leaves nothing buffered, and at the end.
+func TestFramerCounts(t *testing.T) {
+	in := "one\ntwo\nthree\r\n\nfour\n" + strings.Repeat("x", 20) + "\nfive\nsix\nseven\neight"
+	readers := map[string]func(string) io.Reader{
+		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+		"one byte": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"half":     func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		"a line":   func(s string) io.Reader { return &lineReader{s: s, lines: 1} },
+		"2 lines":  func(s string) io.Reader { return &lineReader{s: s, lines: 2} },
+	}
+	for name, mk := range readers {
+		for _, buffered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/buffered=%v", name, buffered), func(t *testing.T) {
+				f := pipes.NewFramer(mk(in), 10)
+				var frames, frameBytes int64
+				check := func(frame []byte) {
+					t.Helper()
+					frames++
+					frameBytes += int64(len(frame))
+					c, s := f.Counts(), f.Stats()
+					if c.Frames != frames || c.FrameBytes != frameBytes || c.Largest < int64(len(frame)) {
+						t.Fatalf("after frame %q: Counts() = %+v; want %d frames of %d bytes", frame, c, frames, frameBytes)
+					}
+					// Counts has consumed the input up to the frame's terminator, included.
+					end := f.FrameStart(frame) + int64(len(frame))
+					if in[end] == '\r' {
+						end++
+					}
+					if got := c.Bytes - c.Pending; got != end+1 {
+						t.Fatalf("after frame %q: Counts() has consumed %d bytes; the frame's line ends at %d", frame, got, end+1)
+					}
+					checkAccounting(t, c, c.Bytes)
+					checkAccounting(t, s, s.Bytes)
+					if s.Frames > c.Frames || s.FrameBytes > c.FrameBytes || s.Bytes != c.Bytes {
+						t.Fatalf("after frame %q: Stats() = %+v counts more than Counts() = %+v", frame, s, c)
+					}
+					if c.Pending == 0 && s != c {
+						t.Fatalf("after frame %q, nothing buffered: Stats() = %+v; want Counts() = %+v", frame, s, c)
+					}
+				}
+				for {
+					frame, err := f.Next()
+					if errors.As(err, new(*pipes.FrameTooLargeError)) {
+						if s, c := f.Stats(), f.Counts(); s != c {
+							t.Fatalf("after an error Stats() = %+v; want Counts() = %+v", s, c)
+						}
+						continue
+					}
+					if err != nil {
+						break
+					}
+					for ok := true; ok; frame, ok = f.Buffered() {
+						check(frame)
+						if !buffered {
+							break
+						}
+					}
+				}
+				s, c := f.Stats(), f.Counts()
+				if s != c || c.Frames != 7 || c.Pending != 0 || c.Truncated != 1 {
+					t.Errorf("at the end Stats() = %+v, Counts() = %+v; want them equal, with 7 frames and 1 truncated", s, c)
+				}
+				checkAccounting(t, c, int64(len(in)))
+			})
+		}
+	}
+}
+
+// lineReader reads lines whole, so many a read a time.
+type lineReader struct {
+	s     string
+	lines int
+}
+
+func (r *lineReader) Read(b []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	n := 0
+	for range r.lines {
+		i := strings.IndexByte(r.s[n:], '\n')
+		if i < 0 {
+			n = len(r.s)
+			break
+		}
+		n += i + 1
+	}
+	n = copy(b, r.s[:n])
+	r.s = r.s[n:]
+	return n, nil
 }
