@@ -126,7 +126,8 @@ func orNone(id []byte) string {
 // dispatchRun handles frame and the frames after it that the framer
 // already holds (they came in the same read), under one lock and with one
 // wake-up of the waiters for them all: a flood pays for neither per frame.
-// The frames alias the framer's buffer: what is kept is copied.
+// The frames alias the framer's buffer: what is kept is copied, and the
+// Parser compares each with the one before where it lies.
 func (s *Session) dispatchRun(frame []byte) {
 	now := s.in.lastRead // when the read(2) that completed the frames returned
 	s.mu.Lock()
@@ -135,13 +136,14 @@ func (s *Session) dispatchRun(frame []byte) {
 	for ok := true; ok; frame, ok = s.framer.Buffered() {
 		s.dispatchLocked(frame, now)
 	}
+	s.in.parser.Release() // before the next read reuses the framer's buffer
 	s.bumpLocked()
 }
 
 // dispatchLocked handles one frame; s.mu held.
 func (s *Session) dispatchLocked(frame []byte, now time.Time) {
-	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
-	perr := s.in.parser.Parse(msg, frame)
+	msg := &s.in.msg                          // the reader's own, reused: a flood allocates no Message per frame
+	perr := s.in.parser.ParseHeld(msg, frame) // the run's frames stay where they are until Release
 	s.recordLocked(now, "←", int64(len(frame)), frame)
 	switch {
 	case perr != nil:

@@ -27,6 +27,14 @@ type Parser struct {
 	changed  []int // the marks of the values sameShape found changed last
 	last     slices
 	fast     bool // p.same() as of the last change of changed, last or parsed
+
+	// held is the last frame, given to ParseHeld, when prev still lacks
+	// its bytes from the first of the values in changed to the end of the
+	// last (which all that prev lacks): the caller keeps them until the
+	// next call, and a frame as like it as the one before is compared with
+	// prev outside those values only (sameAsLast), so none is copied until
+	// something else reads prev (sync).
+	held []byte
 }
 
 // slices is where the envelope of the last frame that was a message lay,
@@ -96,13 +104,47 @@ func (r *memo) ended(i int) {
 }
 
 // Parse is ParseMessageInto(m, frame): m's raw fields alias frame.
-func (p *Parser) Parse(m *Message, frame []byte) error {
+func (p *Parser) Parse(m *Message, frame []byte) error { return p.parse(m, frame, false) }
+
+// ParseHeld is Parse, for a caller that keeps frame's bytes unchanged until
+// its next call of Parse, ParseHeld or Release: a frame of a flood then
+// costs no copy of the values that changed since the frame before (the
+// frames of one read, parsed where they lie in the read buffer).
+func (p *Parser) ParseHeld(m *Message, frame []byte) error { return p.parse(m, frame, true) }
+
+// Release copies what p remembers of the last frame given to ParseHeld
+// and still reads from it: after it, the caller may change that frame's
+// bytes.
+func (p *Parser) Release() { p.sync() }
+
+// sync copies into prev the bytes of the held frame it lacks.
+func (p *Parser) sync() {
+	if p.held == nil {
+		return
+	}
+	n := len(p.changed)
+	from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
+	copy(p.prev[from:to], p.held[from:to])
+	p.held = nil
+}
+
+func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 	*m = Message{}
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
-		if first, ok := p.sameShape(frame); ok {
+		// sameAsLast compares frame with prev outside the values in
+		// changed only, where prev has the held frame's bytes; anything
+		// else reads prev whole.
+		first, ok := p.sameAsLast(frame)
+		if !ok {
+			p.sync()
+			first, ok = p.sameShape(frame)
+		}
+		if ok {
 			if n := len(p.changed); n > 0 { // the only bytes that differ, and those between, which do not
-				from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
-				copy(p.prev[from:to], frame[from:to])
+				p.held = frame
+				if !held {
+					p.sync()
+				}
 			}
 			// A response is one only while its id is not null (it has no
 			// "error": see same).
@@ -121,6 +163,7 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 			return p.envelope(m, frame, same)
 		}
 	}
+	p.sync()
 	p.complete, p.changed, p.fast = false, p.changed[:0], false
 	at, k := p.resume(frame)
 	p.rec.marks, p.rec.off = p.rec.marks[:k], false
@@ -214,11 +257,9 @@ func span2(b []byte, sp [2]int) []byte {
 // sameShape reports whether frame, as long as the last frame and remembered
 // whole, differs from it only inside strings, literals and numbers that,
 // checked again, end where they did: then it is valid, with the same
-// marks and members. first is where it first differs, -1 if nowhere.
+// marks and members. first is where it first differs, -1 if nowhere. Parse
+// tries sameAsLast first.
 func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
-	if first, ok := p.sameAsLast(frame); ok {
-		return first, true
-	}
 	first = -1
 	marks, k := p.rec.marks, 0
 	p.changed = p.changed[:0]
