@@ -22,9 +22,10 @@ type Parser struct {
 	mem      members // its top-level members, the first rec.marks[k].n valid from mark k on
 	hint     int     // the mark the last frame was checked again from
 	env      envCache
-	parsed   bool  // the last frame was a message: env holds all it found
-	complete bool  // the last frame was valid, remembered whole, every value marked
-	changed  []int // the marks of the values sameShape found changed last
+	parsed   bool     // the last frame was a message: env holds all it found
+	complete bool     // the last frame was valid, remembered whole, every value marked
+	changed  []int    // the marks of the values sameShape found changed last
+	spans    []extent // where they lie, for sameAsLast, which reads no mark
 	last     slices
 	fast     bool // p.same() as of the last change of changed, last or parsed
 
@@ -54,6 +55,10 @@ const (
 	memoBytes = 1024
 	maxMarks  = 128
 )
+
+// An extent is where a value lies in a frame: from its first byte to the one
+// past it.
+type extent struct{ pos, end int32 }
 
 // A mark is the validator's state where a value begins: all it needs to go
 // on from there.
@@ -122,14 +127,12 @@ func (p *Parser) sync() {
 	if p.held == nil {
 		return
 	}
-	n := len(p.changed)
-	from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
+	from, to := p.spans[0].pos, p.spans[len(p.spans)-1].end
 	copy(p.prev[from:to], p.held[from:to])
 	p.held = nil
 }
 
 func (p *Parser) parse(m *Message, frame []byte, held bool) error {
-	*m = Message{}
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
 		// sameAsLast compares frame with prev outside the values in
 		// changed only, where prev has the held frame's bytes; anything
@@ -149,10 +152,11 @@ func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 			// A response is one only while its id is not null (it has no
 			// "error": see same).
 			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
-				m.JSONRPC, m.Method = "2.0", l.method
+				m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
 				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
 				return nil
 			}
+			*m = Message{}
 			same := p.mem.n // the members before the first that changed
 			if first >= 0 {
 				same = 0
@@ -164,7 +168,8 @@ func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 		}
 	}
 	p.sync()
-	p.complete, p.changed, p.fast = false, p.changed[:0], false
+	*m = Message{}
+	p.complete, p.changed, p.spans, p.fast = false, p.changed[:0], p.spans[:0], false
 	at, k := p.resume(frame)
 	p.rec.marks, p.rec.off = p.rec.marks[:k], false
 	p.mem.n, p.mem.over = int(at.n), false
@@ -262,7 +267,7 @@ func span2(b []byte, sp [2]int) []byte {
 func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 	first = -1
 	marks, k := p.rec.marks, 0
-	p.changed = p.changed[:0]
+	p.changed, p.spans = p.changed[:0], p.spans[:0]
 	for i := 0; i < len(frame); {
 		d := i + commonPrefix(frame[i:], p.prev[i:])
 		if d == len(frame) {
@@ -279,10 +284,10 @@ func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 		}
 		mk := marks[k]
 		if int(mk.pos) > d || d >= int(mk.end) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
-			p.changed = p.changed[:0]
+			p.changed, p.spans = p.changed[:0], p.spans[:0]
 			return -1, false
 		}
-		p.changed = append(p.changed, k)
+		p.changed, p.spans = append(p.changed, k), append(p.spans, extent{mk.pos, mk.end})
 		i = int(mk.end)
 	}
 	p.fast = p.same()
@@ -295,13 +300,13 @@ func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 // cheaper than finding where they differ. first is then the start of the
 // first of those values.
 func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
-	if len(p.changed) == 0 {
+	spans := p.spans
+	if len(spans) == 0 {
 		return -1, false
 	}
-	marks, prev, i := p.rec.marks, p.prev, 0
-	for _, k := range p.changed {
-		// The two fields, not the whole mark: a copy of it costs more.
-		pos, end := int(marks[k].pos), int(marks[k].end)
+	prev, i := p.prev, 0
+	for _, sp := range spans {
+		pos, end := int(sp.pos), int(sp.end)
 		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
 			return -1, false
 		}
@@ -310,7 +315,7 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 	if string(frame[i:]) != string(prev[i:]) {
 		return -1, false
 	}
-	return int(marks[p.changed[0]].pos), true
+	return int(spans[0].pos), true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.
