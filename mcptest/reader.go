@@ -142,8 +142,9 @@ func (s *Session) dispatchRun(frame []byte) {
 
 // dispatchLocked handles one frame; s.mu held.
 func (s *Session) dispatchLocked(frame []byte, now time.Time) {
-	msg := &s.in.msg                          // the reader's own, reused: a flood allocates no Message per frame
-	perr := s.in.parser.ParseHeld(msg, frame) // the run's frames stay where they are until Release
+	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
+	// Held: the run's frames stay in the framer's buffer until Release.
+	perr := s.in.parser.ParseHeld(msg, frame)
 	s.recordLocked(now, "←", int64(len(frame)), frame)
 	switch {
 	case perr != nil:
