@@ -145,17 +145,20 @@ func (s *Session) dispatchLocked(frame []byte, now time.Time) {
 	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
 	// Held: the run's frames stay in the framer's buffer until Release.
 	perr := s.in.parser.ParseHeld(msg, frame)
-	s.recordLocked(now, "←", int64(len(frame)), frame)
+	e := s.entryLocked(now, "←", int64(len(frame)))
+	if perr == nil && msg.Method != "" && !msg.IsRequest() {
+		s.notificationLocked(msg, frame, now, e) // it sets e's Head
+		return
+	}
+	e.setHead(frame[:min(len(frame), s.cfg.limits.Head)])
 	switch {
 	case perr != nil:
-		s.transcript.at(s.transcript.n - 1).Junk = true
+		e.Junk = true
 		s.badFrameLocked(frame, perr)
 	case msg.Method == "": // parsed, and without a method: a response (ParseMessage)
 		s.routeLocked(msg, frame)
-	case msg.IsRequest():
+	default: // a request: a notification is handled above
 		s.serverRequestLocked(msg, len(frame))
-	default:
-		s.notificationLocked(msg, frame, now)
 	}
 }
 
@@ -293,12 +296,15 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 }
 
 // notificationLocked counts a notification and keeps it, bounded, in the
-// store's slot, reusing the Params buffer the slot still holds (its oldest
+// store's slot, reusing the buffer the slot still holds (its oldest
 // notification's, dropped to make room, which nobody was given: a taken
 // one leaves none) when its capacity is not much more than needed: the
 // byte budget counts lengths, so a buffer kept is never much larger than
-// what it holds. A flood then costs no allocation per notification.
-func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
+// what it holds. A flood then costs no allocation per notification. It
+// sets the Head of e, the frame's transcript entry: a short notification
+// kept whole shares the copy the store keeps, whose params are sliced out
+// of it (see kept), and any other gets a copy of its own.
+func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time, e *entry) {
 	s.stats.Notifications++
 	if len(s.progress) > 0 && msg.Method == wire.MethodProgress { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
@@ -311,16 +317,38 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		s.stats.NotificationsCut++
 	}
 	k := s.notifications.put(size)
-	params := k.n.Params[:0]
-	if cap(params) > 2*len(msg.Params)+64 {
-		params = nil
-	}
 	// Field by field: the struct written whole costs a copy of all of it.
-	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head = false, msg.Method, int64(len(frame)), at, nil, nil
-	if !whole {
-		k.n.Head = bytes.Clone(frame[:l.NotificationHead])
-	} else if msg.Params != nil {
-		k.n.Params = append(params, msg.Params...)
+	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head, k.tseq = false, msg.Method, int64(len(frame)), at, nil, nil, 0
+	p := -1 // where the params begin in frame
+	if msg.Params != nil {
+		p = s.in.parser.ParamsAt()
+	}
+	switch {
+	case !whole:
+		k.n.Head, k.buf = bytes.Clone(frame[:l.NotificationHead]), nil
+		e.setHead(frame[:min(len(frame), l.Head)])
+	case s.shareHeads && len(frame) <= l.Head && (p >= 0 || msg.Params == nil):
+		buf := k.buf[:0]
+		if cap(buf) < len(frame) || cap(buf) > min(2*len(frame)+64, l.Head) { // a buffer shared is at most Limits.Head
+			buf = make([]byte, 0, len(frame))
+		}
+		buf = append(buf, frame...)
+		k.buf, k.tseq = buf, e.Seq+1
+		if p >= 0 {
+			k.n.Params = buf[p : p+len(msg.Params) : p+len(msg.Params)]
+		}
+		e.share(buf[:len(frame):len(frame)])
+	default:
+		buf := k.buf[:0]
+		if cap(buf) > 2*len(msg.Params)+64 {
+			buf = nil
+		}
+		k.buf = nil
+		if msg.Params != nil {
+			k.buf = append(buf, msg.Params...)
+			k.n.Params = k.buf
+		}
+		e.setHead(frame[:min(len(frame), l.Head)])
 	}
 	if l.OverflowEndSession && s.notifications.dropped > 0 { // Stats reads NotificationsDropped from the store
 		s.overflowLocked("notifications", l.Notifications)

@@ -177,7 +177,7 @@ func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 		p.mem.s[at.n-1].v1 = -1 // its value is still open at the mark
 	}
 	if !validFrom(frame, &p.mem, &p.rec, at) {
-		p.prev, p.rec.marks, p.parsed = p.prev[:0], p.rec.marks[:0], false
+		p.prev, p.rec.marks, p.parsed, p.last.ok = p.prev[:0], p.rec.marks[:0], false, false
 		return invalid(frame)
 	}
 	p.prev = append(p.prev[:at.pos], frame[at.pos:min(len(frame), memoBytes)]...)
@@ -201,6 +201,19 @@ func (p *Parser) envelope(m *Message, frame []byte, same int) error {
 	p.remember(m)
 	p.fast = p.same()
 	return nil
+}
+
+// ParamsAt returns where the Params of the message the last Parse returned
+// begin in the frame it was given: m.Params is frame[i:i+len(m.Params)]. It
+// returns -1 when that Parse failed, when the message has no params, or
+// when the Parser did not note where they lie (a message with an "error",
+// or with more top-level members than it notes). A caller that copies the
+// frame can then slice the params out of its copy rather than copy them too.
+func (p *Parser) ParamsAt() int {
+	if !p.last.ok { // false after a failed Parse: not p.parsed, which a flood's frames do not read
+		return -1
+	}
+	return p.last.params[0]
 }
 
 // remember notes where the envelope of m, just parsed from a frame whose

@@ -24,6 +24,51 @@ func parseBoth(t *testing.T, p *wire.Parser, frame []byte) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Parser.Parse(%q) mismatch (-ParseMessageInto +Parser):\n%s", frame, diff)
 	}
+	checkParamsAt(t, p, frame, &got, gerr)
+}
+
+// checkParamsAt checks what p.ParamsAt says of the Parse of frame that gave
+// m and err: the very bytes of m.Params, or -1.
+func checkParamsAt(t *testing.T, p *wire.Parser, frame []byte, m *wire.Message, err error) {
+	t.Helper()
+	at := p.ParamsAt()
+	switch {
+	case err != nil || m.Params == nil:
+		if at != -1 {
+			t.Fatalf("Parser.ParamsAt() = %d after Parse(%q) gave no params (err %v)", at, frame, err)
+		}
+	case at >= 0:
+		if at+len(m.Params) > len(frame) || &frame[at] != &m.Params[0] {
+			t.Fatalf("Parser.ParamsAt() = %d after Parse(%q), whose params %q are not there", at, frame, m.Params)
+		}
+	case m.Error == nil && bytes.Count(frame, []byte(`":`)) < 8:
+		t.Fatalf("Parser.ParamsAt() = -1 after Parse(%q), a message with params", frame)
+	}
+}
+
+// TestParserParamsAt: a flood's params are found in its frames, on the
+// shortcut for frames like the last one and off it, and none are claimed
+// for a frame that has none or is not a message.
+func TestParserParamsAt(t *testing.T) {
+	var p wire.Parser
+	frames := []string{
+		`{"jsonrpc":"2.0","method":"m","params":{"a":1}}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"a":2}}`, // the shortcut
+		`{"jsonrpc":"2.0","method":"m","params":{"a":3}}`,
+		` {"jsonrpc":"2.0", "method":"m", "params" : [1,2,3] } `,
+		`{"jsonrpc":"2.0","method":"m"}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"a":4}`, // invalid
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`,
+		`{"params":{"a":5},"jsonrpc":"2.0","method":"m"}`,
+		`{"params":{"a":6},"jsonrpc":"2.0","method":"m"}`,
+	}
+	for _, f := range frames {
+		frame := []byte(f)
+		var m wire.Message
+		err := p.Parse(&m, frame)
+		checkParamsAt(t, &p, frame, &m, err)
+	}
 }
 
 // parseHeld parses frames with p.ParseHeld, as a reader does the frames of
@@ -56,6 +101,7 @@ func parseHeld(t *testing.T, p *wire.Parser, frames [][]byte, plain bool) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("Parser.ParseHeld(%q) mismatch (-ParseMessageInto +Parser):\n%s", f, diff)
 		}
+		checkParamsAt(t, p, frame, &got, gerr)
 	}
 	if !plain {
 		p.Release()
