@@ -203,8 +203,8 @@ func (p *Parser) envelope(m *Message, frame []byte, same int) error {
 	return nil
 }
 
-// ParamsAt returns where the Params of the message the last Parse returned
-// begin in the frame it was given: m.Params is frame[i:i+len(m.Params)]. It
+// ParamsAt returns where the Params of the message the last Parse (or
+// ParseHeld) returned begin in the frame it was given: m.Params is frame[i:i+len(m.Params)]. It
 // returns -1 when that Parse failed, when the message has no params, or
 // when the Parser did not note where they lie (a message with an "error",
 // or with more top-level members than it notes). A caller that copies the
