@@ -1,8 +1,11 @@
 package mcptest_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -113,4 +116,112 @@ func paramsOf(ns []mcptest.Notification) [][]byte {
 		out = append(out, n.Params)
 	}
 	return out
+}
+
+// TestFloodOfChangingShapes: a flood whose frames alternate in what
+// changes (a counter; the method with it; the method back with another
+// value; a frame of another length), across many reads, is kept frame for
+// frame as the server wrote it: the reader parses each read's frames where
+// they lie and lets them go before the next read.
+func TestFloodOfChangingShapes(t *testing.T) {
+	const n = 20_000
+	var frames []string
+	var b strings.Builder
+	for i := range n {
+		var f string
+		switch i % 5 {
+		case 0, 1:
+			f = fmt.Sprintf(`{"jsonrpc":"2.0","method":"aa","params":{"progress":%d,"total":%d}}`, 10000+i, 10000+i/5)
+		case 2:
+			f = fmt.Sprintf(`{"jsonrpc":"2.0","method":"bb","params":{"progress":%d,"total":%d}}`, 10000+i, 10000+i/5)
+		case 3:
+			f = fmt.Sprintf(`{"jsonrpc":"2.0","method":"aa","params":{"progress":%d,"total":%d}}`, 10000+i-1, 10000+i/5+1)
+		case 4:
+			f = fmt.Sprintf(`{"jsonrpc":"2.0","method":"cc","params":{"n":%d}}`, i)
+		}
+		frames = append(frames, f)
+		b.WriteString(f + "\n")
+	}
+	s := mcptest.StartServer(t, mcptest.InProcess(rawServer([]byte(b.String()))), mcptest.WithoutHandshake(), mcptest.Limits{Notifications: n}, untilDeadline(t))
+	if _, err := s.Call(t.Context(), "flood", nil); err != nil {
+		t.Fatal(err)
+	}
+	kept := s.TakeNotifications()
+	if len(kept) != n {
+		t.Fatalf("%d notifications kept, want %d (Stats %+v)", len(kept), n, s.Stats())
+	}
+	for i, k := range kept {
+		m, err := wire.ParseMessage([]byte(frames[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Method != m.Method || !bytes.Equal(k.Params, m.Params) {
+			t.Fatalf("notification %d kept as %s %s, want %s %s", i, k.Method, k.Params, m.Method, m.Params)
+		}
+	}
+}
+
+// TestFramesOneReadEach: frames that each come in a read of their own, at
+// the start of the read buffer where the frame before lay, are parsed as
+// written: the method changes with the progress, then back with the
+// total. A reader that let the Parser compare a frame with what it
+// remembered of the one before after the read overwrote it would take the
+// second's method for the third.
+func TestFramesOneReadEach(t *testing.T) {
+	frames := []string{
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":1,"total":1}}`,
+		`{"jsonrpc":"2.0","method":"bb","params":{"progress":2,"total":1}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":2,"total":2}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":3,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"bb","params":{"progress":4,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":4,"total":4}}`,
+	}
+	sessions := make(chan *mcptest.Session, 1)
+	serve := func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
+		line, err := bufio.NewReader(in).ReadSlice('\n') // the request
+		if err != nil {
+			return nil
+		}
+		req, err := wire.ParseMessage(bytes.TrimSpace(line))
+		if err != nil {
+			return err
+		}
+		s := <-sessions
+		for i, f := range frames {
+			if _, err := io.WriteString(out, f+"\n"); err != nil {
+				return err
+			}
+			for { // until the host has read it: the next frame comes in a read of its own
+				ch := s.Changed()
+				if s.Stats().Frames > int64(i) {
+					break
+				}
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+		_, err = fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", req.ID)
+		return err
+	}
+	s := mcptest.StartServer(t, mcptest.InProcess(serve), mcptest.WithoutHandshake(), untilDeadline(t))
+	sessions <- s
+	if _, err := s.Call(t.Context(), "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	kept := s.TakeNotifications()
+	if len(kept) != len(frames) {
+		t.Fatalf("%d notifications kept, want %d (Stats %+v)", len(kept), len(frames), s.Stats())
+	}
+	for i, k := range kept {
+		m, err := wire.ParseMessage([]byte(frames[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Method != m.Method || !bytes.Equal(k.Params, m.Params) {
+			t.Errorf("notification %d kept as %s %s, want %s %s", i, k.Method, k.Params, m.Method, m.Params)
+		}
+	}
 }
