@@ -317,15 +317,16 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		s.stats.NotificationsCut++
 	}
 	k := s.notifications.put(size)
-	// Field by field: the struct written whole costs a copy of all of it.
-	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head, k.tseq = false, msg.Method, int64(len(frame)), at, nil, nil, 0
+	// Field by field, each once: the struct written whole costs a copy of
+	// all of it.
+	k.taken, k.n.Method, k.n.Size, k.n.At = false, msg.Method, int64(len(frame)), at
 	p := -1 // where the params begin in frame
 	if msg.Params != nil {
 		p = s.in.parser.ParamsAt()
 	}
 	switch {
 	case !whole:
-		k.n.Head, k.buf = bytes.Clone(frame[:l.NotificationHead]), nil
+		k.n.Params, k.n.Head, k.buf, k.tseq = nil, bytes.Clone(frame[:l.NotificationHead]), nil, 0
 		e.setHead(frame[:min(len(frame), l.Head)])
 	case s.shareHeads && len(frame) <= l.Head && (p >= 0 || msg.Params == nil):
 		buf := k.buf[:0]
@@ -333,21 +334,23 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 			buf = make([]byte, 0, len(frame))
 		}
 		buf = append(buf, frame...)
-		k.buf, k.tseq = buf, e.Seq+1
+		var params []byte
 		if p >= 0 {
-			k.n.Params = buf[p : p+len(msg.Params) : p+len(msg.Params)]
+			params = buf[p : p+len(msg.Params) : p+len(msg.Params)]
 		}
+		k.n.Params, k.n.Head, k.buf, k.tseq = params, nil, buf, e.Seq+1
 		e.share(buf[:len(frame):len(frame)])
 	default:
 		buf := k.buf[:0]
 		if cap(buf) > 2*len(msg.Params)+64 {
 			buf = nil
 		}
-		k.buf = nil
 		if msg.Params != nil {
-			k.buf = append(buf, msg.Params...)
-			k.n.Params = k.buf
+			buf = append(buf, msg.Params...)
+		} else {
+			buf = nil
 		}
+		k.n.Params, k.n.Head, k.buf, k.tseq = buf, nil, buf, 0
 		e.setHead(frame[:min(len(frame), l.Head)])
 	}
 	if l.OverflowEndSession && s.notifications.dropped > 0 { // Stats reads NotificationsDropped from the store
