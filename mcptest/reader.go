@@ -126,7 +126,8 @@ func orNone(id []byte) string {
 // dispatchRun handles frame and the frames after it that the framer
 // already holds (they came in the same read), under one lock and with one
 // wake-up of the waiters for them all: a flood pays for neither per frame.
-// The frames alias the framer's buffer: what is kept is copied.
+// The frames alias the framer's buffer: what is kept is copied, and the
+// Parser compares each with the one before where it lies.
 func (s *Session) dispatchRun(frame []byte) {
 	now := s.in.lastRead // when the read(2) that completed the frames returned
 	s.mu.Lock()
@@ -135,24 +136,29 @@ func (s *Session) dispatchRun(frame []byte) {
 	for ok := true; ok; frame, ok = s.framer.Buffered() {
 		s.dispatchLocked(frame, now)
 	}
+	s.in.parser.Release() // before the next read reuses the framer's buffer
 	s.bumpLocked()
 }
 
 // dispatchLocked handles one frame; s.mu held.
 func (s *Session) dispatchLocked(frame []byte, now time.Time) {
 	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
-	perr := s.in.parser.Parse(msg, frame)
-	s.recordLocked(now, "←", int64(len(frame)), frame)
+	// Held: the run's frames stay in the framer's buffer until Release.
+	perr := s.in.parser.ParseHeld(msg, frame)
+	e := s.entryLocked(now, "←", int64(len(frame)))
+	if perr == nil && msg.Method != "" && !msg.IsRequest() {
+		s.notificationLocked(msg, frame, now, e) // it sets e's Head
+		return
+	}
+	e.setHead(frame[:min(len(frame), s.cfg.limits.Head)])
 	switch {
 	case perr != nil:
-		s.transcript.at(s.transcript.n - 1).Junk = true
+		e.Junk = true
 		s.badFrameLocked(frame, perr)
 	case msg.Method == "": // parsed, and without a method: a response (ParseMessage)
 		s.routeLocked(msg, frame)
-	case msg.IsRequest():
+	default: // a request: a notification is handled above
 		s.serverRequestLocked(msg, len(frame))
-	default:
-		s.notificationLocked(msg, frame, now)
 	}
 }
 
@@ -290,12 +296,15 @@ func looseID(id json.RawMessage) (n int64, kind string, ok bool) {
 }
 
 // notificationLocked counts a notification and keeps it, bounded, in the
-// store's slot, reusing the Params buffer the slot still holds (its oldest
+// store's slot, reusing the buffer the slot still holds (its oldest
 // notification's, dropped to make room, which nobody was given: a taken
 // one leaves none) when its capacity is not much more than needed: the
 // byte budget counts lengths, so a buffer kept is never much larger than
-// what it holds. A flood then costs no allocation per notification.
-func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time) {
+// what it holds. A flood then costs no allocation per notification. It
+// sets the Head of e, the frame's transcript entry: a short notification
+// kept whole shares the copy the store keeps, whose params are sliced out
+// of it (see kept), and any other gets a copy of its own.
+func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Time, e *entry) {
 	s.stats.Notifications++
 	if len(s.progress) > 0 && msg.Method == wire.MethodProgress { // only tokens the host gave out are counted
 		s.countProgressLocked(wire.Member(msg.Params, wire.MetaProgressToken))
@@ -308,16 +317,41 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		s.stats.NotificationsCut++
 	}
 	k := s.notifications.put(size)
-	params := k.n.Params[:0]
-	if cap(params) > 2*len(msg.Params)+64 {
-		params = nil
+	// Field by field, each once: the struct written whole costs a copy of
+	// all of it.
+	k.taken, k.n.Method, k.n.Size, k.n.At = false, msg.Method, int64(len(frame)), at
+	p := -1 // where the params begin in frame
+	if msg.Params != nil {
+		p = s.in.parser.ParamsAt()
 	}
-	// Field by field: the struct written whole costs a copy of all of it.
-	k.taken, k.n.Method, k.n.Size, k.n.At, k.n.Params, k.n.Head = false, msg.Method, int64(len(frame)), at, nil, nil
-	if !whole {
-		k.n.Head = bytes.Clone(frame[:l.NotificationHead])
-	} else if msg.Params != nil {
-		k.n.Params = append(params, msg.Params...)
+	switch {
+	case !whole:
+		k.n.Params, k.n.Head, k.buf, k.tseq = nil, bytes.Clone(frame[:l.NotificationHead]), nil, 0
+		e.setHead(frame[:min(len(frame), l.Head)])
+	case s.shareHeads && len(frame) <= l.Head && (p >= 0 || msg.Params == nil):
+		buf := k.buf[:0]
+		if cap(buf) < len(frame) || cap(buf) > min(2*len(frame)+64, l.Head) { // a buffer shared is at most Limits.Head
+			buf = make([]byte, 0, len(frame))
+		}
+		buf = append(buf, frame...)
+		var params []byte
+		if p >= 0 {
+			params = buf[p : p+len(msg.Params) : p+len(msg.Params)]
+		}
+		k.n.Params, k.n.Head, k.buf, k.tseq = params, nil, buf, e.Seq+1
+		e.share(buf[:len(frame):len(frame)])
+	default:
+		buf := k.buf[:0]
+		if cap(buf) > 2*len(msg.Params)+64 {
+			buf = nil
+		}
+		if msg.Params != nil {
+			buf = append(buf, msg.Params...)
+		} else {
+			buf = nil
+		}
+		k.n.Params, k.n.Head, k.buf, k.tseq = buf, nil, buf, 0
+		e.setHead(frame[:min(len(frame), l.Head)])
 	}
 	if l.OverflowEndSession && s.notifications.dropped > 0 { // Stats reads NotificationsDropped from the store
 		s.overflowLocked("notifications", l.Notifications)

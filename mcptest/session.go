@@ -62,7 +62,8 @@ type Session struct {
 	progress      map[string]int64 // progress notifications by token (wire.Key)
 	notifications *ring[kept]
 	junk          *ring[[]byte]
-	transcript    *ring[TranscriptEntry]
+	transcript    *ring[entry]
+	shareHeads    bool  // transcript entries may share a notification's bytes (store.go)
 	srqBytes      int64 // bytes of server requests waiting for the handler
 	panics        []string
 	version       string
@@ -142,7 +143,8 @@ func start(ctx context.Context, target Target, deadline time.Time, opts []Option
 		progress:      map[string]int64{},
 		notifications: newRing[kept](l.Notifications, l.NotificationBytes),
 		junk:          newRing[[]byte](l.Junk, 0),
-		transcript:    newRing[TranscriptEntry](l.Transcript, 0),
+		transcript:    newRing[entry](l.Transcript, 0),
+		shareHeads:    l.Transcript <= l.Notifications,
 		srq:           make(chan serverRequest, l.ServerRequests),
 		stderrCap:     pipes.NewCapture(stderrKeep),
 		readerDone:    make(chan struct{}),

@@ -20,7 +20,45 @@ type Notification struct {
 // kept is a notification in the store.
 type kept struct {
 	n     Notification
-	taken bool // returned by WaitNotification; its bytes are released
+	buf   []byte // the slot's buffer, reused: n.Params's bytes, or the whole frame when the transcript shares it
+	tseq  int64  // 1 + the Seq of the transcript entry whose Head is buf's bytes (notificationLocked); 0 if none
+	taken bool   // returned by WaitNotification; its bytes are released
+}
+
+// A transcript entry of a short notification kept whole shares the copy
+// the store keeps (the frame's, which its Params is sliced out of) rather
+// than copying the frame a second time: a flood then costs one copy a frame,
+// not two. The store reuses a slot's buffer
+// only when the ring was full by count, after Limits.Notifications newer
+// notifications, each with a transcript entry of its own, so an entry
+// sharing it has been dropped by then when Limits.Transcript is not larger
+// (Session.shareHeads); a notification given away (WaitNotification) first
+// gives such an entry still in the transcript a copy of its own
+// (unshareLocked), and a buffer the store drops otherwise is not reused. A
+// transcript entry holds one buffer either way, of at most about
+// Limits.Head bytes: its own, or a shared one no longer than Limits.Head.
+
+// takeLocked returns the notification of k and takes it; s.mu held.
+func (s *Session) takeLocked(k *kept) Notification {
+	n := k.n
+	if k.tseq > 0 {
+		s.unshareLocked(k.tseq - 1)
+	}
+	k.taken, k.n, k.buf, k.tseq = true, Notification{}, nil, 0
+	return n
+}
+
+// unshareLocked gives transcript entry seq, if it is still in the
+// transcript, a copy of its own of the head it shares with a notification
+// being given away; s.mu held.
+func (s *Session) unshareLocked(seq int64) {
+	i := seq - s.transcript.dropped
+	if i < 0 || i >= int64(s.transcript.n) {
+		return
+	}
+	if e := s.transcript.at(int(i)); e.shared {
+		e.setHead(e.Head)
+	}
 }
 
 // WaitNotification returns the oldest kept notification with method that no
@@ -34,8 +72,7 @@ func (s *Session) WaitNotification(ctx context.Context, method string) (*Notific
 		s.mu.Lock()
 		for i := range s.notifications.n {
 			if k := s.notifications.at(i); !k.taken && k.n.Method == method {
-				n := k.n
-				k.taken, k.n = true, Notification{}
+				n := s.takeLocked(k)
 				s.notifications.resize(i, 0)
 				s.mu.Unlock()
 				return &n, nil
@@ -67,8 +104,7 @@ func (s *Session) takeNotifications() []Notification {
 	var out []Notification
 	for i := range s.notifications.n {
 		if k := s.notifications.at(i); !k.taken {
-			out = append(out, k.n)
-			k.taken, k.n = true, Notification{}
+			out = append(out, s.takeLocked(k))
 			s.notifications.resize(i, 0)
 		}
 	}
@@ -84,6 +120,23 @@ type TranscriptEntry struct {
 	Head []byte // the first bytes of the frame (Limits.Head), or the event
 	Junk bool   // a frame from the server that is not a JSON-RPC message
 }
+
+// entry is a transcript entry as the transcript ring keeps it.
+type entry struct {
+	TranscriptEntry
+	own    []byte // the entry's own buffer, reused; nil while it shares
+	shared bool   // Head is a kept notification's buffer (kept.buf), not own
+}
+
+// setHead makes a copy of b, in the entry's own buffer, its Head.
+func (e *entry) setHead(b []byte) {
+	e.own = append(e.own[:0], b...)
+	e.Head, e.shared = e.own, false
+}
+
+// share makes b, a kept notification's buffer, its Head; the entry's own
+// buffer is let go, so that the entry holds only one.
+func (e *entry) share(b []byte) { e.Head, e.own, e.shared = b, nil, true }
 
 // line formats the entry as one line: time, direction, head and size.
 func (e TranscriptEntry) line() string {
@@ -104,8 +157,8 @@ func (s *Session) Transcript() []TranscriptEntry {
 	defer s.mu.Unlock()
 	out := make([]TranscriptEntry, s.transcript.n)
 	for i := range out {
-		out[i] = *s.transcript.at(i)
-		out[i].Head = bytes.Clone(out[i].Head) // the ring reuses its buffers
+		out[i] = s.transcript.at(i).TranscriptEntry
+		out[i].Head = bytes.Clone(out[i].Head) // the rings reuse their buffers
 	}
 	return out
 }
@@ -113,10 +166,16 @@ func (s *Session) Transcript() []TranscriptEntry {
 // recordLocked adds a frame to the transcript, reusing the buffer of the
 // entry it replaces; s.mu held.
 func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byte) {
+	s.entryLocked(at, dir, size).setHead(frame[:min(len(frame), s.cfg.limits.Head)])
+}
+
+// entryLocked adds an entry for a frame to the transcript and returns it,
+// for the caller to set its Head; s.mu held.
+func (s *Session) entryLocked(at time.Time, dir string, size int64) *entry {
 	e := s.transcript.slot(0)
 	e.At, e.Dir, e.Size, e.Junk = at, dir, size, false
 	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
-	e.Head = append(e.Head[:0], frame[:min(len(frame), s.cfg.limits.Head)]...)
+	return e
 }
 
 // logf records an event of the session's own in the transcript.
@@ -132,6 +191,6 @@ func (s *Session) logLocked(format string, args ...any) {
 	e := s.transcript.slot(0)
 	e.At, e.Dir, e.Junk = time.Now(), "!", false
 	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
-	e.Head = fmt.Appendf(e.Head[:0], format, args...)
-	e.Size = int64(len(e.Head))
+	e.own = fmt.Appendf(e.own[:0], format, args...)
+	e.Head, e.shared, e.Size = e.own, false, int64(len(e.own))
 }

@@ -22,11 +22,20 @@ type Parser struct {
 	mem      members // its top-level members, the first rec.marks[k].n valid from mark k on
 	hint     int     // the mark the last frame was checked again from
 	env      envCache
-	parsed   bool  // the last frame was a message: env holds all it found
-	complete bool  // the last frame was valid, remembered whole, every value marked
-	changed  []int // the marks of the values sameShape found changed last
+	parsed   bool     // the last frame was a message: env holds all it found
+	complete bool     // the last frame was valid, remembered whole, every value marked
+	changed  []int    // the marks of the values sameShape found changed last
+	spans    []extent // where they lie, for sameAsLast, which reads no mark
 	last     slices
 	fast     bool // p.same() as of the last change of changed, last or parsed
+
+	// held is the last frame, given to ParseHeld, when prev still lacks
+	// its bytes from the first of the values in changed to the end of the
+	// last (which all that prev lacks): the caller keeps them until the
+	// next call, and a frame as like it as the one before is compared with
+	// prev outside those values only (sameAsLast), so none is copied until
+	// something else reads prev (sync).
+	held []byte
 }
 
 // slices is where the envelope of the last frame that was a message lay,
@@ -46,6 +55,10 @@ const (
 	memoBytes = 1024
 	maxMarks  = 128
 )
+
+// An extent is where a value lies in a frame: from its first byte to the one
+// past it.
+type extent struct{ pos, end int32 }
 
 // A mark is the validator's state where a value begins: all it needs to go
 // on from there.
@@ -96,21 +109,54 @@ func (r *memo) ended(i int) {
 }
 
 // Parse is ParseMessageInto(m, frame): m's raw fields alias frame.
-func (p *Parser) Parse(m *Message, frame []byte) error {
-	*m = Message{}
+func (p *Parser) Parse(m *Message, frame []byte) error { return p.parse(m, frame, false) }
+
+// ParseHeld is Parse, for a caller that keeps frame's bytes unchanged until
+// its next call of Parse, ParseHeld or Release: a frame of a flood then
+// costs no copy of the values that changed since the frame before (the
+// frames of one read, parsed where they lie in the read buffer).
+func (p *Parser) ParseHeld(m *Message, frame []byte) error { return p.parse(m, frame, true) }
+
+// Release copies what p remembers of the last frame given to ParseHeld
+// and still reads from it: after it, the caller may change that frame's
+// bytes.
+func (p *Parser) Release() { p.sync() }
+
+// sync copies into prev the bytes of the held frame it lacks.
+func (p *Parser) sync() {
+	if p.held == nil {
+		return
+	}
+	from, to := p.spans[0].pos, p.spans[len(p.spans)-1].end
+	copy(p.prev[from:to], p.held[from:to])
+	p.held = nil
+}
+
+func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
-		if first, ok := p.sameShape(frame); ok {
+		// sameAsLast compares frame with prev outside the values in
+		// changed only, where prev has the held frame's bytes; anything
+		// else reads prev whole.
+		first, ok := p.sameAsLast(frame)
+		if !ok {
+			p.sync()
+			first, ok = p.sameShape(frame)
+		}
+		if ok {
 			if n := len(p.changed); n > 0 { // the only bytes that differ, and those between, which do not
-				from, to := p.rec.marks[p.changed[0]].pos, p.rec.marks[p.changed[n-1]].end
-				copy(p.prev[from:to], frame[from:to])
+				p.held = frame
+				if !held {
+					p.sync()
+				}
 			}
 			// A response is one only while its id is not null (it has no
 			// "error": see same).
 			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
-				m.JSONRPC, m.Method = "2.0", l.method
+				m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
 				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
 				return nil
 			}
+			*m = Message{}
 			same := p.mem.n // the members before the first that changed
 			if first >= 0 {
 				same = 0
@@ -121,7 +167,9 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 			return p.envelope(m, frame, same)
 		}
 	}
-	p.complete, p.changed, p.fast = false, p.changed[:0], false
+	p.sync()
+	*m = Message{}
+	p.complete, p.changed, p.spans, p.fast = false, p.changed[:0], p.spans[:0], false
 	at, k := p.resume(frame)
 	p.rec.marks, p.rec.off = p.rec.marks[:k], false
 	p.mem.n, p.mem.over = int(at.n), false
@@ -129,7 +177,7 @@ func (p *Parser) Parse(m *Message, frame []byte) error {
 		p.mem.s[at.n-1].v1 = -1 // its value is still open at the mark
 	}
 	if !validFrom(frame, &p.mem, &p.rec, at) {
-		p.prev, p.rec.marks, p.parsed = p.prev[:0], p.rec.marks[:0], false
+		p.prev, p.rec.marks, p.parsed, p.last.ok = p.prev[:0], p.rec.marks[:0], false, false
 		return invalid(frame)
 	}
 	p.prev = append(p.prev[:at.pos], frame[at.pos:min(len(frame), memoBytes)]...)
@@ -153,6 +201,19 @@ func (p *Parser) envelope(m *Message, frame []byte, same int) error {
 	p.remember(m)
 	p.fast = p.same()
 	return nil
+}
+
+// ParamsAt returns where the Params of the message the last Parse (or
+// ParseHeld) returned begin in the frame it was given: m.Params is frame[i:i+len(m.Params)]. It
+// returns -1 when that Parse failed, when the message has no params, or
+// when the Parser did not note where they lie (a message with an "error",
+// or with more top-level members than it notes). A caller that copies the
+// frame can then slice the params out of its copy rather than copy them too.
+func (p *Parser) ParamsAt() int {
+	if !p.last.ok { // false after a failed Parse: not p.parsed, which a flood's frames do not read
+		return -1
+	}
+	return p.last.params[0]
 }
 
 // remember notes where the envelope of m, just parsed from a frame whose
@@ -214,14 +275,12 @@ func span2(b []byte, sp [2]int) []byte {
 // sameShape reports whether frame, as long as the last frame and remembered
 // whole, differs from it only inside strings, literals and numbers that,
 // checked again, end where they did: then it is valid, with the same
-// marks and members. first is where it first differs, -1 if nowhere.
+// marks and members. first is where it first differs, -1 if nowhere. Parse
+// tries sameAsLast first.
 func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
-	if first, ok := p.sameAsLast(frame); ok {
-		return first, true
-	}
 	first = -1
 	marks, k := p.rec.marks, 0
-	p.changed = p.changed[:0]
+	p.changed, p.spans = p.changed[:0], p.spans[:0]
 	for i := 0; i < len(frame); {
 		d := i + commonPrefix(frame[i:], p.prev[i:])
 		if d == len(frame) {
@@ -238,10 +297,10 @@ func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 		}
 		mk := marks[k]
 		if int(mk.pos) > d || d >= int(mk.end) || scalarEnd(frame, int(mk.pos)) != int(mk.end) {
-			p.changed = p.changed[:0]
+			p.changed, p.spans = p.changed[:0], p.spans[:0]
 			return -1, false
 		}
-		p.changed = append(p.changed, k)
+		p.changed, p.spans = append(p.changed, k), append(p.spans, extent{mk.pos, mk.end})
 		i = int(mk.end)
 	}
 	p.fast = p.same()
@@ -254,13 +313,13 @@ func (p *Parser) sameShape(frame []byte) (first int, ok bool) {
 // cheaper than finding where they differ. first is then the start of the
 // first of those values.
 func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
-	if len(p.changed) == 0 {
+	spans := p.spans
+	if len(spans) == 0 {
 		return -1, false
 	}
-	marks, prev, i := p.rec.marks, p.prev, 0
-	for _, k := range p.changed {
-		// The two fields, not the whole mark: a copy of it costs more.
-		pos, end := int(marks[k].pos), int(marks[k].end)
+	prev, i := p.prev, 0
+	for _, sp := range spans {
+		pos, end := int(sp.pos), int(sp.end)
 		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
 			return -1, false
 		}
@@ -269,7 +328,7 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 	if string(frame[i:]) != string(prev[i:]) {
 		return -1, false
 	}
-	return int(marks[p.changed[0]].pos), true
+	return int(spans[0].pos), true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.

@@ -24,6 +24,137 @@ func parseBoth(t *testing.T, p *wire.Parser, frame []byte) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Parser.Parse(%q) mismatch (-ParseMessageInto +Parser):\n%s", frame, diff)
 	}
+	checkParamsAt(t, p, frame, &got, gerr)
+}
+
+// checkParamsAt checks what p.ParamsAt says of the Parse of frame that gave
+// m and err: the very bytes of m.Params, or -1.
+func checkParamsAt(t *testing.T, p *wire.Parser, frame []byte, m *wire.Message, err error) {
+	t.Helper()
+	at := p.ParamsAt()
+	switch {
+	case err != nil || m.Params == nil:
+		if at != -1 {
+			t.Fatalf("Parser.ParamsAt() = %d after Parse(%q) gave no params (err %v)", at, frame, err)
+		}
+	case at >= 0:
+		if at+len(m.Params) > len(frame) || &frame[at] != &m.Params[0] {
+			t.Fatalf("Parser.ParamsAt() = %d after Parse(%q), whose params %q are not there", at, frame, m.Params)
+		}
+	case m.Error == nil && bytes.Count(frame, []byte(`":`)) < 8:
+		t.Fatalf("Parser.ParamsAt() = -1 after Parse(%q), a message with params", frame)
+	}
+}
+
+// TestParserParamsAt: a flood's params are found in its frames, on the
+// shortcut for frames like the last one and off it, and none are claimed
+// for a frame that has none or is not a message.
+func TestParserParamsAt(t *testing.T) {
+	var p wire.Parser
+	frames := []string{
+		`{"jsonrpc":"2.0","method":"m","params":{"a":1}}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"a":2}}`, // the shortcut
+		`{"jsonrpc":"2.0","method":"m","params":{"a":3}}`,
+		` {"jsonrpc":"2.0", "method":"m", "params" : [1,2,3] } `,
+		`{"jsonrpc":"2.0","method":"m"}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"a":4}`, // invalid
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`,
+		`{"params":{"a":5},"jsonrpc":"2.0","method":"m"}`,
+		`{"params":{"a":6},"jsonrpc":"2.0","method":"m"}`,
+	}
+	for _, f := range frames {
+		frame := []byte(f)
+		var m wire.Message
+		err := p.Parse(&m, frame)
+		checkParamsAt(t, &p, frame, &m, err)
+	}
+}
+
+// parseHeld parses frames with p.ParseHeld, as a reader does the frames of
+// one read where they lie in its buffer, then releases them and overwrites
+// their bytes: each result must be ParseMessageInto's, and nothing p
+// remembers may be what was overwritten (the next parse shows it). With
+// plain, the last frame is parsed with Parse instead, with the ones before
+// still in place, and released by it.
+func parseHeld(t *testing.T, p *wire.Parser, frames [][]byte, plain bool) {
+	t.Helper()
+	var buf []byte
+	for _, f := range frames {
+		buf = append(buf, f...)
+	}
+	all := buf
+	for i, f := range frames {
+		frame := buf[:len(f):len(f)]
+		buf = buf[len(f):]
+		var got, want wire.Message
+		var gerr error
+		if plain && i == len(frames)-1 {
+			gerr = p.Parse(&got, frame)
+		} else {
+			gerr = p.ParseHeld(&got, frame)
+		}
+		werr := wire.ParseMessageInto(&want, f)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("Parser.ParseHeld(%q) = %v; ParseMessageInto says %v", f, gerr, werr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Parser.ParseHeld(%q) mismatch (-ParseMessageInto +Parser):\n%s", f, diff)
+		}
+		checkParamsAt(t, p, frame, &got, gerr)
+	}
+	if !plain {
+		p.Release()
+	}
+	const junk = `x{}"1,:\`
+	for i := range all { // the caller reuses its buffer
+		all[i] = junk[i%len(junk)]
+	}
+}
+
+// TestParserHeld parses runs of a flood's frames, and the other runs of
+// TestParserSameShape, with ParseHeld, released after runs of every length
+// up to 5, and with Parse after ParseHeld.
+func TestParserHeld(t *testing.T) {
+	flood := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":%d,"total":99,"message":"step %d of %s"}}`
+	var frames []string
+	for i := range 40 {
+		word := "the job!"
+		if i%13 == 12 {
+			word = `the\"job` // as long, with an escape
+		}
+		if i%17 == 16 {
+			word = `the \job` // as long, and invalid
+		}
+		frames = append(frames, fmt.Sprintf(flood, 10+i%7, 10+i*3%89, word))
+	}
+	for _, run := range sameShapeRuns {
+		frames = append(frames, run...)
+		frames = append(frames, run...)
+	}
+	// The method changes with the progress, then changes back with the
+	// total: a Parser that compared the third with what it remembered of
+	// the first would take the second's method.
+	frames = append(frames,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":1,"total":1}}`,
+		`{"jsonrpc":"2.0","method":"bb","params":{"progress":2,"total":1}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":2,"total":2}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":3,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"bb","params":{"progress":4,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"aa","params":{"progress":4,"total":4}}`,
+	)
+	for n := 1; n <= 5; n++ {
+		for _, plain := range []bool{false, true} {
+			var p wire.Parser
+			for i := 0; i < len(frames); i += n {
+				var run [][]byte
+				for _, f := range frames[i:min(i+n, len(frames))] {
+					run = append(run, []byte(f))
+				}
+				parseHeld(t, &p, run, plain)
+			}
+		}
+	}
 }
 
 // TestParserSequences parses runs of frames that share beginnings of every
@@ -65,53 +196,7 @@ func TestParserSequences(t *testing.T) {
 // envelope for unless it is "jsonrpc", "method" or inside "error": each
 // result must be ParseMessageInto's, valid or not.
 func TestParserSameShape(t *testing.T) {
-	for _, run := range [][]string{
-		{ // a flood: the params change, then the method, then the version
-			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"message":"step 1"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2,"message":"step 2"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":3,"message":"step 3"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":3,"message":"step 3"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
-			`{"jsonrpc":"2.1","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":5,"message":"step 5"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":5,"message":"s"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":6,"message":"s"}}`,
-		},
-		{ // responses: the id and the result change
-			`{"jsonrpc":"2.0","id":10,"result":{"n":1}}`,
-			`{"jsonrpc":"2.0","id":11,"result":{"n":2}}`,
-			`{"jsonrpc":"2.0","id":12,"result":{"n":3}}`,
-			`{"jsonrpc":"2.0","id":"1","result":{"n":3}}`,
-			`{"jsonrpc":"2.0","id":"2","result":{"n":4}}`,
-			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`,
-			`{"jsonrpc":"2.0","id":1234,"result":{"n":4}}`,
-			`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`, // no longer a response
-			`{"jsonrpc":"2.0","id":1235,"result":{"n":4}}`,
-			`{"jsonrpc":"2.0","id":1235,"result":null}`,
-			`{"jsonrpc":"2.0","id":1236,"result":true}`,
-		},
-		{ // errors: decoded, so never taken from the frame before
-			`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no 1"}}`,
-			`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no 2"}}`,
-			`{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"no 2"}}`,
-			`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no 3"}}`,
-			`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no\u0003"}}`,
-		},
-		{ // requests, and a member the envelope does not know
-			`{"jsonrpc":"2.0","id":1,"method":"ping","x":1}`,
-			`{"jsonrpc":"2.0","id":2,"method":"ping","x":2}`,
-			`{"jsonrpc":"2.0","id":2,"method":"pong","x":2}`,
-			`{"jsonrpc":"2.0","id":3,"method":"pong","x":3}`,
-			`{"jsonrpc":"2.0","id":3,"method":"pong","x":"3"}`,
-			`{"jsonrpc":"2.0","id":true,"method":"pong","x":"3"}`,
-		},
-		{ // the only value that changes is not the envelope's: then the version
-			`{"x":"a","jsonrpc":"2.0","method":"m"}`,
-			`{"x":"b","jsonrpc":"2.0","method":"m"}`,
-			`{"x":"b","jsonrpc":"2.x","method":"m"}`,
-			`{"x":"c","jsonrpc":"2.x","method":"m"}`,
-		},
-	} {
+	for _, run := range sameShapeRuns {
 		var p wire.Parser
 		for range 2 {
 			for _, frame := range run {
@@ -120,6 +205,54 @@ func TestParserSameShape(t *testing.T) {
 			}
 		}
 	}
+}
+
+var sameShapeRuns = [][]string{
+	{ // a flood: the params change, then the method, then the version
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"message":"step 1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2,"message":"step 2"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":3,"message":"step 3"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":3,"message":"step 3"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
+		`{"jsonrpc":"2.1","method":"notifications/progresz","params":{"progress":4,"message":"step 4"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progresz","params":{"progress":5,"message":"step 5"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":5,"message":"s"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/\u0070rogress","params":{"progress":6,"message":"s"}}`,
+	},
+	{ // responses: the id and the result change
+		`{"jsonrpc":"2.0","id":10,"result":{"n":1}}`,
+		`{"jsonrpc":"2.0","id":11,"result":{"n":2}}`,
+		`{"jsonrpc":"2.0","id":12,"result":{"n":3}}`,
+		`{"jsonrpc":"2.0","id":"1","result":{"n":3}}`,
+		`{"jsonrpc":"2.0","id":"2","result":{"n":4}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`,
+		`{"jsonrpc":"2.0","id":1234,"result":{"n":4}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{"n":4}}`, // no longer a response
+		`{"jsonrpc":"2.0","id":1235,"result":{"n":4}}`,
+		`{"jsonrpc":"2.0","id":1235,"result":null}`,
+		`{"jsonrpc":"2.0","id":1236,"result":true}`,
+	},
+	{ // errors: decoded, so never taken from the frame before
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no 1"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no 2"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"no 2"}}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no 3"}}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no\u0003"}}`,
+	},
+	{ // requests, and a member the envelope does not know
+		`{"jsonrpc":"2.0","id":1,"method":"ping","x":1}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","x":2}`,
+		`{"jsonrpc":"2.0","id":2,"method":"pong","x":2}`,
+		`{"jsonrpc":"2.0","id":3,"method":"pong","x":3}`,
+		`{"jsonrpc":"2.0","id":3,"method":"pong","x":"3"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"pong","x":"3"}`,
+	},
+	{ // the only value that changes is not the envelope's: then the version
+		`{"x":"a","jsonrpc":"2.0","method":"m"}`,
+		`{"x":"b","jsonrpc":"2.0","method":"m"}`,
+		`{"x":"b","jsonrpc":"2.x","method":"m"}`,
+		`{"x":"c","jsonrpc":"2.x","method":"m"}`,
+	},
 }
 
 func FuzzParser(f *testing.F) {
@@ -158,5 +291,12 @@ func FuzzParserSameLength(f *testing.F) {
 		for _, frame := range [][]byte{a, b, a, b, c, a, a} {
 			parseBoth(t, &p, frame)
 		}
+		var q wire.Parser // the same frames parsed held, two runs
+		frames := [][]byte{a, b, a, b, c, a, a}
+		for i := range frames {
+			frames[i] = bytes.Clone(frames[i])
+		}
+		parseHeld(t, &q, frames[:4], false)
+		parseHeld(t, &q, frames[4:], true)
 	})
 }
