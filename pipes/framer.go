@@ -239,7 +239,10 @@ func (f *Framer) Next() ([]byte, error) {
 // ended by "\n" alone); otherwise it returns false and changes nothing,
 // and Next is to be called. It never reads, so it never blocks: a caller
 // can take the frames of one read under a lock it would not hold across a
-// read. The frame is valid until the next call to Next or Buffered. The
+// read. The frame is valid until the next call to Next: Buffered never
+// reads or moves what the Framer holds, so the frames of one read, the one
+// Next returned and those Buffered returned after it, stay in place
+// together (wire.Parser.ParseHeld relies on it). The
 // frames it returns are counted in Stats as Next's are, not each as it is
 // returned (see Stats): a run of them costs one atomic store, at the latest
 // when Buffered returns false or leaves nothing buffered.
