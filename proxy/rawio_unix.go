@@ -30,7 +30,7 @@ type rawFile struct {
 	mu      sync.Mutex // guards wake against stop after close
 	closed  bool
 	drained bool // the last read was short: the file is likely empty
-	pipe    bool // fd is a pipe: reads and writes never wait (rawsys_linux.go)
+	pipe    bool // fd is a pipe, read and written raw (rawsys_linux.go) until that is found unsupported
 }
 
 // newRawFile returns a rawFile for stream s, or nil if s is not a file in
@@ -117,18 +117,26 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-// read is one read(2), raw on a pipe (rawsys_linux.go).
+// read is one read(2), raw on a pipe where it can be (rawsys_linux.go).
 func (r *rawFile) read(p []byte) (int, error) {
 	if r.pipe {
-		return nbRead(r.fd, p)
+		n, err := nbRead(r.fd, p)
+		if supported(err) {
+			return n, err
+		}
+		r.pipe = false
 	}
 	return unix.Read(r.fd, p)
 }
 
-// write is one write(2), raw on a pipe.
+// write is one write(2), raw on a pipe where it can be.
 func (r *rawFile) write(p []byte) (int, error) {
 	if r.pipe {
-		return nbWrite(r.fd, p)
+		n, err := nbWrite(r.fd, p)
+		if supported(err) {
+			return n, err
+		}
+		r.pipe = false
 	}
 	return unix.Write(r.fd, p)
 }
