@@ -133,11 +133,39 @@ func (p *Parser) sync() {
 }
 
 func (p *Parser) parse(m *Message, frame []byte, held bool) error {
+	// A flood's frame: as like the last one as that one was like the one
+	// before, with the last one's envelope (see same). parseOther does
+	// the same for it, and everything else.
+	tried := false // sameAsLast, and it failed
+	if l := &p.last; p.fast && p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
+		// A response is one only while its id is not null (it has no
+		// "error": see same).
+		_, ok := p.sameAsLast(frame)
+		if ok && (l.method != "" || hasID(span2(frame, &l.id))) {
+			p.held = frame // the values in changed, which sameAsLast needs, are not empty
+			if !held {
+				p.sync()
+			}
+			m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
+			m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
+			return nil
+		}
+		tried = !ok
+	}
+	return p.parseOther(m, frame, held, tried)
+}
+
+// parseOther is parse for any frame; tried reports that sameAsLast failed
+// for it.
+func (p *Parser) parseOther(m *Message, frame []byte, held, tried bool) error {
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
 		// sameAsLast compares frame with prev outside the values in
 		// changed only, where prev has the held frame's bytes; anything
 		// else reads prev whole.
-		first, ok := p.sameAsLast(frame)
+		first, ok := -1, false
+		if !tried {
+			first, ok = p.sameAsLast(frame)
+		}
 		if !ok {
 			p.sync()
 			first, ok = p.sameShape(frame)
@@ -151,9 +179,9 @@ func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 			}
 			// A response is one only while its id is not null (it has no
 			// "error": see same).
-			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
+			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, &l.id))) {
 				m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
-				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
+				m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
 				return nil
 			}
 			*m = Message{}
@@ -265,11 +293,15 @@ func (p *Parser) same() bool {
 }
 
 // span2 returns the value of b at sp as parseValid slices it, nil if absent.
-func span2(b []byte, sp [2]int) []byte {
-	if sp[0] < 0 {
+// sp is read where it lies: an array copied whole is written to the stack
+// as one 16-byte store and read back as two 8-byte loads, which the
+// processor cannot forward.
+func span2(b []byte, sp *[2]int) []byte {
+	lo, hi := sp[0], sp[1]
+	if lo < 0 {
 		return nil
 	}
-	return b[sp[0]:sp[1]:sp[1]]
+	return b[lo:hi:hi]
 }
 
 // sameShape reports whether frame, as long as the last frame and remembered
@@ -318,17 +350,57 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 		return -1, false
 	}
 	prev, i := p.prev, 0
+	if len(prev) != len(frame) {
+		return -1, false
+	}
 	for _, sp := range spans {
 		pos, end := int(sp.pos), int(sp.end)
-		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
+		if !sameBytes(frame, prev, i, pos) || !scalarIs(frame, pos, end) {
 			return -1, false
 		}
 		i = end
 	}
-	if string(frame[i:]) != string(prev[i:]) {
+	if !sameBytes(frame, prev, i, len(frame)) {
 		return -1, false
 	}
 	return int(spans[0].pos), true
+}
+
+// sameBytes reports whether a[i:j] and b[i:j] are equal; a and b are at
+// least j bytes long. Up to 8 bytes are compared as one word.
+func sameBytes(a, b []byte, i, j int) bool {
+	if n := j - i; n <= 8 && j >= 8 {
+		x := binary.LittleEndian.Uint64(a[j-8:j]) ^ binary.LittleEndian.Uint64(b[j-8:j])
+		return x>>(8*(8-n)) == 0 // the bytes before i shifted out
+	}
+	return string(a[i:j]) == string(b[i:j])
+}
+
+// scalarIs reports whether scalarEnd(b, pos) == end, at once for a
+// positive integer, which a flood changes most.
+func scalarIs(b []byte, pos, end int) bool {
+	switch c := b[pos]; {
+	case c == '"':
+		return validString(b, pos) == end
+	case c-'1' < 9:
+		if allDigits(b[pos+1:end]) && (end == len(b) || !inNumber(b[end])) {
+			return true
+		}
+	}
+	return scalarEnd(b, pos) == end
+}
+
+// inNumber reports whether c may go on a number: a digit, '.', 'e' or 'E'.
+func inNumber(c byte) bool { return c-'0' <= 9 || c == '.' || c|0x20 == 'e' }
+
+// allDigits reports whether b holds only the digits 0-9.
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c-'0' > 9 {
+			return false
+		}
+	}
+	return true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.

@@ -275,6 +275,11 @@ func FuzzParserSameLength(f *testing.F) {
 	f.Add([]byte(`["a",{"b":-0}]`), []byte{2, '\\', 12, '1'})
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ab","params":{"n":1}}`), []byte{14, '2', 27, 'c', 13, '1', 41, '7'})
 	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"}}`), []byte{22, '6', 41, '2', 13, '1'})
+	// Values near the end of the frame, where the checks read the last word
+	// whole: a string ending 2 bytes before it, an integer just before it.
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m","params":{"n":19,"s":"ab c"}}`), []byte{43, '2', 53, '\x01', 43, '0', 44, '.', 52, '"'})
+	f.Add([]byte(`{"a":"xy","b":12}`), []byte{6, 'z', 14, '3', 15, 'e', 7, '\\'})
+	f.Add([]byte(`[12345678,"abcdefghi"]`), []byte{1, '0', 8, '9', 19, '\n', 12, '"'})
 	f.Fuzz(func(t *testing.T, a, edits []byte) {
 		if len(a) == 0 {
 			return
