@@ -355,8 +355,21 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 	}
 	for _, sp := range spans {
 		pos, end := int(sp.pos), int(sp.end)
-		if !sameBytes(frame, prev, i, pos) || !scalarIs(frame, pos, end) {
+		if !sameBytes(frame, prev, i, pos) {
 			return -1, false
+		}
+		// The value: a string, or a positive integer checked here (no
+		// call: the flood's counters), or any other by scalarEnd.
+		switch c := frame[pos]; {
+		case c == '"':
+			if validString(frame, pos) != end {
+				return -1, false
+			}
+		case c-'1' < 9 && allDigits(frame[pos+1:end]) && (end == len(frame) || !inNumber(frame[end])):
+		default:
+			if scalarEnd(frame, pos) != end {
+				return -1, false
+			}
 		}
 		i = end
 	}
@@ -374,20 +387,6 @@ func sameBytes(a, b []byte, i, j int) bool {
 		return x>>(8*(8-n)) == 0 // the bytes before i shifted out
 	}
 	return string(a[i:j]) == string(b[i:j])
-}
-
-// scalarIs reports whether scalarEnd(b, pos) == end, at once for a
-// positive integer, which a flood changes most.
-func scalarIs(b []byte, pos, end int) bool {
-	switch c := b[pos]; {
-	case c == '"':
-		return validString(b, pos) == end
-	case c-'1' < 9:
-		if allDigits(b[pos+1:end]) && (end == len(b) || !inNumber(b[end])) {
-			return true
-		}
-	}
-	return scalarEnd(b, pos) == end
 }
 
 // inNumber reports whether c may go on a number: a digit, '.', 'e' or 'E'.
