@@ -316,7 +316,12 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		size = int64(l.NotificationHead)
 		s.stats.NotificationsCut++
 	}
-	k := s.notifications.put(size)
+	var k *kept
+	if r := s.notifications; r.rotates(size) {
+		k = r.rotate(size) // put's flood case, inlined
+	} else {
+		k = r.put(size)
+	}
 	// Field by field, each once: the struct written whole costs a copy of
 	// all of it.
 	k.taken, k.n.Method, k.n.Size, k.n.At = false, msg.Method, int64(len(frame)), at
