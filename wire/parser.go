@@ -133,26 +133,48 @@ func (p *Parser) sync() {
 }
 
 func (p *Parser) parse(m *Message, frame []byte, held bool) error {
-	// A flood's frame: as like the last one as that one was like the one
-	// before, with the last one's envelope (see same). parseOther does
-	// the same for it, and everything else.
-	tried := false // sameAsLast, and it failed
-	if l := &p.last; p.fast && p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
-		// A response is one only while its id is not null (it has no
-		// "error": see same).
-		_, ok := p.sameAsLast(frame)
-		if ok && (l.method != "" || hasID(span2(frame, &l.id))) {
-			p.held = frame // the values in changed, which sameAsLast needs, are not empty
-			if !held {
-				p.sync()
-			}
-			m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
-			m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
-			return nil
-		}
-		tried = !ok
+	ok, tried := p.like(m, frame, held)
+	if ok {
+		return nil
 	}
 	return p.parseOther(m, frame, held, tried)
+}
+
+// ParseLike is ParseHeld for a frame as like the last one as that one was
+// like the frame before (a flood's next frame), and reports true; for any
+// other frame it reports false and changes nothing, m included, and the
+// frame is to be given to ParseHeld. A frame it takes differs from the
+// last one only inside strings, numbers and literals, none of which holds
+// a control character: it holds a newline or a carriage return only where
+// the last frame did. A caller that framed the last frame itself can take
+// the next one from the bytes that follow it, as long, without looking
+// for its newline.
+func (p *Parser) ParseLike(m *Message, frame []byte) bool {
+	ok, _ := p.like(m, frame, true)
+	return ok
+}
+
+// like is parse for a flood's frame: as like the last one as that one was
+// like the one before, with the last one's envelope (see same). For any
+// other frame it changes nothing and reports false, and tried whether
+// sameAsLast failed for it; parseOther parses it.
+func (p *Parser) like(m *Message, frame []byte, held bool) (ok, tried bool) {
+	l := &p.last
+	if !p.fast || !p.complete || len(frame) != p.prevLen || p.prevLen > memoBytes {
+		return false, false
+	}
+	// A response is one only while its id is not null (it has no "error":
+	// see same).
+	if _, ok := p.sameAsLast(frame); !ok || (l.method == "" && !hasID(span2(frame, &l.id))) {
+		return false, !ok
+	}
+	p.held = frame // the values in changed, which sameAsLast needs, are not empty
+	if !held {
+		p.sync()
+	}
+	m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
+	m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
+	return true, false
 }
 
 // parseOther is parse for any frame; tried reports that sameAsLast failed
