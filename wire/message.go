@@ -101,6 +101,9 @@ func (m *Message) IsResponse() bool {
 func hasID(id json.RawMessage) bool { return len(id) > 0 && notNull(id) }
 
 // notNull reports whether id, not empty, is anything but null and space.
+// It is not inlined, so that hasID is.
+//
+//go:noinline
 func notNull(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
 	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
