@@ -384,7 +384,7 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 		// call: the flood's counters), or any other by scalarEnd.
 		switch c := frame[pos]; {
 		case c == '"':
-			if validString(frame, pos) != end {
+			if !(end-pos >= 2 && frame[end-1] == '"' && plainInside(frame, pos+1, end-1)) && validString(frame, pos) != end {
 				return -1, false
 			}
 		case c-'1' < 9 && allDigits(frame[pos+1:end]) && (end == len(frame) || !inNumber(frame[end])):
@@ -409,6 +409,26 @@ func sameBytes(a, b []byte, i, j int) bool {
 		return x>>(8*(8-n)) == 0 // the bytes before i shifted out
 	}
 	return string(a[i:j]) == string(b[i:j])
+}
+
+// plainInside reports whether b[i:e], at most 24 bytes, holds no quote,
+// backslash or control character, looking at up to three words at once
+// (validString crosses them one after the other): the inside of a short
+// string. It may report false for some that hold none, which costs only
+// validString; so may a longer one.
+func plainInside(b []byte, i, e int) bool {
+	var m uint64
+	switch n := e - i; {
+	case n >= 8 && n <= 16:
+		m = special8(binary.LittleEndian.Uint64(b[i:])) | special8(binary.LittleEndian.Uint64(b[e-8:]))
+	case n > 16 && n <= 24:
+		m = special8(binary.LittleEndian.Uint64(b[i:])) | special8(binary.LittleEndian.Uint64(b[i+8:])) | special8(binary.LittleEndian.Uint64(b[e-8:]))
+	case n < 8 && e >= 8: // the word ending at e, the marks of the bytes before i shifted out
+		m = special8(binary.LittleEndian.Uint64(b[e-8:])) >> (8 * (8 - n))
+	default:
+		return false
+	}
+	return m == 0
 }
 
 // inNumber reports whether c may go on a number: a digit, '.', 'e' or 'E'.
