@@ -297,3 +297,43 @@ func TestNotificationByteBudget(t *testing.T) {
 		t.Errorf("Stats: Notifications %d, NotificationsDropped %d; want 100 and 91", st.Notifications, st.NotificationsDropped)
 	}
 }
+
+// TestFloodLineBoundaries: the reader takes a flood's next frame from the
+// bytes after the last one, as many, when they parse like it (Framer.Peek,
+// wire.Parser.ParseLike). Bytes as many that hold a newline where the frame
+// before had none are two frames, not one: each is counted and kept.
+func TestFloodLineBoundaries(t *testing.T) {
+	frame := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1%02d,"total":200,"message":"step 1%02d"}}`, i, i)
+	}
+	n := len(frame(0))
+	short := `{"jsonrpc":"2.0","method":"x"}`
+	padded := `{"jsonrpc":"2.0","method":"y","params":{"pad":""}}`
+	pad := strings.Repeat("p", n-len(short)-1-len(padded))
+	padded = strings.Replace(padded, `""`, `"`+pad+`"`, 1)
+	var b strings.Builder
+	for i := range 30 {
+		b.WriteString(frame(i) + "\n")
+	}
+	b.WriteString(short + "\n" + padded + "\n") // as many bytes as a frame before the second newline
+	for i := 30; i < 60; i++ {
+		b.WriteString(frame(i) + "\n")
+	}
+	s := mcptest.StartServer(t, mcptest.InProcess(rawServer([]byte(b.String()))), mcptest.WithoutHandshake())
+	if _, err := s.Call(t.Context(), "flood", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Notifications != 62 || st.JunkLines != 0 || st.ParseErrors != 0 {
+		t.Errorf("Stats: %d notifications, %d junk lines, %d parse errors; want 62, 0, 0", st.Notifications, st.JunkLines, st.ParseErrors)
+	}
+	checkAccounting(t, st)
+	if _, err := s.WaitNotification(t.Context(), "x"); err != nil {
+		t.Error(err)
+	}
+	if y, err := s.WaitNotification(t.Context(), "y"); err != nil {
+		t.Error(err)
+	} else if want := `{"pad":"` + pad + `"}`; string(y.Params) != want || y.Size != int64(len(padded)) {
+		t.Errorf("notification y: params %s (%d bytes), want %s (%d)", y.Params, y.Size, want, len(padded))
+	}
+}

@@ -127,24 +127,40 @@ func orNone(id []byte) string {
 // already holds (they came in the same read), under one lock and with one
 // wake-up of the waiters for them all: a flood pays for neither per frame.
 // The frames alias the framer's buffer: what is kept is copied, and the
-// Parser compares each with the one before where it lies.
+// Parser compares each with the one before where it lies. A flood's next
+// frame is looked for first as long as the last and like it
+// (Framer.Peek, Parser.ParseLike): then it holds a newline only where the
+// last one did, which came from the framer and held none, so it is the
+// next frame without a search for its newline (Framer.Take).
 func (s *Session) dispatchRun(frame []byte) {
 	now := s.in.lastRead // when the read(2) that completed the frames returned
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastFrame = now
-	for ok := true; ok; frame, ok = s.framer.Buffered() {
-		s.dispatchLocked(frame, now)
+	msg, parser := &s.in.msg, &s.in.parser // the reader's own, reused: a flood allocates no Message per frame
+	// Held: the run's frames stay in the framer's buffer until Release.
+	perr := parser.ParseHeld(msg, frame)
+	for {
+		s.dispatchLocked(frame, perr, now)
+		if next := s.framer.Peek(len(frame)); next != nil && parser.ParseLike(msg, next) {
+			s.framer.Take(len(next))
+			frame, perr = next, nil
+			continue
+		}
+		var ok bool
+		if frame, ok = s.framer.Buffered(); !ok {
+			break
+		}
+		perr = parser.ParseHeld(msg, frame)
 	}
-	s.in.parser.Release() // before the next read reuses the framer's buffer
+	parser.Release() // before the next read reuses the framer's buffer
 	s.bumpLocked()
 }
 
-// dispatchLocked handles one frame; s.mu held.
-func (s *Session) dispatchLocked(frame []byte, now time.Time) {
-	msg := &s.in.msg // the reader's own, reused: a flood allocates no Message per frame
-	// Held: the run's frames stay in the framer's buffer until Release.
-	perr := s.in.parser.ParseHeld(msg, frame)
+// dispatchLocked handles one frame, which s.in.parser has parsed into
+// s.in.msg (perr its error); s.mu held.
+func (s *Session) dispatchLocked(frame []byte, perr error, now time.Time) {
+	msg := &s.in.msg
 	e := s.entryLocked(now, "←", int64(len(frame)))
 	if perr == nil && msg.Method != "" && !msg.IsRequest() {
 		s.notificationLocked(msg, frame, now, e) // it sets e's Head
@@ -316,7 +332,12 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		size = int64(l.NotificationHead)
 		s.stats.NotificationsCut++
 	}
-	k := s.notifications.put(size)
+	var k *kept
+	if r := s.notifications; r.rotates(size) {
+		k = r.rotate(size) // put's flood case, inlined
+	} else {
+		k = r.put(size)
+	}
 	// Field by field, each once: the struct written whole costs a copy of
 	// all of it.
 	k.taken, k.n.Method, k.n.Size, k.n.At = false, msg.Method, int64(len(frame)), at

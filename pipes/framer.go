@@ -127,8 +127,9 @@ func (f *Framer) Limit() int { return f.limit }
 // together, at the latest when Next is about to read, when one of them
 // leaves nothing buffered, when Next returns any other frame or an error,
 // and when Buffered returns false. Until then their bytes are in Pending. So a
-// snapshot counts all that Next and Buffered did up to their last read, and
-// of the frames they returned from that read's bytes maybe only some; it
+// snapshot counts all that Next and Buffered (and Take) did up to their
+// last read, and of the frames they returned from that read's bytes maybe
+// only some; it
 // counts every frame returned whenever the Framer holds no bytes it has not
 // returned (Pending is then 0, as it would be with the frames counted one
 // by one), and once Next has returned an error (io.EOF included) and is not
@@ -146,7 +147,8 @@ func (f *Framer) Stats() FramerStats {
 }
 
 // Counts returns the Framer's counters, as Stats does, exactly as of the
-// last call to Next or Buffered: every frame they have returned is counted.
+// last call to Next, Buffered or Take: every frame they have returned (or
+// taken) is counted.
 // Only the goroutine that calls them may call it, between their calls; it
 // costs them nothing. Other goroutines call Stats.
 func (f *Framer) Counts() FramerStats {
@@ -268,9 +270,43 @@ func (f *Framer) Buffered() ([]byte, bool) {
 	return chunk[:i], true
 }
 
+// Peek returns the next n bytes the Framer holds when it holds them and a
+// "\n" right after them, and they would make a plain frame as Buffered
+// returns (at least 2 bytes, within the limit, not ending in "\r"), without
+// looking for a newline among them; otherwise nil. It changes nothing. A
+// caller that knows they hold no newline takes them with Take: a reader of
+// a flood of frames alike in length and shape checks the next one that way
+// instead of searching it for its newline. The bytes are valid as Buffered's.
+func (f *Framer) Peek(n int) []byte {
+	if f.over || len(f.frame) != 0 || n <= 1 || n > f.limit || f.rend-f.rpos <= n {
+		return nil
+	}
+	chunk := f.rbuf[f.rpos:f.rend]
+	if chunk[n] != '\n' || chunk[n-1] == '\r' {
+		return nil
+	}
+	return chunk[:n:n]
+}
+
+// Take takes the n bytes the last call to Peek returned as the next frame,
+// as if Buffered had returned them, and counts them alike: the caller
+// knows that they hold no "\n", Take does not look. It is to be called
+// right after that Peek, by the goroutine that calls Next.
+func (f *Framer) Take(n int) {
+	f.rpos += n + 1
+	if !f.count.frames.countQuiet(n) {
+		f.count.frames.flush(1, uint64(n), 0)
+	}
+	if f.rpos == f.rend {
+		f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
+	}
+	f.noteLargest(n)
+}
+
 // FrameStart returns the offset in the stream at which frame, the frame the
-// last call to Next or Buffered returned, began. It is to be called before
-// the next call to either, by the goroutine that calls them.
+// last call to Next or Buffered returned (or Take took), began. It is to be
+// called before the next call to any of them, by the goroutine that calls
+// them.
 func (f *Framer) FrameStart(frame []byte) int64 {
 	end := f.consumed() - 1 // the '\n'
 	if end+1 == f.crEnd {

@@ -574,3 +574,72 @@ func (r *lineReader) Read(b []byte) (int, error) {
 	r.s = r.s[n:]
 	return n, nil
 }
+
+// TestFramerPeekTake: Peek offers the next n bytes only when a "\n" follows
+// them and they would make a plain frame, and changes nothing; Take takes
+// them as Buffered would have, counted alike, and FrameStart knows where
+// they began.
+func TestFramerPeekTake(t *testing.T) {
+	in := "aaaa\nbbbb\ncc\r\ncc\ndd\n\nee\neeee\nffff\ngg\nx\n0123456789\nhhhh\n"
+	const limit = 8
+	ref := pipes.NewFramer(strings.NewReader(in), limit) // Next and Buffered only
+	f := pipes.NewFramer(strings.NewReader(in), limit)
+	var took []string
+	last := 0 // the length of f's last frame
+	for {
+		want, werr := ref.Next()
+		got, err := f.Next()
+		var tl *pipes.FrameTooLargeError
+		if errors.As(werr, &tl) != errors.As(err, &tl) || (werr == nil) != (err == nil) {
+			t.Fatalf("Next: %v, want %v", err, werr)
+		}
+		if werr != nil && !errors.As(werr, &tl) {
+			break
+		}
+		for {
+			if string(got) != string(want) {
+				t.Fatalf("frame %q, want %q", got, want)
+			}
+			if got != nil {
+				if a, b := f.FrameStart(got), ref.FrameStart(want); a != b {
+					t.Errorf("FrameStart of %q = %d, want %d", got, a, b)
+				}
+				last = len(got)
+			}
+			if c := f.Counts(); c != ref.Counts() {
+				t.Fatalf("after %q: Counts %+v, want %+v", got, c, ref.Counts())
+			}
+			want, _ = ref.Buffered()
+			// The caller takes what Peek offers when it holds no newline,
+			// as the host's reader knows by parsing it.
+			if p := f.Peek(last); p != nil && bytes.IndexByte(p, '\n') < 0 {
+				if string(p) != string(want) {
+					t.Fatalf("Peek(%d) = %q, and Buffered returns %q", last, p, want)
+				}
+				if p2 := f.Peek(last); string(p2) != string(p) {
+					t.Fatalf("Peek changed something: %q then %q", p, p2)
+				}
+				f.Take(len(p))
+				got = p
+				took = append(took, string(p))
+				continue
+			}
+			var ok bool
+			if got, ok = f.Buffered(); !ok {
+				if want != nil {
+					t.Fatalf("Buffered: none, want %q", want)
+				}
+				break
+			}
+		}
+	}
+	// Not taken: "cc\r" (it ends in "\r"), the empty line, x and 0123456789
+	// (not plain), eeee and hhhh (not as long as the frame before), and
+	// "gg\nx" (Peek's, with a newline).
+	if fmt.Sprint(took) != "[bbbb cc dd ffff]" {
+		t.Errorf("Take took %q, want [bbbb cc dd ffff]", took)
+	}
+	if c, r := f.Stats(), ref.Stats(); c != r {
+		t.Errorf("Stats %+v, want %+v", c, r)
+	}
+}

@@ -36,6 +36,30 @@ func BenchmarkParseMessageInto(b *testing.B) {
 			}
 		})
 	}
+	b.Run("progress-held", func(b *testing.B) {
+		// As the host's reader parses them: where they lie, one after the
+		// other in one buffer, released every 32 KiB or so, as after a read.
+		var buf []byte
+		var at [][2]int
+		for _, f := range flood {
+			at = append(at, [2]int{len(buf), len(buf) + len(f)})
+			buf = append(append(buf, f...), '\n')
+		}
+		var p wire.Parser
+		var m wire.Message
+		b.SetBytes(total)
+		for b.Loop() {
+			for i, a := range at {
+				if err := p.ParseHeld(&m, buf[a[0]:a[1]]); err != nil {
+					b.Fatal(err)
+				}
+				if i%200 == 199 {
+					p.Release()
+				}
+			}
+			p.Release()
+		}
+	})
 	b.Run("response", func(b *testing.B) {
 		var m wire.Message
 		b.SetBytes(int64(len(resp)))

@@ -133,11 +133,61 @@ func (p *Parser) sync() {
 }
 
 func (p *Parser) parse(m *Message, frame []byte, held bool) error {
+	ok, tried := p.like(m, frame, held)
+	if ok {
+		return nil
+	}
+	return p.parseOther(m, frame, held, tried)
+}
+
+// ParseLike is ParseHeld for a frame as like the last one as that one was
+// like the frame before (a flood's next frame), and reports true; for any
+// other frame it reports false and changes nothing, m included, and the
+// frame is to be given to ParseHeld. A frame it takes differs from the
+// last one only inside strings, numbers and literals, none of which holds
+// a control character: it holds a newline or a carriage return only where
+// the last frame did. A caller that framed the last frame itself can take
+// the next one from the bytes that follow it, as long, without looking
+// for its newline.
+func (p *Parser) ParseLike(m *Message, frame []byte) bool {
+	ok, _ := p.like(m, frame, true)
+	return ok
+}
+
+// like is parse for a flood's frame: as like the last one as that one was
+// like the one before, with the last one's envelope (see same). For any
+// other frame it changes nothing and reports false, and tried whether
+// sameAsLast failed for it; parseOther parses it.
+func (p *Parser) like(m *Message, frame []byte, held bool) (ok, tried bool) {
+	l := &p.last
+	if !p.fast || !p.complete || len(frame) != p.prevLen || p.prevLen > memoBytes {
+		return false, false
+	}
+	// A response is one only while its id is not null (it has no "error":
+	// see same).
+	if _, ok := p.sameAsLast(frame); !ok || (l.method == "" && !hasID(span2(frame, &l.id))) {
+		return false, !ok
+	}
+	p.held = frame // the values in changed, which sameAsLast needs, are not empty
+	if !held {
+		p.sync()
+	}
+	m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
+	m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
+	return true, false
+}
+
+// parseOther is parse for any frame; tried reports that sameAsLast failed
+// for it.
+func (p *Parser) parseOther(m *Message, frame []byte, held, tried bool) error {
 	if p.complete && len(frame) == p.prevLen && p.prevLen <= memoBytes {
 		// sameAsLast compares frame with prev outside the values in
 		// changed only, where prev has the held frame's bytes; anything
 		// else reads prev whole.
-		first, ok := p.sameAsLast(frame)
+		first, ok := -1, false
+		if !tried {
+			first, ok = p.sameAsLast(frame)
+		}
 		if !ok {
 			p.sync()
 			first, ok = p.sameShape(frame)
@@ -151,9 +201,9 @@ func (p *Parser) parse(m *Message, frame []byte, held bool) error {
 			}
 			// A response is one only while its id is not null (it has no
 			// "error": see same).
-			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, l.id))) {
+			if l := &p.last; p.fast && (l.method != "" || hasID(span2(frame, &l.id))) {
 				m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
-				m.ID, m.Params, m.Result = span2(frame, l.id), span2(frame, l.params), span2(frame, l.result)
+				m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
 				return nil
 			}
 			*m = Message{}
@@ -265,11 +315,15 @@ func (p *Parser) same() bool {
 }
 
 // span2 returns the value of b at sp as parseValid slices it, nil if absent.
-func span2(b []byte, sp [2]int) []byte {
-	if sp[0] < 0 {
+// sp is read where it lies: an array copied whole is written to the stack
+// as one 16-byte store and read back as two 8-byte loads, which the
+// processor cannot forward.
+func span2(b []byte, sp *[2]int) []byte {
+	lo, hi := sp[0], sp[1]
+	if lo < 0 {
 		return nil
 	}
-	return b[sp[0]:sp[1]:sp[1]]
+	return b[lo:hi:hi]
 }
 
 // sameShape reports whether frame, as long as the last frame and remembered
@@ -318,17 +372,76 @@ func (p *Parser) sameAsLast(frame []byte) (first int, ok bool) {
 		return -1, false
 	}
 	prev, i := p.prev, 0
+	if len(prev) != len(frame) {
+		return -1, false
+	}
 	for _, sp := range spans {
 		pos, end := int(sp.pos), int(sp.end)
-		if string(frame[i:pos]) != string(prev[i:pos]) || scalarEnd(frame, pos) != end {
+		if !sameBytes(frame, prev, i, pos) {
 			return -1, false
+		}
+		// The value: a string, or a positive integer checked here (no
+		// call: the flood's counters), or any other by scalarEnd.
+		switch c := frame[pos]; {
+		case c == '"':
+			if !(end-pos >= 2 && frame[end-1] == '"' && plainInside(frame, pos+1, end-1)) && validString(frame, pos) != end {
+				return -1, false
+			}
+		case c-'1' < 9 && allDigits(frame[pos+1:end]) && (end == len(frame) || !inNumber(frame[end])):
+		default:
+			if scalarEnd(frame, pos) != end {
+				return -1, false
+			}
 		}
 		i = end
 	}
-	if string(frame[i:]) != string(prev[i:]) {
+	if !sameBytes(frame, prev, i, len(frame)) {
 		return -1, false
 	}
 	return int(spans[0].pos), true
+}
+
+// sameBytes reports whether a[i:j] and b[i:j] are equal; a and b are at
+// least j bytes long. Up to 8 bytes are compared as one word.
+func sameBytes(a, b []byte, i, j int) bool {
+	if n := j - i; n <= 8 && j >= 8 {
+		x := binary.LittleEndian.Uint64(a[j-8:j]) ^ binary.LittleEndian.Uint64(b[j-8:j])
+		return x>>(8*(8-n)) == 0 // the bytes before i shifted out
+	}
+	return string(a[i:j]) == string(b[i:j])
+}
+
+// plainInside reports whether b[i:e], at most 24 bytes, holds no quote,
+// backslash or control character, looking at up to three words at once
+// (validString crosses them one after the other): the inside of a short
+// string. It may report false for some that hold none, which costs only
+// validString; so may a longer one.
+func plainInside(b []byte, i, e int) bool {
+	var m uint64
+	switch n := e - i; {
+	case n >= 8 && n <= 16:
+		m = special8(binary.LittleEndian.Uint64(b[i:])) | special8(binary.LittleEndian.Uint64(b[e-8:]))
+	case n > 16 && n <= 24:
+		m = special8(binary.LittleEndian.Uint64(b[i:])) | special8(binary.LittleEndian.Uint64(b[i+8:])) | special8(binary.LittleEndian.Uint64(b[e-8:]))
+	case n < 8 && e >= 8: // the word ending at e, the marks of the bytes before i shifted out
+		m = special8(binary.LittleEndian.Uint64(b[e-8:])) >> (8 * (8 - n))
+	default:
+		return false
+	}
+	return m == 0
+}
+
+// inNumber reports whether c may go on a number: a digit, '.', 'e' or 'E'.
+func inNumber(c byte) bool { return c-'0' <= 9 || c == '.' || c|0x20 == 'e' }
+
+// allDigits reports whether b holds only the digits 0-9.
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c-'0' > 9 {
+			return false
+		}
+	}
+	return true
 }
 
 // commonPrefix returns how many bytes a and b share at their start.

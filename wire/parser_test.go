@@ -77,6 +77,76 @@ func TestParserParamsAt(t *testing.T) {
 // remembers may be what was overwritten (the next parse shows it). With
 // plain, the last frame is parsed with Parse instead, with the ones before
 // still in place, and released by it.
+// parseLike parses frames, held one after the other in one buffer, as the
+// host's reader does: each with ParseLike first, and with ParseHeld when it
+// reports false. Either way the result must be ParseMessageInto's; a frame
+// ParseLike takes holds a newline or a carriage return only where the
+// frame before did, and one it refuses is left as it was for ParseHeld.
+// It returns how many it took.
+func parseLike(t *testing.T, p *wire.Parser, frames [][]byte) int {
+	t.Helper()
+	var buf []byte
+	for _, f := range frames {
+		buf = append(buf, f...)
+	}
+	took := 0
+	var last []byte
+	for _, f := range frames {
+		frame := buf[:len(f):len(f)]
+		buf = buf[len(f):]
+		var got, want wire.Message
+		werr := wire.ParseMessageInto(&want, f)
+		gerr := error(nil)
+		if p.ParseLike(&got, frame) {
+			took++
+			if werr != nil {
+				t.Fatalf("Parser.ParseLike(%q) took a frame ParseMessageInto refuses: %v", f, werr)
+			}
+			for i, c := range frame {
+				if (c == '\n' || c == '\r') && (len(last) != len(frame) || last[i] != c) {
+					t.Fatalf("Parser.ParseLike(%q) took a frame with %q at %d, after %q", f, c, i, last)
+				}
+			}
+		} else {
+			if diff := cmp.Diff(wire.Message{}, got); diff != "" {
+				t.Fatalf("Parser.ParseLike(%q) refused it but changed m:\n%s", f, diff)
+			}
+			gerr = p.ParseHeld(&got, frame)
+		}
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("Parser.ParseHeld(%q) = %v; ParseMessageInto says %v", f, gerr, werr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Parser.ParseLike or ParseHeld(%q) mismatch (-ParseMessageInto +Parser):\n%s", f, diff)
+		}
+		checkParamsAt(t, p, frame, &got, gerr)
+		last = frame
+	}
+	p.Release()
+	return took
+}
+
+// TestParserParseLike: a flood's frames are taken, one that is not like the
+// last (another length, or a newline where the last had none, as bytes
+// that run past a frame into the next) is refused and parsed as usual.
+func TestParserParseLike(t *testing.T) {
+	var frames [][]byte
+	for i := range 30 {
+		frames = append(frames, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":%d,"total":99,"message":"step %d"}}`, 10+i, 10+i))
+	}
+	n := len(frames[0])
+	short := []byte(`{"jsonrpc":"2.0","method":"x"}`)
+	run := append(append(append([]byte(nil), short...), '\n'), frames[0]...)[:n] // as many bytes as a frame, a newline among them
+	frames = append(frames, run, short, frames[1], frames[2], frames[3])
+	var p wire.Parser
+	// Taken: the flood's frames after its first two (the first is checked
+	// whole, the second finds what changes), and the last of the three
+	// after short, for the same reasons.
+	if took := parseLike(t, &p, frames); took != 28+1 {
+		t.Errorf("ParseLike took %d frames, want %d", took, 28+1)
+	}
+}
+
 func parseHeld(t *testing.T, p *wire.Parser, frames [][]byte, plain bool) {
 	t.Helper()
 	var buf []byte
@@ -275,6 +345,11 @@ func FuzzParserSameLength(f *testing.F) {
 	f.Add([]byte(`["a",{"b":-0}]`), []byte{2, '\\', 12, '1'})
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ab","params":{"n":1}}`), []byte{14, '2', 27, 'c', 13, '1', 41, '7'})
 	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"m"}}`), []byte{22, '6', 41, '2', 13, '1'})
+	// Values near the end of the frame, where the checks read the last word
+	// whole: a string ending 2 bytes before it, an integer just before it.
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m","params":{"n":19,"s":"ab c"}}`), []byte{43, '2', 53, '\x01', 43, '0', 44, '.', 52, '"'})
+	f.Add([]byte(`{"a":"xy","b":12}`), []byte{6, 'z', 14, '3', 15, 'e', 7, '\\'})
+	f.Add([]byte(`[12345678,"abcdefghi"]`), []byte{1, '0', 8, '9', 19, '\n', 12, '"'})
 	f.Fuzz(func(t *testing.T, a, edits []byte) {
 		if len(a) == 0 {
 			return
@@ -298,5 +373,10 @@ func FuzzParserSameLength(f *testing.F) {
 		}
 		parseHeld(t, &q, frames[:4], false)
 		parseHeld(t, &q, frames[4:], true)
+		var r wire.Parser // the same frames, ParseLike first, as the host reads a flood
+		parseLike(t, &r, frames)
+		// a frame and the bytes of the next that come after it as far as
+		// it is long, a newline among them
+		parseLike(t, &r, [][]byte{a, b, append(append(bytes.Clone(a[:len(a)/2]), '\n'), b[len(a)/2+1:]...)})
 	})
 }

@@ -189,6 +189,15 @@ func validString(b []byte, i int) int {
 				continue
 			}
 			i += bits.TrailingZeros64(m) >> 3
+		} else if len(b) >= 8 {
+			// Fewer than 8 bytes left: the last 8 of b, shifted so that
+			// b[i] is the lowest; the bytes shifted in past the end are
+			// zeros, which special8 marks as control characters, so the
+			// lowest mark is the first special byte or the end of b.
+			w := binary.LittleEndian.Uint64(b[len(b)-8:]) >> (8 * (8 - (len(b) - i)))
+			if i += bits.TrailingZeros64(special8(w)) >> 3; i >= len(b) {
+				return -1
+			}
 		} else {
 			for i < len(b) && plain[b[i]] {
 				i++
