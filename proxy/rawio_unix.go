@@ -30,7 +30,7 @@ type rawFile struct {
 	mu      sync.Mutex // guards wake against stop after close
 	closed  bool
 	drained bool // the last read was short: the file is likely empty
-	pipe    bool // fd is a pipe, read and written raw (rawsys_linux.go) until that is found unsupported
+	pipe    bool // fd is a pipe: reads and writes never wait (rawsys_linux.go)
 }
 
 // newRawFile returns a rawFile for stream s, or nil if s is not a file in
@@ -117,26 +117,18 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-// read is one read(2), raw on a pipe where it can be (rawsys_linux.go).
+// read is one read(2), raw on a pipe (rawsys_linux.go).
 func (r *rawFile) read(p []byte) (int, error) {
 	if r.pipe {
-		n, err := nbRead(r.fd, p)
-		if supported(err) {
-			return n, err
-		}
-		r.pipe = false
+		return nbRead(r.fd, p)
 	}
 	return unix.Read(r.fd, p)
 }
 
-// write is one write(2), raw on a pipe where it can be.
+// write is one write(2), raw on a pipe.
 func (r *rawFile) write(p []byte) (int, error) {
 	if r.pipe {
-		n, err := nbWrite(r.fd, p)
-		if supported(err) {
-			return n, err
-		}
-		r.pipe = false
+		return nbWrite(r.fd, p)
 	}
 	return unix.Write(r.fd, p)
 }

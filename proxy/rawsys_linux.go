@@ -9,7 +9,7 @@ import (
 )
 
 // The system calls a forwarder makes on a pipe that never wait for it —
-// reads and writes with RWF_NOWAIT, tee(2) and splice(2) with
+// read(2) and write(2) on a non-blocking pipe, tee(2) and splice(2) with
 // SPLICE_F_NONBLOCK, FIONREAD — are made as raw system calls, which keep
 // the goroutine's Go processor (P): only poll(2), which waits, goes through
 // the runtime's system call path, which lets another goroutine have the P
@@ -29,38 +29,20 @@ import (
 // the proxy's CPU per round trip from 34.8 to 30.1 µs (medians) in the
 // second. None of these calls
 // waits for another process: at most for the pipe's lock, which a
-// process holds while it copies one write's pages; none depends on
-// O_NONBLOCK, which is the open file's and can be changed by any process
-// that shares it. A file that is not a pipe (a regular file, which
-// O_NONBLOCK does not keep from waiting on a slow disk), or a pipe where
-// RWF_NOWAIT is not supported, is read and written through the runtime's
-// path (rawFile.pipe).
+// process holds while it copies one write's pages. A call on a file that
+// is not a pipe (which O_NONBLOCK may not keep from waiting: a regular
+// file on a slow disk) takes the runtime's path (rawFile.pipe).
 
-// nbRead reads from pipe fd without waiting, whatever its O_NONBLOCK (which
-// another process sharing the open file could clear): preadv2(2) with
-// RWF_NOWAIT, which pipes made by pipe(2) honour since Linux 6.4. Where it
-// is not supported (an older kernel, a named FIFO) it fails with an error
-// that supported reports, and the caller reads through the runtime.
+// nbRead is read(2) on a non-blocking pipe.
 func nbRead(fd int, p []byte) (int, error) {
-	iov := unix.Iovec{Base: bufBase(p)}
-	iov.SetLen(len(p))
-	n, _, e := unix.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), 0, unix.RWF_NOWAIT)
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)))
 	return int(n), errnoErr(e)
 }
 
-// nbWrite writes to pipe fd without waiting, as nbRead reads:
-// pwritev2(2) with RWF_NOWAIT.
+// nbWrite is write(2) on a non-blocking pipe.
 func nbWrite(fd int, p []byte) (int, error) {
-	iov := unix.Iovec{Base: bufBase(p)}
-	iov.SetLen(len(p))
-	n, _, e := unix.RawSyscall6(unix.SYS_PWRITEV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), 0, unix.RWF_NOWAIT)
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(bufPtr(p)), uintptr(len(p)))
 	return int(n), errnoErr(e)
-}
-
-// supported reports whether err is not the sign that RWF_NOWAIT cannot be
-// used on the file (ENOSYS: no preadv2; EINVAL or EOPNOTSUPP: not for it).
-func supported(err error) bool {
-	return err != unix.ENOSYS && err != unix.EINVAL && err != unix.EOPNOTSUPP
 }
 
 // nbSplice is splice(2) from pipe src to pipe dst; flags must have
@@ -84,11 +66,11 @@ func nbInq(fd int) (int, error) {
 	return int(v), errnoErr(e)
 }
 
-func bufBase(p []byte) *byte {
+func bufPtr(p []byte) unsafe.Pointer {
 	if len(p) == 0 {
 		return nil
 	}
-	return &p[0]
+	return unsafe.Pointer(&p[0])
 }
 
 func errnoErr(e unix.Errno) error {

@@ -9,4 +9,3 @@ import "golang.org/x/sys/unix"
 
 func nbRead(fd int, p []byte) (int, error)  { return unix.Read(fd, p) }
 func nbWrite(fd int, p []byte) (int, error) { return unix.Write(fd, p) }
-func supported(error) bool                  { return true }

@@ -84,7 +84,6 @@ type splicer struct {
 
 	mu           sync.Mutex
 	rDone, wDone bool
-	obsPlain     bool // the observer's pipe is read through the runtime (RWF_NOWAIT is not supported)
 }
 
 // newSplicer returns f's splice path, or nil where the direction copies:
@@ -287,7 +286,7 @@ func (s *splicer) take(n int) []byte {
 		}
 		have := copy(s.buf[:cap(s.buf)], s.ahead)
 		for have < n {
-			k, err := s.readObs(s.buf[have:cap(s.buf)])
+			k, err := nbRead(s.obsR, s.buf[have:cap(s.buf)])
 			switch {
 			case err == unix.EINTR:
 			case err != nil || k == 0:
@@ -302,19 +301,6 @@ func (s *splicer) take(n int) []byte {
 	b := s.ahead[:n:n]
 	s.ahead = s.ahead[n:]
 	return b
-}
-
-// readObs is one read of the observer's pipe, raw where it can be
-// (rawsys_linux.go).
-func (s *splicer) readObs(p []byte) (int, error) {
-	if !s.obsPlain {
-		n, err := nbRead(s.obsR, p)
-		if supported(err) {
-			return n, err
-		}
-		s.obsPlain = true
-	}
-	return unix.Read(s.obsR, p)
 }
 
 // takeBuf is the most the observer reads from its pipe at once.
