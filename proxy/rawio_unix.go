@@ -30,7 +30,6 @@ type rawFile struct {
 	mu      sync.Mutex // guards wake against stop after close
 	closed  bool
 	drained bool // the last read was short: the file is likely empty
-	pipe    bool // fd is a pipe: reads and writes never wait (rawsys_linux.go)
 }
 
 // newRawFile returns a rawFile for stream s, or nil if s is not a file in
@@ -53,7 +52,7 @@ func newRawFile(s any) *rawFile {
 	if err != nil || fl&unix.O_NONBLOCK == 0 {
 		return nil
 	}
-	r := &rawFile{f: f, fd: fd, name: f.Name(), pipe: isPipe(fd)}
+	r := &rawFile{f: f, fd: fd, name: f.Name()}
 	if err := unix.Pipe(r.wake[:]); err != nil {
 		return nil
 	}
@@ -78,7 +77,7 @@ func (r *rawFile) Read(p []byte) (int, error) {
 		}
 	}
 	for {
-		n, err := r.read(p)
+		n, err := unix.Read(r.fd, p)
 		switch {
 		case err == nil && n == 0 && len(p) > 0:
 			return 0, io.EOF
@@ -101,7 +100,7 @@ func (r *rawFile) Write(p []byte) (int, error) {
 	defer runtime.KeepAlive(r.f)
 	done := 0
 	for done < len(p) {
-		n, err := r.write(p[done:])
+		n, err := unix.Write(r.fd, p[done:])
 		switch {
 		case err == nil:
 			done += n
@@ -115,27 +114,6 @@ func (r *rawFile) Write(p []byte) (int, error) {
 		}
 	}
 	return done, nil
-}
-
-// read is one read(2), raw on a pipe (rawsys_linux.go).
-func (r *rawFile) read(p []byte) (int, error) {
-	if r.pipe {
-		return nbRead(r.fd, p)
-	}
-	return unix.Read(r.fd, p)
-}
-
-// write is one write(2), raw on a pipe.
-func (r *rawFile) write(p []byte) (int, error) {
-	if r.pipe {
-		return nbWrite(r.fd, p)
-	}
-	return unix.Write(r.fd, p)
-}
-
-func isPipe(fd int) bool {
-	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
 // wait blocks in poll(2) until the file is ready for ev (or failed, which

@@ -113,6 +113,11 @@ func newSplicer(f *forwarder, mode int32) *splicer {
 	return s
 }
 
+func isPipe(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+}
+
 // wantSplice reports whether the next chunk goes by splice.
 func (s *splicer) wantSplice() bool { return s != nil && (s.always || s.bulk) }
 
@@ -228,11 +233,11 @@ func (f *forwarder) splice(n int) error {
 	defer f.splicing.Store(false)
 	for n > 0 {
 		f.writes.Add(1)
-		k, err := nbSplice(s.src.fd, s.dst.fd, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		k, err := unix.Splice(s.src.fd, nil, s.dst.fd, nil, n, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		if k > 0 {
-			n -= k
-			f.delivered.Add(int64(k))
-			s.spliced.Add(int64(k))
+			n -= int(k)
+			f.delivered.Add(k)
+			s.spliced.Add(k)
 		}
 		switch {
 		case err == nil && k == 0:
@@ -251,7 +256,7 @@ func (f *forwarder) splice(n int) error {
 
 // available is how many bytes pipe p holds (FIONREAD).
 func available(p *rawFile) (int, error) {
-	n, err := nbInq(p.fd)
+	n, err := unix.IoctlGetInt(p.fd, unix.TIOCINQ)
 	if err != nil {
 		return 0, &os.PathError{Op: "ioctl", Path: p.name, Err: err}
 	}
@@ -261,9 +266,9 @@ func available(p *rawFile) (int, error) {
 // tee duplicates up to n bytes of pipe src into pipe dst without waiting.
 func tee(src, dst, n int) (int, error) {
 	for {
-		k, err := nbTee(src, dst, n, unix.SPLICE_F_NONBLOCK)
+		k, err := unix.Tee(src, dst, n, unix.SPLICE_F_NONBLOCK)
 		if err != unix.EINTR {
-			return k, err
+			return int(k), err
 		}
 	}
 }
@@ -286,7 +291,7 @@ func (s *splicer) take(n int) []byte {
 		}
 		have := copy(s.buf[:cap(s.buf)], s.ahead)
 		for have < n {
-			k, err := nbRead(s.obsR, s.buf[have:cap(s.buf)])
+			k, err := unix.Read(s.obsR, s.buf[have:cap(s.buf)])
 			switch {
 			case err == unix.EINTR:
 			case err != nil || k == 0:
