@@ -259,14 +259,7 @@ func (f *Framer) Buffered() ([]byte, bool) {
 		f.count.frames.publish()
 		return nil, false
 	}
-	f.rpos += i + 1
-	if !f.count.frames.countQuiet(i) {
-		f.count.frames.flush(1, uint64(i), 0)
-	}
-	if f.rpos == f.rend {
-		f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
-	}
-	f.noteLargest(i)
+	f.Take(i)
 	return chunk[:i], true
 }
 
