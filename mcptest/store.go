@@ -173,7 +173,7 @@ func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byt
 // for the caller to set its Head; s.mu held.
 func (s *Session) entryLocked(at time.Time, dir string, size int64) *entry {
 	var e *entry
-	if r := s.transcript; r.n == len(r.items) {
+	if r := s.transcript; r.rotates(0) {
 		e = r.rotate(0) // slot's flood case, inlined
 	} else {
 		e = r.slot(0)

@@ -172,6 +172,9 @@ func (p *Parser) like(m *Message, frame []byte, held bool) (ok, tried bool) {
 	if !held {
 		p.sync()
 	}
+	// The same two lines as parse's shortcut below: a call for them, not
+	// inlined, cost about 8% of BenchmarkParseMessageInto/progress-held
+	// (-test.cpu 1, three interleaved pairs).
 	m.JSONRPC, m.Method, m.Error = "2.0", l.method, nil // every field: m is not cleared first
 	m.ID, m.Params, m.Result = span2(frame, &l.id), span2(frame, &l.params), span2(frame, &l.result)
 	return true, false
