@@ -66,29 +66,30 @@ func (o *observer) finishOn(l *obsLoop, reply chan *Result) bool {
 }
 
 // moveNow reports whether the loop should move to the other thread: to the
-// low one when the observer has bulk to read (bytes tee(2) put in a
-// direction's pipe that it has not taken yet), back once it has read all
-// of it. The observer yields only to traffic that flows:
-// while a write has been blocked for BlockEvent there is none to yield to,
-// and what it has not read yet (the head of the stuck message) is what the
-// verdict needs, so it moves back, or stays.
+// low one when the observer is behind on a direction's bulk by three
+// quarters of its pipe, back once it is behind by a quarter at most. The
+// observer yields only to traffic that flows: while a write has been
+// blocked for BlockEvent there is none to yield to, and what it has not
+// read yet (the head of the stuck message) is what the verdict needs, so
+// it moves back, or stays.
 func (o *observer) moveNow(l *obsLoop) bool {
 	if o.low == nil {
 		return false
 	}
 	now := time.Now()
-	behind, stuck := false, false
+	behind, left, stuck := false, false, false
 	for i, d := range o.dirs {
 		if d.fw == nil {
 			continue
 		}
 		q, c := d.fw.sp.behind()
-		behind = behind || c > 0 && q > 0
+		behind = behind || c > 0 && q >= int64(c/4*3)
+		left = left || q > int64(c/4)
 		b, _ := o.blockedWrite(dirIndex(i), now)
 		stuck = stuck || b > 0 && b >= o.cfg.BlockEvent
 	}
 	if l.low {
-		return !behind || stuck
+		return !left || stuck
 	}
 	return behind && !stuck
 }

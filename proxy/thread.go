@@ -2,31 +2,32 @@ package proxy
 
 import "runtime"
 
-// While the observer has bulk to read (the bytes tee(2) gave it, see
-// splice_linux.go), it reads it on an OS thread of its own whose priority
-// is lowered (Linux: thread_linux.go), and it comes back once it has read
-// all of it, or once a write has been blocked for BlockEvent: stuck
-// traffic has nothing to yield to, and the verdict needs the stuck
-// message's head. When every core is busy, the kernel then gives the CPU
-// to the forwarders, the host and the server first: it is the observer
-// that falls behind and loses detail (counted, as ever), not the traffic
-// that slows down for it. Where a core is to spare, the thread's priority
-// takes nothing from the observer, and it keeps up. It moves as soon as
-// bulk waits for it, not once it is far behind: an observer that keeps up
-// at the normal priority on a machine with no spare core keeps up because
-// it takes the CPU the traffic needed (measured: a stream of 1 MiB lines
-// through the proxy on 2 cores went at 0.56-0.68x a bare splice relay,
-// median 0.64x, with the observer keeping all but 3-21% of the detail,
-// when it moved to the low thread only at three quarters of its pipe
-// behind; moving at any bulk, 0.58-0.86x, median 0.74x, keeping all but
-// 20-75%: six interleaved pairs, BenchmarkRelayThroughput of
-// internal/benchratios, at a load average of 1.7-2.4). Small messages alone, which never go
-// by splice, keep it at the normal priority, so that a record of them does
-// not lag behind on a loaded machine. (Observing them on the low thread too
-// was measured: with a busy core the added round trip got worse, not
-// better. A thread the kernel holds back can hold, for moments, one of the
-// Go runtime's processors or a lock the forwarders then wait for, such as
-// their channel's.)
+// While the observer reads bulk (the bytes tee(2) gave it, see
+// splice_linux.go) and is behind by three quarters of its pipe, it works on
+// an OS thread of its own whose priority is lowered (Linux:
+// thread_linux.go), and it comes back once it has caught up to a quarter,
+// or once a write has been blocked for BlockEvent: stuck traffic has
+// nothing to yield to, and the verdict needs the stuck message's head.
+// When every core is busy, the kernel then gives the CPU to the forwarders,
+// the host and the server first: it is the observer that falls further
+// behind and loses detail (counted, as ever), not the traffic that slows
+// down for it. Where there is a core to spare it keeps up and stays at the
+// normal priority; small messages alone, which never go by splice, keep it
+// there, so that a record of them does not lag behind on a loaded machine.
+// (Observing them there too was measured: with a busy core the added round
+// trip got worse, not better. A thread the kernel holds back can hold, for
+// moments, one of the Go runtime's processors or a lock the forwarders then
+// wait for, such as their channel's.)
+//
+// Moving as soon as any bulk waits, not at three quarters, was tried and
+// taken back: it sped a flood of 1 MiB lines on 2 cores (0.64x -> 0.74x a
+// bare splice relay, medians of six interleaved pairs, load 1.7-2.4), but
+// the observer then sat at the lowest priority through every large
+// response, and a loaded machine starved it there: sessions of three
+// 4 MiB tools/call responses to a host that read each 0.3 s late, at a
+// load average of 8-9, lost detail in 8 of 8 sessions (2.5-7.9 of 12.6 MB
+// missed, 2 to 4 of 4 responses in the record) against 1 of 8 (0.1 MB) this
+// way; and a CI run lost a 300 kB response's end from the record.
 
 // lowThread is a goroutine locked to a thread of lowered priority, which
 // runs the functions it is given.

@@ -42,8 +42,8 @@ func TestLowThread(t *testing.T) {
 	}
 }
 
-// TestMoveNow: the observer moves to the low thread when a direction has
-// bulk for it to read, however little, and back once it has read it all.
+// TestMoveNow: the observer moves to the low thread when a direction's
+// bulk is three quarters of its pipe behind, and back at a quarter.
 func TestMoveNow(t *testing.T) {
 	o := &observer{low: &lowThread{}}
 	sp := &splicer{obsCap: 1 << 20}
@@ -58,10 +58,11 @@ func TestMoveNow(t *testing.T) {
 		want   bool
 	}{
 		{false, 0, false},
-		{false, 1, true},
-		{false, 1 << 20, true},
-		{true, 1 << 20, false},
-		{true, 1, false},
+		{false, 3<<18 - 1, false},
+		{false, 3 << 18, true},
+		{true, 3 << 18, false},
+		{true, 1<<18 + 1, false},
+		{true, 1 << 18, true},
 		{true, 0, true},
 	} {
 		sp.queued.Store(c.queued)
