@@ -33,3 +33,50 @@ func TestUnansweredNotAfterLostDetail(t *testing.T) {
 		t.Errorf("a line in progress partly seen: unanswered() = %v, want none", vs)
 	}
 }
+
+// TestStageUnseenAfterLostDetail: a pending request is "waiting" or
+// "responding" only while the observer has seen all of the stream its
+// response comes on since it was written; else "unseen".
+func TestStageUnseenAfterLostDetail(t *testing.T) {
+	start := time.Now()
+	o := &observer{start: start, pending: map[pkey]*request{}}
+	for d := range o.dirs {
+		o.dirs[d] = &dirObs{d: dirIndex(d), fa: &frameAsm{}, fw: &forwarder{}}
+	}
+	r := &request{d: dIn, id: []byte("7"), method: "tools/call", written: start}
+	out := o.dirs[dOut]
+	for _, c := range []struct {
+		name        string
+		gapAt       time.Time
+		respStart   time.Time
+		active, gap bool
+		host        bool // the server's request, answered on stdin
+		want        string
+	}{
+		{name: "all seen", want: "waiting"},
+		{name: "a frame partly seen before the request", gapAt: start.Add(-time.Millisecond), want: "waiting"},
+		{name: "a frame partly seen after the request", gapAt: start.Add(time.Millisecond), want: "unseen"},
+		{name: "a line in progress partly seen", active: true, gap: true, want: "unseen"},
+		{name: "the response arriving, all seen", respStart: start, active: true, want: "responding"},
+		{name: "the response arriving, partly seen", respStart: start, active: true, gap: true, want: "unseen"},
+		{name: "the response arriving after an earlier gap", gapAt: start.Add(time.Millisecond), respStart: start.Add(2 * time.Millisecond), active: true, want: "responding"},
+		{name: "the server's request, detail of stdout lost", host: true, gapAt: start.Add(time.Millisecond), want: "waiting"},
+	} {
+		d := out
+		r.d = dIn
+		if c.host {
+			r.d, d = dOut, o.dirs[dIn]
+			*out.fa = frameAsm{}
+			out.gapAt = c.gapAt // the other stream's loss says nothing of the host's answer
+		} else {
+			d.gapAt = c.gapAt
+		}
+		*d.fa = frameAsm{}
+		d.fa.active, d.fa.gap = c.active, c.gap
+		r.respStart = c.respStart
+		if got := o.stage(r); got != c.want {
+			t.Errorf("%s: stage %q, want %q", c.name, got, c.want)
+		}
+		d.gapAt, out.gapAt = time.Time{}, time.Time{}
+	}
+}

@@ -218,7 +218,7 @@ func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message
 			ce.Reason = string(trimRune([]byte(ce.Reason[:256])))
 		}
 		if r != nil {
-			ce.Method, ce.Tool, ce.State = r.method, r.tool, r.stage()
+			ce.Method, ce.Tool, ce.State = r.method, r.tool, o.stage(r)
 			if r.cancelRead.IsZero() {
 				r.cancelRead, r.cancelReason = t, ce.Reason
 				o.await(d, end, awCancelFwd, r)
@@ -255,6 +255,20 @@ func (r *request) stage() string {
 		return "responding"
 	}
 	return "delivering"
+}
+
+// stage is r.stage(), but "unseen" where the observer lost detail of the
+// stream r's response comes on: waiting, with detail lost since r was
+// written (lostSince), the response may have passed unseen; responding,
+// with detail of the response lost, its end may have. "waiting" and
+// "responding" would then claim what was not observed.
+func (o *observer) stage(r *request) string {
+	s := r.stage()
+	switch fa := o.respDir(r).fa; {
+	case s == "waiting" && o.lostSince(r), s == "responding" && fa.active && fa.gap:
+		return "unseen"
+	}
+	return s
 }
 
 // answered moves r out of the pending table once its response reached the

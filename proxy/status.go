@@ -67,7 +67,7 @@ type PendingStatus struct {
 	Method   string          `json:"method"`
 	Tool     string          `json:"tool,omitempty"`
 	AgeUS    int64           `json:"age_us"` // since its first byte was read
-	State    string          `json:"state"`  // "unwritten", "waiting", "responding", "delivering", "cancelled"
+	State    string          `json:"state"`  // "unwritten", "waiting", "unseen" (detail of its response's stream lost: its response, or the response's end, may have passed unseen), "responding", "delivering", "cancelled"
 	Progress int             `json:"progress,omitempty"`
 	// CancelledUS is how long ago its cancel was read, 0 if none was.
 	CancelledUS   int64 `json:"cancelled_us,omitempty"`
@@ -107,7 +107,7 @@ func (o *observer) status(now time.Time) Status {
 	}
 	for _, r := range o.sortedPending() {
 		ps := PendingStatus{Dir: dirNames[r.d], ID: r.id, Method: r.method, Tool: r.tool, AgeUS: now.Sub(r.sent).Microseconds(), Progress: r.progress, ResponseBytes: r.respSize}
-		ps.State = r.stage()
+		ps.State = o.stage(r)
 		if !r.cancelRead.IsZero() {
 			ps.State = "cancelled"
 			ps.CancelledUS = now.Sub(r.cancelRead).Microseconds()

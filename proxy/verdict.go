@@ -176,11 +176,16 @@ func (o *observer) sortedPending() []*request {
 // it, and a verdict would claim what was not observed (the lost detail is
 // a verdict of its own).
 func (o *observer) lostSince(r *request) bool {
-	d := o.dirs[dOut]
-	if r.d == dOut {
-		d = o.dirs[dIn]
-	}
+	d := o.respDir(r)
 	return d.gapAt.After(r.written) || d.fa.active && d.fa.gap
+}
+
+// respDir is the direction r's response comes on.
+func (o *observer) respDir(r *request) *dirObs {
+	if r.d == dOut {
+		return o.dirs[dIn]
+	}
+	return o.dirs[dOut]
 }
 
 // unanswered finds requests written long ago with no response begun, of

@@ -110,7 +110,9 @@ type Event struct {
 	// Cancel (ID is the cancelled request's id, Dir the cancel's
 	// direction): State is where the request was when the cancel was read:
 	// "unknown" (no such request pending), "unwritten", "waiting" (written,
-	// no response yet), "responding" (its response is arriving),
+	// no response yet), "unseen" (the observer lost detail of the stream
+	// its response comes on, since it was written: the response, or its
+	// end, may have passed), "responding" (its response is arriving),
 	// "delivering" (its response was read whole and is being delivered).
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`

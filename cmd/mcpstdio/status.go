@@ -163,7 +163,11 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		if p.Tool != "" {
 			name += " " + p.Tool
 		}
-		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, p.State, us(p.AgeUS).Round(time.Millisecond))
+		state := p.State
+		if state == "unseen" {
+			state += " (detail of its response's stream was lost: the response may have passed)"
+		}
+		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, state, us(p.AgeUS).Round(time.Millisecond))
 		if p.Progress > 0 {
 			line += fmt.Sprintf(", %d progress", p.Progress)
 		}

@@ -34,6 +34,7 @@ type Session struct {
 	seen     map[string]bool  // live verdict texts already kept
 	summary  bool             // a summary event was read
 	tokens   map[string]int   // progress token → request index
+	lostAt   [3]int64         // per direction, 1 + the T of the latest drop or partly seen frame, 0 if none
 }
 
 // Header is the record header without what a page must not show: the
@@ -92,7 +93,9 @@ type Frame struct {
 // Request is one request from its first byte (Sent) to the delivery of its
 // response's last byte (Delivered), with indexes of its frames in
 // Session.Frames (-1: none). State is "delivered", "responding" (the
-// response was read but not all delivered), "waiting" (no response) or
+// response was read but not all delivered), "waiting" (no response),
+// "unseen" (no response seen, but the observer lost detail of the stream
+// it comes on after the request was sent: it may have passed) or
 // "unwritten" (the request's own write did not return).
 type Request struct {
 	Dir       string          `json:"dir"` // the request's direction
@@ -227,6 +230,7 @@ func (s *Session) Add(e record.Event) {
 	case record.EvDrop:
 		s.Lost.Bytes += e.Bytes
 		s.Lost.Events += e.Events
+		s.lostAt[dirIndex(e.Dir)] = max(s.lostAt[dirIndex(e.Dir)], e.T+1)
 		s.mark(e, "drop", e.Text+" ("+size(e.Bytes)+", "+itoa(e.Events)+" events)")
 	case record.EvVerdict:
 		if e.Verdict != nil && !s.summary {
@@ -296,6 +300,7 @@ func (s *Session) frame(e record.Event) {
 		Head: e.Head, Hash: e.Hash, Redacted: e.Redacted, Gap: e.Gap, Scanned: e.Scanned, Unterminated: e.Unterminated}
 	if f.Gap {
 		s.Lost.Frames++
+		s.lostAt[dirIndex(e.Dir)] = max(s.lostAt[dirIndex(e.Dir)], e.T+1)
 	}
 	fi := len(s.Frames)
 	s.Frames = append(s.Frames, f)
@@ -397,6 +402,8 @@ func (s *Session) Finish() {
 			r.State = "responding"
 		case r.Written == 0 && s.hasChunks(r.Dir):
 			r.State = "unwritten"
+		case s.lostAt[dirIndex(other(r.Dir))] > r.Sent:
+			r.State = "unseen"
 		default:
 			r.State = "waiting"
 		}

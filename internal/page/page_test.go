@@ -313,3 +313,31 @@ func TestRedactedStaysRedacted(t *testing.T) {
 		t.Errorf("report does not show the redaction marker of the head")
 	}
 }
+
+// TestPendingUnseenAfterLostDetail: a request with no response seen is
+// "waiting" only while the record shows no detail lost, after it was sent,
+// of the stream its response comes on; else "unseen".
+func TestPendingUnseenAfterLostDetail(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lost []record.Event
+		want string
+	}{
+		{"nothing lost", nil, "waiting"},
+		{"a drop on stdout at the request's time", []record.Event{{Ev: record.EvDrop, Dir: record.DirOut, T: 100, Bytes: 1 << 20}}, "unseen"},
+		{"a drop on stdout before the request", []record.Event{{Ev: record.EvDrop, Dir: record.DirOut, T: 90, Bytes: 1 << 20}}, "waiting"},
+		{"a drop on stdin after it", []record.Event{{Ev: record.EvDrop, Dir: record.DirIn, T: 200, Bytes: 1 << 20}}, "waiting"},
+		{"a drop on stdout after it", []record.Event{{Ev: record.EvDrop, Dir: record.DirOut, T: 200, Bytes: 1 << 20}}, "unseen"},
+		{"a frame partly seen on stdout after it", []record.Event{{Ev: record.EvFrame, Dir: record.DirOut, T: 300, T0: 150, N: 1 << 20, Gap: true}}, "unseen"},
+	} {
+		s := New()
+		s.Add(record.Event{Ev: record.EvFrame, Dir: record.DirIn, T: 100, T0: 100, N: 60, Kind: record.KindRequest, ID: json.RawMessage("2"), Method: "tools/call", Tool: "big"})
+		for _, e := range c.lost {
+			s.Add(e)
+		}
+		s.Finish()
+		if len(s.Pending) != 1 || s.Pending[0].State != c.want {
+			t.Errorf("%s: pending %+v, want id 2 %s", c.name, s.Pending, c.want)
+		}
+	}
+}

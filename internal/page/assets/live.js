@@ -63,8 +63,13 @@
     h += '<div class="cols"><section><h3>pending</h3>';
     // The record is fresher than the status file: a request it shows
     // delivered since is no longer pending.
+    // One it shows unseen (detail lost since it was sent) is not claimed
+    // to be waiting.
     var pend = (st.pending || []).filter(function (q) {
       return !(p.requests || []).some(function (r) { return r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id) && r.state === "delivered"; });
+    }).map(function (q) {
+      var unseen = (p.requests || []).some(function (r) { return r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id) && r.state === "unseen"; });
+      return unseen && (q.state === "waiting" || q.state === "responding") ? Object.assign({}, q, { state: "unseen" }) : q;
     });
     // Requests the record shows unanswered that the status file does not
     // list yet.
@@ -76,7 +81,7 @@
     else {
       h += '<table class="pending"><tr><th>direction</th><th>request</th><th>state</th><th>age</th><th>response</th><th>progress</th><th>cancel</th></tr>';
       pend.forEach(function (q) {
-        h += '<tr class="stuck"><td>' + esc(dirs[q.dir]) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state) +
+        h += '<tr class="stuck"><td>' + esc(dirs[q.dir]) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
           '</td><td class="num">' + dur(q.age_us + ago) + '</td><td class="num">' + (q.response_bytes ? size(q.response_bytes) + " read" : "none") +
           '</td><td class="num">' + (q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
       });
@@ -101,7 +106,8 @@
     else {
       h += '<table class="requests"><tr><th>direction</th><th>request</th><th>sent</th><th>outcome</th></tr>';
       p.requests.forEach(function (r) {
-        var o = r.state === "delivered" ? "delivered after " + dur(r.delivered - r.sent) + " (" + size(r.resp_bytes) + ")" : r.state + " for " + dur(p.now_us - r.sent);
+        var o = r.state === "delivered" ? "delivered after " + dur(r.delivered - r.sent) + " (" + size(r.resp_bytes) + ")" :
+          r.state === "unseen" ? "no response seen for " + dur(p.now_us - r.sent) + ", but detail was lost since: it may have passed" : r.state + " for " + dur(p.now_us - r.sent);
         if (r.cancel) o += ", cancelled at " + at(r.cancel);
         if (r.late_us) o += ", answered " + dur(r.late_us) + " after the cancel";
         h += '<tr class="req-' + esc(r.state) + '"><td>' + esc(dirs[r.dir]) + '</td><td class="mono">' + esc(name(r)) + '</td><td class="num">' + at(r.sent) + "</td><td>" + esc(o) + "</td></tr>";
