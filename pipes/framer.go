@@ -189,6 +189,33 @@ func (f *Framer) Next() ([]byte, error) {
 	if len(f.frame) != 0 {
 		f.frame = f.frame[:0]
 	}
+	// The common case first, in as few instructions as it takes: a whole
+	// frame in the read buffer, returned with no copy, and no atomic store
+	// while more of the read is buffered (see Stats). Next never returns
+	// with an oversized frame half discarded (f.over), and the frame
+	// buffer is empty: only the frame itself is checked here.
+	i := -1
+	if chunk := f.rbuf[f.rpos:f.rend]; len(chunk) != 0 {
+		i = bytes.IndexByte(chunk, '\n')
+		if i > 1 && i <= f.limit && chunk[i-1] != '\r' {
+			c := &f.count.frames
+			if !c.countQuiet(i) {
+				c.flush(1, uint64(i), 0)
+			}
+			f.rpos += i + 1
+			if f.rpos == f.rend {
+				c.publish() // nothing buffered: Pending is 0 in Stats too
+			}
+			f.noteLargest(i)
+			return chunk[:i], nil
+		}
+	}
+	return f.next(i)
+}
+
+// next is Next past its common case: i is the index of the first '\n' in
+// the buffered bytes, or -1 when they hold none or there are none.
+func (f *Framer) next(i int) ([]byte, error) {
 	for {
 		if f.rpos == f.rend {
 			f.count.frames.publish() // Buffered's, before a read can block
@@ -199,40 +226,30 @@ func (f *Framer) Next() ([]byte, error) {
 				if frame, err, ok := f.fillFrame(); ok {
 					return frame, err
 				}
-				continue
+			} else {
+				n, err := f.fill(f.rbuf)
+				f.rpos, f.rend = 0, n
+				if err != nil {
+					f.err = err
+				}
 			}
-			n, err := f.fill(f.rbuf)
-			f.rpos, f.rend = 0, n
-			if err != nil {
-				f.err = err
+		} else {
+			chunk := f.rbuf[f.rpos:f.rend]
+			if i < 0 {
+				f.rpos = f.rend
+				f.absorb(chunk)
+				continue // nothing is buffered
 			}
-			continue
-		}
-		chunk := f.rbuf[f.rpos:f.rend]
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			f.rpos = f.rend
-			f.absorb(chunk)
-			continue
-		}
-		if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
-			// The common case, a whole frame in the read buffer: no copy,
-			// and no atomic store while more of the read is buffered
-			// (see Stats).
-			if !f.count.frames.countQuiet(i) {
-				f.count.frames.flush(1, uint64(i), 0)
+			if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
+				f.Take(i) // as in Next: a frame after a read or an empty line
+				return chunk[:i], nil
 			}
 			f.rpos += i + 1
-			if f.rpos == f.rend {
-				f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
+			if frame, err, ok := f.endLine(chunk[:i]); ok {
+				return frame, err
 			}
-			f.noteLargest(i)
-			return chunk[:i], nil
 		}
-		f.rpos += i + 1
-		if frame, err, ok := f.endLine(chunk[:i]); ok {
-			return frame, err
-		}
+		i = bytes.IndexByte(f.rbuf[f.rpos:f.rend], '\n')
 	}
 }
 

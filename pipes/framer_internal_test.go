@@ -83,6 +83,11 @@ func FuzzFramerBufferSize(f *testing.F) {
 			if gs != ws {
 				t.Fatalf("after Next() #%d, Counts() with a %d-byte buffer = %+v; with 64 KiB: %+v", i, len(got.rbuf), gs, ws)
 			}
+			if want.over || got.over {
+				// Next's common case relies on it: no call returns in
+				// the middle of an oversized frame.
+				t.Fatalf("Next() #%d returned with an oversized frame half discarded", i)
+			}
 			if cap(got.frame) > limit+1+len(got.rbuf) {
 				t.Fatalf("frame buffer of %d bytes with limit %d and a %d-byte read buffer", cap(got.frame), limit, len(got.rbuf))
 			}
