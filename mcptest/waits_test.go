@@ -206,8 +206,8 @@ func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
 // TestWaitWriterBlockedNotBlocked: when its bound runs out, WaitWriterBlocked
 // says what the stdout pipe did over the wait: still filling (a server
 // pacing 100-byte writes every 5ms) or unchanged (one that wrote 500 bytes
-// and went idle). The test waits for each server's first write before the
-// wait, so that the window sees only what came after.
+// and went idle). Each server writes first once the host's reads are
+// stalled, and the test waits for that write before the wait.
 func TestWaitWriterBlockedNotBlocked(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the stdout pipe's fill level needs Linux FIONREAD")
@@ -223,11 +223,16 @@ func TestWaitWriterBlockedNotBlocked(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			wrote := make(chan struct{})
+			stalled, wrote := make(chan struct{}), make(chan struct{})
 			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, _ io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
 				chunk := bytes.Repeat([]byte("x"), 100)
 				if !tt.paced {
 					chunk = bytes.Repeat([]byte("x"), 500)
+				}
+				select { // the first write only once the host's reads are stalled
+				case <-stalled:
+				case <-ctx.Done():
+					return nil
 				}
 				if _, err := out.Write(chunk); err != nil {
 					return err
@@ -251,6 +256,7 @@ func TestWaitWriterBlockedNotBlocked(t *testing.T) {
 				}
 			}), mcptest.WithoutHandshake(), mcptest.WithPipeCapacity(16384))
 			s.StallReads()
+			close(stalled)
 			<-wrote
 			ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
 			defer cancel()
