@@ -41,6 +41,9 @@ func init() {
 //	chatty         "big" writes 64 KiB of log notifications before its response
 //	id-last        responses put the id last, as the TypeScript SDK does:
 //	               {"result":…,"jsonrpc":"2.0","id":N}
+//	slow-write=N   "big" writes its response at about N KiB/s, 1/20 of
+//	               that every 50ms, from a goroutine of its own that stops
+//	               when the server ends (a server that produces slowly)
 //
 // Tools: slow (the work), big {bytes} (a text result), echo.
 func quietServer(args []string) mcptest.ServeFunc {
@@ -63,6 +66,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 			defer mu.Unlock()
 			out.Write(append(b, '\n'))
 		}
+		sctx, stop := context.WithCancel(ctx) // ends the slow writer when the server ends
 		var rd io.Reader = in
 		if n := opts["slow-read"]; n != "" {
 			tick := time.NewTicker(50 * time.Millisecond)
@@ -72,6 +76,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 		r := bufio.NewReaderSize(rd, 64<<10)
 		var wg sync.WaitGroup
 		defer wg.Wait()
+		defer stop() // before the wait
 		cancels := map[string]context.CancelFunc{}
 		calls := 0
 		for {
@@ -139,6 +144,15 @@ func quietServer(args []string) mcptest.ServeFunc {
 					}
 					json.Unmarshal(wire.Member(m.Params, "arguments"), &a)
 					reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", a.Bytes)}}}
+					if n := opts["slow-write"]; n != "" {
+						b, _ := json.Marshal(reply)
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							slowWrite(sctx, out, &mu, append(b, '\n'), max(atoiOr(n, 4)<<10/20, 1))
+						}()
+						continue
+					}
 				default:
 					reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": "echo"}}}
 				}
@@ -197,6 +211,27 @@ func quietWork(ctx context.Context, opts map[string]string) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// slowWrite writes b chunk bytes every 50ms, holding mu for the whole
+// message, until it is written, a write fails or ctx ends.
+func slowWrite(ctx context.Context, out io.Writer, mu *sync.Mutex, b []byte, chunk int) {
+	mu.Lock()
+	defer mu.Unlock()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for len(b) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n := min(chunk, len(b))
+		if _, err := out.Write(b[:n]); err != nil {
+			return
+		}
+		b = b[n:]
+	}
 }
 
 // slowReader reads one chunk per tick: a server that is slow, not stuck.

@@ -19,7 +19,8 @@
 //
 // Every wait is bounded by its context, the session timeout and, under
 // StartServer, the test deadline; a failed wait returns a *WaitError saying
-// which side looks stuck, with the evidence. Linux gives the most evidence;
+// which side looks stuck, with the evidence (WaitWriterBlocked's wraps it
+// in a *NotBlockedError saying what the stdout pipe did meanwhile). Linux gives the most evidence;
 // elsewhere WithPipeCapacity fails with errors.ErrUnsupported. To replay a
 // session recorded by mcpstdio proxy, see package replay.
 package mcptest

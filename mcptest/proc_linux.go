@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"golang.org/x/sys/unix"
@@ -147,4 +148,34 @@ func pipeHolders(f *os.File) []string {
 		}
 	}
 	return out
+}
+
+// schedTimes returns the time pid's threads have spent on a CPU and
+// runnable but waiting for one, summed over /proc/<pid>/task/*/schedstat
+// (nanoseconds; a thread's wait is counted when it next gets a CPU); ok is
+// false where schedstat is not kept or pid is gone.
+func schedTimes(pid int) (run, queued time.Duration, ok bool) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, 0, false
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		q, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, false
+		}
+		run += time.Duration(r)
+		queued += time.Duration(q)
+	}
+	return run, queued, true
 }

@@ -162,7 +162,9 @@ func (t threadState) String() string {
 // (pipes.EffectivelyFull); a one-page pipe must be entirely full.
 
 // WaitWriterBlocked returns once reads are stalled and the server is blocked
-// writing stdout, bounded by ctx and the session timeout.
+// writing stdout, bounded by ctx and the session timeout. When the bound
+// runs out first, the error is a *NotBlockedError: what the stdout pipe and
+// the server did while it waited (a slow writer is not a stopped one).
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	// Blocked is a thread in write on the pipe (Linux), or the pipe full on two
 	// looks; the evidence is in Stats.WriterEvidence.
@@ -170,6 +172,12 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	defer cancel()
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
+	begin := time.Now()
+	spacing := pollInterval
+	if dl, ok := ctx.Deadline(); ok {
+		spacing = max(dl.Sub(begin)/(maxFillSamples-1), pollInterval)
+	}
+	samples := []FillSample{s.fillSample(begin)}
 	prevFull := -1
 	for {
 		s.mu.Lock()
@@ -177,6 +185,9 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 		s.mu.Unlock()
 		if err != nil {
 			return err
+		}
+		if now := time.Now(); now.Sub(samples[len(samples)-1].At) >= spacing && len(samples) < maxFillSamples-1 {
+			samples = append(samples, s.fillSample(now))
 		}
 		if s.valve.Stalled() {
 			ev := WriterEvidence{At: time.Now()}
@@ -220,9 +231,147 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 			if !s.valve.Stalled() {
 				what += " (host reads are not stalled: call StallReads first)"
 			}
-			return s.waitError(what, ctx.Err())
+			e := &NotBlockedError{Stalled: s.valve.Stalled(), Capacity: s.stdout.Capacity(), Running: -1}
+			e.Samples = append(samples, s.fillSample(time.Now()))
+			if pid := s.proc.pid(); pid > 0 {
+				if ts, err := threadStates(pid, s.stdout.R); err == nil {
+					e.Running = 0
+					for _, th := range ts {
+						if th.syscall < 0 && th.wchan == "0" {
+							e.Running++
+						}
+					}
+				}
+			}
+			e.Wait = s.waitError(what+" ("+e.Summary()+")", ctx.Err()).(*WaitError)
+			return e
 		}
 	}
+}
+
+// maxFillSamples is how many looks at the stdout pipe a NotBlockedError
+// keeps: evenly spaced over the wait, the last at its end.
+const maxFillSamples = 17
+
+// FillSample is one look at the stdout pipe and the server's scheduling
+// during WaitWriterBlocked.
+type FillSample struct {
+	At       time.Time // when the look was taken
+	Buffered int       // bytes waiting in the stdout pipe; -1 where the system does not tell
+	// CPU is the time the server's threads have run on a CPU so far and
+	// Queued the time they have been runnable waiting for one (Linux
+	// schedstat, child servers; a thread's wait is counted when it next
+	// runs); both -1 where unknown.
+	CPU, Queued time.Duration
+}
+
+func (s *Session) fillSample(at time.Time) FillSample {
+	f := FillSample{At: at, Buffered: -1, CPU: -1, Queued: -1}
+	if b, err := s.stdout.Buffered(); err == nil {
+		f.Buffered = b
+	}
+	if pid := s.proc.pid(); pid > 0 {
+		if run, q, ok := schedTimes(pid); ok {
+			f.CPU, f.Queued = run, q
+		}
+	}
+	return f
+}
+
+// NotBlockedError is WaitWriterBlocked's error when its bound ran out
+// before the server blocked writing stdout. It says what was seen while it
+// waited, so that a verdict can tell a server still writing (the pipe
+// filling), one busy or starved of CPU, and one idle with its output
+// written; the bound itself is the caller's, not a fact about the server.
+type NotBlockedError struct {
+	Wait     *WaitError   // the bound's error, with the diagnosis at the end
+	Stalled  bool         // host reads were stalled at the end
+	Capacity int          // the stdout pipe's capacity; 0 where unknown
+	Samples  []FillSample // evenly spaced over the wait, oldest first; the first at its start, the last at its end
+	Running  int          // (Linux, child servers) the server's threads in no system call at the end, on a CPU or waiting for one; -1 where unknown
+}
+
+// Error returns the wait's error, its first line with Summary.
+func (e *NotBlockedError) Error() string { return e.Wait.Error() }
+
+// Unwrap returns the *WaitError.
+func (e *NotBlockedError) Unwrap() error { return e.Wait }
+
+// Waited returns how long the wait lasted.
+func (e *NotBlockedError) Waited() time.Duration {
+	return e.Samples[len(e.Samples)-1].At.Sub(e.Samples[0].At)
+}
+
+// Window returns the looks that bound the wait's second half, over which
+// progress is judged: from is the last look at or before its middle, to
+// the last look.
+func (e *NotBlockedError) Window() (from, to FillSample) {
+	to = e.Samples[len(e.Samples)-1]
+	mid := e.Samples[0].At.Add(e.Waited() / 2)
+	from = e.Samples[0]
+	for _, f := range e.Samples {
+		if !f.At.After(mid) {
+			from = f
+		}
+	}
+	return from, to
+}
+
+// Rate returns how fast the stdout pipe filled over Window, in bytes per
+// second (0 if it did not change; negative if it drained, which stalled
+// reads do not do), and whether the fill level was known.
+func (e *NotBlockedError) Rate() (bytesPerSec float64, known bool) {
+	from, to := e.Window()
+	d := to.At.Sub(from.At)
+	if from.Buffered < 0 || to.Buffered < 0 || d <= 0 {
+		return 0, false
+	}
+	return float64(to.Buffered-from.Buffered) / d.Seconds(), true
+}
+
+// Demand returns the share of one CPU the server used or waited for over
+// Window (CPU plus Queued time per wall-clock time: near 1 or more for a
+// server busy computing, even one starved of CPU by others), and whether
+// it is known.
+func (e *NotBlockedError) Demand() (share float64, known bool) {
+	from, to := e.Window()
+	d := to.At.Sub(from.At)
+	if from.CPU < 0 || to.CPU < 0 || d <= 0 {
+		return 0, false
+	}
+	return float64(to.CPU-from.CPU+to.Queued-from.Queued) / float64(d), true
+}
+
+// Summary says in one line what was seen: the pipe's fill level at the
+// end, how it moved over Window, the server's CPU demand there and its
+// running threads.
+func (e *NotBlockedError) Summary() string {
+	from, to := e.Window()
+	win := to.At.Sub(from.At).Round(time.Millisecond)
+	var parts []string
+	if !e.Stalled {
+		parts = append(parts, "host reads were not stalled")
+	}
+	rate, known := e.Rate()
+	switch {
+	case !known:
+		parts = append(parts, fmt.Sprintf("after %v the stdout pipe's fill level is unknown", e.Waited().Round(time.Millisecond)))
+	case rate > 0:
+		p := fmt.Sprintf("after %v the stdout pipe held %d/%d bytes, rising over the last %v from %d (%.1f KB/s)", e.Waited().Round(time.Millisecond), to.Buffered, e.Capacity, win, from.Buffered, rate/1000)
+		if e.Capacity > to.Buffered {
+			p += fmt.Sprintf(", full at that rate in about %v", time.Duration(float64(e.Capacity-to.Buffered)/rate*float64(time.Second)).Round(100*time.Millisecond))
+		}
+		parts = append(parts, p)
+	default:
+		parts = append(parts, fmt.Sprintf("after %v the stdout pipe held %d/%d bytes, unchanged over the last %v", e.Waited().Round(time.Millisecond), to.Buffered, e.Capacity, win))
+	}
+	if share, ok := e.Demand(); ok {
+		parts = append(parts, fmt.Sprintf("the server's CPU demand over those %v %.0f%% of a CPU (%v on a CPU, %v waiting for one)", win, 100*share, (to.CPU-from.CPU).Round(time.Millisecond), (to.Queued-from.Queued).Round(time.Millisecond)))
+	}
+	if e.Running >= 0 {
+		parts = append(parts, fmt.Sprintf("%d of its threads running or runnable at the end", e.Running))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // WaitStdoutBytes returns once the host has received at least n bytes of the

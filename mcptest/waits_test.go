@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -199,4 +201,90 @@ func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestWaitWriterBlockedNotBlocked: when its bound runs out, WaitWriterBlocked
+// says what the stdout pipe did over the wait: still filling (a server
+// pacing 100-byte writes every 5ms) or unchanged (one that wrote 500 bytes
+// and went idle). Each server writes first once the host's reads are
+// stalled, and the test waits for that write before the wait.
+func TestWaitWriterBlockedNotBlocked(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the stdout pipe's fill level needs Linux FIONREAD")
+	}
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		paced bool
+		want  string
+	}{
+		{"filling", true, `^after [\d.]+m?s the stdout pipe held \d+/16384 bytes, rising over the last \d+ms from \d+ \([\d.]+ KB/s\), full at that rate in about [\d.]+m?s$`},
+		{"idle", false, `^after [\d.]+m?s the stdout pipe held 500/16384 bytes, unchanged over the last \d+ms$`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stalled, wrote := make(chan struct{}), make(chan struct{})
+			s := mcptest.StartServer(t, mcptest.InProcess(func(ctx context.Context, _ io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
+				chunk := bytes.Repeat([]byte("x"), 100)
+				if !tt.paced {
+					chunk = bytes.Repeat([]byte("x"), 500)
+				}
+				select { // the first write only once the host's reads are stalled
+				case <-stalled:
+				case <-ctx.Done():
+					return nil
+				}
+				if _, err := out.Write(chunk); err != nil {
+					return err
+				}
+				close(wrote)
+				if !tt.paced {
+					<-ctx.Done()
+					return nil
+				}
+				tick := time.NewTicker(5 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-tick.C:
+					}
+					if _, err := out.Write(chunk); err != nil {
+						return err
+					}
+				}
+			}), mcptest.WithoutHandshake(), mcptest.WithPipeCapacity(16384))
+			s.StallReads()
+			close(stalled)
+			<-wrote
+			ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
+			defer cancel()
+			err := s.WaitWriterBlocked(ctx)
+			var nb *mcptest.NotBlockedError
+			var we *mcptest.WaitError
+			if !errors.As(err, &nb) || !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("WaitWriterBlocked = %v, want a *NotBlockedError wrapping a *WaitError and the deadline", err)
+			}
+			if !regexp.MustCompile(tt.want).MatchString(nb.Summary()) {
+				t.Errorf("Summary = %q, want %q", nb.Summary(), tt.want)
+			}
+			if !strings.Contains(err.Error(), nb.Summary()) {
+				t.Errorf("the error does not give the summary: %v", err)
+			}
+			if n := len(nb.Samples); n < 3 || n > 17 {
+				t.Errorf("%d samples, want 3 to 17", n)
+			}
+			rate, ok := nb.Rate()
+			if !ok || tt.paced != (rate > 0) || rate < 0 {
+				t.Errorf("Rate = %.0f B/s, %v; want it known, above 0 only for the paced writer", rate, ok)
+			}
+			if !nb.Stalled || nb.Capacity != 16384 || nb.Running != -1 {
+				t.Errorf("Stalled %v, Capacity %d, Running %d; want true, 16384 and -1 (in-process)", nb.Stalled, nb.Capacity, nb.Running)
+			}
+			if _, ok := nb.Demand(); ok {
+				t.Error("Demand known for an in-process server")
+			}
+		})
+	}
 }
