@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -163,11 +164,7 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		if p.Tool != "" {
 			name += " " + p.Tool
 		}
-		state := p.State
-		if state == "unseen" {
-			state += " (detail of its response's stream was lost: the response may have passed)"
-		}
-		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, state, us(p.AgeUS).Round(time.Millisecond))
+		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, page.StateText(p.State), us(p.AgeUS).Round(time.Millisecond))
 		if p.Progress > 0 {
 			line += fmt.Sprintf(", %d progress", p.Progress)
 		}

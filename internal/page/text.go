@@ -37,7 +37,7 @@ func (s *Session) WriteText(w io.Writer) error {
 		b.WriteString("  none\n")
 	}
 	for _, r := range s.Pending {
-		fmt.Fprintf(&b, "  %s %s: %s, sent at %s%s\n", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), stateText(r.State), at(r.Sent), pendingNote(r, s.End))
+		fmt.Fprintf(&b, "  %s %s: %s, sent at %s%s\n", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), StateText(r.State), at(r.Sent), pendingNote(r, s.End))
 	}
 	b.WriteString("\nlost detail\n")
 	if s.Lost == (Lost{}) {
@@ -258,8 +258,9 @@ func foldText(ls []line) string {
 	return fmt.Sprintf("… %d lines folded, over %s, %s of frames: %s", len(ls), dur(ls[len(ls)-1].t-ls[0].t), size(bytes), strings.Join(parts, ", "))
 }
 
-// stateText is a request's state in words: "unseen" says why.
-func stateText(state string) string {
+// StateText is a pending request's state in words, as the record's page
+// model and the proxy's status file name it: "unseen" says why.
+func StateText(state string) string {
 	if state == "unseen" {
 		return "unseen (detail of its response's stream was lost after it was sent: the response may have passed)"
 	}
