@@ -16,7 +16,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 )
 
 func main() {

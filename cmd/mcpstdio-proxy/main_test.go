@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
@@ -190,7 +190,7 @@ func TestLinksLittle(t *testing.T) {
 			thirdParty && !strings.HasPrefix(dep, "github.com/mcpstdio/mcpstdio/") && !strings.HasPrefix(dep, "golang.org/x/sys/"):
 			t.Errorf("mcpstdio-proxy links %s", dep)
 		}
-		for _, heavy := range []string{"assertions", "fakeserver", "mcptest", "replay", "internal/page", "internal/testkit", "internal/cmdtest"} {
+		for _, heavy := range []string{"assertions", "fakeserver", "mcptest", "replay", "cmd/internal/page", "internal/testkit", "cmd/internal/cmdtest"} {
 			if dep == "github.com/mcpstdio/mcpstdio/"+heavy {
 				t.Errorf("mcpstdio-proxy links %s", dep)
 			}

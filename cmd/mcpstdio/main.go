@@ -36,7 +36,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 )
 
 func main() {

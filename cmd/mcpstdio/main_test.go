@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
-	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 

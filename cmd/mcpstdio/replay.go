@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 	"github.com/mcpstdio/mcpstdio/wire"

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/record"
 )

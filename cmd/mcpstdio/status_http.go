@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 )
 

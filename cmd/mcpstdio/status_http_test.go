@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcpstdio/mcpstdio/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 )
 
 // Example reads the pinned sample record and prints its blocked writes,

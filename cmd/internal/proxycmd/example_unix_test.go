@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 )
 
 // The proxy in front of cat, recording nothing: what the host writes comes

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpstdio/mcpstdio/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 )
 
 // A command line without a server command is a usage error: one line on
