@@ -21,7 +21,7 @@ import (
 
 // sampleRecord (the page package's copy of the pinned sample) has a
 // blocked write (the host stalled), a cancel and a late answer.
-var sampleRecord = filepath.Join("..", "internal", "page", "testdata", "sample.ndjson")
+var sampleRecord = filepath.Join("..", "cmd", "internal", "page", "testdata", "sample.ndjson")
 
 // marks is where the report drew the block, the cancel and the late
 // answer, in SVG units, and where their recorded times fall on its axis.

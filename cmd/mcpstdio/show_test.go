@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-var sampleRecord = filepath.Join("..", "..", "internal", "page", "testdata", "sample.ndjson")
+var sampleRecord = filepath.Join("..", "internal", "page", "testdata", "sample.ndjson")
 
 // TestShowCommand: show prints the summary, -json the session, -html a
 // report file; usage errors exit 2, an unreadable record 1.
