@@ -95,8 +95,20 @@ func TestThroughProxy(t *testing.T) {
 					t.Fatalf("record: %v, summary %v", err, sum)
 				}
 				m := sum.Metrics
-				if m.Requests < int64(len(calls)) || m.Responses < m.Requests || m.UnknownResponses != 0 || m.ParseErrors != 0 {
-					t.Errorf("record metrics %+v: want every request answered, no unknown response, no junk", *m)
+				if m.UnknownResponses != 0 || m.ParseErrors != 0 {
+					t.Errorf("record metrics %+v: want no unknown response, no junk", *m)
+				}
+				// On a loaded machine the observer may fall behind and lose
+				// detail (it never holds the traffic up). The record must then
+				// count what it lost; it may not claim a complete session.
+				if lost := m.DroppedBytes > 0 || m.GapFrames > 0 || m.DroppedEvents > 0; lost {
+					t.Logf("the observer lost detail (dropped %d bytes, %d events, %d gap frames): the record says so; requests %d, responses %d",
+						m.DroppedBytes, m.DroppedEvents, m.GapFrames, m.Requests, m.Responses)
+					if m.Responses > m.Requests {
+						t.Errorf("record metrics %+v: more responses than requests", *m)
+					}
+				} else if m.Requests < int64(len(calls)) || m.Responses < m.Requests {
+					t.Errorf("record metrics %+v: no detail lost, want every request answered", *m)
 				}
 			})
 		}
