@@ -105,10 +105,17 @@ func testHostStallBlocksServer(t *testing.T, path string) {
 	// when the write has been stuck long enough, and says only what it
 	// has seen. Once it reads the head, a verdict names the call (a
 	// verdict is recorded once per kind and id).
+	// On a loaded machine the observer can instead lose the head (a drop
+	// event on the server's stdout): it then cannot name the call, and the
+	// record says it lost detail rather than claiming anything.
 	isHostNotReading := verdictOf(record.VerdictHostNotReading)
-	v := h.rec.wait(t, "host-not-reading verdict naming tools/call big", func(e record.Event) bool {
-		return isHostNotReading(e) && strings.Contains(e.Verdict.Text, "tools/call big")
+	v := h.rec.wait(t, "host-not-reading verdict naming tools/call big (or a drop on stdout)", func(e record.Event) bool {
+		return isHostNotReading(e) && strings.Contains(e.Verdict.Text, "tools/call big") || e.Ev == record.EvDrop && e.Dir == record.DirOut
 	})
+	if v.Ev == record.EvDrop {
+		t.Logf("the observer lost detail of the server's stdout before it read the response's head: %+v", v)
+		v = h.rec.wait(t, "host-not-reading verdict", isHostNotReading)
+	}
 	if !strings.HasPrefix(v.Verdict.Text, "host is not reading the server's output") {
 		t.Errorf("verdict %q does not say the host is not reading", v.Verdict.Text)
 	}
