@@ -165,6 +165,7 @@ func TestTimed(t *testing.T) {
 		{"idle cap", []replay.Option{replay.Timed(1, 400*time.Millisecond)}, func(g time.Duration) time.Duration { return min(g, 400*time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each replay measures its own lateness
 			got, lag := replayedGaps(t, rec, len(recorded), tc.opts...)
 			for i, g := range recorded {
 				want := tc.want(g)
@@ -177,6 +178,7 @@ func TestTimed(t *testing.T) {
 		})
 	}
 	t.Run("causal", func(t *testing.T) {
+		t.Parallel()
 		gaps, _ := replayedGaps(t, rec, len(recorded))
 		for i, g := range gaps {
 			if g >= recorded[i]/2 {
