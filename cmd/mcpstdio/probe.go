@@ -180,10 +180,19 @@ func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *p
 	})
 }
 
+// shownArgv is argv as a report shows it: this program (the demo's fake,
+// run from a build cache by go run) as "mcpstdio", not by its path.
+func shownArgv(argv []string) []string {
+	if exe, err := os.Executable(); err == nil && len(argv) > 0 && argv[0] == exe {
+		return append([]string{"mcpstdio"}, argv[1:]...)
+	}
+	return argv
+}
+
 // probeWith is probe with the battery given: check runs the criteria of
 // names that run selects, against the command argv.
 func probeWith(ctx context.Context, argv, names []string, run *regexp.Regexp, p *printer, check func(context.Context, func(assertions.Result)) *assertions.Report) (*assertions.Report, error) {
-	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
+	rep := &assertions.Report{Subject: shellQuote(shownArgv(argv)), Command: argv}
 	p.begin(rep.Subject, names, run)
 	begin := time.Now()
 	got := check(ctx, p.result)
