@@ -216,3 +216,63 @@ func TestReadsWhileBlocked(t *testing.T) {
 	run("go", "mod", "tidy")
 	run("go", "test", "-count=1", "./...")
 }
+
+// TestREADMEShape checks what issue 33 asks of the README and docs/: a
+// README a newcomer reads in five minutes (at most 300 lines and 3,000
+// words) whose first test is within its first 120 lines, every docs/ page
+// linked from it and at most 600 lines long.
+func TestREADMEShape(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 300 {
+		t.Errorf("README.md has %d lines, want at most 300: move detail to docs/", n)
+	}
+	if n := len(strings.Fields(readme)); n > 3000 {
+		t.Errorf("README.md has %d words, want at most 3,000: move detail to docs/", n)
+	}
+	first := strings.Index(readme, "func TestReadsWhileBlocked(")
+	if first < 0 || strings.Count(readme[:first], "\n") >= 120 {
+		t.Errorf("README.md: the first test (func TestReadsWhileBlocked) is not within the first 120 lines")
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no docs/*.md pages (%v)", err)
+	}
+	for _, page := range pages {
+		if !strings.Contains(readme, "]("+filepath.ToSlash(page)+")") {
+			t.Errorf("README.md does not link %s", page)
+		}
+		p, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(p), "\n"); n > 600 {
+			t.Errorf("%s has %d lines, want at most 600", page, n)
+		}
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+
+// TestMarkdownLinks checks that every relative link in the Markdown names
+// a file or directory of the repository.
+func TestMarkdownLinks(t *testing.T) {
+	for _, md := range markdownFiles(t) {
+		b, err := os.ReadFile(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(md), filepath.FromSlash(target))); err != nil {
+				t.Errorf("%s: a link to %s, which is not there: %v", md, target, err)
+			}
+		}
+	}
+}
