@@ -72,6 +72,7 @@ func TestReleaseCriteria(t *testing.T) {
 // checks that it fails there for the reason it is for (against the good
 // fake it runs, and passes, as a test of its own).
 func TestFirstTestFailsOnTheNaiveLoop(t *testing.T) {
+	t.Parallel() // it waits, in a child, for the naive fake's bounds to run out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestReadsWhileBlocked$", "-test.v", "-test.count", "1")
@@ -95,14 +96,14 @@ func Example() {
 	defer cancel()
 	for _, naive := range []bool{true, false} {
 		srv := fakeserver.New(fakeserver.Faults{NaiveLoop: naive}) // stands in for your server
-		s, err := mcptest.Start(ctx, mcptest.InProcess(srv.Serve), mcptest.WithPipeCapacity(16<<10), mcptest.WithTimeout(2*time.Second))
+		s, err := mcptest.Start(ctx, mcptest.InProcess(srv.Serve), mcptest.WithPipeCapacity(16<<10), mcptest.WithTimeout(time.Second))
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 		res := assertions.CheckReadsWhileBlocked(ctx, s, assertions.ServerConfig{
 			Large:  &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}},
-			Within: 2 * time.Second,
+			Within: time.Second, // as WithTimeout: the naive loop fails after two
 		})
 		fmt.Printf("naive=%v: %s\n", naive, res.Verdict)
 		s.Close()
