@@ -172,22 +172,45 @@ func TestInstallFromClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir() // outside the repository
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	if d, ok := t.Deadline(); ok {
 		ctx, cancel = context.WithDeadline(context.Background(), d.Add(-10*time.Second))
 	}
 	defer cancel()
-	run := func(name string, args ...string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v (context: %v)\n%s", cmd, err, ctx.Err(), out)
+	// module makes a module of its own outside the repository, holding
+	// tryTest, and returns a runner of commands in its directory.
+	module := func(t *testing.T) func(name string, args ...string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "try_test.go"), []byte(tryTest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return func(name string, args ...string) {
+			t.Helper()
+			cmd := exec.CommandContext(ctx, name, args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v (context: %v)\n%s", cmd, err, ctx.Err(), out)
+			}
 		}
 	}
-	const test = `package try
+	t.Run("replace", func(t *testing.T) {
+		run := module(t)
+		run("go", "mod", "init", "example.com/try")
+		run("go", "mod", "edit", "-require", "github.com/mcpstdio/mcpstdio@v0.0.0", "-replace", "github.com/mcpstdio/mcpstdio="+checkout)
+		run("go", "mod", "tidy")
+		run("go", "test", "-count=1", "./...")
+	})
+	t.Run("workspace", func(t *testing.T) {
+		run := module(t)
+		run("go", "mod", "init", "example.com/try")
+		run("go", "work", "init", ".", checkout)
+		run("go", "test", "-count=1", "./...")
+	})
+}
+
+// tryTest is the test TestInstallFromClone runs in a module of its own.
+const tryTest = `package try
 
 import (
 	"testing"
@@ -208,14 +231,6 @@ func TestReadsWhileBlocked(t *testing.T) {
 	})
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "try_test.go"), []byte(test), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("go", "mod", "init", "example.com/try")
-	run("go", "mod", "edit", "-require", "github.com/mcpstdio/mcpstdio@v0.0.0", "-replace", "github.com/mcpstdio/mcpstdio="+checkout)
-	run("go", "mod", "tidy")
-	run("go", "test", "-count=1", "./...")
-}
 
 // TestREADMEShape checks what issue 33 asks of the README and docs/: a
 // README a newcomer reads in five minutes (at most 300 lines and 3,000
