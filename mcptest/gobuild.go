@@ -110,11 +110,11 @@ func checkDir(pkg string) error {
 	if root, mod := moduleOf(filepath.Dir(abs)); mod != "" {
 		if rel, err := filepath.Rel(root, filepath.Join(root, pkg)); err == nil && !strings.HasPrefix(rel, "..") {
 			if fi, err := os.Stat(filepath.Join(root, rel)); err == nil && fi.IsDir() {
-				msg += fmt.Sprintf("; from the module root it is the import path %q", mod+"/"+filepath.ToSlash(rel))
+				return fmt.Errorf("%s; from the module root it is the import path %q", msg, mod+"/"+filepath.ToSlash(rel))
 			}
 		}
 	}
-	return fmt.Errorf("%s", msg)
+	return fmt.Errorf("%s; or give the main package's import path", msg)
 }
 
 // moduleOf returns the root directory and path of the module dir is in,
