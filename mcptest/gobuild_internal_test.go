@@ -23,6 +23,9 @@ func TestGoBuildPathError(t *testing.T) {
 			t.Errorf("checkDir(./cmd/mcpstdio) = %q, want it to contain %q", err, want)
 		}
 	}
+	if err := checkDir("./no/such/server"); err == nil || !strings.Contains(err.Error(), "give the main package's import path") {
+		t.Errorf("checkDir(./no/such/server) = %v, want the advice to give an import path", err)
+	}
 	if err := checkDir("./testdata/echoserver"); err != nil {
 		t.Errorf("checkDir(./testdata/echoserver) = %v, want nil", err)
 	}
