@@ -129,9 +129,15 @@ func TestMarkdownSnippets(t *testing.T) {
 // home and temporary directories.
 var machinePath = regexp.MustCompile(`go-build[0-9a-f/]|\.cache/|/root(/|\b)|/home/\w|/Users/\w|/tmp/|/var/folders/|[A-Z]:\\Users\\|/work/`)
 
-// TestMarkdownMachinePaths fails on a machine path in any Markdown file.
+// TestMarkdownMachinePaths fails on a machine path in any Markdown file or
+// runnable example (whose output go doc shows).
 func TestMarkdownMachinePaths(t *testing.T) {
-	for _, md := range markdownFiles(t) {
+	examples, err := filepath.Glob("*/*example*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("*/*/*/example*_test.go")
+	for _, md := range append(append(markdownFiles(t), "examples_test.go"), append(examples, more...)...) {
 		b, err := os.ReadFile(md)
 		if err != nil {
 			t.Fatal(err)
