@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +20,108 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
+// The tests and examples of this file are the README's snippets: each
+// ```go block of README.md and docs/*.md names the file that holds it on its
+// first line, and TestMarkdownSnippets checks that the rest appears here
+// verbatim (modulo indentation).
+
 // TestMain serves the fake as a child process for the host criteria and
 // checks for leaked goroutines. (Your own is `mcptest.Main(m)`; the
 // library's tests add goleak.Cleanup(testkit.Exit), which skips the race
 // detector's one-second sleep at the exit of a passing run.)
 func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
-// The reproduction every server should survive: the host stops reading,
-// the server blocks writing a large result, the host cancels it and resumes,
-// and a second request must still complete. In a test, use
-// mcptest.StartServer(t, mcptest.Command("./myserver")) and the Assert…
-// forms of the checks.
+func init() {
+	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs()) // the flags of `mcpstdio fake`
+	})
+}
+
+// myServer stands in for your server's Target, such as
+// mcptest.GoBuild(t, "./cmd/myserver"): the fake as a child of the test
+// binary, correct, or with its naive single-goroutine loop when
+// MCPSTDIO_EXAMPLE_SERVER=naive (as TestFirstTestFailsOnTheNaiveLoop runs it).
+func myServer(t *testing.T) mcptest.Target {
+	t.Helper()
+	if os.Getenv("MCPSTDIO_EXAMPLE_SERVER") == "naive" {
+		return mcptest.Helper("fake", "-naive")
+	}
+	return mcptest.Helper("fake")
+}
+
+func TestReadsWhileBlocked(t *testing.T) {
+	s := mcptest.StartServer(t, myServer(t), mcptest.WithPipeCapacity(16<<10), mcptest.WithTimeout(2*time.Second))
+	assertions.AssertReadsWhileBlocked(t, s, assertions.ServerConfig{
+		Large:  &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}}, // far larger than the pipe
+		Within: 2 * time.Second,                                                                // as WithTimeout
+	})
+}
+
+func TestReleaseCriteria(t *testing.T) {
+	assertions.ServerCriteria(t, myServer(t), assertions.ServerConfig{
+		Large:  &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}},
+		Slow:   &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
+		Within: 2 * time.Second,
+		Run:    regexp.MustCompile(`^(stdout-clean|cancel-during-work|result-bounded)$`), // without Run, all
+		Expect: map[string]assertions.Verdict{"result-bounded": assertions.Skip},         // no Bounded call given
+	})
+}
+
+// TestFirstTestFailsOnTheNaiveLoop runs TestReadsWhileBlocked, the README's
+// first test, against the naive fake in a child of this test binary, and
+// checks that it fails there for the reason it is for (against the good
+// fake it runs, and passes, as a test of its own).
+func TestFirstTestFailsOnTheNaiveLoop(t *testing.T) {
+	t.Parallel() // it waits, in a child, for the naive fake's bounds to run out
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestReadsWhileBlocked$", "-test.v", "-test.count", "1")
+	cmd.Env = append(os.Environ(), "MCPSTDIO_EXAMPLE_SERVER=naive")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("TestReadsWhileBlocked against the naive fake: err = %v (context: %v), want a failed test; output:\n%s", err, ctx.Err(), out)
+	}
+	for _, want := range []string{"--- FAIL: TestReadsWhileBlocked", "the server took nothing from stdin", "stdin pipe: "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("TestReadsWhileBlocked against the naive fake: output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Example checks the bug the seed article is about: while its stdout is
+// blocked, does the server still read stdin? The naive loop (it reads stdin
+// only between writes) does not; the fake's correct core does.
 func Example() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, naive := range []bool{true, false} {
+		srv := fakeserver.New(fakeserver.Faults{NaiveLoop: naive}) // stands in for your server
+		s, err := mcptest.Start(ctx, mcptest.InProcess(srv.Serve), mcptest.WithPipeCapacity(16<<10), mcptest.WithTimeout(time.Second))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		res := assertions.CheckReadsWhileBlocked(ctx, s, assertions.ServerConfig{
+			Large:  &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}},
+			Within: time.Second, // as WithTimeout: the naive loop fails after two
+		})
+		fmt.Printf("naive=%v: %s\n", naive, res.Verdict)
+		s.Close()
+	}
+	// Output:
+	// naive=true: fail
+	// naive=false: pass
+}
+
+// Example_stallCancelRecover is the seed's scenario step by step: the host
+// stops reading, the server blocks writing a large result, the host cancels
+// it and resumes, and a second request completes. The naive loop passes
+// this one (its blocked write finishes once the host reads again, and then
+// it reads the cancel): it is Example's check that catches it.
+func Example_stallCancelRecover() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := fakeserver.New() // stands in for your server
+	srv := fakeserver.New(fakeserver.Faults{NaiveLoop: true})
 	s, err := mcptest.Start(ctx, mcptest.InProcess(srv.Serve), mcptest.WithPipeCapacity(16<<10))
 	if err != nil {
 		fmt.Println(err)
@@ -55,54 +145,9 @@ func Example() {
 	// pass
 }
 
-// CheckServer runs the server release criteria, each against a fresh
-// server, and reports a verdict per criterion. Here the server is the fake
-// with its naive single-goroutine loop: the criteria catch it.
-func Example_serverCriteria() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// A Target is started once per criterion: make a fresh server each time.
-	naive := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		return fakeserver.New(fakeserver.Faults{NaiveLoop: true}).Serve(ctx, stdin, stdout, stderr)
+func TestHostCriteria(t *testing.T) {
+	assertions.HostCriteria(t, assertions.SessionHost(mcptest.WithMaxFrame(1<<20), mcptest.WithTimeout(2*time.Second)), assertions.HostConfig{
+		MaxFrame: 1 << 20, // the host's transport limit
+		Run:      regexp.MustCompile(`^(over-limit|junk-on-stdout)$`),
 	})
-	rep := assertions.CheckServer(ctx, naive, assertions.ServerConfig{
-		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
-		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
-		OversizedRequest: 1 << 20,
-		Within:           2 * time.Second,
-	})
-	for _, res := range rep.Results {
-		if res.Verdict != assertions.Pass {
-			fmt.Println(res.Verdict, res.Name)
-		}
-	}
-	// Output:
-	// fail reads-while-blocked
-	// fail cancel-before-work
-	// fail cancel-during-work
-	// skip shutdown-sigterm
-	// skip result-bounded
-}
-
-// CheckHost runs the host release criteria against a host: here this
-// library's own, mcptest.Session, adapted by SessionHost, with its own
-// timeout (WithTimeout) of 2 s, which host-timeout and its kin measure. For
-// your host, write a HostFactory that starts your client on the command it
-// is given (or give a host in any language to CheckHostCommand).
-func Example_hostCriteria() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	const limit = 1 << 20
-	host := assertions.SessionHost(mcptest.WithMaxFrame(limit), mcptest.WithTimeout(2*time.Second))
-	rep := assertions.CheckHost(ctx, host, assertions.HostConfig{MaxFrame: limit, HugeField: 1 << 20, StderrNoise: 8 << 20})
-	fmt.Println(strings.Join(assertions.HostCriterionNames(), " "))
-	fmt.Println(rep.Count(assertions.Pass), "passed,", rep.Count(assertions.Fail), "failed")
-	for _, res := range rep.Results {
-		if res.Verdict != assertions.Pass {
-			fmt.Println(res.Verdict, res.Name+":", res.Evidence)
-		}
-	}
-	// Output:
-	// under-limit over-limit huge-field many-blocks invalid-json-response stderr-noise junk-on-stdout cancel-during-output idle-notifications era-legacy era-modern host-timeout progress-forever late-after-cancel crash-mid-call stdin-not-read large-tools-list
-	// 17 passed, 0 failed
 }

@@ -32,7 +32,7 @@ import (
 // run gets a HOME of its own (it keeps a catalog and a secret store there)
 // and -within 30s: under load its runs took over 20 s to print 300 KB. The verdicts
 // are what was observed by hand in the fake's report and the host's own
-// output (see hostTable); the README's host table is checked against them.
+// output (see hostTable); the host table of docs/hosts.md is checked against them.
 
 // hostsBuilt holds the binaries the host runs need, built once.
 var hostsBuilt struct {
@@ -115,7 +115,7 @@ func realHosts(gohost string) []realHost {
 	return hosts
 }
 
-// hostRow is a host's row of the README's host table, and the verdicts
+// hostRow is a host's row of the host table in docs/hosts.md, and the verdicts
 // behind it.
 type hostRow struct {
 	timeout, cancels, progress, late, crash string
@@ -140,7 +140,7 @@ func commandVerdicts() map[string][]assertions.Verdict {
 	return want
 }
 
-// hostTable is the README's host table: each host measured by hand with
+// hostTable is the host table of docs/hosts.md: each host measured by hand with
 // its default timeout (hostprobe -host-cap 5m, and the host's own output).
 var hostTable = map[string]hostRow{
 	"go-sdk": {timeout: "none", cancels: "best effort", progress: "no timeout", late: "ignored", crash: "error at once, no restart",
@@ -281,19 +281,19 @@ func TestHostProbeRealHosts(t *testing.T) {
 	}
 }
 
-// hostTableHeader is the header row of the README's host table.
+// hostTableHeader is the header row of the host table in docs/hosts.md.
 const hostTableHeader = "| host | own timeout | cancels when it gives up | progress forever | late answer | crash mid-call |"
 
-// TestREADMEHostTable checks the README's host table against hostTable,
+// TestREADMEHostTable checks the host table of docs/hosts.md against hostTable,
 // whose verdicts TestHostProbeRealHosts asserts.
 func TestREADMEHostTable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/hosts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), hostTableHeader)
 	if !ok {
-		t.Fatalf("the README has no host table (header %q)", hostTableHeader)
+		t.Fatalf("docs/hosts.md has no host table (header %q)", hostTableHeader)
 	}
 	got := map[string][5]string{}
 	for line := range strings.Lines(table) {
@@ -321,11 +321,11 @@ func TestREADMEHostTable(t *testing.T) {
 	for name, row := range hostTable {
 		want := [5]string{row.timeout, row.cancels, row.progress, row.late, row.crash}
 		if g := got[name]; g != want {
-			t.Errorf("the README's host table says of %s %q, the tests %q", name, g, want)
+			t.Errorf("the host table of docs/hosts.md says of %s %q, the tests %q", name, g, want)
 		}
 		delete(got, name)
 	}
 	for name := range got {
-		t.Errorf("the README's host table has a row for %s, which the tests do not run", name)
+		t.Errorf("the host table of docs/hosts.md has a row for %s, which the tests do not run", name)
 	}
 }

@@ -27,8 +27,11 @@ var (
 
 // GoBuild builds the main package pkg once per test binary and returns a
 // Target that runs it with args; a failed build fails the test with its output.
+// pkg is as go build takes it where go test runs the test: a relative path
+// is from the test's package directory, not the module root (in
+// server/server_test.go, "../cmd/myserver"), or give the import path
+// ("example.com/myserver/cmd/myserver").
 func GoBuild(t testing.TB, pkg string, args ...string) Target {
-	// pkg is as go build takes it, from the test's package directory.
 	t.Helper()
 	exe, err := goBuild(t, pkg)
 	if err != nil {
@@ -42,6 +45,9 @@ func goBuild(t testing.TB, pkg string) (string, error) {
 	defer buildMu.Unlock()
 	if exe, ok := built[pkg]; ok {
 		return exe, nil
+	}
+	if err := checkDir(pkg); err != nil {
+		return "", err
 	}
 	if buildDir == "" {
 		d, err := os.MkdirTemp("", "mcptest-gobuild-")
@@ -84,5 +90,49 @@ func removeBuilt() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 		buildDir, built = "", map[string]string{}
+	}
+}
+
+// checkDir says, for a relative pkg that is not a directory, where it
+// looked and which import path may have been meant.
+func checkDir(pkg string) error {
+	if !strings.HasPrefix(pkg, ".") {
+		return nil // an import path
+	}
+	abs, err := filepath.Abs(pkg)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return nil
+	}
+	msg := fmt.Sprintf("no directory %s: a relative path is from the test's package directory, where go test runs", abs)
+	if root, mod := moduleOf(filepath.Dir(abs)); mod != "" {
+		if rel, err := filepath.Rel(root, filepath.Join(root, pkg)); err == nil && !strings.HasPrefix(rel, "..") {
+			if fi, err := os.Stat(filepath.Join(root, rel)); err == nil && fi.IsDir() {
+				return fmt.Errorf("%s; from the module root it is the import path %q", msg, mod+"/"+filepath.ToSlash(rel))
+			}
+		}
+	}
+	return fmt.Errorf("%s; or give the main package's import path", msg)
+}
+
+// moduleOf returns the root directory and path of the module dir is in,
+// from the nearest go.mod above it, or "" if there is none.
+func moduleOf(dir string) (root, path string) {
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			for line := range strings.Lines(string(b)) {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+					return dir, strings.Trim(f[1], `"`)
+				}
+			}
+			return dir, ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ""
+		}
+		dir = parent
 	}
 }

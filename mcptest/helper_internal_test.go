@@ -30,6 +30,11 @@ var registerUnused sync.Once
 func TestUnusedHelpers(t *testing.T) {
 	registerUnused.Do(func() { // once: -count runs the test again in the same process
 		RegisterHelper("registered-but-unused", func(context.Context, io.ReadCloser, io.WriteCloser, io.Writer) error { return nil })
+		helpersMu.Lock()
+		defer helpersMu.Unlock()
+		if helpersUsed["registered-but-unused"] {
+			t.Error("a helper registered from a _test.go file counts as started: only a library's registration may")
+		}
 	})
 	helpersMu.Lock()
 	helpersUsed["registered-but-unused"] = false

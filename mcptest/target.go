@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -109,6 +110,12 @@ func RegisterHelper(name string, serve ServeFunc) {
 		panic("mcptest: RegisterHelper called twice for " + name)
 	}
 	helpers[name] = serve
+	// A library's registration (assertions registers the fake for the host
+	// criteria) is not the test's dead code: only helpers registered from
+	// _test.go files must be started.
+	if _, file, _, ok := runtime.Caller(1); ok && !strings.HasSuffix(file, "_test.go") {
+		helpersUsed[name] = true
+	}
 }
 
 // Helper returns a Target that re-executes the test binary serving the helper

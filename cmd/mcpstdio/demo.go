@@ -72,7 +72,7 @@ func runDemo(ctx context.Context, cfg assertions.ServerConfig, out *output, stde
 	for _, fake := range demoFakes {
 		fmt.Fprintf(p.w, "\n== %s fake\n", fake.name)
 		cfg.Expect = expected(fake)
-		rep, err := probe(ctx, append([]string{exe, "fake"}, fake.args...), cfg, p)
+		rep, err := probeAs(ctx, append([]string{exe, "fake"}, fake.args...), append([]string{"mcpstdio", "fake"}, fake.args...), cfg, p)
 		out.add(rep)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcpstdio probe: %s fake: %v\n", fake.name, err)

@@ -146,7 +146,7 @@ func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	argv := fs.Args()
 	h := assertions.HostCommand{Argv: argv, Configs: f.configs, Fake: []string{exe, "fake"}, ExpectOutput: expectOutput}
 	return withOutput(ctx, "mcpstdio hostprobe", stdout, stderr, f.verbose, f.json, junit, func(ctx context.Context, out *output) int {
-		rep, err := probeWith(ctx, argv, assertions.HostCriterionNames(), cfg.Run, out.p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
+		rep, err := probeWith(ctx, argv, argv, assertions.HostCriterionNames(), cfg.Run, out.p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
 			return assertions.CheckHostCommand(ctx, h, cfg, progress)
 		})
 		return exitStatus("mcpstdio hostprobe", rep, err, base, out, stderr)

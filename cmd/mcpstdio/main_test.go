@@ -108,6 +108,9 @@ func TestProbeWithoutServer(t *testing.T) {
 	if !strings.Contains(naive, "As expected") || !strings.Contains(naive, "reads-while-blocked") {
 		t.Errorf("mcpstdio probe does not say the naive fake failed reads-while-blocked as expected:\n%s", naive)
 	}
+	if !strings.Contains(naive, "\nmcpstdio fake -naive\n") {
+		t.Errorf("mcpstdio probe names the naive fake other than as \"mcpstdio fake -naive\" (not by the path of a build):\n%s", naive)
+	}
 }
 
 // demoRun selects the criteria the command's tests run: one the naive fake

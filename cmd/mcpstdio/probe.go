@@ -174,16 +174,22 @@ const (
 // an interrupt (the criteria it cut short are dropped from the report, and
 // named by its last result, "interrupted"); it names the command.
 func probe(ctx context.Context, argv []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
+	return probeAs(ctx, argv, argv, cfg, p)
+}
+
+// probeAs is probe with the report's subject given: the demo names its fake
+// "mcpstdio fake", not by the path of a go run build.
+func probeAs(ctx context.Context, argv, subject []string, cfg assertions.ServerConfig, p *printer) (*assertions.Report, error) {
 	target := mcptest.Command(argv[0], argv[1:]...)
-	return probeWith(ctx, argv, assertions.ServerCriterionNames(), cfg.Run, p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
+	return probeWith(ctx, argv, subject, assertions.ServerCriterionNames(), cfg.Run, p, func(ctx context.Context, progress func(assertions.Result)) *assertions.Report {
 		return assertions.CheckServerStream(ctx, target, cfg, progress)
 	})
 }
 
 // probeWith is probe with the battery given: check runs the criteria of
-// names that run selects, against the command argv.
-func probeWith(ctx context.Context, argv, names []string, run *regexp.Regexp, p *printer, check func(context.Context, func(assertions.Result)) *assertions.Report) (*assertions.Report, error) {
-	rep := &assertions.Report{Subject: shellQuote(argv), Command: argv}
+// names that run selects, against the command argv, shown as subject.
+func probeWith(ctx context.Context, argv, subject, names []string, run *regexp.Regexp, p *printer, check func(context.Context, func(assertions.Result)) *assertions.Report) (*assertions.Report, error) {
+	rep := &assertions.Report{Subject: shellQuote(subject), Command: argv}
 	p.begin(rep.Subject, names, run)
 	begin := time.Now()
 	got := check(ctx, p.result)

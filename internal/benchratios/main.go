@@ -1,4 +1,4 @@
-// Command benchratios prints every performance ratio the README quotes,
+// Command benchratios prints every performance ratio docs/benchmarks.md quotes,
 // each figure beside its anchor, from one command:
 //
 //	go run ./internal/benchratios            # 5 rounds
