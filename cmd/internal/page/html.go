@@ -41,6 +41,9 @@ func (s *Session) WriteHTML(w io.Writer, title string) error {
 	} else {
 		fmt.Fprintf(&b, "<p class=\"lost\">%s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check</p>\n", size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
 	}
+	if n := s.clampedNote(); n != "" {
+		fmt.Fprintf(&b, "<p class=\"lost\">%s</p>\n", esc(n))
+	}
 	b.WriteString("</section><section><h2>selected</h2><div id=\"detail\">click a frame or a request on the timeline to see its frame: head, size, id, method, tool</div></section></div>\n")
 	s.htmlMetrics(&b)
 	b.WriteString("<details><summary>text timeline</summary><pre>")

@@ -27,8 +27,10 @@ type Session struct {
 	Requests []Request        `json:"requests"`
 	Blocks   []Span           `json:"blocks"`
 	Marks    []Mark           `json:"marks"`
+	Clamped  int              `json:"clamped_times,omitempty"` // times outside 0…MaxTime in the record, shown as the nearer end
 	chunks   [3][]chunk       // per direction, in offset order
 	open     map[string]int   // request key → index in Requests, while unanswered
+	last     map[string]int   // request key → index of its latest request in Requests
 	blockAt  map[string]int   // dir → index in Blocks, while open
 	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
 	seen     map[string]bool  // live verdict texts already kept
@@ -148,7 +150,7 @@ func New() *Session {
 	return &Session{
 		Verdicts: []record.Verdict{}, Pending: []Request{}, Frames: []Frame{}, Requests: []Request{},
 		Blocks: []Span{}, Marks: []Mark{},
-		open: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
+		open: map[string]int{}, last: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
 	}
 }
 
@@ -196,6 +198,7 @@ func key(dir string, id json.RawMessage) string {
 
 // Add takes the next event of the record.
 func (s *Session) Add(e record.Event) {
+	s.clampTimes(&e)
 	s.End = max(s.End, e.T)
 	switch e.Ev {
 	case record.EvHeader:
@@ -287,12 +290,8 @@ func (s *Session) latest(dir string, id json.RawMessage) (int, bool) {
 	if i, ok := s.open[k]; ok {
 		return i, true
 	}
-	for i := len(s.Requests) - 1; i >= 0; i-- {
-		if r := &s.Requests[i]; r.Dir == dir && key(dir, r.ID) == k {
-			return i, true
-		}
-	}
-	return 0, false
+	i, ok := s.last[k]
+	return i, ok
 }
 
 func (s *Session) frame(e record.Event) {
@@ -311,6 +310,7 @@ func (s *Session) frame(e record.Event) {
 		}
 		k := key(e.Dir, e.ID)
 		s.open[k] = len(s.Requests)
+		s.last[k] = len(s.Requests)
 		if len(e.Token) > 0 {
 			s.tokens[string(e.Token)] = len(s.Requests)
 		}

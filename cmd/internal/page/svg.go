@@ -180,17 +180,23 @@ func (w *svgWriter) axis(height int) {
 		return
 	}
 	step := niceStep(span / 8)
-	first := (w.from + step - 1) / step * step
-	for t := first; t <= w.to; t += step {
+	first := w.from + (step-w.from%step)%step // the first multiple of step at or after from
+	// At most 9 ticks (step ≥ span/8); counted, and stopped before t+step
+	// could overflow, whatever from and to are.
+	for t, n := first, 0; t <= w.to && n < 10; t, n = t+step, n+1 {
 		x := w.x(t)
 		w.printf(`<line class="tick" x1="%.1f" x2="%.1f" y1="14" y2="%d"/><text class="axis" x="%.1f" y="11">%s</text>`, x, x, height-14, x, at(t))
+		if t > w.to-step {
+			break
+		}
 	}
 }
 
-// niceStep rounds d (µs) up to 1, 2 or 5 times a power of ten.
+// niceStep rounds d (µs) up to 1, 2 or 5 times a power of ten (at most
+// 5e18, which is at least d for any d a span over int64 divided by 8 gives).
 func niceStep(d int64) int64 {
 	step := int64(1)
-	for {
+	for step < 1e18 {
 		for _, m := range []int64{1, 2, 5} {
 			if step*m >= d {
 				return step * m
@@ -198,6 +204,7 @@ func niceStep(d int64) int64 {
 		}
 		step *= 10
 	}
+	return step * 5
 }
 
 func (s *Session) drawBlocks(w *svgWriter, dir string, y int, end int64) {

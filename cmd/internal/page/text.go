@@ -46,6 +46,9 @@ func (s *Session) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check\n",
 			size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
 	}
+	if n := s.clampedNote(); n != "" {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
 	b.WriteString("\ntimeline\n")
 	for _, l := range fold(s.lines(), 3, 2) {
 		fmt.Fprintf(&b, "  %9s  %s\n", at(l.t), l.text)
