@@ -54,6 +54,9 @@ func (w *svgWriter) x(t int64) float64 {
 
 func (w *svgWriter) printf(format string, a ...any) { fmt.Fprintf(&w.b, format, a...) }
 
+// esc is the one escape of the HTML pages: every string that came from a
+// record or a status file goes through it, in text and in attribute
+// values alike (it escapes & < > " and ').
 func esc(s string) string { return html.EscapeString(s) }
 
 // timeline draws s between from and to (µs). now > 0 is a live view: what
@@ -289,7 +292,7 @@ func (s *Session) drawFrames(w *svgWriter, dir string, y int, important map[int]
 			}
 			h := 3 + float64(laneHeight-10)*float64(b.n)/float64(most)
 			w.printf(`<rect class="bin" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%d frames, %s: %s</title></rect>`,
-				svgLeft+float64(c)*cw, float64(y+laneHeight-4)-h, cw, h, b.n, size(b.bytes), kindCounts(b.kinds))
+				svgLeft+float64(c)*cw, float64(y+laneHeight-4)-h, cw, h, b.n, size(b.bytes), esc(kindCounts(b.kinds)))
 		}
 		w.v.Folded = append(w.v.Folded, fmt.Sprintf("%s: %d frames in the window, drawn as columns of counts (hover for each column's frames by kind); the frames of unfinished, cancelled, late or failed requests still one by one", dirName(dir), len(idx)))
 	}
@@ -390,7 +393,7 @@ func (s *Session) drawMarks(w *svgWriter, top, bottom int) {
 			w.printf(`<text class="marklabel late" x="%.1f" y="%d"%s>late answer %s</text>`, x+8, bottom+11, anchor(x), esc(clip(string(m.ID), 12)))
 		default:
 			w.printf(`<g class="mark ev %s" data-t="%d"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
-				m.Ev, m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
+				esc(m.Ev), m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
 		}
 	}
 }
