@@ -3,6 +3,7 @@ package page
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -155,5 +156,21 @@ func TestHostileLive(t *testing.T) {
 	tl := live.Proxies[0].Timeline
 	if m := rawPayload.FindStringIndex(tl); m != nil {
 		t.Errorf("the live timeline holds a payload unescaped: …%s…", tl[max(m[0]-80, 0):min(m[1]+80, len(tl))])
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/hostile.ndjson")
+
+// TestHostileRecordFile: testdata/hostile.ndjson, which the command's and
+// the browser tests read, is hostileRecord (go test -update rewrites it).
+func TestHostileRecordFile(t *testing.T) {
+	path := filepath.Join("testdata", "hostile.ndjson")
+	if *update {
+		if err := os.WriteFile(path, hostileRecord(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, hostileRecord()) {
+		t.Errorf("%s is not hostileRecord (%v): run go test -run TestHostileRecordFile -update", path, err)
 	}
 }

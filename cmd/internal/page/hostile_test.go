@@ -111,3 +111,29 @@ func TestAbsurdTimes(t *testing.T) {
 	}
 	within(t, "the live timeline near MaxInt64", 10*time.Second, func() { s.timeline(MaxTime-1000, MaxTime, MaxTime) })
 }
+
+// TestHostileText: the terminal summary of a record with payloads (escape
+// sequences, newlines, C1 controls, bidi overrides) in every string field
+// holds no raw control character but the newlines that end its lines, and
+// no line of it begins with a forged verdict.
+func TestHostileText(t *testing.T) {
+	s := readHostile(t)
+	var b bytes.Buffer
+	if err := s.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(b.String(), "\n") {
+		for _, r := range l {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == '\u202e' {
+				t.Errorf("line %d holds the control character %U: %q", i+1, r, l)
+				break
+			}
+		}
+		if strings.HasPrefix(l, "PASS") {
+			t.Errorf("line %d is a forged verdict: %q", i+1, l)
+		}
+	}
+	if !strings.Contains(b.String(), `\x1b]0;forged title\x07\x1b[2J\x1b[1A\rPASS all\x9b2J\u202e`) {
+		t.Errorf("the summary does not show the escape sequences escaped:\n%s", b.String())
+	}
+}
