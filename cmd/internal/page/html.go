@@ -149,6 +149,10 @@ func (s *Session) htmlMetrics(b *strings.Builder) {
 		{"stderr", size(m.StderrBytes)},
 		{"blocked writes: server's stdin / host's stdout / host's stderr", dur(m.BlockedInUS) + " / " + dur(m.BlockedOutUS) + " / " + dur(m.BlockedErrUS)},
 		{"parse errors (server / host), unterminated lines", fmt.Sprintf("%d / %d, %d", m.ParseErrors, m.HostParseErrors, m.Unterminated)},
+		{"how the server ended", s.terminations(m.Terminations)},
+	}
+	if h := s.faultHolds(); h != "" {
+		rows = append(rows[:6], append([][2]string{{"held by faults (not in the blocked writes)", h}}, rows[6:]...)...)
 	}
 	b.WriteString("<table class=\"metrics\">")
 	for _, r := range rows {

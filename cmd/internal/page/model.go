@@ -19,7 +19,8 @@ type Session struct {
 	Header   *Header          `json:"header,omitempty"`
 	End      int64            `json:"end_us"` // the latest time in the record
 	Ended    string           `json:"ended,omitempty"`
-	Verdicts []record.Verdict `json:"verdicts"` // the summary's, else every live verdict once
+	Endings  []string         `json:"endings,omitempty"` // how each run of the server ended, in words
+	Verdicts []record.Verdict `json:"verdicts"`          // the summary's, else every live verdict once
 	Metrics  *record.Metrics  `json:"metrics,omitempty"`
 	Lost     Lost             `json:"lost"`
 	Pending  []Request        `json:"pending"` // requests without a delivered response at the end
@@ -35,6 +36,7 @@ type Session struct {
 	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
 	seen     map[string]bool  // live verdict texts already kept
 	summary  bool             // a summary event was read
+	cause    string           // what the proxy did that may end the server, until its exit
 	tokens   map[string]int   // progress token → request index
 	lostAt   [3]int64         // per direction, 1 + the T of the latest drop or partly seen frame, 0 if none
 }
@@ -250,9 +252,11 @@ func (s *Session) Add(e record.Event) {
 	case record.EvExit:
 		s.Ended = "the server ended: " + e.Status
 		s.mark(e, "exit", s.Ended)
+		s.ending(e)
 	case record.EvSpawn:
 		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
 	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:
+		s.ending(e)
 		text := e.Text
 		if e.Signal != "" && !strings.Contains(text, e.Signal) {
 			text += " (" + e.Signal + ")"

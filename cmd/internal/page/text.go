@@ -30,7 +30,10 @@ func (s *Session) WriteText(w io.Writer) error {
 		tline(&b, "  stdin %s in %d frames (largest request %s); stdout %s in %d frames (largest %s); stderr %s",
 			size(m.StdinBytes), m.StdinFrames, size(m.LargestRequest), size(m.StdoutBytes), m.StdoutFrames, size(m.LargestFrame), size(m.StderrBytes))
 		tline(&b, "  blocked writes: server's stdin %s, host's stdout %s, host's stderr %s", dur(m.BlockedInUS), dur(m.BlockedOutUS), dur(m.BlockedErrUS))
-		tline(&b, "  parse errors %d (host %d), unterminated lines %d, terminations %d", m.ParseErrors, m.HostParseErrors, m.Unterminated, m.Terminations)
+		if h := s.faultHolds(); h != "" {
+			tline(&b, "  held by faults (not in the blocked writes): %s", h)
+		}
+		tline(&b, "  parse errors %d (host %d), unterminated lines %d, %s", m.ParseErrors, m.HostParseErrors, m.Unterminated, s.terminations(m.Terminations))
 	} else {
 		b.WriteString("\nmetrics\n  none: the record has no summary (the proxy is still running, or was killed)\n")
 	}
