@@ -41,9 +41,9 @@ func hostileRecord() []byte {
 	emit := func(e record.Event) { e.Seq = seq; seq++; enc.Encode(e) }
 	emit(record.Event{Ev: record.EvHeader, Header: &record.Header{V: record.SchemaVersion, Schema: record.SchemaName, Proxy: p(0), OS: p(1), Arch: p(2),
 		Argv: payloads, EnvKeys: payloads, Redact: payloads, Keys: payloads, Faults: []record.Fault{{Dir: p(3), Kind: p(4), Note: p(5)}}}})
-	for i := range len(payloads) * 2 {
+	for i := range len(payloads) * 3 {
 		t := int64(1000 * (i + 1))
-		dir := []string{record.DirIn, record.DirOut, p(i)}[i%3]
+		dir := []string{record.DirIn, record.DirOut, p(i / 3)}[i%3]
 		emit(record.Event{Ev: record.EvFrame, Dir: dir, T0: t, T: t + 10, N: 50, Kind: record.KindRequest, ID: id(i), Method: p(i + 1), Tool: p(i + 2), Head: p(i + 3), Hash: p(i + 4), Token: id(i)})
 		emit(record.Event{Ev: record.EvFrame, Dir: record.DirOut, T0: t + 20, T: t + 30, N: 50, Kind: p(i), ID: id(i + 1), Method: p(i), Head: p(i + 5)})
 		emit(record.Event{Ev: record.EvFrame, Dir: record.DirOut, T0: t + 25, T: t + 30, N: 50, Kind: record.KindNotification, Method: "notifications/progress", Token: id(i), Head: p(i)})
