@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -114,6 +115,27 @@ func TestHostileTerminal(t *testing.T) {
 	check("status", status)
 
 	server := buildHostileServer(t)
+	// The hostile server behind the real proxy: what it sends (names,
+	// errors, stderr) and what the host sends (an unknown cancel with an
+	// evil reason, an evil method) is recorded as it is, and shown escaped.
+	rec := filepath.Join(dir, "proxied.ndjson")
+	evilJSON, _ := json.Marshal(evil)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":` + string(evilJSON) + `}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(evilJSON) + `,"reason":` + string(evilJSON) + `}}`,
+		`{"jsonrpc":"2.0","id":` + string(evilJSON) + `,"method":` + string(evilJSON) + `}`,
+	}, "\n") + "\n"
+	proxied := resultOf(cmdtest.Run(t, time.Minute, nil, strings.NewReader(in), binary, "proxy", "-dir", dir, "-log", rec, "--", server))
+	if proxied.code != 0 {
+		t.Fatalf("the proxy in front of the hostile server: exit %d\n%s", proxied.code, proxied.stderr)
+	}
+	shown := mcpstdio(t, time.Minute, "show", rec)
+	if !strings.Contains(shown.stdout, `\x1b]0;owned\x07`) {
+		t.Errorf("show of the proxied session: the server's strings are not shown escaped:\n%s%s", shown.stdout, shown.stderr)
+	}
+	check("show of the proxied session", shown)
+
 	probe := mcpstdio(t, 2*time.Minute, "probe", "-v", "-run", "^(stdout-clean|result-bounded)$", "-bounded", `z {}`, "--", server)
 	if !strings.Contains(probe.stdout, `FAIL  result-bounded`) || !strings.Contains(probe.stdout, `\x1b]0;owned\x07`) {
 		t.Errorf("probe: want result-bounded failed with the server's error shown escaped:\n%s%s", probe.stdout, probe.stderr)
