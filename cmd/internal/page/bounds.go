@@ -27,5 +27,9 @@ func (s *Session) clampedNote() string {
 	if s.Clamped == 0 {
 		return ""
 	}
-	return itoa(int64(s.Clamped)) + " times in the record were outside 0 to 100 years and are shown as the nearer end (the record is broken or crafted)"
+	what := " times in the record were"
+	if s.Clamped == 1 {
+		what = " time in the record was"
+	}
+	return itoa(int64(s.Clamped)) + what + " outside 0 to 100 years, shown as the nearer end (the record is broken or crafted)"
 }
