@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -122,7 +123,7 @@ func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig
 func exitStatus(cmd string, rep *assertions.Report, err error, base *assertions.Report, out *output, stderr io.Writer) int {
 	out.add(rep)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %s\n", cmd, term.Block(err.Error())) // it may quote the server's stderr
 		return 1
 	}
 	if base != nil {
@@ -201,9 +202,9 @@ func probeWith(ctx context.Context, argv, subject, names []string, run *regexp.R
 	if len(rep.Results) == 1 && rep.Results[0].Name == resultStart {
 		res := rep.Results[0]
 		if p.verbose && res.Details != "" {
-			return rep, fmt.Errorf("%s: %s\n%s", rep.Subject, res.Evidence, indent(res.Details))
+			return rep, fmt.Errorf("%s: %s\n%s", term.Line(rep.Subject), term.Line(res.Evidence), indent(term.Block(res.Details)))
 		}
-		return rep, fmt.Errorf("%s: %s", rep.Subject, res.Evidence)
+		return rep, fmt.Errorf("%s: %s", term.Line(rep.Subject), term.Line(res.Evidence))
 	}
 	p.summary(rep)
 	return rep, nil

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
 )
 
 // printer prints what a person reads: the heading, the results as they
@@ -55,7 +56,7 @@ func (p *printer) begin(subject string, names []string, run *regexp.Regexp) {
 
 // heading prints the report's first line, before its first criterion's.
 func (p *printer) heading() {
-	fmt.Fprintln(p.w, p.subject)
+	fmt.Fprintln(p.w, term.Line(p.subject))
 }
 
 // next shows the criterion that runs next in the live status.
@@ -75,7 +76,7 @@ func (p *printer) result(res assertions.Result) {
 		if res.Verdict == assertions.Pass {
 			p.heading()
 			if p.verbose {
-				fmt.Fprintf(p.w, "        %s\n", res.Evidence)
+				fmt.Fprintf(p.w, "        %s\n", term.Line(res.Evidence))
 			}
 			p.next()
 		}
@@ -85,16 +86,16 @@ func (p *printer) result(res assertions.Result) {
 	if len(p.pending) > 0 && p.pending[0] == res.Name {
 		p.pending = p.pending[1:]
 	}
-	fmt.Fprintln(p.w, res.Line())
+	fmt.Fprintln(p.w, term.Line(res.Line())) // the evidence quotes the server: one line, nothing raw
 	if p.verbose {
 		if res.Rule != "" {
-			fmt.Fprintf(p.w, "        rule: %s\n", res.Rule)
+			fmt.Fprintf(p.w, "        rule: %s\n", term.Line(res.Rule))
 		}
 		if res.Era != "" {
-			fmt.Fprintf(p.w, "        protocol: %s\n", res.Era)
+			fmt.Fprintf(p.w, "        protocol: %s\n", term.Line(res.Era))
 		}
 		if d := strings.TrimSpace(res.Details); d != "" {
-			fmt.Fprintln(p.w, indent(d))
+			fmt.Fprintln(p.w, indent(term.Block(d)))
 		}
 	}
 	p.next()
@@ -102,7 +103,7 @@ func (p *printer) result(res assertions.Result) {
 
 // summary prints the report's summary line.
 func (p *printer) summary(rep *assertions.Report) {
-	fmt.Fprintln(p.w, rep.Summary())
+	fmt.Fprintln(p.w, term.Line(rep.Summary()))
 }
 
 // close erases the live status and stops it.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -51,11 +52,11 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := readRecordFiles(fset.Arg(0))
 	if s == nil {
-		fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
+		fmt.Fprintf(stderr, "mcpstdio show: %s\n", term.Line(err.Error()))
 		return 1
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpstdio show: %v (showing the events before it)\n", err)
+	if err != nil { // it may quote the record
+		fmt.Fprintf(stderr, "mcpstdio show: %s (showing the events before it)\n", term.Line(err.Error()))
 	}
 	switch {
 	case *html != "":

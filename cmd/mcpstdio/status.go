@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
 	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -61,7 +62,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			looked = append(looked, d)
 			es, err := state.ReadStatuses(d, now)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				fmt.Fprintf(stderr, "mcpstdio status: %v\n", err)
+				fmt.Fprintf(stderr, "mcpstdio status: %s\n", term.Line(err.Error()))
 			}
 			ents = append(ents, es...)
 		}
@@ -69,7 +70,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	shown := ents[:0]
 	for _, e := range ents {
 		if e.Err != nil {
-			fmt.Fprintf(stderr, "mcpstdio status: %v\n", e.Err)
+			fmt.Fprintf(stderr, "mcpstdio status: %s\n", term.Line(e.Err.Error()))
 			continue
 		}
 		if e.Stale && !*all {
@@ -120,17 +121,17 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	case s.Exit != nil:
 		state = "server " + s.Exit.Text
 	}
-	fmt.Fprintf(w, "proxy %d → server %d %q, up %s, %s\n", s.ProxyPID, s.ServerPID, strings.Join(s.Argv, " "), now.Sub(s.Start).Round(time.Second), state)
+	sline(w, "proxy %d → server %d %q, up %s, %s", s.ProxyPID, s.ServerPID, strings.Join(s.Argv, " "), now.Sub(s.Start).Round(time.Second), state)
 	if m := s.Metrics; m.DroppedBytes > 0 || m.DroppedEvents > 0 {
-		fmt.Fprintf(w, "  LOST DETAIL  the observer missed %d bytes (%d events): every byte was forwarded, but frames in them are not in the record and a replay cannot check them\n", m.DroppedBytes, m.DroppedEvents)
+		sline(w, "  LOST DETAIL  the observer missed %d bytes (%d events): every byte was forwarded, but frames in them are not in the record and a replay cannot check them", m.DroppedBytes, m.DroppedEvents)
 	}
 	for _, p := range s.Problems {
-		fmt.Fprintf(w, "  problem %s\n", p)
+		sline(w, "  problem %s", p)
 	}
 	if s.Log != "" {
-		fmt.Fprintf(w, "  record  %s\n", s.Log)
+		sline(w, "  record  %s", s.Log)
 	} else {
-		fmt.Fprintln(w, "  record  none")
+		sline(w, "  record  none")
 	}
 	names := map[string]string{record.DirIn: "stdin ", record.DirOut: "stdout", record.DirErr: "stderr"}
 	for _, st := range s.Streams {
@@ -153,7 +154,7 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		if st.Ended {
 			line += ", ended"
 		}
-		fmt.Fprintln(w, line)
+		sline(w, "%s", line)
 	}
 	for _, p := range s.Pending {
 		who := "host → server"
@@ -171,12 +172,20 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		if p.ResponseBytes > 0 {
 			line += fmt.Sprintf(", response %d bytes", p.ResponseBytes)
 		}
-		fmt.Fprintln(w, line)
+		sline(w, "%s", line)
 	}
 	for _, v := range s.Verdicts {
-		fmt.Fprintf(w, "  verdict %s\n", v.Text)
+		sline(w, "  verdict %s", v.Text)
 	}
 	if len(s.Verdicts) == 0 {
-		fmt.Fprintln(w, "  verdict nothing is stuck")
+		sline(w, "  verdict nothing is stuck")
 	}
+}
+
+// sline prints one line of a proxy's status. Much of it comes from the
+// status file and the server (argv, ids, methods, problems, verdicts), so
+// the whole line goes through term.Line: nothing in it can move the
+// cursor, set the title or start a line of its own.
+func sline(w io.Writer, format string, a ...any) {
+	fmt.Fprintln(w, term.Line(fmt.Sprintf(format, a...)))
 }

@@ -1,7 +1,9 @@
 package page
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +16,20 @@ var pageCSS string
 //go:embed assets/report.js
 var reportJS string
 
+// The pages' Content-Security-Policy: nothing but their own style and
+// script, named by hash (no 'unsafe-inline'), may apply or run.
+var (
+	reportCSP = "default-src 'none'; style-src " + hashSource(pageCSS) + "; script-src " + hashSource(reportJS) + "; base-uri 'none'; form-action 'none'"
+	liveCSP   = "default-src 'none'; style-src " + hashSource(pageCSS) + "; script-src " + hashSource(liveJS) + "; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+// hashSource is a CSP source naming an inline <script> or <style> by its
+// content's SHA-256.
+func hashSource(content string) string {
+	h := sha256.Sum256([]byte(content))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
+}
+
 // WriteHTML writes s as one self-contained HTML file named for the record
 // title: inline CSS, an inline SVG timeline and a little inline script,
 // nothing fetched from anywhere. Large records stay quick to open: frames
@@ -23,7 +39,7 @@ func (s *Session) WriteHTML(w io.Writer, title string) error {
 	v := s.timeline(0, max(s.End, 1), 0)
 	var b strings.Builder
 	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
-	b.WriteString(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">`)
+	fmt.Fprintf(&b, `<meta http-equiv="Content-Security-Policy" content="%s">`, esc(reportCSP))
 	fmt.Fprintf(&b, "<title>mcpstdio record %s</title><style>%s</style></head><body>\n", esc(title), pageCSS)
 	fmt.Fprintf(&b, "<header><h1>mcpstdio record %s</h1><div class=\"meta\">%s</div></header>\n<main>\n", esc(title), esc(s.headerLine()))
 	s.htmlVerdicts(&b)
@@ -40,6 +56,9 @@ func (s *Session) WriteHTML(w io.Writer, title string) error {
 		b.WriteString("<p>none: the observer saw every byte</p>\n")
 	} else {
 		fmt.Fprintf(&b, "<p class=\"lost\">%s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check</p>\n", size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	}
+	if n := s.clampedNote(); n != "" {
+		fmt.Fprintf(&b, "<p class=\"lost\">%s</p>\n", esc(n))
 	}
 	b.WriteString("</section><section><h2>selected</h2><div id=\"detail\">click a frame or a request on the timeline to see its frame: head, size, id, method, tool</div></section></div>\n")
 	s.htmlMetrics(&b)
@@ -74,10 +93,10 @@ func (s *Session) headerLine() string {
 }
 
 func legend(b *strings.Builder) {
-	b.WriteString(`<div class="legend"><span><i style="background:#4c6ef5"></i>request</span><span><i style="background:#2f9e44"></i>response</span>` +
-		`<span><i style="background:#868e96"></i>notification</span><span><i style="background:#e03131"></i>error / late answer</span>` +
-		`<span><i style="background:#ff8787"></i>blocked write (bytes held)</span><span><i style="background:#ffd8a8"></i>stall (fault)</span>` +
-		`<span><i style="background:#ae3ec9"></i>cancel</span><span><i style="background:#ffe3e3;border:1px dashed #e03131"></i>request not delivered</span></div>` + "\n")
+	b.WriteString(`<div class="legend"><span><i class="lg-req"></i>request</span><span><i class="lg-resp"></i>response</span>` +
+		`<span><i class="lg-note"></i>notification</span><span><i class="lg-err"></i>error / late answer</span>` +
+		`<span><i class="lg-block"></i>blocked write (bytes held)</span><span><i class="lg-stall"></i>stall (fault)</span>` +
+		`<span><i class="lg-cancel"></i>cancel</span><span><i class="lg-undelivered"></i>request not delivered</span></div>` + "\n")
 }
 
 func (s *Session) htmlVerdicts(b *strings.Builder) {
@@ -100,10 +119,10 @@ func (s *Session) htmlPending(b *strings.Builder) {
 	for _, r := range s.Pending {
 		cancel := ""
 		if r.Cancel > 0 {
-			cancel = at(r.Cancel) + " (" + r.CancelAt + ")"
+			cancel = at(r.Cancel) + " (" + r.CancelAt + ")" // escaped below, as every string from a record
 		}
 		fmt.Fprintf(b, "<tr class=\"stuck\"><td>%s</td><td class=\"mono\">%s</td><td>%s</td><td class=\"state-%s\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
-			dirName(r.Dir), esc(string(r.ID)), esc(strings.TrimSpace(r.Method+" "+r.Tool)), esc(r.State), esc(r.State), at(r.Sent), dur(s.End-r.Sent), respCell(r), esc(cancel))
+			esc(dirName(r.Dir)), esc(string(r.ID)), esc(strings.TrimSpace(r.Method+" "+r.Tool)), esc(r.State), esc(r.State), at(r.Sent), dur(s.End-r.Sent), respCell(r), esc(cancel))
 	}
 	b.WriteString("</table>\n")
 }
@@ -130,6 +149,10 @@ func (s *Session) htmlMetrics(b *strings.Builder) {
 		{"stderr", size(m.StderrBytes)},
 		{"blocked writes: server's stdin / host's stdout / host's stderr", dur(m.BlockedInUS) + " / " + dur(m.BlockedOutUS) + " / " + dur(m.BlockedErrUS)},
 		{"parse errors (server / host), unterminated lines", fmt.Sprintf("%d / %d, %d", m.ParseErrors, m.HostParseErrors, m.Unterminated)},
+		{"how the server ended", s.terminations(m.Terminations)},
+	}
+	if h := s.faultHolds(); h != "" {
+		rows = append(rows[:6], append([][2]string{{"held by faults (not in the blocked writes)", h}}, rows[6:]...)...)
 	}
 	b.WriteString("<table class=\"metrics\">")
 	for _, r := range rows {

@@ -85,7 +85,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'")
+		w.Header().Set("Content-Security-Policy", liveCSP)
 		fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mcpstdio status</title><style>%s</style></head><body>\n"+
 			"<header><h1>mcpstdio status: running proxies</h1><div class=\"meta\" id=\"meta\">loading…</div></header>\n<main><div id=\"proxies\"></div>"+
 			"<h2>selected</h2><div id=\"detail\">click a frame or a request on a timeline to see its frame: head, size, id, method, tool</div></main>\n<script>%s</script></body></html>\n", pageCSS, liveJS)
@@ -123,7 +123,7 @@ func (s *Server) Snapshot(now time.Time) Live {
 	}
 	seen := map[string]bool{}
 	for _, p := range ps {
-		lp := LiveProxy{Proxy: p, NowUS: now.Sub(p.Start).Microseconds(), Record: "no record (-no-log): no timeline"}
+		lp := LiveProxy{Proxy: p, NowUS: min(max(now.Sub(p.Start).Microseconds(), 0), MaxTime), Record: "no record (-no-log): no timeline"}
 		if p.Log != "" {
 			seen[p.Log] = true
 			t := s.tails[p.Log]

@@ -19,7 +19,8 @@ type Session struct {
 	Header   *Header          `json:"header,omitempty"`
 	End      int64            `json:"end_us"` // the latest time in the record
 	Ended    string           `json:"ended,omitempty"`
-	Verdicts []record.Verdict `json:"verdicts"` // the summary's, else every live verdict once
+	Endings  []string         `json:"endings,omitempty"` // how each run of the server ended, in words
+	Verdicts []record.Verdict `json:"verdicts"`          // the summary's, else every live verdict once
 	Metrics  *record.Metrics  `json:"metrics,omitempty"`
 	Lost     Lost             `json:"lost"`
 	Pending  []Request        `json:"pending"` // requests without a delivered response at the end
@@ -27,12 +28,15 @@ type Session struct {
 	Requests []Request        `json:"requests"`
 	Blocks   []Span           `json:"blocks"`
 	Marks    []Mark           `json:"marks"`
+	Clamped  int              `json:"clamped_times,omitempty"` // times outside 0…MaxTime in the record, shown as the nearer end
 	chunks   [3][]chunk       // per direction, in offset order
 	open     map[string]int   // request key → index in Requests, while unanswered
+	last     map[string]int   // request key → index of its latest request in Requests
 	blockAt  map[string]int   // dir → index in Blocks, while open
 	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
 	seen     map[string]bool  // live verdict texts already kept
 	summary  bool             // a summary event was read
+	cause    string           // what the proxy did that may end the server, until its exit
 	tokens   map[string]int   // progress token → request index
 	lostAt   [3]int64         // per direction, 1 + the T of the latest drop or partly seen frame, 0 if none
 }
@@ -148,7 +152,7 @@ func New() *Session {
 	return &Session{
 		Verdicts: []record.Verdict{}, Pending: []Request{}, Frames: []Frame{}, Requests: []Request{},
 		Blocks: []Span{}, Marks: []Mark{},
-		open: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
+		open: map[string]int{}, last: map[string]int{}, blockAt: map[string]int{}, stall: map[string]int{}, seen: map[string]bool{}, tokens: map[string]int{},
 	}
 }
 
@@ -196,6 +200,7 @@ func key(dir string, id json.RawMessage) string {
 
 // Add takes the next event of the record.
 func (s *Session) Add(e record.Event) {
+	s.clampTimes(&e)
 	s.End = max(s.End, e.T)
 	switch e.Ev {
 	case record.EvHeader:
@@ -247,9 +252,11 @@ func (s *Session) Add(e record.Event) {
 	case record.EvExit:
 		s.Ended = "the server ended: " + e.Status
 		s.mark(e, "exit", s.Ended)
+		s.ending(e)
 	case record.EvSpawn:
 		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
 	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:
+		s.ending(e)
 		text := e.Text
 		if e.Signal != "" && !strings.Contains(text, e.Signal) {
 			text += " (" + e.Signal + ")"
@@ -287,12 +294,8 @@ func (s *Session) latest(dir string, id json.RawMessage) (int, bool) {
 	if i, ok := s.open[k]; ok {
 		return i, true
 	}
-	for i := len(s.Requests) - 1; i >= 0; i-- {
-		if r := &s.Requests[i]; r.Dir == dir && key(dir, r.ID) == k {
-			return i, true
-		}
-	}
-	return 0, false
+	i, ok := s.last[k]
+	return i, ok
 }
 
 func (s *Session) frame(e record.Event) {
@@ -311,6 +314,7 @@ func (s *Session) frame(e record.Event) {
 		}
 		k := key(e.Dir, e.ID)
 		s.open[k] = len(s.Requests)
+		s.last[k] = len(s.Requests)
 		if len(e.Token) > 0 {
 			s.tokens[string(e.Token)] = len(s.Requests)
 		}

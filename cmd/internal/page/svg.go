@@ -54,6 +54,9 @@ func (w *svgWriter) x(t int64) float64 {
 
 func (w *svgWriter) printf(format string, a ...any) { fmt.Fprintf(&w.b, format, a...) }
 
+// esc is the one escape of the HTML pages: every string that came from a
+// record or a status file goes through it, in text and in attribute
+// values alike (it escapes & < > " and ').
 func esc(s string) string { return html.EscapeString(s) }
 
 // timeline draws s between from and to (µs). now > 0 is a live view: what
@@ -180,17 +183,23 @@ func (w *svgWriter) axis(height int) {
 		return
 	}
 	step := niceStep(span / 8)
-	first := (w.from + step - 1) / step * step
-	for t := first; t <= w.to; t += step {
+	first := w.from + (step-w.from%step)%step // the first multiple of step at or after from
+	// At most 9 ticks (step ≥ span/8); counted, and stopped before t+step
+	// could overflow, whatever from and to are.
+	for t, n := first, 0; t <= w.to && n < 10; t, n = t+step, n+1 {
 		x := w.x(t)
 		w.printf(`<line class="tick" x1="%.1f" x2="%.1f" y1="14" y2="%d"/><text class="axis" x="%.1f" y="11">%s</text>`, x, x, height-14, x, at(t))
+		if t > w.to-step {
+			break
+		}
 	}
 }
 
-// niceStep rounds d (µs) up to 1, 2 or 5 times a power of ten.
+// niceStep rounds d (µs) up to 1, 2 or 5 times a power of ten (at most
+// 5e18, which is at least d for any d a span over int64 divided by 8 gives).
 func niceStep(d int64) int64 {
 	step := int64(1)
-	for {
+	for step < 1e18 {
 		for _, m := range []int64{1, 2, 5} {
 			if step*m >= d {
 				return step * m
@@ -198,6 +207,7 @@ func niceStep(d int64) int64 {
 		}
 		step *= 10
 	}
+	return step * 5
 }
 
 func (s *Session) drawBlocks(w *svgWriter, dir string, y int, end int64) {
@@ -282,7 +292,7 @@ func (s *Session) drawFrames(w *svgWriter, dir string, y int, important map[int]
 			}
 			h := 3 + float64(laneHeight-10)*float64(b.n)/float64(most)
 			w.printf(`<rect class="bin" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%d frames, %s: %s</title></rect>`,
-				svgLeft+float64(c)*cw, float64(y+laneHeight-4)-h, cw, h, b.n, size(b.bytes), kindCounts(b.kinds))
+				svgLeft+float64(c)*cw, float64(y+laneHeight-4)-h, cw, h, b.n, size(b.bytes), esc(kindCounts(b.kinds)))
 		}
 		w.v.Folded = append(w.v.Folded, fmt.Sprintf("%s: %d frames in the window, drawn as columns of counts (hover for each column's frames by kind); the frames of unfinished, cancelled, late or failed requests still one by one", dirName(dir), len(idx)))
 	}
@@ -383,7 +393,7 @@ func (s *Session) drawMarks(w *svgWriter, top, bottom int) {
 			w.printf(`<text class="marklabel late" x="%.1f" y="%d"%s>late answer %s</text>`, x+8, bottom+11, anchor(x), esc(clip(string(m.ID), 12)))
 		default:
 			w.printf(`<g class="mark ev %s" data-t="%d"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
-				m.Ev, m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
+				esc(m.Ev), m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
 		}
 	}
 }

@@ -90,10 +90,11 @@ func (s *Session) compact(cutoff int64) {
 			frames = append(frames, f)
 		}
 	}
-	s.open = map[string]int{}
+	s.open, s.last = map[string]int{}, map[string]int{}
 	s.tokens = map[string]int{}
 	for i := range reqs {
 		r := &reqs[i]
+		s.last[key(r.Dir, r.ID)] = i
 		r.Frame = remap[r.Frame]
 		if r.Response >= 0 {
 			r.Response = remap[r.Response]

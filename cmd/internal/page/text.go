@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
 )
 
 // WriteText writes the summary of s for a terminal: the header, the
@@ -19,16 +21,19 @@ func (s *Session) WriteText(w io.Writer) error {
 		b.WriteString("  nothing was found stuck\n")
 	}
 	for _, v := range s.Verdicts {
-		fmt.Fprintf(&b, "  - %s\n", v.Text)
+		tline(&b, "  - %s", v.Text)
 	}
 	if m := s.Metrics; m != nil {
 		b.WriteString("\nmetrics\n")
-		fmt.Fprintf(&b, "  requests %d, responses %d, notifications %d, server requests %d, cancels %d, late responses %d, unknown responses %d\n",
+		tline(&b, "  requests %d, responses %d, notifications %d, server requests %d, cancels %d, late responses %d, unknown responses %d",
 			m.Requests, m.Responses, m.Notifications, m.ServerRequests, m.Cancels, m.LateResponses, m.UnknownResponses)
-		fmt.Fprintf(&b, "  stdin %s in %d frames (largest request %s); stdout %s in %d frames (largest %s); stderr %s\n",
+		tline(&b, "  stdin %s in %d frames (largest request %s); stdout %s in %d frames (largest %s); stderr %s",
 			size(m.StdinBytes), m.StdinFrames, size(m.LargestRequest), size(m.StdoutBytes), m.StdoutFrames, size(m.LargestFrame), size(m.StderrBytes))
-		fmt.Fprintf(&b, "  blocked writes: server's stdin %s, host's stdout %s, host's stderr %s\n", dur(m.BlockedInUS), dur(m.BlockedOutUS), dur(m.BlockedErrUS))
-		fmt.Fprintf(&b, "  parse errors %d (host %d), unterminated lines %d, terminations %d\n", m.ParseErrors, m.HostParseErrors, m.Unterminated, m.Terminations)
+		tline(&b, "  blocked writes: server's stdin %s, host's stdout %s, host's stderr %s", dur(m.BlockedInUS), dur(m.BlockedOutUS), dur(m.BlockedErrUS))
+		if h := s.faultHolds(); h != "" {
+			tline(&b, "  held by faults (not in the blocked writes): %s", h)
+		}
+		tline(&b, "  parse errors %d (host %d), unterminated lines %d, %s", m.ParseErrors, m.HostParseErrors, m.Unterminated, s.terminations(m.Terminations))
 	} else {
 		b.WriteString("\nmetrics\n  none: the record has no summary (the proxy is still running, or was killed)\n")
 	}
@@ -37,21 +42,33 @@ func (s *Session) WriteText(w io.Writer) error {
 		b.WriteString("  none\n")
 	}
 	for _, r := range s.Pending {
-		fmt.Fprintf(&b, "  %s %s: %s, sent at %s%s\n", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), StateText(r.State), at(r.Sent), pendingNote(r, s.End))
+		tline(&b, "  %s %s: %s, sent at %s%s", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), StateText(r.State), at(r.Sent), pendingNote(r, s.End))
 	}
 	b.WriteString("\nlost detail\n")
 	if s.Lost == (Lost{}) {
 		b.WriteString("  none: the observer saw every byte\n")
 	} else {
-		fmt.Fprintf(&b, "  %s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check\n",
+		tline(&b, "  %s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check",
 			size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	}
+	if n := s.clampedNote(); n != "" {
+		tline(&b, "  %s", n)
 	}
 	b.WriteString("\ntimeline\n")
 	for _, l := range fold(s.lines(), 3, 2) {
-		fmt.Fprintf(&b, "  %9s  %s\n", at(l.t), l.text)
+		tline(&b, "  %9s  %s", at(l.t), l.text)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tline writes one line of the terminal summary. Much of it comes from
+// the record (methods, ids, errors, stderr heads), so the whole line goes
+// through term.Line: no control character in a record can move the
+// cursor, set the title or start a line of its own.
+func tline(b *strings.Builder, format string, a ...any) {
+	b.WriteString(term.Line(fmt.Sprintf(format, a...)))
+	b.WriteByte('\n')
 }
 
 func pendingNote(r Request, end int64) string {
@@ -72,27 +89,27 @@ func pendingNote(r Request, end int64) string {
 func (s *Session) writeHeader(b *strings.Builder) {
 	h := s.Header
 	if h == nil {
-		fmt.Fprintf(b, "record  no header (not the first file of a record?), %s of events\n", dur(s.End))
+		tline(b, "record  no header (not the first file of a record?), %s of events", dur(s.End))
 		return
 	}
-	fmt.Fprintf(b, "record  started %s, lasted %s, %d file(s), proxy %s (pid %d), %s/%s\n", h.Start, dur(s.End), h.Parts, h.Proxy, h.PID, h.OS, h.Arch)
-	fmt.Fprintf(b, "server  %s\n", strings.Join(h.Argv, " "))
+	tline(b, "record  started %s, lasted %s, %d file(s), proxy %s (pid %d), %s/%s", h.Start, dur(s.End), h.Parts, h.Proxy, h.PID, h.OS, h.Arch)
+	tline(b, "server  %s", strings.Join(h.Argv, " "))
 	p := h.Pipes
-	fmt.Fprintf(b, "pipes   server stdin %s, stdout %s, stderr %s; host stdin %s, stdout %s, stderr %s\n",
+	tline(b, "pipes   server stdin %s, stdout %s, stderr %s; host stdin %s, stdout %s, stderr %s",
 		pipe(p.ServerStdin), pipe(p.ServerStdout), pipe(p.ServerStderr), pipe(p.HostStdin), pipe(p.HostStdout), pipe(p.HostStderr))
 	kept := "each frame's first " + size(int64(h.Head)) + ", length and hash"
 	if h.Bodies {
 		kept = "every byte"
 	}
-	fmt.Fprintf(b, "kept    %s; %d environment variable names, no values\n", kept, h.Env)
+	tline(b, "kept    %s; %d environment variable names, no values", kept, h.Env)
 	if len(h.Redact) > 0 || len(h.Keys) > 0 {
-		fmt.Fprintf(b, "redact  paths %s; keys containing %s\n", list(h.Redact), list(h.Keys))
+		tline(b, "redact  paths %s; keys containing %s", list(h.Redact), list(h.Keys))
 	}
 	for _, f := range h.Faults {
-		fmt.Fprintf(b, "fault   %s:%s\n", f.Dir, f.Kind)
+		tline(b, "fault   %s:%s", f.Dir, f.Kind)
 	}
 	if s.Ended != "" {
-		fmt.Fprintf(b, "ended   %s\n", strings.TrimPrefix(s.Ended, "the server ended: "))
+		tline(b, "ended   %s", strings.TrimPrefix(s.Ended, "the server ended: "))
 	}
 }
 

@@ -3,9 +3,15 @@
 (function () {
   var token = new URLSearchParams(location.search).get("token") || "";
   var root = document.getElementById("proxies"), meta = document.getElementById("meta"), detail = document.getElementById("detail");
-  var frames = {}, polls = 0;
-  function esc(s) { var d = document.createElement("div"); d.textContent = s == null ? "" : String(s); return d.innerHTML; }
+  var frames = new Map(), polls = 0;
+  // esc is the page's one escape: every value from status.json that goes
+  // into the HTML built here, text or attribute, goes through it. Numbers
+  // are formatted from Number(x) (dur, size, at), so a string in their
+  // place shows as NaN, never as markup.
+  var escaped = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  function esc(s) { return (s == null ? "" : String(s)).replace(/[&<>"']/g, function (c) { return escaped[c]; }); }
   function dur(us) {
+    us = Number(us);
     var ms = us / 1000;
     if (ms >= 10000) return Math.round(ms / 1000) + "s";
     if (ms >= 1000) return (ms / 1000).toFixed(1) + "s";
@@ -13,6 +19,7 @@
     return Math.round(us) + "µs";
   }
   function size(n) {
+    n = Number(n);
     if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + " GiB";
     if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
     if (n >= 10 << 10) return (n >> 10) + " KiB";
@@ -21,7 +28,13 @@
   var dirs = { "in": "host → server", "out": "server → host", "err": "server stderr" };
   var readers = { "in": "the server is not reading its stdin", "out": "the host is not reading the server's output", "err": "the host is not reading the server's stderr" };
   var pipes = { "in": ["the host's stdin pipe", "the server's stdin pipe"], "out": ["the server's stdout pipe", "the host's stdout pipe"], "err": ["the server's stderr pipe", "the host's stderr pipe"] };
-  function at(us) { return "+" + (us / 1e6).toFixed(3) + "s"; }
+  // own looks a direction up in one of the tables above: a direction they
+  // do not know (a broken or crafted file) is shown as it is.
+  function own(table, d) { return Object.prototype.hasOwnProperty.call(table, d) ? table[d] : null; }
+  function dirName(d) { return own(dirs, d) || String(d); }
+  function reader(d) { return own(readers, d) || "direction " + d; }
+  function pipe(d, i) { return (own(pipes, d) || ["the source pipe", "the destination pipe"])[i]; }
+  function at(us) { return "+" + (Number(us) / 1e6).toFixed(3) + "s"; }
   function name(p) { return "id " + JSON.stringify(p.id) + " " + (p.method || "") + (p.tool ? " " + p.tool : ""); }
   // ended reports whether the record, fresher than the status file, says
   // that the write the status saw in progress has ended since.
@@ -34,10 +47,10 @@
     (st.streams || []).forEach(function (s) {
       if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
       var t = s.spliced ?
-        readers[s.dir] + ": a splice of " + size(s.blocked_bytes) + " (still in " + pipes[s.dir][0] + ", the proxy holds none) blocked for " + dur(s.blocked_us + updatedAgoUS) :
-        readers[s.dir] + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
-      if (s.source_pipe) t += "; " + size(s.source_pipe) + " more waiting in " + pipes[s.dir][0];
-      if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipes[s.dir][1];
+        reader(s.dir) + ": a splice of " + size(s.blocked_bytes) + " (still in " + pipe(s.dir, 0) + ", the proxy holds none) blocked for " + dur(s.blocked_us + updatedAgoUS) :
+        reader(s.dir) + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
+      if (s.source_pipe) t += "; " + size(s.source_pipe) + " more waiting in " + pipe(s.dir, 0);
+      if (s.dest_pipe) t += "; " + size(s.dest_pipe) + " unread in " + pipe(s.dir, 1);
       out.push(t);
     });
     // A write the record shows blocked (its block event comes 100ms into
@@ -46,7 +59,7 @@
     (p.blocks || []).forEach(function (b) {
       if (b.kind !== "block" || b.end) return;
       var seen = (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
-      if (!seen) out.push(readers[b.dir] + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
+      if (!seen) out.push(reader(b.dir) + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
     });
     return out;
   }
@@ -81,9 +94,9 @@
     else {
       h += '<table class="pending"><tr><th>direction</th><th>request</th><th>state</th><th>age</th><th>response</th><th>progress</th><th>cancel</th></tr>';
       pend.forEach(function (q) {
-        h += '<tr class="stuck"><td>' + esc(dirs[q.dir]) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
+        h += '<tr class="stuck"><td>' + esc(dirName(q.dir)) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
           '</td><td class="num">' + dur(q.age_us + ago) + '</td><td class="num">' + (q.response_bytes ? size(q.response_bytes) + " read" : "none") +
-          '</td><td class="num">' + (q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
+          '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
       });
       h += "</table>";
     }
@@ -92,7 +105,7 @@
       var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + ago) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
       var done = s.blocked_us && ended(p, s);
       if (done) w = "none (the record shows the write ended)";
-      h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirs[s.dir]) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
+      h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirName(s.dir)) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
         '</td><td class="num">' + esc(w) + '</td><td class="num">' + (s.source_pipe == null ? "?" : size(s.source_pipe)) + '</td><td class="num">' + (s.dest_pipe == null ? "?" : size(s.dest_pipe)) +
         '</td><td class="num">' + (s.ended ? "ended" : s.idle_us ? dur(s.idle_us) : "") + "</td></tr>";
     });
@@ -110,7 +123,7 @@
           r.state === "unseen" ? "no response seen for " + dur(p.now_us - r.sent) + ", but detail was lost since: it may have passed" : r.state + " for " + dur(p.now_us - r.sent);
         if (r.cancel) o += ", cancelled at " + at(r.cancel);
         if (r.late_us) o += ", answered " + dur(r.late_us) + " after the cancel";
-        h += '<tr class="req-' + esc(r.state) + '"><td>' + esc(dirs[r.dir]) + '</td><td class="mono">' + esc(name(r)) + '</td><td class="num">' + at(r.sent) + "</td><td>" + esc(o) + "</td></tr>";
+        h += '<tr class="req-' + esc(r.state) + '"><td>' + esc(dirName(r.dir)) + '</td><td class="mono">' + esc(name(r)) + '</td><td class="num">' + at(r.sent) + "</td><td>" + esc(o) + "</td></tr>";
       });
       h += "</table>";
     }
@@ -120,19 +133,20 @@
       h += '<table class="blocks"><tr><th>direction</th><th>bytes held</th><th>from</th><th>outcome</th></tr>';
       p.blocks.forEach(function (b) {
         var o = b.end ? "ended after " + dur(b.end - b.since) : "still blocked, " + dur(p.now_us - b.since) + " so far";
-        h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(b.kind === "block" ? readers[b.dir].replace("is not reading", "not reading") : "fault " + b.kind + " (" + b.dir + ")") +
+        h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(b.kind === "block" ? reader(b.dir).replace("is not reading", "not reading") : "fault " + b.kind + " (" + b.dir + ")") +
           '</td><td class="num">' + size(b.n) + '</td><td class="num">' + at(b.since) + "</td><td>" + esc(o) + "</td></tr>";
       });
       h += "</table>";
     }
     h += "</section></div></div>";
-    frames[st.proxy_pid] = p.frames || [];
+    frames.set(String(st.proxy_pid), Array.isArray(p.frames) ? p.frames : []);
     return h;
   }
   function show(data) {
     var now = Date.parse(data.now);
     polls++;
     meta.textContent = data.proxies.length + " running proxies · updated " + new Date(now).toLocaleTimeString() + " (twice a second) · read-only" + (data.error ? " · " + data.error : "");
+    frames = new Map();
     root.innerHTML = data.proxies.length ? data.proxies.map(function (p) { return card(p, now); }).join("") : "<p>no running mcpstdio proxy</p>";
     document.body.setAttribute("data-polls", polls);
   }
@@ -145,7 +159,7 @@
   document.addEventListener("click", function (ev) {
     var el = ev.target.closest("[data-f],.req"), c = ev.target.closest(".card");
     if (!el || !c) return;
-    var fs = frames[c.getAttribute("data-proxy")] || [];
+    var fs = frames.get(c.getAttribute("data-proxy")) || [];
     var f = el.hasAttribute("data-f") ? fs[+el.getAttribute("data-f")] : fs.filter(function (x) { return x.seq === +el.getAttribute("data-seq"); })[0];
     detail.innerHTML = "<b>" + esc(el.querySelector("title").textContent) + "</b>" + (f ? "<pre>" + esc(f.head || "(no head recorded)") + "</pre>" : "");
   });

@@ -3,7 +3,10 @@
 (function () {
   var frames = JSON.parse(document.getElementById("frames").textContent);
   var detail = document.getElementById("detail");
-  function esc(s) { var d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
+  // esc is the report's one escape for the HTML built here (the frames
+  // come from the record): & < > " and '.
+  var escaped = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  function esc(s) { return (s == null ? "" : String(s)).replace(/[&<>"']/g, function (c) { return escaped[c]; }); }
   function describe(f) {
     var t = f.kind + (f.id !== undefined ? " id " + JSON.stringify(f.id) : "") + (f.method ? " " + f.method : "") + (f.tool ? " " + f.tool : "");
     var lines = [t, f.dir + ", " + f.n + " bytes at offset " + f.off + ", read " + (f.t0 / 1e6).toFixed(6) + "s to " + (f.t / 1e6).toFixed(6) + "s" +
