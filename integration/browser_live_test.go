@@ -134,8 +134,14 @@ func TestLivePageStall(t *testing.T) {
 	if l := h.read(t); len(l) < 4194304 {
 		t.Fatalf("the answer is %d bytes, want over 4 MiB", len(l))
 	}
-	waitPage(t, ctx, "the call delivered and the block ended",
-		`/id 2 tools\/call big\s+\+[0-9.]+s\s+delivered after/.test(t) && /not reading the server's output\s+\d+( bytes| KiB| MiB)\s+\+[0-9.]+s\s+ended after/.test(t)`, time.Minute)
+	// On a loaded machine the observer may have lost detail of the 4 MiB
+	// answer (it never holds traffic up): the page must then say the call
+	// is unseen, never that it is still waiting.
+	waitPage(t, ctx, "the call delivered (or unseen, detail lost) and the block ended",
+		`/id 2 tools\/call big\s+(\+[0-9.]+s\s+delivered after|.*unseen)/.test(t) && /not reading the server's output\s+\d+( bytes| KiB| MiB)\s+\+[0-9.]+s\s+ended after/.test(t)`, time.Minute)
+	if text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); !regexp.MustCompile(`id 2 tools/call big\s+\+[0-9.]+s\s+delivered after`).MatchString(text) {
+		t.Logf("the observer lost detail of the answer: the page says the call is unseen")
+	}
 	blocks, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("table.blocks").innerText`))
 	if err != nil {
 		t.Fatal(err)
