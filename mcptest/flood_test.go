@@ -298,10 +298,9 @@ func TestNotificationByteBudget(t *testing.T) {
 	}
 }
 
-// TestFloodLineBoundaries: the reader takes a flood's next frame from the
-// bytes after the last one, as many, when they parse like it (Framer.Peek,
-// wire.Parser.ParseLike). Bytes as many that hold a newline where the frame
-// before had none are two frames, not one: each is counted and kept.
+// TestFloodLineBoundaries: in a flood of frames of one length, bytes as
+// many as a frame that hold a newline where the frames before had none are
+// two frames, not one: each is counted and kept.
 func TestFloodLineBoundaries(t *testing.T) {
 	frame := func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1%02d,"total":200,"message":"step 1%02d"}}`, i, i)

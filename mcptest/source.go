@@ -29,7 +29,6 @@ type stdoutSource struct {
 	scanning  bool   // the current line is being scanned
 
 	msg       wire.Message    // the message being dispatched (aliases the framer's buffer)
-	parser    wire.Parser     // parses msg, faster when frames begin alike (a flood)
 	oversized []wire.Envelope // envelopes of oversized lines not yet claimed, in order
 	lastRead  time.Time       // when the last read returned
 	busy      atomic.Int64    // nanoseconds spent between reads

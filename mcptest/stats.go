@@ -47,8 +47,8 @@ type Stats struct {
 func (s *Session) Stats() Stats {
 	s.mu.Lock()
 	// The framer's counts under s.mu, which the reader holds while it
-	// dispatches the frames of a read: they are counted in the framer by
-	// the time it lets go (Framer.Buffered), so the two agree.
+	// dispatches a frame: the framer counted it when Next returned it, so
+	// the two agree.
 	fs := s.framer.Stats()
 	st := s.stats
 	// Not kept in s.stats: a frame costs a store and a load less.
