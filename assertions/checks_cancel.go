@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -40,9 +42,9 @@ type workSample struct {
 func sampleWork(s *mcptest.Session, p *mcptest.Pending) workSample {
 	w := workSample{at: time.Now()}
 	if p != nil {
-		w.progress, w.answered = p.Progress(), responded(p)
+		w.progress, w.answered = hostctl.Progress(p), responded(p)
 	}
-	w.cpu, w.procs, w.threads, w.visible = processTree(s.PID())
+	w.cpu, w.procs, w.threads, w.visible = processTree(hostctl.PID(s))
 	return w
 }
 
@@ -75,7 +77,7 @@ func (g signature) String() string {
 func observe(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, from workSample, window time.Duration) signature {
 	ctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
-	for p.Progress() < 3 && !ended(p) {
+	for hostctl.Progress(p) < 3 && !ended(p) {
 		// Progress and CPU time are state with no event to wait on.
 		if bound.Pass(ctx, 5*time.Millisecond) != nil {
 			break
@@ -261,7 +263,7 @@ func cpuStopped(working, after float64) bool {
 }
 
 func invisibleWhy(s *mcptest.Session) string {
-	if s.PID() == 0 {
+	if hostctl.PID(s) == 0 {
 		return "an in-process server"
 	}
 	return "no /proc here"

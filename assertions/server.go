@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -129,7 +131,7 @@ func (c ServerConfig) cancelWatch() time.Duration {
 func (c ServerConfig) options(extra ...mcptest.Option) []mcptest.Option {
 	opts := []mcptest.Option{
 		mcptest.WithTimeout(c.Within),
-		mcptest.WithGrace(c.ShutdownGrace),
+		hostctl.Grace(c.ShutdownGrace).(mcptest.Option),
 	}
 	if c.PipeCapacity > 0 {
 		opts = append(opts, mcptest.WithPipeCapacity(c.PipeCapacity))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -36,13 +38,13 @@ type serverStart struct {
 
 // options are the start options of a criterion's session.
 func (st *serverStart) options(cfg ServerConfig) []mcptest.Option {
-	opts := []mcptest.Option{mcptest.WithStartTimeout(cfg.StartTimeout)}
+	opts := []mcptest.Option{hostctl.StartTimeout(cfg.StartTimeout).(mcptest.Option)}
 	switch {
 	case st == nil:
 	case st.pin != "":
 		opts = append(opts, mcptest.WithProtocolVersion(st.pin))
 	default:
-		opts = append(opts, mcptest.WithProbeTimeout(cfg.StartTimeout))
+		opts = append(opts, hostctl.ProbeTimeout(cfg.StartTimeout).(mcptest.Option))
 	}
 	return opts
 }
@@ -50,13 +52,13 @@ func (st *serverStart) options(cfg ServerConfig) []mcptest.Option {
 // startOnce starts the server once, as the criteria will, and closes it;
 // it returns what it learned, or the "start" failure.
 func startOnce(ctx context.Context, target mcptest.Target, cfg ServerConfig) (*serverStart, Result) {
-	base := []mcptest.Option{mcptest.WithStartTimeout(cfg.StartTimeout), mcptest.WithGrace(min(cfg.ShutdownGrace, 200*time.Millisecond))}
+	base := []mcptest.Option{hostctl.StartTimeout(cfg.StartTimeout).(mcptest.Option), hostctl.Grace(min(cfg.ShutdownGrace, 200*time.Millisecond)).(mcptest.Option)}
 	pinned := cfg.Protocol
 	var opts []mcptest.Option
 	if pinned != "" {
 		opts = append(opts, mcptest.WithProtocolVersion(pinned))
 	} else {
-		opts = append(opts, mcptest.WithProbeTimeout(cfg.StartTimeout))
+		opts = append(opts, hostctl.ProbeTimeout(cfg.StartTimeout).(mcptest.Option))
 	}
 	begin := time.Now()
 	s, err := mcptest.Start(ctx, target, cfg.options(append(base, opts...)...)...)

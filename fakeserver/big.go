@@ -23,8 +23,8 @@ const (
 	PayloadNewlines PayloadKind = "newlines"
 )
 
-// PayloadKinds returns every PayloadKind.
-func PayloadKinds() []PayloadKind {
+// payloadKinds returns every PayloadKind.
+func payloadKinds() []PayloadKind {
 	return []PayloadKind{PayloadASCII, PayloadMultibyte, PayloadQuotes, PayloadNewlines}
 }
 

@@ -24,7 +24,7 @@ func TestBigExactFrameSize(t *testing.T) {
 	}
 	for _, era := range []string{"modern", "legacy"} {
 		r := startRig(t, rigOpt{frameMax: limit, legacy: era == "legacy"})
-		for _, kind := range PayloadKinds() {
+		for _, kind := range payloadKinds() {
 			for _, lay := range layouts {
 				for _, size := range []int{limit - 9, limit - 1, limit, limit + 1, limit + 8} {
 					a := lay
@@ -94,7 +94,7 @@ func checkPayload(t *testing.T, m *wire.Message, kind PayloadKind, a BigArgs) {
 
 func TestBigBytes(t *testing.T) {
 	r := startRig(t, rigOpt{})
-	for _, kind := range PayloadKinds() {
+	for _, kind := range payloadKinds() {
 		for _, n := range []int{1, 9, 1000, 100_001} {
 			m := r.callTool(ToolBig, BigArgs{Bytes: n, Kind: kind, Layout: LayoutBlocks, Blocks: 3}.Map())
 			if got := len(text(t, m)); got != n {

@@ -27,8 +27,8 @@ const (
 	CallCrash = "crash"
 )
 
-// CallModes lists the modes of Faults.Call that are not a tool's name.
-func CallModes() []string { return []string{CallHang, CallProgress, CallCrash} }
+// callModes lists the modes of Faults.Call that are not a tool's name.
+func callModes() []string { return []string{CallHang, CallProgress, CallCrash} }
 
 // ProgressEvery is the interval of CallProgress's notifications.
 const ProgressEvery = 100 * time.Millisecond
@@ -44,7 +44,7 @@ const ReportPID = "{pid}"
 func reportPath(p string) string { return strings.ReplaceAll(p, ReportPID, strconv.Itoa(os.Getpid())) }
 
 func (f *Faults) checkHost() error {
-	if f.Call == "" || slices.Contains(CallModes(), f.Call) || slices.ContainsFunc(toolTable, func(t tool) bool { return t.Name == f.Call }) {
+	if f.Call == "" || slices.Contains(callModes(), f.Call) || slices.ContainsFunc(toolTable, func(t tool) bool { return t.Name == f.Call }) {
 		if f.CallArgs != "" {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(f.CallArgs), &m); err != nil || m == nil {
@@ -53,7 +53,7 @@ func (f *Faults) checkHost() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("-call %q: want one of %s, or a tool (%s)", f.Call, strings.Join(CallModes(), ", "), strings.Join(Tools(), ", "))
+	return fmt.Errorf("-call %q: want one of %s, or a tool (%s)", f.Call, strings.Join(callModes(), ", "), strings.Join(Tools(), ", "))
 }
 
 // hostCall runs the first tools/call as Faults.Call says; ok is false for

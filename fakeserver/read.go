@@ -27,7 +27,7 @@ func (s *Server) readLoop(stdin io.Reader) error {
 		var tl *pipes.FrameTooLargeError
 		oversized := errors.As(err, &tl)
 		s.update(func(r *Report) {
-			r.StdinBytes = fr.Counts().Bytes
+			r.StdinBytes = fr.Stats().Bytes
 			if oversized {
 				r.StdinOversized++
 			} else if err == nil {
@@ -52,9 +52,9 @@ func (s *Server) readLoop(stdin io.Reader) error {
 			}
 			held = nil
 		}
-		if s.cfg.faults.DropPendingAtEOF && (len(held) > 0 || fr.Counts().Pending > 0) {
+		if s.cfg.faults.DropPendingAtEOF && (len(held) > 0 || fr.Stats().Pending > 0) {
 			held = append(held, bytes.Clone(frame))
-			dry = fr.Counts().Pending == 0
+			dry = fr.Stats().Pending == 0
 			continue
 		}
 		s.msgs++

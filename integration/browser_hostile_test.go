@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
-	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -142,7 +141,7 @@ func TestHostileLivePageInBrowser(t *testing.T) {
 	id := func(i int) json.RawMessage { b, _ := json.Marshal(p(i)); return b }
 	pipe := 100
 	now := time.Now()
-	st := state.Status{Status: proxy.Status{ProxyPID: 1, ServerPID: 2, Argv: hostilePayloads, Start: now.Add(-time.Second), Updated: now, Running: false,
+	st := statusFile{Status: proxy.Status{ProxyPID: 1, ServerPID: 2, Argv: hostilePayloads, Start: now.Add(-time.Second), Updated: now, Running: false,
 		Exit: &proxy.ExitInfo{Text: p(0), Signal: p(1)},
 		Streams: []proxy.StreamStatus{
 			{Dir: p(2), Read: 10, BlockedUS: 300000, BlockedBytes: 5, SourcePipe: &pipe, DestPipe: &pipe, Current: &proxy.CurrentFrame{ID: id(3), Method: p(4), Bytes: 1}},
@@ -154,8 +153,8 @@ func TestHostileLivePageInBrowser(t *testing.T) {
 		},
 		Verdicts: []record.Verdict{{Kind: p(4), ID: id(0), Text: p(1)}, {Kind: p(2), Text: p(3)}},
 	}, Log: log, Problems: hostilePayloads}
-	path := filepath.Join(dir, "1"+state.StatusSuffix)
-	if err := state.WriteStatus(path, st); err != nil {
+	path := filepath.Join(dir, "1.status.json")
+	if err := writeStatus(path, st); err != nil {
 		t.Fatal(err)
 	}
 	// Rewritten every second, as a proxy does, so that it never goes stale
@@ -171,7 +170,7 @@ func TestHostileLivePageInBrowser(t *testing.T) {
 				return
 			case <-tick.C:
 				st.Updated = time.Now()
-				state.WriteStatus(path, st)
+				writeStatus(path, st)
 			}
 		}
 	}()
@@ -193,4 +192,26 @@ func TestHostileLivePageInBrowser(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "live-hostile")
+}
+
+// statusFile is what `mcpstdio proxy` writes beside its record (the
+// command's internal state.Status, which this module cannot import).
+type statusFile struct {
+	proxy.Status
+	Log      string   `json:"log,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// writeStatus writes st to path as the proxy does: a temporary file
+// beside it, then a rename.
+func writeStatus(path string, st statusFile) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -95,8 +97,8 @@ func TestNotificationFloodExact(t *testing.T) {
 			}
 		}
 		st := s.Stats()
-		if st.Notifications != n || p.Progress() != n {
-			t.Errorf("Stats.Notifications = %d, Progress() = %d; want %d sent = counted", st.Notifications, p.Progress(), n)
+		if st.Notifications != n || hostctl.Progress(p) != n {
+			t.Errorf("Stats.Notifications = %d, Progress() = %d; want %d sent = counted", st.Notifications, hostctl.Progress(p), n)
 		}
 		if st.NotificationsDropped != n-1024 {
 			t.Errorf("Stats.NotificationsDropped = %d, want %d (1024 kept)", st.NotificationsDropped, n-1024)
@@ -211,7 +213,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 			<-ctx.Done() // never answers while the session lives
 			return nil, ctx.Err()
 		}
-		s := mcptest.StartServer(t, target(child), mcptest.WithServerRequests(h), mcptest.WithGrace(500*time.Millisecond))
+		s := mcptest.StartServer(t, target(child), mcptest.WithServerRequests(h), hostctl.Grace(500*time.Millisecond).(mcptest.Option))
 		if _, err := s.Call(ctx, wire.MethodToolsCall, call("srq", map[string]any{"n": 1})); err != nil {
 			t.Fatal(err)
 		}
@@ -298,10 +300,9 @@ func TestNotificationByteBudget(t *testing.T) {
 	}
 }
 
-// TestFloodLineBoundaries: the reader takes a flood's next frame from the
-// bytes after the last one, as many, when they parse like it (Framer.Peek,
-// wire.Parser.ParseLike). Bytes as many that hold a newline where the frame
-// before had none are two frames, not one: each is counted and kept.
+// TestFloodLineBoundaries: in a flood of frames of one length, bytes as
+// many as a frame that hold a newline where the frames before had none are
+// two frames, not one: each is counted and kept.
 func TestFloodLineBoundaries(t *testing.T) {
 	frame := func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1%02d,"total":200,"message":"step 1%02d"}}`, i, i)

@@ -32,7 +32,7 @@ func (s *Session) ProtocolVersion() string {
 // server/discover with the modern _meta; a result, or an
 // UnsupportedProtocolVersionError that lists a modern version it knows, means
 // the modern era; any other error, or no answer within the probe timeout
-// (WithProbeTimeout), means legacy: initialize offering 2025-11-25,
+// (the probe timeout), means legacy: initialize offering 2025-11-25,
 // accepting the version the server answers, then
 // notifications/initialized. The probe and its outcome are noted in the
 // transcript.

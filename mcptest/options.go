@@ -29,13 +29,12 @@ type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// A panic in a ServerRequestHandler is recovered, answered with -32603 and
-// reported by Close with its stack. A handler that blocks delays only later
-// server requests (see Limits.ServerRequests).
+// A panic in a server request handler is recovered, answered with -32603
+// and reported by Close with its stack. A handler that blocks delays only
+// later server requests (see Limits.ServerRequests).
 
-// ServerRequestHandler answers a server's request (ping, roots/list, …): an
-// error is sent as is if a *wire.RPCError, else -32603; ctx ends at Close.
-type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
+// serverRequestHandler answers a server's request (WithServerRequests).
+type serverRequestHandler = func(ctx context.Context, req *wire.Message) (result any, err error)
 
 // What the defaults of Limits hold at most: about 16 MiB of notifications,
 // 32 KiB of junk heads, 128 KiB of transcript heads and 16 MiB of server
@@ -93,7 +92,7 @@ type config struct {
 	noHandshake    bool
 	clientName     string
 	clientVersion  string
-	serverRequests ServerRequestHandler
+	serverRequests serverRequestHandler
 	stderr         io.Writer
 }
 
@@ -201,28 +200,25 @@ func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
-// WithStartTimeout bounds the waits of Start's handshake when it is longer
-// than WithTimeout's bound, the default (and 0).
-func WithStartTimeout(d time.Duration) Option {
-	// The handshake's waits are the server/discover probe (within
-	// WithProbeTimeout) and initialize: a server slow to start is then not
-	// bounded by what bounds its answers later.
-	return durationOption("WithStartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
+// startTimeout is hostctl.StartTimeout. The handshake's waits are the
+// server/discover probe (within the probe timeout) and initialize: a server
+// slow to start is then not bounded by what bounds its answers later.
+func startTimeout(d time.Duration) Option {
+	return durationOption("StartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
 }
 
-// WithGrace sets how long Close waits at each step of stopping the server,
-// and for its stdout to close once it exited. The default (and 0) is 2s.
-func WithGrace(d time.Duration) Option {
-	// The steps: after closing stdin, after SIGTERM, after SIGQUIT and after
-	// SIGKILL.
-	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
+// grace is hostctl.Grace: how long Close waits at each step of stopping the
+// server (after closing stdin, after SIGTERM, after SIGQUIT and after
+// SIGKILL), and for its stdout to close once it exited. The default (and 0)
+// is 2s.
+func grace(d time.Duration) Option {
+	return durationOption("Grace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }
 
-// WithProbeTimeout sets how long negotiation waits for the server/discover
-// probe's answer before it takes the server for a legacy one (default 5s).
-func WithProbeTimeout(d time.Duration) Option {
-	// Start-up is included in that wait; 5s is mcp-go's client's.
-	return durationOption("WithProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
+// probeTimeout is hostctl.ProbeTimeout. Start-up is included in that wait;
+// 5s is mcp-go's client's.
+func probeTimeout(d time.Duration) Option {
+	return durationOption("ProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
 }
 
 var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
@@ -247,10 +243,12 @@ func WithoutHandshake() Option {
 	return optionFunc(func(c *config) error { c.noHandshake = true; return nil })
 }
 
-// WithServerRequests sets the handler for the server's requests to the host.
-// The default answers ping and fails the rest with -32601, as does the
-// modern era, where one is a violation (Stats.ProtocolViolations).
-func WithServerRequests(h ServerRequestHandler) Option {
+// WithServerRequests sets h to answer the server's requests to the host
+// (ping, roots/list, …): an error is sent as is if a *wire.RPCError, else
+// -32603; ctx ends at Close. The default answers ping and fails the rest
+// with -32601, as does the modern era, where one is a violation
+// (Stats.ProtocolViolations).
+func WithServerRequests(h func(ctx context.Context, req *wire.Message) (result any, err error)) Option {
 	// In the modern era h is not called.
 	return optionFunc(func(c *config) error { c.serverRequests = h; return nil })
 }
@@ -259,6 +257,6 @@ func WithServerRequests(h ServerRequestHandler) Option {
 // t.Output()); chunks a slow w falls 256 behind on are dropped
 // (Stats.StderrTeeDropped).
 func WithStderr(w io.Writer) Option {
-	// The tee never slows the drain; Session.Stderr keeps all of it, bounded.
+	// The tee never slows the drain; the session keeps all of it, bounded (Diagnose shows its tail).
 	return optionFunc(func(c *config) error { c.stderr = w; return nil })
 }

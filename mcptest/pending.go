@@ -23,7 +23,7 @@ type Response struct {
 	Late   bool // arrived after the request was cancelled
 	// Offset and Size place the response's frame in the server's stdout:
 	// it began after Offset bytes and had Size bytes, without its
-	// newline (for StallReadsAfter arithmetic).
+	// newline (for stallReadsAfter arithmetic).
 	Offset, Size int64
 }
 
@@ -46,9 +46,8 @@ type Pending struct {
 // ID returns the request's JSON-RPC id.
 func (p *Pending) ID() int64 { return p.id }
 
-// Progress returns how many notifications/progress have arrived for the
-// request's progress token (0 without one), kept or not.
-func (p *Pending) Progress() int64 {
+// progressCount is hostctl.Progress.
+func (p *Pending) progressCount() int64 {
 	// The token is params._meta.progressToken; tokens compare as JSON values
 	// (wire.Key).
 	key := wire.Key(p.token)
@@ -60,9 +59,8 @@ func (p *Pending) Progress() int64 {
 	return p.s.progress[key]
 }
 
-// Received returns how many bytes of the response the host has read so far,
-// counted from its top-level "id" on (0 before).
-func (p *Pending) Received() int64 {
+// received is hostctl.Received.
+func (p *Pending) received() int64 {
 	// A response is known by its "id", so one whose id comes after a long
 	// result counts only from the id on.
 	if n := p.respSize.Load(); n > 0 {

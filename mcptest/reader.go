@@ -50,7 +50,7 @@ func (s *Session) readLoop() {
 	for {
 		frame, err := s.framer.Next()
 		if err == nil {
-			s.dispatchRun(frame)
+			s.dispatch(frame)
 			continue
 		}
 		var tooLarge *pipes.FrameTooLargeError
@@ -123,42 +123,21 @@ func orNone(id []byte) string {
 	return string(id)
 }
 
-// dispatchRun handles frame and the frames after it that the framer
-// already holds (they came in the same read), under one lock and with one
-// wake-up of the waiters for them all: a flood pays for neither per frame.
-// The frames alias the framer's buffer: what is kept is copied, and the
-// Parser compares each with the one before where it lies. A flood's next
-// frame is looked for first as long as the last and like it
-// (Framer.Peek, Parser.ParseLike): then it holds a newline only where the
-// last one did, which came from the framer and held none, so it is the
-// next frame without a search for its newline (Framer.Take).
-func (s *Session) dispatchRun(frame []byte) {
-	now := s.in.lastRead // when the read(2) that completed the frames returned
+// dispatch parses and handles one frame. It aliases the framer's buffer:
+// what is kept is copied.
+func (s *Session) dispatch(frame []byte) {
+	now := s.in.lastRead // when the read(2) that completed the frame returned
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastFrame = now
-	msg, parser := &s.in.msg, &s.in.parser // the reader's own, reused: a flood allocates no Message per frame
-	// Held: the run's frames stay in the framer's buffer until Release.
-	perr := parser.ParseHeld(msg, frame)
-	for {
-		s.dispatchLocked(frame, perr, now)
-		if next := s.framer.Peek(len(frame)); next != nil && parser.ParseLike(msg, next) {
-			s.framer.Take(len(next))
-			frame, perr = next, nil
-			continue
-		}
-		var ok bool
-		if frame, ok = s.framer.Buffered(); !ok {
-			break
-		}
-		perr = parser.ParseHeld(msg, frame)
-	}
-	parser.Release() // before the next read reuses the framer's buffer
+	// The reader's own Message, reused: a flood allocates none per frame.
+	perr := wire.ParseMessageInto(&s.in.msg, frame)
+	s.dispatchLocked(frame, perr, now)
 	s.bumpLocked()
 }
 
-// dispatchLocked handles one frame, which s.in.parser has parsed into
-// s.in.msg (perr its error); s.mu held.
+// dispatchLocked handles one frame, parsed into s.in.msg (perr its
+// error); s.mu held.
 func (s *Session) dispatchLocked(frame []byte, perr error, now time.Time) {
 	msg := &s.in.msg
 	e := s.entryLocked(now, "←", int64(len(frame)))
@@ -332,18 +311,13 @@ func (s *Session) notificationLocked(msg *wire.Message, frame []byte, at time.Ti
 		size = int64(l.NotificationHead)
 		s.stats.NotificationsCut++
 	}
-	var k *kept
-	if r := s.notifications; r.rotates(size) {
-		k = r.rotate(size) // put's flood case, inlined
-	} else {
-		k = r.put(size)
-	}
+	k := s.notifications.put(size)
 	// Field by field, each once: the struct written whole costs a copy of
 	// all of it.
 	k.taken, k.n.Method, k.n.Size, k.n.At = false, msg.Method, int64(len(frame)), at
-	p := -1 // where the params begin in frame
+	p := -1 // where the params begin in frame (msg.Params is a slice of it)
 	if msg.Params != nil {
-		p = s.in.parser.ParamsAt()
+		p = bytes.Index(frame, msg.Params)
 	}
 	switch {
 	case !whole:

@@ -27,7 +27,7 @@ func (r *ring[T]) push(v T, size int64) { *r.put(size) = v }
 // item's and still holds it, so that its buffers can be reused; other items
 // dropped are cleared, and any other slot is empty.
 func (r *ring[T]) put(size int64) *T {
-	if r.rotates(size) {
+	if r.n == len(r.items) && (r.maxBytes == 0 || r.bytes-r.sizes[r.start]+size <= r.maxBytes) {
 		return r.rotate(size) // full by count only: a flood's case
 	}
 	var zero T
@@ -49,14 +49,6 @@ func (r *ring[T]) slot(size int64) *T {
 		return r.rotate(size)
 	}
 	return r.add(size)
-}
-
-// rotates reports whether put(size) is rotate(size): the ring is full by
-// count, and the item fits the byte budget in the oldest one's place. A
-// caller on the flood's path calls rotate itself then, which inlines (put
-// does not).
-func (r *ring[T]) rotates(size int64) bool {
-	return r.n == len(r.items) && (r.maxBytes == 0 || r.bytes-r.sizes[r.start]+size <= r.maxBytes)
 }
 
 // rotate drops the oldest item of a full ring and adds one of size bytes

@@ -84,14 +84,14 @@ type Session struct {
 	closeErr  error
 
 	// handshaking is set while Start negotiates: bound then uses
-	// WithStartTimeout's bound if it is longer.
+	// the start timeout's bound if it is longer.
 	handshaking atomic.Bool
 }
 
 // How Start negotiates: a server/discover probe with the modern _meta; a
 // result, or an UnsupportedProtocolVersionError that lists a modern version
 // this host knows, means the modern era; any other error, or no answer within
-// the probe timeout (WithProbeTimeout), means legacy: initialize offering
+// the probe timeout (the probe timeout), means legacy: initialize offering
 // 2025-11-25, accepting the version the server answers, then
 // notifications/initialized. WithProtocolVersion(v) skips the probe: a modern
 // v is used without any exchange, an older v is offered in initialize. The
@@ -237,7 +237,7 @@ func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // waitDeadline is when a wait bounded by ctx (nil for none), the session's
-// timeout (WithStartTimeout's while Start negotiates, if longer) and the test
+// timeout (the start timeout's while Start negotiates, if longer) and the test
 // deadline ends: for the hot paths (a request's write and its wait), which
 // then need no context of their own.
 func (s *Session) waitDeadline(ctx context.Context) time.Time {

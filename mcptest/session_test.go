@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
@@ -149,7 +151,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("silent-probe", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "silent-probe"), mcptest.WithProbeTimeout(300*time.Millisecond))
+			s := mcptest.StartServer(t, target(child, "silent-probe"), hostctl.ProbeTimeout(300*time.Millisecond).(mcptest.Option))
 			if v := s.ProtocolVersion(); v != wire.Version20251125 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
@@ -229,7 +231,7 @@ func TestStderrFlood(t *testing.T) {
 		if st.StderrBytes != n {
 			t.Errorf("Stats.StderrBytes = %d, want %d", st.StderrBytes, n)
 		}
-		if got := len(s.Stderr()); got > 70<<10 {
+		if got := len(hostctl.Stderr(s)); got > 70<<10 {
 			t.Errorf("Stderr() kept %d bytes, want it bounded", got)
 		}
 	})
@@ -335,7 +337,7 @@ func TestCloseEscalation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcptest.Start(t.Context(), target(c.child, c.opts...), mcptest.WithGrace(c.grace))
+			s, err := mcptest.Start(t.Context(), target(c.child, c.opts...), hostctl.Grace(c.grace).(mcptest.Option))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -353,8 +355,8 @@ func TestCloseEscalation(t *testing.T) {
 			if st.Exit.How != c.how || last != c.last {
 				t.Errorf("after Close: Exit %v; want How %q, last signal %q", st.Exit, c.how, c.last)
 			}
-			if c.last == "SIGQUIT" && !bytes.Contains(s.Stderr(), []byte("goroutine ")) {
-				t.Errorf("no goroutine dump in stderr after SIGQUIT:\n%s", s.Stderr())
+			if c.last == "SIGQUIT" && !bytes.Contains(hostctl.Stderr(s), []byte("goroutine ")) {
+				t.Errorf("no goroutine dump in stderr after SIGQUIT:\n%s", hostctl.Stderr(s))
 			}
 		})
 	}
@@ -370,7 +372,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 		<-release
 		return nil
 	}
-	s, err := mcptest.Start(t.Context(), mcptest.InProcess(stuck), mcptest.WithoutHandshake(), mcptest.WithGrace(50*time.Millisecond))
+	s, err := mcptest.Start(t.Context(), mcptest.InProcess(stuck), mcptest.WithoutHandshake(), hostctl.Grace(50*time.Millisecond).(mcptest.Option))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +389,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 
 func TestStdoutClosedEarly(t *testing.T) {
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child), mcptest.WithGrace(200*time.Millisecond))
+		s := mcptest.StartServer(t, target(child), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
 			t.Fatalf("Call = %v, want an error saying the server closed its stdout", err)
@@ -430,7 +432,7 @@ func TestStdinNotRead(t *testing.T) {
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "no-read"), mcptest.WithoutHandshake(),
-			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), mcptest.WithGrace(200*time.Millisecond))
+			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
 		_, err := p.Wait(t.Context())
 		if err == nil || !strings.Contains(err.Error(), "stopped reading stdin") || !strings.Contains(err.Error(), "(full)") {
@@ -471,7 +473,7 @@ func TestStartCloseCycles(t *testing.T) {
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
 		}
-		pid := s.PID()
+		pid := hostctl.PID(s)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

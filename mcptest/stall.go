@@ -25,9 +25,8 @@ func (s *Session) StallReads() {
 	s.logf("host reads stalled at %d stdout bytes", s.valve.BytesRead())
 }
 
-// StallReadsAfter lets exactly n more bytes of stdout through and then
-// stalls reads, as StallReads.
-func (s *Session) StallReadsAfter(n int64) {
+// stallReadsAfter is hostctl.StallReadsAfter.
+func (s *Session) stallReadsAfter(n int64) {
 	if s.isClosed() {
 		return
 	}
@@ -374,9 +373,8 @@ func (e *NotBlockedError) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// WaitStdoutBytes returns once the host has received at least n bytes of the
-// server's stdout in all, bounded by ctx and the session timeout.
-func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
+// waitStdoutBytes is hostctl.WaitStdoutBytes.
+func (s *Session) waitStdoutBytes(ctx context.Context, n int64) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	// Bytes arrive mid-frame with no event to wait on (the dispatcher

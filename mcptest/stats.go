@@ -47,8 +47,8 @@ type Stats struct {
 func (s *Session) Stats() Stats {
 	s.mu.Lock()
 	// The framer's counts under s.mu, which the reader holds while it
-	// dispatches the frames of a read: they are counted in the framer by
-	// the time it lets go (Framer.Buffered), so the two agree.
+	// dispatches a frame: the framer counted it when Next returned it, so
+	// the two agree.
 	fs := s.framer.Stats()
 	st := s.stats
 	// Not kept in s.stats: a frame costs a store and a load less.
@@ -69,13 +69,12 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
-// Stderr returns what the server wrote to stderr, bounded: the first and the
-// last 32 KiB, with a marker where bytes were dropped.
-func (s *Session) Stderr() []byte { return []byte(s.stderrCap.String()) }
+// stderrBytes is hostctl.Stderr.
+func (s *Session) stderrBytes() []byte { return []byte(s.stderrCap.String()) }
 
 // alive reports whether the server is still running (Stats().Exit.How is
 // empty).
 func (s *Session) alive() bool { return !isClosed(s.proc.done()) }
 
-// PID returns the server's process id, or 0 for an in-process server.
-func (s *Session) PID() int { return s.proc.pid() }
+// processID is hostctl.PID.
+func (s *Session) processID() int { return s.proc.pid() }

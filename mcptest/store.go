@@ -172,12 +172,7 @@ func (s *Session) recordLocked(at time.Time, dir string, size int64, frame []byt
 // entryLocked adds an entry for a frame to the transcript and returns it,
 // for the caller to set its Head; s.mu held.
 func (s *Session) entryLocked(at time.Time, dir string, size int64) *entry {
-	var e *entry
-	if r := s.transcript; r.rotates(0) {
-		e = r.rotate(0) // slot's flood case, inlined
-	} else {
-		e = r.slot(0)
-	}
+	e := s.transcript.slot(0)
 	e.At, e.Dir, e.Size, e.Junk = at, dir, size, false
 	e.Seq = s.transcript.dropped + int64(s.transcript.n) - 1
 	return e

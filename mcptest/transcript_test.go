@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -192,7 +194,7 @@ func TestFramesOneReadEach(t *testing.T) {
 				return err
 			}
 			for { // until the host has read it: the next frame comes in a read of its own
-				ch := s.Changed()
+				ch := hostctl.Changed(s)
 				if s.Stats().Frames > int64(i) {
 					break
 				}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -58,7 +60,7 @@ func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 func TestCloseWhileBlocked(t *testing.T) {
 	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s, err := mcptest.Start(t.Context(), target(child), mcptest.WithGrace(5*time.Second))
+		s, err := mcptest.Start(t.Context(), target(child), hostctl.Grace(5*time.Second).(mcptest.Option))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,9 +85,9 @@ func TestWaitStdoutBytes(t *testing.T) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
 		start := s.Stats().StdoutBytes
-		s.StallReadsAfter(1000)
+		hostctl.StallReadsAfter(s, 1000)
 		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
-		if err := s.WaitStdoutBytes(ctx, start+1000); err != nil {
+		if err := hostctl.WaitStdoutBytes(ctx, s, start+1000); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.Stats().StdoutBytes; got != start+1000 {
@@ -164,8 +166,8 @@ func TestHelperUnknownName(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.Exit.Code != 2 || !bytes.Contains(s.Stderr(), []byte(`"no-such-helper" is not registered`)) {
-		t.Errorf("Exit %v, stderr %q; want exit code 2 and a message naming the helper", st.Exit, s.Stderr())
+	if st := s.Stats(); st.Exit.Code != 2 || !bytes.Contains(hostctl.Stderr(s), []byte(`"no-such-helper" is not registered`)) {
+		t.Errorf("Exit %v, stderr %q; want exit code 2 and a message naming the helper", st.Exit, hostctl.Stderr(s))
 	}
 }
 

@@ -7,9 +7,8 @@ import (
 
 // frameCount counts frames, their bytes and the '\r's of their terminators,
 // so that Stats sees all three of a frame at once. The writer keeps its own
-// copy of the recent counts (local) and publishes it with one atomic store:
-// at once for a frame counted with add, and for a run counted with
-// countQuiet when publish is called. Recent counts are packed into one
+// copy of the recent counts (local) and publishes it with one atomic store
+// per frame. Recent counts are packed into one
 // word; when a field of it reaches its top bit (8,192 frames or '\r's, or
 // 32 GiB), the word is moved into the totals under a sequence lock.
 type frameCount struct {
@@ -17,7 +16,6 @@ type frameCount struct {
 	seq                atomic.Uint64 // odd while a flush runs
 	frames, bytes, crs atomic.Int64  // totals as of the last flush
 	local              uint64        // the writer's copy of packed
-	quiet              bool          // local has counts not yet in packed (countQuiet's)
 }
 
 // The packed word: bytes in bits 0-35, frames in 36-49, '\r's in 50-63. A
@@ -33,8 +31,8 @@ const (
 // 1). Only the goroutine calling Next calls it.
 func (c *frameCount) add(frames, n, crs uint64) {
 	if p := c.local + frames<<packFrameShift + n + crs<<packCRShift; n < packBigN && p&packTopBits == 0 {
-		c.local, c.quiet = p, false
-		c.packed.Store(p) // with any counts countQuiet kept
+		c.local = p
+		c.packed.Store(p)
 		return
 	}
 	c.flush(frames, n, crs)
@@ -49,15 +47,7 @@ func (c *frameCount) flush(frames, n, crs uint64) {
 	c.crs.Add(int64(p>>packCRShift + crs))
 	c.packed.Store(0)
 	c.seq.Add(1)
-	c.local, c.quiet = 0, false
-}
-
-// own returns the counts as the writer has them, published or not; only
-// the writer may call it. It needs no sequence lock: only the writer
-// changes the totals.
-func (c *frameCount) own() (frames, n, crs int64) {
-	p := c.local
-	return c.frames.Load() + int64(p>>packFrameShift&(1<<(packCRShift-packFrameShift)-1)), c.bytes.Load() + int64(p&(1<<packFrameShift-1)), c.crs.Load() + int64(p>>packCRShift)
+	c.local = 0
 }
 
 // load returns the published counts; any goroutine may call it.
@@ -71,28 +61,5 @@ func (c *frameCount) load() (frames, n, crs int64) {
 			}
 		}
 		runtime.Gosched() // a flush is running: it is a few instructions long
-	}
-}
-
-// countQuiet counts a frame of n bytes, below packBigN, returned whole
-// from the read buffer, without publishing it, and reports whether it
-// could: if not, the caller flushes (flush(1, n, 0)). It is add cut down to
-// be inlined, as a call per frame shows at 200-byte frames, and without
-// add's atomic store, the most a 200-byte frame cost the Framer besides
-// finding its newline.
-func (c *frameCount) countQuiet(n int) bool {
-	p := c.local + 1<<packFrameShift + uint64(n)
-	if p&packTopBits != 0 {
-		return false
-	}
-	c.local, c.quiet = p, true
-	return true
-}
-
-// publish stores the counts countQuiet kept.
-func (c *frameCount) publish() {
-	if c.quiet {
-		c.packed.Store(c.local)
-		c.quiet = false
 	}
 }

@@ -71,9 +71,8 @@ type FramerStats struct {
 // and a frame buffer of at most limit + 64 KiB + 1 bytes): a frame longer
 // than the limit is skipped up to its newline without being stored.
 //
-// A Framer is not safe for concurrent calls to Next. The goroutine that
-// calls Next reads the exact counts with Counts; Stats may be called from
-// any goroutine.
+// A Framer is not safe for concurrent calls to Next; Stats may be called
+// from any goroutine.
 type Framer struct {
 	r     io.Reader
 	limit int
@@ -90,9 +89,8 @@ type Framer struct {
 	err        error  // sticky read error
 
 	// count is written only by the goroutine calling Next and read by
-	// Stats, without a lock. The frames of one read returned whole from
-	// rbuf are published together (see Stats): each would otherwise cost
-	// an atomic store. Terminators and Pending are derived (see stats).
+	// Stats, without a lock. Terminators and Pending are derived (see
+	// Stats).
 	count struct {
 		frames                                                      frameCount
 		bytes, largest, emptyLines, oversized, discarded, truncated atomic.Int64
@@ -121,43 +119,15 @@ func (f *Framer) Limit() int { return f.limit }
 // any goroutine at any time, and never waits for Next.
 //
 // No counter is negative or ever goes down, and the accounting invariant of
-// FramerStats holds in every snapshot. The frames that Next and Buffered
-// return whole from the read buffer are counted in Frames, FrameBytes and
-// Terminators not one by one, which would cost an atomic store each, but
-// together, at the latest when Next is about to read, when one of them
-// leaves nothing buffered, when Next returns any other frame or an error,
-// and when Buffered returns false. Until then their bytes are in Pending. So a
-// snapshot counts all that Next and Buffered (and Take) did up to their
-// last read, and of the frames they returned from that read's bytes maybe
-// only some; it
-// counts every frame returned whenever the Framer holds no bytes it has not
-// returned (Pending is then 0, as it would be with the frames counted one
-// by one), and once Next has returned an error (io.EOF included) and is not
-// running. The other counters change as what they count happens: Bytes as
-// each read returns, Largest as each frame is returned (so it may count
-// one Frames does not yet), Discarded as the bytes of an oversized frame
-// stream past, before its newline counts it in Oversized.
-//
-// The goroutine that calls Next gets exact counts from Counts.
+// FramerStats holds in every snapshot. A frame is counted in Frames,
+// FrameBytes and Terminators as Next returns it; the other counters change
+// as what they count happens: Bytes as each read returns, Largest as each
+// frame is returned, Discarded as the bytes of an oversized frame stream
+// past, before its newline counts it in Oversized.
 func (f *Framer) Stats() FramerStats {
 	// Bytes are added to c.bytes before any of them is accounted, and
 	// every counter only grows: loading c.bytes last keeps Pending >= 0.
 	frames, frameBytes, crs := f.count.frames.load()
-	return f.stats(frames, frameBytes, crs)
-}
-
-// Counts returns the Framer's counters, as Stats does, exactly as of the
-// last call to Next, Buffered or Take: every frame they have returned (or
-// taken) is counted.
-// Only the goroutine that calls them may call it, between their calls; it
-// costs them nothing. Other goroutines call Stats.
-func (f *Framer) Counts() FramerStats {
-	frames, frameBytes, crs := f.count.frames.own()
-	return f.stats(frames, frameBytes, crs)
-}
-
-// stats completes a snapshot from the frame counts.
-func (f *Framer) stats(frames, frameBytes, crs int64) FramerStats {
 	c := &f.count
 	s := FramerStats{
 		Frames:     frames,
@@ -189,36 +159,8 @@ func (f *Framer) Next() ([]byte, error) {
 	if len(f.frame) != 0 {
 		f.frame = f.frame[:0]
 	}
-	// The common case first, in as few instructions as it takes: a whole
-	// frame in the read buffer, returned with no copy, and no atomic store
-	// while more of the read is buffered (see Stats). Next never returns
-	// with an oversized frame half discarded (f.over), and the frame
-	// buffer is empty: only the frame itself is checked here.
-	i := -1
-	if chunk := f.rbuf[f.rpos:f.rend]; len(chunk) != 0 {
-		i = bytes.IndexByte(chunk, '\n')
-		if i > 1 && i <= f.limit && chunk[i-1] != '\r' {
-			c := &f.count.frames
-			if !c.countQuiet(i) {
-				c.flush(1, uint64(i), 0)
-			}
-			f.rpos += i + 1
-			if f.rpos == f.rend {
-				c.publish() // nothing buffered: Pending is 0 in Stats too
-			}
-			f.noteLargest(i)
-			return chunk[:i], nil
-		}
-	}
-	return f.next(i)
-}
-
-// next is Next past its common case: i is the index of the first '\n' in
-// the buffered bytes, or -1 when they hold none or there are none.
-func (f *Framer) next(i int) ([]byte, error) {
 	for {
 		if f.rpos == f.rend {
-			f.count.frames.publish() // Buffered's, before a read can block
 			if f.err != nil {
 				return nil, f.finish()
 			}
@@ -233,90 +175,25 @@ func (f *Framer) next(i int) ([]byte, error) {
 					f.err = err
 				}
 			}
-		} else {
-			chunk := f.rbuf[f.rpos:f.rend]
-			if i < 0 {
-				f.rpos = f.rend
-				f.absorb(chunk)
-				continue // nothing is buffered
-			}
-			if !f.over && len(f.frame) == 0 && i > 1 && i <= f.limit && chunk[i-1] != '\r' {
-				f.Take(i) // as in Next: a frame after a read or an empty line
-				return chunk[:i], nil
-			}
-			f.rpos += i + 1
-			if frame, err, ok := f.endLine(chunk[:i]); ok {
-				return frame, err
-			}
+			continue
 		}
-		i = bytes.IndexByte(f.rbuf[f.rpos:f.rend], '\n')
+		chunk := f.rbuf[f.rpos:f.rend]
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			f.rpos = f.rend
+			f.absorb(chunk)
+			continue
+		}
+		f.rpos += i + 1
+		if frame, err, ok := f.endLine(chunk[:i]); ok {
+			return frame, err
+		}
 	}
-}
-
-// Buffered returns the next frame, as Next would, when the Framer already
-// holds all of it and it is a plain one (a whole line within the limit,
-// ended by "\n" alone); otherwise it returns false and changes nothing,
-// and Next is to be called. It never reads, so it never blocks: a caller
-// can take the frames of one read under a lock it would not hold across a
-// read. The frame is valid until the next call to Next: Buffered never
-// reads or moves what the Framer holds, so the frames of one read, the one
-// Next returned and those Buffered returned after it, stay in place
-// together (wire.Parser.ParseHeld relies on it). The
-// frames it returns are counted in Stats as Next's are, not each as it is
-// returned (see Stats): a run of them costs one atomic store, at the latest
-// when Buffered returns false or leaves nothing buffered.
-func (f *Framer) Buffered() ([]byte, bool) {
-	if f.over || len(f.frame) != 0 {
-		f.count.frames.publish()
-		return nil, false
-	}
-	chunk := f.rbuf[f.rpos:f.rend]
-	i := bytes.IndexByte(chunk, '\n')
-	if i <= 1 || i > f.limit || chunk[i-1] == '\r' {
-		f.count.frames.publish()
-		return nil, false
-	}
-	f.Take(i)
-	return chunk[:i], true
-}
-
-// Peek returns the next n bytes the Framer holds when it holds them and a
-// "\n" right after them, and they would make a plain frame as Buffered
-// returns (at least 2 bytes, within the limit, not ending in "\r"), without
-// looking for a newline among them; otherwise nil. It changes nothing. A
-// caller that knows they hold no newline takes them with Take: a reader of
-// a flood of frames alike in length and shape checks the next one that way
-// instead of searching it for its newline. The bytes are valid as Buffered's.
-func (f *Framer) Peek(n int) []byte {
-	if f.over || len(f.frame) != 0 || n <= 1 || n > f.limit || f.rend-f.rpos <= n {
-		return nil
-	}
-	chunk := f.rbuf[f.rpos:f.rend]
-	if chunk[n] != '\n' || chunk[n-1] == '\r' {
-		return nil
-	}
-	return chunk[:n:n]
-}
-
-// Take takes the n bytes the last call to Peek returned as the next frame,
-// as if Buffered had returned them, and counts them alike: the caller
-// knows that they hold no "\n", Take does not look. It is to be called
-// right after that Peek, by the goroutine that calls Next.
-func (f *Framer) Take(n int) {
-	f.rpos += n + 1
-	if !f.count.frames.countQuiet(n) {
-		f.count.frames.flush(1, uint64(n), 0)
-	}
-	if f.rpos == f.rend {
-		f.count.frames.publish() // nothing buffered: Pending is 0 in Stats too
-	}
-	f.noteLargest(n)
 }
 
 // FrameStart returns the offset in the stream at which frame, the frame the
-// last call to Next or Buffered returned (or Take took), began. It is to be
-// called before the next call to any of them, by the goroutine that calls
-// them.
+// last call to Next returned, began. It is to be called before the next
+// call to Next, by the goroutine that calls it.
 func (f *Framer) FrameStart(frame []byte) int64 {
 	end := f.consumed() - 1 // the '\n'
 	if end+1 == f.crEnd {
@@ -328,14 +205,6 @@ func (f *Framer) FrameStart(frame []byte) int64 {
 // consumed returns the stream offset after the bytes the Framer has
 // consumed: what it read less what its read buffer still holds.
 func (f *Framer) consumed() int64 { return f.count.bytes.Load() - int64(f.rend-f.rpos) }
-
-// noteLargest counts a frame of n bytes in Largest if it is the longest yet.
-func (f *Framer) noteLargest(n int) {
-	if int64(n) > f.largest {
-		f.largest = int64(n)
-		f.count.largest.Store(f.largest)
-	}
-}
 
 // direct reports whether the next read should go straight into the frame
 // being assembled: it already fills a read buffer, so it is probably long,
@@ -449,7 +318,6 @@ func (f *Framer) discard(b []byte) {
 // consumed). ok reports whether Next should return frame, err.
 func (f *Framer) endLine(b []byte) (frame []byte, err error, ok bool) {
 	if f.over {
-		f.count.frames.publish() // an error: Stats counts the frames before it
 		f.discard(b)
 		size := f.overSize
 		if f.overCR {

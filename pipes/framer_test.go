@@ -3,7 +3,6 @@ package pipes_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -194,8 +193,8 @@ func FuzzFramer(f *testing.F) {
 				}
 				frames++
 				frameBytes += int64(len(frame))
-				if c, s := fr.Counts(), fr.Stats(); c.Frames != frames || c.FrameBytes != frameBytes || s.Frames > frames || s.FrameBytes > frameBytes {
-					t.Fatalf("after %d frames of %d bytes: Counts() = %+v, Stats() = %+v", frames, frameBytes, c, s)
+				if s := fr.Stats(); s.Frames != frames || s.FrameBytes != frameBytes {
+					t.Fatalf("after %d frames of %d bytes: Stats() = %+v", frames, frameBytes, s)
 				}
 				continue
 			}
@@ -212,9 +211,6 @@ func FuzzFramer(f *testing.F) {
 			break
 		}
 		s := fr.Stats()
-		if c := fr.Counts(); c != s {
-			t.Errorf("at the end, Stats() = %+v; want Counts() = %+v", s, c)
-		}
 		if s.Frames != frames || s.FrameBytes != frameBytes {
 			t.Errorf("Stats frames %d/%d bytes, returned %d/%d", s.Frames, s.FrameBytes, frames, frameBytes)
 		}
@@ -235,7 +231,7 @@ func FuzzFramer(f *testing.F) {
 // each one keeps the accounting invariant with no negative counter, no
 // counter goes down, every frame returned before Next last called Read is
 // in it, and it counts no frame Next has not returned or is not returning.
-// At the end of the input Stats is exact: it equals Counts.
+// At the end of the input Stats is the same from any goroutine.
 func TestFramerStatsConcurrent(t *testing.T) {
 	p := newPipe(t)
 	const limit = 100
@@ -260,7 +256,7 @@ func TestFramerStatsConcurrent(t *testing.T) {
 		beforeRead.Store(returned.Load())
 		return p.R.Read(b)
 	}), limit)
-	rdone := make(chan pipes.FramerStats, 1) // Counts at the end
+	rdone := make(chan pipes.FramerStats, 1) // Stats at the end, from the reading goroutine
 	rerr := make(chan error, 1)
 	go func() {
 		for {
@@ -271,7 +267,7 @@ func TestFramerStatsConcurrent(t *testing.T) {
 				returned.Add(1)
 			case errors.As(err, &big):
 			case errors.Is(err, io.ErrUnexpectedEOF):
-				rdone <- f.Counts()
+				rdone <- f.Stats()
 				return
 			default:
 				rerr <- err
@@ -321,7 +317,7 @@ func TestFramerStatsConcurrent(t *testing.T) {
 		t.Errorf("at the end: Pending %d, Truncated %d, Frames %d; want 0, 1, %d", prev.Pending, prev.Truncated, prev.Frames, returned.Load())
 	}
 	if diff := cmp.Diff(counts, prev); diff != "" {
-		t.Errorf("at the end, Stats() differs from the reading goroutine's Counts() (-Counts +Stats):\n%s", diff)
+		t.Errorf("at the end, Stats() differs from the reading goroutine's (-reader +other):\n%s", diff)
 	}
 }
 
@@ -338,55 +334,10 @@ type countingReader struct {
 
 func (c *countingReader) Read(p []byte) (int, error) { c.reads++; return c.r.Read(p) }
 
-// TestFramerBuffered: Buffered returns the plain frames already read, as
-// Next would, never reads, leaves the rest to Next, and has its frames
-// counted once it returns false.
-func TestFramerBuffered(t *testing.T) {
-	in := &countingReader{r: strings.NewReader("one\ntwo\nthree\r\nfour\n" + strings.Repeat("x", 20) + "\nfive\nsix")}
-	f := pipes.NewFramer(in, 10)
-	type step struct {
-		call  string // "next" or "buffered"
-		frame string
-		ok    bool // Buffered's answer; for Next, whether it returned no error
-	}
-	steps := []step{
-		{"next", "one", true}, {"buffered", "two", true}, {"buffered", "", false}, // "three\r\n" is for Next
-		{"next", "three", true}, {"buffered", "four", true}, {"buffered", "", false}, // over the limit
-		{"next", "", false}, {"buffered", "five", true}, {"buffered", "", false}, // no newline yet
-	}
-	for i, st := range steps {
-		var frame []byte
-		var ok bool
-		if st.call == "next" {
-			var err error
-			frame, err = f.Next()
-			ok = err == nil
-		} else {
-			frame, ok = f.Buffered()
-		}
-		if string(frame) != st.frame || ok != st.ok {
-			t.Fatalf("step %d: %s() = %q, %v; want %q, %v", i, st.call, frame, ok, st.frame, st.ok)
-		}
-	}
-	if in.reads != 1 {
-		t.Errorf("%d reads for input that one read returns whole; Buffered must not read", in.reads)
-	}
-	if s := f.Stats(); s.Frames != 5 || s.FrameBytes != int64(len("onetwothreefourfive")) || s.Oversized != 1 {
-		t.Errorf("Stats() = %+v; want the 5 frames returned and the oversized one counted", s)
-	}
-	var trunc *pipes.TruncatedFrameError
-	if _, err := f.Next(); !errors.As(err, &trunc) || trunc.Lost != 3 {
-		t.Errorf("Next() at the end = %v; want a TruncatedFrameError losing \"six\"", err)
-	}
-	if s := f.Stats(); s.Bytes != s.FrameBytes+s.Terminators+s.Discarded+s.Pending || s.Pending != 0 {
-		t.Errorf("Stats() = %+v: every byte must be accounted for", s)
-	}
-}
-
 // TestFramerFrameStart checks that FrameStart places every frame at its
 // byte in the stream: after empty lines, "\r\n" terminators and an
-// oversized line, for frames whole in one read, assembled over many reads
-// and returned by Buffered.
+// oversized line, for frames whole in one read and assembled over many
+// reads.
 func TestFramerFrameStart(t *testing.T) {
 	const limit = 10
 	in := "one\n\n\r\ntwo\r\n" + strings.Repeat("x", 20) + "\nthree\nabcdefghij\r\nfour\n"
@@ -415,9 +366,7 @@ func TestFramerFrameStart(t *testing.T) {
 				if err != nil {
 					break
 				}
-				for ok := true; ok; frame, ok = f.Buffered() {
-					got = append(got, f.FrameStart(frame))
-				}
+				got = append(got, f.FrameStart(frame))
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("FrameStart of each frame = %v; want %v", got, want)
@@ -428,8 +377,7 @@ func TestFramerFrameStart(t *testing.T) {
 
 // TestFramerStatsAtRead stops the reading goroutine inside each Read and
 // takes a snapshot from another: it counts every frame returned before the
-// read, Next's and Buffered's, whatever read brought them. After the last
-// read it equals Counts.
+// read, whatever read brought them.
 func TestFramerStatsAtRead(t *testing.T) {
 	chunks := []string{"a\nbb\ncc", "c\ndd\nee\n", "f\r\ng\nh\n", "0123456789x\ni\nj\n", "k\nl"}
 	type tally struct{ frames, bytes int64 }
@@ -446,7 +394,7 @@ func TestFramerStatsAtRead(t *testing.T) {
 		next++
 		return copy(b, chunks[next-1]), nil
 	}), 10)
-	end := make(chan pipes.FramerStats, 1)
+	end := make(chan struct{})
 	go func() {
 		defer close(end)
 		for {
@@ -455,13 +403,10 @@ func TestFramerStatsAtRead(t *testing.T) {
 				continue
 			}
 			if err != nil {
-				end <- f.Counts()
 				return
 			}
-			for ok := true; ok; frame, ok = f.Buffered() {
-				mine.frames++
-				mine.bytes += int64(len(frame))
-			}
+			mine.frames++
+			mine.bytes += int64(len(frame))
 		}
 	}()
 	for range len(chunks) + 1 {
@@ -475,16 +420,15 @@ func TestFramerStatsAtRead(t *testing.T) {
 		}
 		resume <- struct{}{}
 	}
-	counts := <-end
-	if s := f.Stats(); s != counts || s.Frames != 11 || s.Truncated != 1 || s.Pending != 0 {
-		t.Errorf("at the end Stats() = %+v, Counts() = %+v; want them equal, with 11 frames and 1 truncated", s, counts)
+	<-end
+	if s := f.Stats(); s.Frames != 11 || s.Truncated != 1 || s.Pending != 0 {
+		t.Errorf("at the end Stats() = %+v; want 11 frames and 1 truncated", s)
 	}
 }
 
-// TestFramerCounts: after every call to Next or Buffered, Counts counts
-// exactly what they returned, and Stats never more; Stats catches up
-// whenever a frame leaves nothing buffered, and at the end.
-func TestFramerCounts(t *testing.T) {
+// TestFramerStatsExact: after every call to Next, Stats counts exactly
+// what it returned.
+func TestFramerStatsExact(t *testing.T) {
 	in := "one\ntwo\nthree\r\n\nfour\n" + strings.Repeat("x", 20) + "\nfive\nsix\nseven\neight"
 	readers := map[string]func(string) io.Reader{
 		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
@@ -494,60 +438,39 @@ func TestFramerCounts(t *testing.T) {
 		"2 lines":  func(s string) io.Reader { return &lineReader{s: s, lines: 2} },
 	}
 	for name, mk := range readers {
-		for _, buffered := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/buffered=%v", name, buffered), func(t *testing.T) {
-				f := pipes.NewFramer(mk(in), 10)
-				var frames, frameBytes int64
-				check := func(frame []byte) {
-					t.Helper()
-					frames++
-					frameBytes += int64(len(frame))
-					c, s := f.Counts(), f.Stats()
-					if c.Frames != frames || c.FrameBytes != frameBytes || c.Largest < int64(len(frame)) {
-						t.Fatalf("after frame %q: Counts() = %+v; want %d frames of %d bytes", frame, c, frames, frameBytes)
-					}
-					// Counts has consumed the input up to the frame's terminator, included.
-					end := f.FrameStart(frame) + int64(len(frame))
-					if in[end] == '\r' {
-						end++
-					}
-					if got := c.Bytes - c.Pending; got != end+1 {
-						t.Fatalf("after frame %q: Counts() has consumed %d bytes; the frame's line ends at %d", frame, got, end+1)
-					}
-					checkAccounting(t, c, c.Bytes)
-					checkAccounting(t, s, s.Bytes)
-					if s.Frames > c.Frames || s.FrameBytes > c.FrameBytes || s.Bytes != c.Bytes {
-						t.Fatalf("after frame %q: Stats() = %+v counts more than Counts() = %+v", frame, s, c)
-					}
-					if c.Pending == 0 && s != c {
-						t.Fatalf("after frame %q, nothing buffered: Stats() = %+v; want Counts() = %+v", frame, s, c)
-					}
+		t.Run(name, func(t *testing.T) {
+			f := pipes.NewFramer(mk(in), 10)
+			var frames, frameBytes int64
+			for {
+				frame, err := f.Next()
+				if errors.As(err, new(*pipes.FrameTooLargeError)) {
+					continue
 				}
-				for {
-					frame, err := f.Next()
-					if errors.As(err, new(*pipes.FrameTooLargeError)) {
-						if s, c := f.Stats(), f.Counts(); s != c {
-							t.Fatalf("after an error Stats() = %+v; want Counts() = %+v", s, c)
-						}
-						continue
-					}
-					if err != nil {
-						break
-					}
-					for ok := true; ok; frame, ok = f.Buffered() {
-						check(frame)
-						if !buffered {
-							break
-						}
-					}
+				if err != nil {
+					break
 				}
-				s, c := f.Stats(), f.Counts()
-				if s != c || c.Frames != 7 || c.Pending != 0 || c.Truncated != 1 {
-					t.Errorf("at the end Stats() = %+v, Counts() = %+v; want them equal, with 7 frames and 1 truncated", s, c)
+				frames++
+				frameBytes += int64(len(frame))
+				s := f.Stats()
+				if s.Frames != frames || s.FrameBytes != frameBytes || s.Largest < int64(len(frame)) {
+					t.Fatalf("after frame %q: Stats() = %+v; want %d frames of %d bytes", frame, s, frames, frameBytes)
 				}
-				checkAccounting(t, c, int64(len(in)))
-			})
-		}
+				// Stats has consumed the input up to the frame's terminator, included.
+				end := f.FrameStart(frame) + int64(len(frame))
+				if in[end] == '\r' {
+					end++
+				}
+				if got := s.Bytes - s.Pending; got != end+1 {
+					t.Fatalf("after frame %q: Stats() has consumed %d bytes; the frame's line ends at %d", frame, got, end+1)
+				}
+				checkAccounting(t, s, s.Bytes)
+			}
+			s := f.Stats()
+			if s.Frames != 7 || s.Pending != 0 || s.Truncated != 1 {
+				t.Errorf("at the end Stats() = %+v; want 7 frames and 1 truncated", s)
+			}
+			checkAccounting(t, s, int64(len(in)))
+		})
 	}
 }
 
@@ -575,71 +498,3 @@ func (r *lineReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// TestFramerPeekTake: Peek offers the next n bytes only when a "\n" follows
-// them and they would make a plain frame, and changes nothing; Take takes
-// them as Buffered would have, counted alike, and FrameStart knows where
-// they began.
-func TestFramerPeekTake(t *testing.T) {
-	in := "aaaa\nbbbb\ncc\r\ncc\ndd\n\nee\neeee\nffff\ngg\nx\n0123456789\nhhhh\n"
-	const limit = 8
-	ref := pipes.NewFramer(strings.NewReader(in), limit) // Next and Buffered only
-	f := pipes.NewFramer(strings.NewReader(in), limit)
-	var took []string
-	last := 0 // the length of f's last frame
-	for {
-		want, werr := ref.Next()
-		got, err := f.Next()
-		var tl *pipes.FrameTooLargeError
-		if errors.As(werr, &tl) != errors.As(err, &tl) || (werr == nil) != (err == nil) {
-			t.Fatalf("Next: %v, want %v", err, werr)
-		}
-		if werr != nil && !errors.As(werr, &tl) {
-			break
-		}
-		for {
-			if string(got) != string(want) {
-				t.Fatalf("frame %q, want %q", got, want)
-			}
-			if got != nil {
-				if a, b := f.FrameStart(got), ref.FrameStart(want); a != b {
-					t.Errorf("FrameStart of %q = %d, want %d", got, a, b)
-				}
-				last = len(got)
-			}
-			if c := f.Counts(); c != ref.Counts() {
-				t.Fatalf("after %q: Counts %+v, want %+v", got, c, ref.Counts())
-			}
-			want, _ = ref.Buffered()
-			// The caller takes what Peek offers when it holds no newline,
-			// as the host's reader knows by parsing it.
-			if p := f.Peek(last); p != nil && bytes.IndexByte(p, '\n') < 0 {
-				if string(p) != string(want) {
-					t.Fatalf("Peek(%d) = %q, and Buffered returns %q", last, p, want)
-				}
-				if p2 := f.Peek(last); string(p2) != string(p) {
-					t.Fatalf("Peek changed something: %q then %q", p, p2)
-				}
-				f.Take(len(p))
-				got = p
-				took = append(took, string(p))
-				continue
-			}
-			var ok bool
-			if got, ok = f.Buffered(); !ok {
-				if want != nil {
-					t.Fatalf("Buffered: none, want %q", want)
-				}
-				break
-			}
-		}
-	}
-	// Not taken: "cc\r" (it ends in "\r"), the empty line, x and 0123456789
-	// (not plain), eeee and hhhh (not as long as the frame before), and
-	// "gg\nx" (Peek's, with a newline).
-	if fmt.Sprint(took) != "[bbbb cc dd ffff]" {
-		t.Errorf("Take took %q, want [bbbb cc dd ffff]", took)
-	}
-	if c, r := f.Stats(), ref.Stats(); c != r {
-		t.Errorf("Stats %+v, want %+v", c, r)
-	}
-}

@@ -39,7 +39,6 @@ type observer struct {
 	cfg   Config
 	start time.Time
 	dirs  [3]*dirObs
-	low   *lowThread // nil where there is none
 
 	finishReq chan chan *Result
 	cutoff    atomic.Int64  // UnixNano set by finish: past it, traffic events are counted as lost, not handled

@@ -12,8 +12,7 @@ import (
 // and has the kernel kill it if the proxy dies (as a host killing the
 // proxy would have killed the server). Pdeathsig fires when the thread that
 // started the child exits, which the Go runtime does only for a goroutine
-// that exits while locked to its thread, as the observer's low thread does
-// (thread_linux.go starts servers from threads it keeps it off).
+// that exits while locked to its thread; the proxy has none.
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

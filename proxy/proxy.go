@@ -115,8 +115,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 	if cmd.SysProcAttr == nil {
 		setProcAttr(cmd)
 	}
-	p.obs.low = newLowThread()
-	err = startServer(cmd)
+	err = cmd.Start()
 	// The child has its own copies now; holding ours would hide its end
 	// (no EOF on stdout, no EPIPE on stdin).
 	p.pipes[dIn].R.Close()
@@ -124,7 +123,6 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 	p.pipes[dErr].W.Close()
 	if err != nil {
 		p.note(time.Now(), record.Event{Ev: record.EvError, Err: err.Error(), Text: "the server did not start"})
-		p.obs.low.end()
 		p.obs.drain() // the observer never runs: write the header and this now
 		p.closePipes()
 		return nil, fmt.Errorf("proxy: starting %s: %w", cmd, err)

@@ -26,7 +26,7 @@ import (
 // unless Config.LogBodies asks for every byte. Redaction (JSON paths, and
 // keys that look secret) applies before anything is written, heads,
 // hashes and bodies alike. The record's files, rotation and the status
-// files are the command's (internal/state), not this package's.
+// files are the command's (cmd/internal/state), not this package's.
 
 // recorder writes events, numbering them. Only the observer's goroutine
 // writes (see order.go), off the forwarding path; the mutex guards the

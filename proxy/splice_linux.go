@@ -28,8 +28,9 @@ import (
 // copying path, which costs more, because the observer is behind (measured:
 // with one of two cores kept busy, the proxy took 720-1080 ms of CPU per GB
 // of 1 MiB lines where the splice relay took 170-230; by splicing without
-// detail and with the observer's thread of lower priority, thread.go,
-// 280-420). Bytes are counted from splice's return values. A splice that
+// detail, with the observer then on a thread of lower priority (since
+// removed: it bought no rate a user sees and lost most of a flood's
+// detail on a loaded machine), 280-420). Bytes are counted from splice's return values. A splice that
 // cannot go on (the destination full) waits in poll(2) as a write does, and
 // is interrupted the same way.
 //

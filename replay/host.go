@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -114,7 +116,7 @@ type hostPlayer struct {
 	quiet     int          // consecutive looks at a stalled valve with nothing changing
 	deficit   int64        // how many bytes less than the recorded server the server has written, once it fell behind
 	short     *shortfall   // the last stall the server did not reach
-	lastLook  mcptest.StdoutState
+	lastLook  hostctl.StdoutState
 	hostDrops map[int]bool // host frames left out (reported once)
 
 	mu       sync.Mutex // with the server-request handler

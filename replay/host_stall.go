@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -17,7 +19,7 @@ func (p *hostPlayer) arm() {
 	}
 	p.armed, p.extended, p.quiet = true, 0, 0
 	p.target = p.stallPoint()
-	p.s.StallReadsAfter(max(0, p.target-p.s.StdoutState().Read))
+	hostctl.StallReadsAfter(p.s, max(0, p.target-hostctl.Stdout(p.s).Read))
 }
 
 // stallPoint returns the stdout byte where the host stops for the current
@@ -63,12 +65,12 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	if !p.armed {
 		return
 	}
-	v := p.s.StdoutState()
+	v := hostctl.Stdout(p.s)
 	if !v.Stalled {
 		p.quiet = 0
 		if t := p.stallPoint(); t != p.target && t > v.Read {
 			p.target = t
-			p.s.StallReadsAfter(t - v.Read)
+			hostctl.StallReadsAfter(p.s, t-v.Read)
 		}
 		return
 	}
@@ -92,7 +94,7 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	p.quiet = 0
 	const step = 4 << 10
 	p.extended += step
-	p.s.StallReadsAfter(step)
+	hostctl.StallReadsAfter(p.s, step)
 	if p.extended == step {
 		p.note(fmt.Sprintf("stall seq %d: the host read past the recorded point (stdout byte %d) to get the messages the recorded host had before it stopped", p.stalls[p.stall].Seq, p.stalls[p.stall].At))
 	}
@@ -125,7 +127,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	// A server that fell behind the recorded one before (a departure
 	// already reported) is measured from where it is.
 	want := p.rec.wrote(record.DirOut, t) + shift - p.deficit
-	capacity := int64(p.s.StdoutState().Capacity)
+	capacity := int64(hostctl.Stdout(p.s).Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
 	}
@@ -159,7 +161,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 		p.mu.Lock()
 		p.departLocked(Departure{Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut, Text: c.Text})
 		p.mu.Unlock()
-		v := p.s.StdoutState()
+		v := hostctl.Stdout(p.s)
 		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0))) // later actions do not wait for it again
 	}
 	return true, nil
@@ -167,7 +169,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 
 // notBlocking says why the server did not reach a stall's state.
 func (p *hostPlayer) notBlocking(st Stall, want int64) string {
-	v := p.s.StdoutState()
+	v := hostctl.Stdout(p.s)
 	written := v.Read + int64(max(v.Buffered, 0))
 	var why string
 	if !v.Stalled {
@@ -196,7 +198,7 @@ func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how s
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		v := p.s.StdoutState()
+		v := hostctl.Stdout(p.s)
 		if v.Buffered >= 0 {
 			measured = true
 		}
@@ -259,7 +261,7 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 	}
 	want := w + p.shiftAt(w) - p.deficit
 	reached := func() bool {
-		v := p.s.StdoutState()
+		v := hostctl.Stdout(p.s)
 		written := v.Read + int64(max(v.Buffered, 0))
 		full := v.Stalled && v.Buffered > 0 && v.Capacity > 0 && v.Buffered >= v.Capacity-min(2*4096, v.Capacity/4)
 		return written >= want || full || v.Ended
@@ -268,7 +270,7 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 	if !ok && err == nil {
 		// The server writes less than the recorded one: later actions
 		// expect it to stay that much behind, not wait for it again.
-		v := p.s.StdoutState()
+		v := hostctl.Stdout(p.s)
 		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0)))
 	}
 	return err
@@ -284,7 +286,7 @@ type shortfall struct {
 // written returns how many bytes of stdout the server has written: read,
 // and waiting in the pipe.
 func (p *hostPlayer) written() int64 {
-	v := p.s.StdoutState()
+	v := hostctl.Stdout(p.s)
 	return v.Read + int64(max(v.Buffered, 0))
 }
 

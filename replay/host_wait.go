@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 )
 
 // maxSlowWaits bounds how many times wait waits d again for a server that
@@ -23,7 +25,7 @@ const pollInterval = 4 * time.Millisecond
 func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	seen, again := p.s.StdoutState().Read, 0
+	seen, again := hostctl.Stdout(p.s).Read, 0
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
@@ -33,7 +35,7 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 		}
 		p.adjustStall(extend)
 		select {
-		case <-p.s.Changed():
+		case <-hostctl.Changed(p.s):
 		case <-p.wake:
 		case <-tick.C:
 		case <-timer.C:
@@ -41,7 +43,7 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 			if cond() {
 				return true, nil
 			}
-			if n := p.s.StdoutState().Read; n != seen && again < maxSlowWaits {
+			if n := hostctl.Stdout(p.s).Read; n != seen && again < maxSlowWaits {
 				seen, again = n, again+1
 				timer.Reset(d)
 				continue
@@ -68,7 +70,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 			return
 		}
 	}
-	if p.armed || p.s.StdoutState().Stalled {
+	if p.armed || hostctl.Stdout(p.s).Stalled {
 		p.armed = false
 		p.s.ResumeReads()
 	}
@@ -120,7 +122,7 @@ func (p *hostPlayer) exited(ctx context.Context) {
 		// the server wrote: match them (a response to a cancelled
 		// request, say) before the session closes, within the same
 		// bound (a grandchild may hold stdout open).
-		_, _ = p.wait(ectx, func() bool { return p.s.StdoutState().Ended }, d, false)
+		_, _ = p.wait(ectx, func() bool { return hostctl.Stdout(p.s).Ended }, d, false)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -259,7 +259,7 @@ func (s *server) read(fr *pipes.Framer) {
 			s.mu.Unlock()
 			return
 		}
-		st := fr.Counts()
+		st := fr.Stats()
 		s.take(frame, st.Bytes-st.Pending)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // BenchmarkParseMessageInto parses the frames of a progress flood, as the
 // host's reader does (mcptest's BenchmarkIngest), and a response carrying
-// a larger result, reusing one Message; and the flood with a Parser.
+// a larger result, reusing one Message.
 func BenchmarkParseMessageInto(b *testing.B) {
 	var flood [][]byte
 	var total int64
@@ -19,45 +19,15 @@ func BenchmarkParseMessageInto(b *testing.B) {
 		total += int64(len(f))
 	}
 	resp := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + string(make100("lorem ipsum dolor sit amet, ")) + `"}],"isError":false,"structuredContent":{"n":12345,"ok":true,"list":[1,2,3,4.5e6,null]}}}`)
-	var p wire.Parser // as the host's reader parses
-	for _, v := range []struct {
-		name  string
-		parse func(*wire.Message, []byte) error
-	}{{"progress", wire.ParseMessageInto}, {"progress-parser", p.Parse}} {
-		b.Run(v.name, func(b *testing.B) {
-			var m wire.Message
-			b.SetBytes(total)
-			for b.Loop() {
-				for _, f := range flood {
-					if err := v.parse(&m, f); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-	}
-	b.Run("progress-held", func(b *testing.B) {
-		// As the host's reader parses them: where they lie, one after the
-		// other in one buffer, released every 32 KiB or so, as after a read.
-		var buf []byte
-		var at [][2]int
-		for _, f := range flood {
-			at = append(at, [2]int{len(buf), len(buf) + len(f)})
-			buf = append(append(buf, f...), '\n')
-		}
-		var p wire.Parser
+	b.Run("progress", func(b *testing.B) {
 		var m wire.Message
 		b.SetBytes(total)
 		for b.Loop() {
-			for i, a := range at {
-				if err := p.ParseHeld(&m, buf[a[0]:a[1]]); err != nil {
+			for _, f := range flood {
+				if err := wire.ParseMessageInto(&m, f); err != nil {
 					b.Fatal(err)
 				}
-				if i%200 == 199 {
-					p.Release()
-				}
 			}
-			p.Release()
 		}
 	})
 	b.Run("response", func(b *testing.B) {

@@ -7,18 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// envCache is what parseValid learnt of a frame's members, for a Parser's
-// next frame, whose first same members are those bytes unchanged.
-type envCache struct {
-	same   int
-	kinds  [8]int8 // envelopeKey of each of the first members
-	method string  // the method decoded last
-}
-
 // parseValid slices the envelope out of b into m: b is valid JSON whose
-// top-level members validTop found in mem. With c, the kinds of c.same
-// members and the method among them are not worked out again.
-func parseValid(b []byte, mem *members, m *Message, c *envCache) error {
+// top-level members validTop found in mem.
+func parseValid(b []byte, mem *members, m *Message) error {
 	i := skipSpace(b, 0)
 	switch b[i] {
 	case '{':
@@ -33,21 +24,12 @@ func parseValid(b []byte, mem *members, m *Message, c *envCache) error {
 	if mem.over {
 		spans = walkMembers(b, skipSpace(b, i+1))
 	}
-	methodAt := -1
-	for j, sp := range spans {
+	for _, sp := range spans {
 		key := b[sp.k0:sp.k1]
 		val := json.RawMessage(b[sp.v0:sp.v1:sp.v1])
-		var k int
-		if c != nil && j < c.same {
-			k = int(c.kinds[j])
-		} else {
-			k = envelopeKey(key)
-			if k < 0 && len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
-				k = envelopeKey([]byte(`"` + DecodeKey(key[1:len(key)-1]) + `"`)) // as JSON decodes it: "\u0069d" is "id"
-			}
-			if c != nil && j < len(c.kinds) {
-				c.kinds[j] = int8(k)
-			}
+		k := envelopeKey(key)
+		if k < 0 && len(key) >= 2 && bytes.IndexByte(key, '\\') >= 0 {
+			k = envelopeKey([]byte(`"` + DecodeKey(key[1:len(key)-1]) + `"`)) // as JSON decodes it: "\u0069d" is "id"
 		}
 		switch k {
 		case 0:
@@ -55,7 +37,7 @@ func parseValid(b []byte, mem *members, m *Message, c *envCache) error {
 		case 1:
 			m.ID = val
 		case 2:
-			method, methodAt = val, j
+			method = val
 		case 3:
 			m.Params = val
 		case 4:
@@ -70,15 +52,10 @@ func parseValid(b []byte, mem *members, m *Message, c *envCache) error {
 			seen[k] = true
 		}
 	}
-	if method != nil && c != nil && methodAt < c.same {
-		m.Method = c.method
-	} else if method != nil {
+	if method != nil {
 		var err error
 		if m.Method, err = decodeString(method); err != nil {
 			return fmt.Errorf("wire: not JSON-RPC: method: %w", err)
-		}
-		if c != nil {
-			c.method = m.Method
 		}
 	}
 	if rpcErr != nil {

@@ -24,28 +24,6 @@ func ExampleParseMessage() {
 	// true
 }
 
-// A Parser parses a flood as ParseMessageInto does, reusing one Message;
-// what a frame shares with the one before is not checked twice.
-func ExampleParser() {
-	var p wire.Parser
-	var m wire.Message
-	for i := range 3 {
-		frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":%d}}`, i)
-		if err := p.Parse(&m, frame); err != nil {
-			fmt.Println(err)
-			return
-		}
-		fmt.Println(m.Method, string(wire.Member(m.Params, "progress")))
-	}
-	err := p.Parse(&m, []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":3,}}`))
-	fmt.Println(err != nil)
-	// Output:
-	// notifications/progress 0
-	// notifications/progress 1
-	// notifications/progress 2
-	// true
-}
-
 // A frame too large to parse still tells its id and method to a Scanner,
 // which keeps only a few bytes of it.
 func ExampleScanner() {

@@ -96,15 +96,8 @@ func (m *Message) IsResponse() bool {
 	return hasID(m.ID) || (m.Error != nil && bytes.Equal(bytes.TrimSpace(m.ID), []byte("null")))
 }
 
-// hasID reports whether id is present and not null. A notification's,
-// absent, costs no call: this much inlines.
-func hasID(id json.RawMessage) bool { return len(id) > 0 && notNull(id) }
-
-// notNull reports whether id, not empty, is anything but null and space.
-// It is not inlined, so that hasID is.
-//
-//go:noinline
-func notNull(id json.RawMessage) bool {
+// hasID reports whether id is present and not null.
+func hasID(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
 	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
 }
@@ -144,15 +137,14 @@ func ParseMessageInPlace(frame []byte) (*Message, error) {
 
 // ParseMessageInto is ParseMessageInPlace into m, which it overwrites: a
 // reader that parses a flood reuses one Message and allocates nothing per
-// frame (a Parser does the same, faster when frames begin alike). On error
-// m is left zero.
+// frame. On error m is left zero.
 func ParseMessageInto(m *Message, frame []byte) error {
 	*m = Message{}
 	var mem members
 	if !validTop(frame, &mem) {
 		return invalid(frame)
 	}
-	if err := parseValid(frame, &mem, m, nil); err != nil {
+	if err := parseValid(frame, &mem, m); err != nil {
 		*m = Message{}
 		return err
 	}

@@ -40,26 +40,14 @@ func (m *members) note(k0, k1, v0 int) {
 
 // validTop is valid, recording the members of a top-level object in m when
 // m is not nil.
-func validTop(b []byte, m *members) bool { return validFrom(b, m, nil, mark{}) }
-
-// validFrom is validTop from the value start at, with the state it records
-// (a mark of the frame before, whose bytes up to and including at.pos were
-// the same), noting a mark at each value start in rec when rec is not nil.
-func validFrom(b []byte, m *members, rec *memo, at mark) bool {
+func validTop(b []byte, m *members) bool {
 	var buf [64]byte
-	stack := at.stack(buf[:0]) // '{' or '[' per open container
-	open := at.open            // the innermost 64 of stack, a bit per container: 1 for an object
-	i := int(at.pos)
-	if at.pos == 0 {
-		i = skipSpace(b, 0)
-	}
+	stack := buf[:0] // '{' or '[' per open container
+	i := skipSpace(b, 0)
 	for {
 		// A value starts at i.
 		if i >= len(b) {
 			return false
-		}
-		if rec != nil {
-			rec.note(i, len(stack), open, m)
 		}
 		switch c := b[i]; c {
 		case '{', '[':
@@ -67,14 +55,9 @@ func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 				return false
 			}
 			stack = append(stack, c)
-			open <<= 1
-			if c == '{' {
-				open |= 1
-			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				stack = stack[:len(stack)-1]
-				open >>= 1
 				i++
 				break
 			}
@@ -87,9 +70,6 @@ func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 		default:
 			if i = scalarEnd(b, i); i < 0 {
 				return false
-			}
-			if rec != nil {
-				rec.ended(i)
 			}
 		}
 		// A value ended at i: close containers, or find the next value.
@@ -107,7 +87,6 @@ func validFrom(b []byte, m *members, rec *memo, at mark) bool {
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
 				stack = stack[:len(stack)-1]
-				open >>= 1
 				i++
 				continue
 			}
@@ -189,15 +168,6 @@ func validString(b []byte, i int) int {
 				continue
 			}
 			i += bits.TrailingZeros64(m) >> 3
-		} else if len(b) >= 8 {
-			// Fewer than 8 bytes left: the last 8 of b, shifted so that
-			// b[i] is the lowest; the bytes shifted in past the end are
-			// zeros, which special8 marks as control characters, so the
-			// lowest mark is the first special byte or the end of b.
-			w := binary.LittleEndian.Uint64(b[len(b)-8:]) >> (8 * (8 - (len(b) - i)))
-			if i += bits.TrailingZeros64(special8(w)) >> 3; i >= len(b) {
-				return -1
-			}
 		} else {
 			for i < len(b) && plain[b[i]] {
 				i++

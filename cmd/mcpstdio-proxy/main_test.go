@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
-	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/record"
 )

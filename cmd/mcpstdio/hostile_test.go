@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )

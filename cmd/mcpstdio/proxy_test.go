@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
-	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )

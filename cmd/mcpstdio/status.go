@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
-	"github.com/mcpstdio/mcpstdio/internal/state"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 

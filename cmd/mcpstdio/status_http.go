@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 )
 
 // defaultHTTPAddr is where `status -http` listens when no address is given.

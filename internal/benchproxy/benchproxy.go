@@ -1,6 +1,8 @@
 // Package benchproxy runs the proxy the way the benchmarks' proxy
 // processes do, as `mcpstdio proxy` runs it: recording to a file and
-// rewriting a status file beside it. Environment variables a benchmark
+// rewriting a status file beside it (JSON, written to a temporary file and
+// renamed, as the command's state package does; this package is below the
+// commands and does not import it). Environment variables a benchmark
 // sets for the process add measurements: PROXY_CPUPROFILE (a file for the
 // proxy's own CPU profile; a benchmark's -cpuprofile is the host's) and
 // PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon
@@ -13,6 +15,7 @@ package benchproxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
@@ -38,13 +41,13 @@ func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) err
 		defer os.RemoveAll(dir)
 		log = filepath.Join(dir, "rec.ndjson")
 	}
-	l, err := state.CreateLog(log, 0, 0)
+	l, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	cfg := proxy.Config{Record: l, OnStatus: func(st proxy.Status) error {
-		return state.WriteStatus(log+state.StatusSuffix, state.Status{Status: st, Log: log})
+		return writeStatus(log+".status.json", st, log)
 	}}
 	if path := os.Getenv("PROXY_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -88,6 +91,19 @@ func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) err
 		err = werr
 	}
 	return err
+}
+
+// writeStatus rewrites the status file at path as `mcpstdio proxy` does:
+// the status and the record's file, indented JSON, renamed into place.
+func writeStatus(path string, st proxy.Status, log string) error {
+	b, err := json.MarshalIndent(struct {
+		proxy.Status
+		Log string `json:"log,omitempty"`
+	}{st, log}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // writeMetrics writes the counts of PROXY_METRICS, if it is set.

@@ -27,10 +27,13 @@ import (
 
 // The relay anchors the README's proxy figures are read against, which
 // proxy/bench_test.go does not have (it has direct and an io.Copy relay):
-// a blocking read(2)/write(2) relay and a splice(2) relay, each a process
-// between the host and a server, beside direct, an io.Copy relay and the
-// proxy itself (recording to a file, as `mcpstdio proxy` does) in the same
-// run, one after the other. Linux only: splice is.
+// a blocking read(2)/write(2) relay, a splice(2) relay and a splice relay
+// whose observer reads every byte once (tee(2) into a pipe of its own,
+// read with 64 KiB read(2)s, the traffic waiting for it when it is
+// behind: the least a recording proxy must do), each a process between the
+// host and a server, beside direct, an io.Copy relay and the proxy itself
+// (recording to a file, as `mcpstdio proxy` does) in the same run, one
+// after the other. Linux only: splice is.
 
 func init() {
 	mcptest.RegisterHelper("flood", flood)
@@ -38,6 +41,7 @@ func init() {
 	mcptest.RegisterHelper("iocopy", relay(copyIO, false))
 	mcptest.RegisterHelper("readwrite", relay(copyReadWrite, true))
 	mcptest.RegisterHelper("splice", relay(copySplice, true))
+	mcptest.RegisterHelper("splice-observed", relay(copySpliceObserved, true))
 	mcptest.RegisterHelper("proxy", proxyRelay)
 }
 
@@ -45,7 +49,7 @@ func init() {
 func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 // relays are the ways between host and server; "" is direct.
-var relays = []string{"direct", "iocopy", "readwrite", "splice", "proxy"}
+var relays = []string{"direct", "iocopy", "readwrite", "splice", "splice-observed", "proxy"}
 
 // flood answers every line on stdin with COUNT lines of SIZE bytes,
 // newlines included, in writes of at most 1 MiB: JSON-RPC responses with
@@ -204,6 +208,58 @@ func copySplice(dst, src *os.File) error {
 			return ignoreEOF(err)
 		}
 	}
+}
+
+// copySpliceObserved is copySplice with an observer that reads every byte
+// once: each chunk is teed into the observer's pipe (1 MiB where the
+// system allows it, as the proxy's) before it is spliced on, and a
+// goroutine reads that pipe with 64 KiB read(2)s. A tee waits while the
+// observer's pipe is full: nothing passes unread.
+func copySpliceObserved(dst, src *os.File) error {
+	d, s, err := blockingFDs(dst, src)
+	if err != nil {
+		return err
+	}
+	obsR, obsW, err := pipe(true)
+	if err != nil {
+		return err
+	}
+	defer obsR.Close()
+	const fSetPipeSz = 1031 // F_SETPIPE_SZ
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, obsW.Fd(), fSetPipeSz, 1<<20)
+	read := make(chan int64, 1)
+	go func() {
+		var total int64
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := syscall.Read(int(obsR.Fd()), buf)
+			if n <= 0 || err != nil {
+				break
+			}
+			total += int64(n)
+		}
+		read <- total
+	}()
+	var teed int64
+	for err == nil {
+		var n int64
+		if n, err = syscall.Tee(s, int(obsW.Fd()), 1<<20, 0); n <= 0 {
+			break
+		}
+		teed += n
+		for left := n; left > 0 && err == nil; {
+			var k int64
+			if k, err = syscall.Splice(s, nil, d, nil, int(left), 0x1 /* SPLICE_F_MOVE */); k <= 0 && err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			left -= k
+		}
+	}
+	obsW.Close()
+	if got := <-read; got != teed && err == nil {
+		err = fmt.Errorf("observer read %d of %d bytes teed", got, teed)
+	}
+	return ignoreEOF(err)
 }
 
 // blockingFDs returns the descriptors of dst and src in blocking mode: a

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 )
 
 // ExampleSessionLogName names a new session's record, and its status file.
