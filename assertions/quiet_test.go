@@ -44,6 +44,10 @@ func init() {
 //	slow-write=N   "big" writes its response at about N KiB/s, 1/20 of
 //	               that every 50ms, from a goroutine of its own that stops
 //	               when the server ends (a server that produces slowly)
+//	gulp=D         take stdin in 64 KiB gulps D apart, burning CPU in
+//	               between (a busy, slow reader: slow, not stopped)
+//	spaced         write JSON with a space after every ':' and ',', as
+//	               Python's json.dumps does: "id": "x"
 //
 // Tools: slow (the work), big {bytes} (a text result), echo.
 func quietServer(args []string) mcptest.ServeFunc {
@@ -57,6 +61,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 		_, idLast := opts["id-last"]
 		write := func(v any) {
 			b, _ := json.Marshal(v)
+			if _, sp := opts["spaced"]; sp {
+				b = spacedJSON(b)
+			}
 			if m, ok := v.(map[string]any); ok && idLast && m["result"] != nil {
 				res, _ := json.Marshal(m["result"])
 				id, _ := json.Marshal(m["id"])
@@ -72,6 +79,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()
 			rd = &slowReader{r: in, chunk: max(atoiOr(n, 256)<<10/20, 1), tick: tick.C}
+		}
+		if d, err := time.ParseDuration(opts["gulp"]); err == nil {
+			rd = &gulpReader{r: in, every: d}
 		}
 		r := bufio.NewReaderSize(rd, 64<<10)
 		var wg sync.WaitGroup
@@ -244,6 +254,44 @@ type slowReader struct {
 func (s *slowReader) Read(p []byte) (int, error) {
 	<-s.tick
 	return s.r.Read(p[:min(len(p), s.chunk)])
+}
+
+// gulpReader reads at most 64 KiB at a time and, after each read, burns
+// CPU for every before the next: the reader of a server busy computing.
+type gulpReader struct {
+	r     io.Reader
+	every time.Duration
+	last  time.Time
+}
+
+func (g *gulpReader) Read(p []byte) (int, error) {
+	for end := g.last.Add(g.every); time.Now().Before(end); {
+		for i := 0; i < 1e5; i++ { // spin
+		}
+	}
+	n, err := g.r.Read(p[:min(len(p), 64<<10)])
+	g.last = time.Now()
+	return n, err
+}
+
+// spacedJSON puts a space after every ':' and ',' outside strings.
+func spacedJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	in, esc := false, false
+	for _, c := range b {
+		out = append(out, c)
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ':' || c == ','):
+			out = append(out, ' ')
+		}
+	}
+	return out
 }
 
 func atoiOr(s string, d int) int {
