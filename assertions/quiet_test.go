@@ -46,6 +46,8 @@ func init() {
 //	               when the server ends (a server that produces slowly)
 //	gulp=D         take stdin in 64 KiB gulps D apart, burning CPU in
 //	               between (a busy, slow reader: slow, not stopped)
+//	int-ids        drop requests whose id is not an integer, as servers
+//	               whose JSON-RPC ids are int64 do
 //	spaced         write JSON with a space after every ':' and ',', as
 //	               Python's json.dumps does: "id": "x"
 //
@@ -117,6 +119,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 				}
 				continue
 			case !m.IsRequest():
+				continue
+			}
+			if _, ok := m.IntID(); !ok && hasOpt(opts, "int-ids") {
 				continue
 			}
 			reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
@@ -292,6 +297,11 @@ func spacedJSON(b []byte) []byte {
 		}
 	}
 	return out
+}
+
+func hasOpt(opts map[string]string, k string) bool {
+	_, ok := opts[k]
+	return ok
 }
 
 func atoiOr(s string, d int) int {
