@@ -379,7 +379,7 @@ func AssertCancelStopsWork(t testing.TB, s *mcptest.Session, p *mcptest.Pending,
 func CheckCancelDuringWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
-		return skip("no Slow tool call configured")
+		return skip("no Slow tool call configured (ServerConfig.Slow; probe -slow)")
 	}
 	p, before := sendSlow(s, cfg)
 	return thenSecondRequest(ctx, s, cfg, cancelStopsWork(ctx, s, p, cfg, before))
@@ -423,7 +423,7 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	// work for a while and cancelled too.
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
-		return skip("no Slow tool call configured")
+		return skip("no Slow tool call configured (ServerConfig.Slow; probe -slow)")
 	}
 	p, before := sendSlow(s, cfg)
 	c, err := cancelAndWatch(ctx, s, p, cfg, before)
