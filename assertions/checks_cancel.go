@@ -238,10 +238,10 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	answer := ""
 	if c.answeredIn >= 0 {
 		resp, _ := c.p.Wait(ctx)
-		answer = fmt.Sprintf("the cancelled request was answered %v after the cancel with %s", c.answeredIn.Round(time.Millisecond), responseKind(resp))
+		answer = fmt.Sprintf("the cancelled request was answered %s after the cancel with %s", roundMS(c.answeredIn), responseKind(resp))
 	}
 	if resp, _ := c.p.Wait(ctx); c.answeredIn > c.grace && resp != nil && resp.Error == nil && !isErrorResult(resp.Result) {
-		went = append(went, fmt.Sprintf("the cancelled request was answered %v after the cancel with a result of %d bytes, not an error: its work ran to the end", c.answeredIn.Round(time.Millisecond), len(resp.Result)))
+		went = append(went, fmt.Sprintf("the cancelled request was answered %s after the cancel with a result of %d bytes, not an error: its work ran to the end", roundMS(c.answeredIn), len(resp.Result)))
 		answer = ""
 	}
 	if len(went) > 0 {
@@ -295,6 +295,14 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	return Result{Verdict: Warn, Rule: ruleCancelEvidence,
 		Evidence: fmt.Sprintf("unverified: nothing arrived within %v of the cancel, but nothing showed the work running either: %s; set SlowDuration to watch for a late response for as long as the call lasts",
 			(c.grace + window).Round(time.Millisecond), strings.Join(why, ", "))}
+}
+
+// roundMS writes d to the millisecond, or "under 1ms".
+func roundMS(d time.Duration) string {
+	if d < time.Millisecond {
+		return "under 1ms"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // CPU use is judged against the call's own at work, measured on the same

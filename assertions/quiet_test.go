@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -44,8 +45,9 @@ func init() {
 //	slow-write=N   "big" writes its response at about N KiB/s, 1/20 of
 //	               that every 50ms, from a goroutine of its own that stops
 //	               when the server ends (a server that produces slowly)
-//	gulp=D         take stdin in 64 KiB gulps D apart, burning CPU in
-//	               between (a busy, slow reader: slow, not stopped)
+//	gulp=D         once a "big" call has been read, take stdin in 64 KiB
+//	               gulps D apart, burning CPU in between (a busy, slow
+//	               reader: slow, not stopped)
 //	int-ids        drop requests whose id is not an integer, as servers
 //	               whose JSON-RPC ids are int64 do
 //	spaced         write JSON with a space after every ':' and ',', as
@@ -82,8 +84,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			defer tick.Stop()
 			rd = &slowReader{r: in, chunk: max(atoiOr(n, 256)<<10/20, 1), tick: tick.C}
 		}
+		var gulping atomic.Bool
 		if d, err := time.ParseDuration(opts["gulp"]); err == nil {
-			rd = &gulpReader{r: in, every: d}
+			rd = &gulpReader{r: in, every: d, on: &gulping}
 		}
 		r := bufio.NewReaderSize(rd, 64<<10)
 		var wg sync.WaitGroup
@@ -149,6 +152,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 					}()
 					continue
 				case `"big"`:
+					gulping.Store(true)
 					if _, chatty := opts["chatty"]; chatty {
 						for i := range 256 {
 							write(map[string]any{"jsonrpc": "2.0", "method": wire.MethodMessage, "params": map[string]any{"level": "info", "data": fmt.Sprintf("%03d %s", i, strings.Repeat("l", 230))}})
@@ -266,11 +270,12 @@ func (s *slowReader) Read(p []byte) (int, error) {
 type gulpReader struct {
 	r     io.Reader
 	every time.Duration
+	on    *atomic.Bool
 	last  time.Time
 }
 
 func (g *gulpReader) Read(p []byte) (int, error) {
-	for end := g.last.Add(g.every); time.Now().Before(end); {
+	for end := g.last.Add(g.every); g.on.Load() && time.Now().Before(end); {
 		for i := 0; i < 1e5; i++ { // spin
 		}
 	}
