@@ -75,7 +75,7 @@ func startOnce(ctx context.Context, target mcptest.Target, cfg ServerConfig) (*s
 		first, rest, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 		// Only a bound that was waited out is named: an exec error or an
 		// early exit says what happened, and when.
-		what := fmt.Sprintf("could not start it (it failed after %v, before any bound): ", time.Since(begin).Round(time.Millisecond))
+		what := fmt.Sprintf("could not start it and negotiate MCP: it failed after %s, no bound ran out: ", roundMS(time.Since(begin)))
 		if errors.Is(err, context.DeadlineExceeded) {
 			what = "could not start it and negotiate MCP within " + cfg.StartTimeout.String() + ": "
 		}
