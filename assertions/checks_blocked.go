@@ -206,7 +206,7 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
-		return skip("no Large tool call configured (ServerConfig.Large; probe -large)")
+		return skip("no Large tool call configured (ServerConfig.Large)")
 	}
 	before := s.Stats().StdoutBytes
 	s.StallReads()

@@ -236,11 +236,10 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 		went = append(went, fmt.Sprintf("processes it started for the call are still running %v after the cancel: %s", (c.grace+window).Round(time.Millisecond), strings.Join(ps, ", ")))
 	}
 	answer := ""
-	if c.answeredIn >= 0 {
-		resp, _ := c.p.Wait(ctx)
+	if resp := c.response(ctx); resp != nil {
 		answer = fmt.Sprintf("the cancelled request was answered %s after the cancel with %s", roundMS(c.answeredIn), responseKind(resp))
 	}
-	if resp, _ := c.p.Wait(ctx); c.answeredIn > c.grace && resp != nil && resp.Error == nil && !isErrorResult(resp.Result) {
+	if resp := c.response(ctx); c.answeredIn > c.grace && resp != nil && resp.Error == nil && !isErrorResult(resp.Result) {
 		went = append(went, fmt.Sprintf("the cancelled request was answered %s after the cancel with a result of %d bytes, not an error: its work ran to the end", roundMS(c.answeredIn), len(resp.Result)))
 		answer = ""
 	}
@@ -295,6 +294,19 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	return Result{Verdict: Warn, Rule: ruleCancelEvidence,
 		Evidence: fmt.Sprintf("unverified: nothing arrived within %v of the cancel, but nothing showed the work running either: %s; set SlowDuration to watch for a late response for as long as the call lasts",
 			(c.grace + window).Round(time.Millisecond), strings.Join(why, ", "))}
+}
+
+// response returns the cancelled request's response, if it came while
+// watched; nil otherwise (never waiting for one).
+func (c cancelled) response(ctx context.Context) *mcptest.Response {
+	if c.answeredIn < 0 {
+		return nil
+	}
+	resp, err := c.p.Wait(ctx)
+	if err != nil {
+		return nil
+	}
+	return resp
 }
 
 // roundMS writes d to the millisecond, or "under 1ms".
@@ -387,7 +399,7 @@ func AssertCancelStopsWork(t testing.TB, s *mcptest.Session, p *mcptest.Pending,
 func CheckCancelDuringWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
-		return skip("no Slow tool call configured (ServerConfig.Slow; probe -slow)")
+		return skip("no Slow tool call configured (ServerConfig.Slow)")
 	}
 	p, before := sendSlow(s, cfg)
 	return thenSecondRequest(ctx, s, cfg, cancelStopsWork(ctx, s, p, cfg, before))
@@ -431,7 +443,7 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	// work for a while and cancelled too.
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
-		return skip("no Slow tool call configured (ServerConfig.Slow; probe -slow)")
+		return skip("no Slow tool call configured (ServerConfig.Slow)")
 	}
 	p, before := sendSlow(s, cfg)
 	c, err := cancelAndWatch(ctx, s, p, cfg, before)

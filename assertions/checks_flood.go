@@ -211,7 +211,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	// The README's criteria table says how slow and stopped are told apart.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
-		return skip("no Large tool call configured (ServerConfig.Large; probe -large)")
+		return skip("no Large tool call configured (ServerConfig.Large)")
 	}
 	s.StallReads()
 	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
