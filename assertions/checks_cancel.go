@@ -137,6 +137,7 @@ type cancelled struct {
 	grace, watch              time.Duration
 	started                   map[int]string // processes the server started since the call was sent
 	answeredIn                time.Duration  // when its response arrived after the cancel; -1 if it did not
+	progressAtAnswer          int64          // progress notifications seen when it arrived
 	rule                      *mcptest.Activity
 }
 
@@ -151,15 +152,19 @@ func cancelAndWatch(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 	if err := p.Cancel("mcpstdio: cancel criterion"); err != nil {
 		return c, err
 	}
-	answered := make(chan time.Duration, 1)
+	type answer struct {
+		in       time.Duration
+		progress int64
+	}
+	answered := make(chan answer, 1)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
 		select {
 		case <-p.Done():
-			answered <- time.Since(at)
+			answered <- answer{time.Since(at), p.Progress()}
 		case <-wctx.Done():
-			answered <- -1
+			answered <- answer{in: -1}
 		}
 	}()
 	if err := bound.Pass(ctx, c.grace); err != nil {
@@ -200,8 +205,8 @@ watch:
 	}
 	c.end = sampleWork(s, p)
 	stop()
-	if d := <-answered; ended(p) && responded(p) {
-		c.answeredIn = d
+	if a := <-answered; a.in >= 0 && responded(p) {
+		c.answeredIn, c.progressAtAnswer = a.in, a.progress
 	}
 	if c.end.visible && before.visible {
 		c.started = newProcs(before.procs, c.end.procs)
@@ -218,7 +223,13 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 	// One notification can be one written before the cancel and read late
 	// (a loaded machine delays the host's reads by more than the grace):
 	// work that sends progress often shows going on as more than one.
-	if n := c.end.progress - c.afterGrace.progress; n >= 2 || n == 1 && (g.progressEvery == 0 || 2*g.progressEvery > window) {
+	// Progress that arrived before an answer after the grace was written
+	// before it: only what came after the answer shows the work going on.
+	from := c.afterGrace.progress
+	if c.answeredIn > c.grace {
+		from = max(from, c.progressAtAnswer)
+	}
+	if n := c.end.progress - from; n >= 2 || n == 1 && (g.progressEvery == 0 || 2*g.progressEvery > window) {
 		went = append(went, fmt.Sprintf("%d progress notifications for id=%d arrived %v–%v after the cancel", n, c.p.ID(), c.grace, c.grace+window.Round(time.Millisecond)))
 	}
 	share := -1.0

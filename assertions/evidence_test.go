@@ -53,7 +53,7 @@ func TestCancelEvidence(t *testing.T) {
 		{"sleeps, ignores cancel", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 0, assertions.Warn, "unverified"},
 		// The same, watched for the call's own duration: its late answer
 		// is seen.
-		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=2s"}, true, 2 * time.Second, assertions.Fail, "its work ran to the end"},
+		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 3 * time.Second, assertions.Fail, "its work ran to the end"},
 		// A call that honours the cancel, watched for its whole duration.
 		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
 		// Burning CPU after the cancel is work going on.
