@@ -28,8 +28,9 @@ import (
 func (c ServerConfig) floodCap() time.Duration { return 6 * c.Within }
 
 // floodIDBase is the first flood request's id, less one: integers (some
-// servers answer no other id) in a range no session's own requests reach.
-const floodIDBase = 1 << 40
+// servers answer no other id; 32-bit ones too) in a range no session's own
+// requests reach.
+const floodIDBase = 1_000_000_000
 
 // floodLines are the requests of the reads-while-blocked flood, each a
 // line with its own integer id (floodIDBase+N): the cheap call if configured,
