@@ -90,7 +90,7 @@ func AssertResultContract(t testing.TB, result json.RawMessage, budget int) {
 func CheckResultBounded(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Bounded == nil {
-		return skip("no Bounded tool call configured")
+		return skip("no Bounded tool call configured (ServerConfig.Bounded)")
 	}
 	resp, err := s.Call(ctx, wire.MethodToolsCall, cfg.Bounded.params(nil))
 	if err != nil {

@@ -152,7 +152,7 @@ func largeNotBlocking(ctx context.Context, s *mcptest.Session, big *mcptest.Pend
 		return Result{Verdict: Warn, Rule: ruleLargeCall, Evidence: "unverified: " + fmt.Sprintf(format, args...), Details: nb.Wait.Diagnosis}
 	}
 	if why, ok := stillWriting(nb, "Within"); ok {
-		return unverified("the Large call (%s) did not block the server's stdout within the bound of %v, but %s", cfg.Large.describe(), nb.Waited().Round(time.Millisecond), why)
+		return unverified("the Large call (%s) did not block the server's stdout within the bound of %v, but %s", cfg.Large.describe(), nb.Waited.Round(time.Millisecond), why)
 	}
 	// Idle, or nothing to tell: what did the Large call produce?
 	s.ResumeReads()
@@ -169,29 +169,28 @@ func largeNotBlocking(ctx context.Context, s *mcptest.Session, big *mcptest.Pend
 		if nb.Capacity <= 0 {
 			than = "and the pipe's capacity is unknown"
 		}
-		return unverified("the Large call (%s) did not block the server's stdout within the bound of %v (%s), yet its response was %d bytes, %s; raise Within to get a verdict", cfg.Large.describe(), nb.Waited().Round(time.Millisecond), nb.Summary(), len(resp.Result), than)
+		return unverified("the Large call (%s) did not block the server's stdout within the bound of %v (%s), yet its response was %d bytes, %s; raise Within to get a verdict", cfg.Large.describe(), nb.Waited.Round(time.Millisecond), nb.Summary(), len(resp.Result), than)
 	case s.Stats().Exit.How != "":
 		return fail(ruleSecondRequest, "%s while the Large call (%s) ran (%s)", serverEnded(s), cfg.Large.describe(), nb.Summary())
 	}
-	return unverified("the Large call (%s) did not block the server's stdout within the bound of %v (%s), and had not answered %v after reads resumed (%s): slow, or stopped, nothing shows which; raise Within to get a verdict", cfg.Large.describe(), nb.Waited().Round(time.Millisecond), nb.Summary(), cfg.Within, firstLine(werr.Error()))
+	return unverified("the Large call (%s) did not block the server's stdout within the bound of %v (%s), and had not answered %v after reads resumed (%s): slow, or stopped, nothing shows which; raise Within to get a verdict", cfg.Large.describe(), nb.Waited.Round(time.Millisecond), nb.Summary(), cfg.Within, firstLine(werr.Error()))
 }
 
 // stillWriting says how a server that did not block writing stdout within
 // the bound (named knob) was still at work — its stdout pipe filling, or
-// the server busy on a CPU or waiting for one — and how to get a verdict.
+// the server busy on a CPU or waiting for one (mcptest's rule for stopped
+// and slow) — and how to get a verdict.
 func stillWriting(nb *mcptest.NotBlockedError, knob string) (string, bool) {
-	if rate, ok := nb.Rate(); ok && rate > 0 {
+	a := nb.Activity
+	if a.StdoutWritten > 0 && a.Window > 0 {
 		why := "the server was still writing: " + nb.Summary()
-		if _, to := nb.Window(); nb.Capacity > to.Buffered {
-			need := nb.Waited() + time.Duration(float64(nb.Capacity-to.Buffered)/rate*float64(time.Second))
+		if rate := float64(a.StdoutWritten) / a.Window.Seconds(); nb.Capacity > nb.Buffered && nb.Buffered >= 0 {
+			need := nb.Waited + time.Duration(float64(nb.Capacity-nb.Buffered)/rate*float64(time.Second))
 			return fmt.Sprintf("%s; raise %s above about %v to get a verdict", why, knob, need.Round(100*time.Millisecond)), true
 		}
 		return fmt.Sprintf("%s; raise %s to get a verdict", why, knob), true
 	}
-	// A thread caught running at one look is weak evidence beside CPU
-	// demand over the window (Go's runtime threads wake at idle); it
-	// counts only where the demand is unknown.
-	if share, ok := nb.Demand(); ok && share >= 0.5 || !ok && nb.Running > 0 {
+	if a.Busy {
 		return fmt.Sprintf("the server was busy: %s; raise %s to get a verdict", nb.Summary(), knob), true
 	}
 	return "", false
@@ -209,7 +208,7 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
-		return skip("no Large tool call configured")
+		return skip("no Large tool call configured (ServerConfig.Large)")
 	}
 	before := s.Stats().StdoutBytes
 	s.StallReads()

@@ -122,7 +122,7 @@ func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg Se
 	// must not break anything.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
-		return skip("no Large tool call configured")
+		return skip("no Large tool call configured (ServerConfig.Large)")
 	}
 	n := int64(cfg.CancelAfter)
 	s.StallReads()

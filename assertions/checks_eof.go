@@ -78,10 +78,26 @@ func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	// A server stopped by mcptest's rule (nothing written, no CPU, its
+	// threads asleep) answers nothing more: the wait ends there.
+	watched := make(chan *mcptest.Activity, 1)
+	go func() {
+		a, err := s.WaitStopped(wctx)
+		if err != nil {
+			watched <- nil
+			return
+		}
+		watched <- &a
+		cancel()
+	}()
 	missing := waitAnswered(wctx, s, ids)
+	cancel()
+	stopped := <-watched
 	ended := fmt.Sprintf("it was still running %v after stdin closed", limit)
 	if ex := s.Stats().Exit; ex.How != "" {
 		ended = "it exited (" + ex.String() + ")"
+	} else if len(missing) > 0 && stopped != nil {
+		ended = "it had not exited, and " + stopped.String()
 	} else if len(missing) == 0 {
 		ended = "it had not exited yet"
 	}
@@ -128,18 +144,34 @@ func waitAnswered(ctx context.Context, s *mcptest.Session, ids []string) []strin
 }
 
 // answered reports whether a frame from the server answers the request
-// with this id.
+// with this id. Ids are compared by parsing, never as bytes: a server may
+// write "id": "x", or escape it. A head the transcript cut short is
+// scanned (wire.Scanner) for its top-level id.
 func answered(s *mcptest.Session, id string) bool {
-	key := []byte(`"id":"` + id + `"`)
 	for _, e := range s.Transcript() {
-		if e.Dir != "←" || !bytes.Contains(e.Head, key) {
+		if e.Dir != "←" {
 			continue
 		}
-		if m, err := wire.ParseMessage(e.Head); err != nil || m.IsResponse() {
-			return true // a response whose head the transcript cut, or a response
+		if m, err := wire.ParseMessage(e.Head); err == nil {
+			if m.IsResponse() && sameID(m.ID, id) {
+				return true
+			}
+			continue
+		}
+		var got []byte
+		sc := wire.NewScanner(func(env wire.Envelope) { got = bytes.Clone(env.ID) })
+		sc.Write(append(bytes.Clone(e.Head), '\n'))
+		if sameID(got, id) {
+			return true // a response whose head the transcript cut
 		}
 	}
 	return false
+}
+
+// sameID reports whether the raw JSON id is the string id.
+func sameID(raw []byte, id string) bool {
+	var v string
+	return json.Unmarshal(raw, &v) == nil && v == id
 }
 
 func joinIDs(ids []string) string {

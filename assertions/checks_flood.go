@@ -12,20 +12,28 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Slow is not stopped. The flood's writes are judged by progress over a
-// window: a write that the bound (Within) cuts short while the server still
-// took bytes is slow, and the flood goes on; only two bounds in a row with
-// nothing taken from stdin are "stopped reading". A flood that keeps
-// progressing past floodCap is a warning that gives the rate and what the
-// bound would need. A flood that fails is written once more to a fresh
-// server with the host reading all the time: if it fails there too, the
-// server cannot take this flood at all, which says nothing of back-pressure.
+// Slow is not stopped (mcptest.Session.WaitStopped has the rule). While the
+// flood is written, the server is watched: stopped (nothing taken from stdin
+// while requests wait in the pipe, no CPU demand, a thread blocked writing
+// stdout or every thread asleep) fails at once, with that evidence; busy or
+// slow, the flood goes on up to floodCap, and a flood still progressing
+// there is a warning that gives the rate and what the bound would need.
+// Where the server's threads cannot be seen, the bound decides, unverified:
+// two bounds (Within) in a row with nothing taken from stdin are "stopped
+// reading". A flood that fails is written once more to a fresh server with
+// the host reading all the time: if it fails there too, the server cannot
+// take this flood at all, which says nothing of back-pressure.
 
 // floodCap is how long a flood that keeps progressing may take.
 func (c ServerConfig) floodCap() time.Duration { return 6 * c.Within }
 
+// floodIDBase is the first flood request's id, less one: integers (some
+// servers answer no other id; 32-bit ones too) in a range no session's own
+// requests reach.
+const floodIDBase = 1_000_000_000
+
 // floodLines are the requests of the reads-while-blocked flood, each a
-// line with its own id (mcpstdio-flood-N): the cheap call if configured,
+// line with its own integer id (floodIDBase+N): the cheap call if configured,
 // else a call of a tool that does not exist, padded so that the flood is
 // large; either goes through the server's tool-call path, which is where a
 // server may queue work behind its blocked writes. There are at least
@@ -39,7 +47,7 @@ func floodLines(version string, cfg ServerConfig, capacity int) (lines [][]byte,
 		params["_meta"] = map[string]any{wire.MetaProtocolVersion: version, wire.MetaClientCapabilities: map[string]any{}, wire.MetaClientInfo: map[string]any{"name": "mcpstdio", "version": "0"}}
 	}
 	for i := 1; i <= cfg.Flood || total < 8*int64(capacity); i++ {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("mcpstdio-flood-%d", i), "method": wire.MethodToolsCall, "params": params})
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": floodIDBase + i, "method": wire.MethodToolsCall, "params": params})
 		lines = append(lines, append(b, '\n'))
 		total += int64(len(b) + 1)
 	}
@@ -54,29 +62,45 @@ type floodOutcome struct {
 	stopped   string        // why the writes stopped, or ""
 	detail    string        // the last write's error
 	cappedOut bool          // still progressing at floodCap
+	seen      bool          // the server's threads could be seen (mcptest.Activity.Known)
+	busy      string        // what the server did when it was last seen busy, if it was
 }
 
 // rate is the intake in bytes per second.
 func (o floodOutcome) rate() float64 { return float64(o.sent) / max(o.took.Seconds(), 1e-6) }
 
 // writeFlood writes the lines, each write bounded by the session timeout
-// (Within), going on while the server takes bytes.
+// (Within), going on while the server takes bytes or is busy, and ending as
+// soon as it is stopped with requests waiting in its stdin pipe.
 func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg ServerConfig) (o floodOutcome) {
 	begin, start := time.Now(), s.Stats().StdinBytes
-	defer func() { o.sent, o.took = s.Stats().StdinBytes-start, time.Since(begin) }()
+	wctx, stop := context.WithCancel(ctx)
+	watch := make(chan floodWatch, 1)
+	go func() { watch <- watchFlood(wctx, s, stop) }()
+	defer func() {
+		stop()
+		w := <-watch
+		o.seen, o.busy = w.seen, w.busy
+		o.sent, o.took = s.Stats().StdinBytes-start, time.Since(begin)
+		if w.stopped != nil && o.stopped == "" && !o.cappedOut && o.sent < floodBytes(lines) {
+			o.stopped = fmt.Sprintf("the server stopped reading stdin %v into the flood, %d of its %d bytes written: %s", o.took.Round(time.Millisecond), o.sent, floodBytes(lines), w.stopped)
+		}
+	}()
 	idle := 0 // bounds in a row with nothing taken
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		for {
 			before := s.Stats().StdinBytes
-			err := s.WriteStdin(ctx, line)
+			err := s.WriteStdin(wctx, line)
 			if err == nil {
 				idle = 0
 				break
 			}
-			if ctx.Err() != nil {
-				o.stopped = "interrupted: " + ctx.Err().Error()
-				return o
+			if wctx.Err() != nil {
+				if ctx.Err() != nil {
+					o.stopped = "interrupted: " + ctx.Err().Error()
+				}
+				return o // stopped: the deferred function says how
 			}
 			if e := serverEnded(s); e != "" {
 				o.stopped = fmt.Sprintf("tools/call %d of the flood could not be written: %s", i+1, e)
@@ -86,11 +110,13 @@ func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg Ser
 				// Part taken: the rest is kept and goes first on the
 				// next write.
 				o.slow, idle, line = true, 0, nil
-			} else if idle++; idle == 2 {
-				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row",
+			} else if idle++; idle == 2 && !watched(watch) {
+				o.stopped = fmt.Sprintf("tools/call %d of the flood (%d bytes written so far) could not be written: the server took nothing from stdin in two bounds of %v in a row (unverified as stopped: its threads cannot be seen here)",
 					i+1, s.Stats().StdinBytes-start, cfg.Within)
 				o.detail = err.Error()
 				return o
+			} else {
+				o.slow = true
 			}
 			if time.Since(begin) > cfg.floodCap() {
 				o.cappedOut = true
@@ -103,6 +129,62 @@ func writeFlood(ctx context.Context, s *mcptest.Session, lines [][]byte, cfg Ser
 		}
 	}
 	return o
+}
+
+// floodWatch is what watchFlood saw.
+type floodWatch struct {
+	seen    bool
+	stopped *mcptest.Activity // the server stopped with requests waiting
+	busy    string
+}
+
+// watchFlood watches the server while the flood is written (mcptest's rule)
+// and calls stop when it is stopped with requests waiting in its stdin
+// pipe; it returns when ctx ends or the threads cannot be seen.
+func watchFlood(ctx context.Context, s *mcptest.Session, stop context.CancelFunc) (w floodWatch) {
+	w.seen = true
+	for ctx.Err() == nil {
+		a, err := s.WaitStopped(ctx)
+		if !a.Known {
+			w.seen = false
+			return w
+		}
+		if a.Busy {
+			w.busy = a.String()
+		}
+		if err == nil && a.StdinWaiting > 0 {
+			w.stopped = &a
+			stop()
+			return w
+		}
+		if err != nil && ctx.Err() == nil && s.Stats().Exit.How != "" {
+			return w
+		}
+		if err == nil { // stopped with nothing waiting: between two writes
+			_ = bound.Pass(ctx, 20*time.Millisecond)
+		}
+	}
+	return w
+}
+
+// watched reports whether watchFlood can see the server's threads (it has
+// not returned for lack of them).
+func watched(watch chan floodWatch) bool {
+	select {
+	case w := <-watch:
+		watch <- w
+		return w.seen
+	default:
+		return true
+	}
+}
+
+func floodBytes(lines [][]byte) int64 {
+	var n int64
+	for _, l := range lines {
+		n += int64(len(l))
+	}
+	return n
 }
 
 // waitFloodAnswers waits, at most within, until n answers to flood
@@ -130,7 +212,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	// The README's criteria table says how slow and stopped are told apart.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
-		return skip("no Large tool call configured")
+		return skip("no Large tool call configured (ServerConfig.Large)")
 	}
 	s.StallReads()
 	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
@@ -152,6 +234,9 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 		return floodFailed(ctx, cfg, lines, res)
 	}
 	if o.cappedOut {
+		if o.sent == 0 {
+			return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("unverified: the server took nothing of the flood from stdin in %v while its stdout was blocked, but was not seen stopped: it was busy (%s)", o.took.Round(time.Millisecond), o.busy)}
+		}
 		need := time.Duration(float64(total) / o.rate() * float64(time.Second))
 		return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("slow, not stopped: the server takes stdin at %.1f KB/s while its stdout is blocked (%d of the flood's %d bytes in %v); the flood needs %v, past the cap of %v (6×Within): raise Within to about %v, or lower Flood",
 			o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond), need.Round(100*time.Millisecond), cfg.floodCap(), (need / 6).Round(100*time.Millisecond))}
@@ -166,7 +251,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
 		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took))
 	}
-	how := "were read from stdin"
+	how := fmt.Sprintf("were read from stdin (%.1f KB/s)", o.rate()/1000)
 	if o.slow {
 		how = fmt.Sprintf("were read from stdin, slowly (%.1f KB/s),", o.rate()/1000)
 	}

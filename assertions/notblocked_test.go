@@ -32,9 +32,9 @@ func TestLargeCallNotBlocking(t *testing.T) {
 		text  string // a regexp of the evidence
 	}{
 		{"slow writer", []string{"slow-write=4"}, 256 << 10, assertions.Warn,
-			`^unverified: the Large call \(big .*\) did not block the server's stdout within the bound of [\d.]+m?s, but the server was still writing: after [\d.]+m?s the stdout pipe held \d+/16384 bytes, rising over the last [\d.]+m?s from \d+ \([\d.]+ KB/s\), full at that rate in about [\d.]+m?s.*; raise Within above about [\d.]+m?s to get a verdict$`},
+			`^unverified: the Large call \(big .*\) did not block the server's stdout within the bound of [\d.]+m?s, but the server was still writing: after [\d.]+m?s the stdout pipe held \d+/16384 bytes, filling at [\d.]+ KB/s, full at that rate in about [\d.]+m?s.*; raise Within above about [\d.]+m?s to get a verdict$`},
 		{"too small", nil, 2000, assertions.Fail,
-			`^the Large call \(big .*\) returned only 20\d\d bytes, not more than the 16384-byte stdout pipe: configure a larger result \(with the host's reads stalled it did not block the server's stdout: after [\d.]+m?s the stdout pipe held 20\d\d/16384 bytes, unchanged over the last`},
+			`^the Large call \(big .*\) returned only 20\d\d bytes, not more than the 16384-byte stdout pipe: configure a larger result \(with the host's reads stalled it did not block the server's stdout: after [\d.]+m?s the stdout pipe held 20\d\d/16384 bytes; the server`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -74,7 +74,7 @@ func TestCheckWriterBlockedSlowWriter(t *testing.T) {
 	s := mcptest.StartServer(t, quiet(false, "slow-write=4"), mcptest.WithPipeCapacity(16384))
 	s.Send(wire.MethodToolsCall, map[string]any{"name": "big", "arguments": map[string]any{"bytes": 256 << 10}})
 	res := assertions.CheckWriterBlocked(t.Context(), s, time.Second)
-	want := regexp.MustCompile(`^unverified: the server did not block writing stdout within 1s with reads stalled, but the server was still writing: after [\d.]+m?s the stdout pipe held \d+/16384 bytes, rising .*; raise the bound above about [\d.]+m?s to get a verdict$`)
+	want := regexp.MustCompile(`^unverified: the server did not block writing stdout within 1s with reads stalled, but the server was still writing: after [\d.]+m?s the stdout pipe held \d+/16384 bytes, filling at .*; raise the bound above about [\d.]+m?s to get a verdict$`)
 	if res.Verdict != assertions.Warn || !want.MatchString(res.Evidence) {
 		t.Errorf("CheckWriterBlocked = %s (%s), want warn with %q", res.Verdict, res.Evidence, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -44,6 +45,13 @@ func init() {
 //	slow-write=N   "big" writes its response at about N KiB/s, 1/20 of
 //	               that every 50ms, from a goroutine of its own that stops
 //	               when the server ends (a server that produces slowly)
+//	gulp=D         once a "big" call has been read, take stdin in 64 KiB
+//	               gulps D apart, burning CPU in between (a busy, slow
+//	               reader: slow, not stopped)
+//	int-ids        drop requests whose id is not an integer, as servers
+//	               whose JSON-RPC ids are int64 do
+//	spaced         write JSON with a space after every ':' and ',', as
+//	               Python's json.dumps does: "id": "x"
 //
 // Tools: slow (the work), big {bytes} (a text result), echo.
 func quietServer(args []string) mcptest.ServeFunc {
@@ -57,6 +65,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 		_, idLast := opts["id-last"]
 		write := func(v any) {
 			b, _ := json.Marshal(v)
+			if _, sp := opts["spaced"]; sp {
+				b = spacedJSON(b)
+			}
 			if m, ok := v.(map[string]any); ok && idLast && m["result"] != nil {
 				res, _ := json.Marshal(m["result"])
 				id, _ := json.Marshal(m["id"])
@@ -72,6 +83,10 @@ func quietServer(args []string) mcptest.ServeFunc {
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()
 			rd = &slowReader{r: in, chunk: max(atoiOr(n, 256)<<10/20, 1), tick: tick.C}
+		}
+		var gulping atomic.Bool
+		if d, err := time.ParseDuration(opts["gulp"]); err == nil {
+			rd = &gulpReader{r: in, every: d, on: &gulping}
 		}
 		r := bufio.NewReaderSize(rd, 64<<10)
 		var wg sync.WaitGroup
@@ -109,6 +124,9 @@ func quietServer(args []string) mcptest.ServeFunc {
 			case !m.IsRequest():
 				continue
 			}
+			if _, ok := m.IntID(); !ok && hasOpt(opts, "int-ids") {
+				continue
+			}
 			reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 			switch m.Method {
 			case wire.MethodInitialize:
@@ -134,6 +152,7 @@ func quietServer(args []string) mcptest.ServeFunc {
 					}()
 					continue
 				case `"big"`:
+					gulping.Store(true)
 					if _, chatty := opts["chatty"]; chatty {
 						for i := range 256 {
 							write(map[string]any{"jsonrpc": "2.0", "method": wire.MethodMessage, "params": map[string]any{"level": "info", "data": fmt.Sprintf("%03d %s", i, strings.Repeat("l", 230))}})
@@ -244,6 +263,50 @@ type slowReader struct {
 func (s *slowReader) Read(p []byte) (int, error) {
 	<-s.tick
 	return s.r.Read(p[:min(len(p), s.chunk)])
+}
+
+// gulpReader reads at most 64 KiB at a time and, after each read, burns
+// CPU for every before the next: the reader of a server busy computing.
+type gulpReader struct {
+	r     io.Reader
+	every time.Duration
+	on    *atomic.Bool
+	last  time.Time
+}
+
+func (g *gulpReader) Read(p []byte) (int, error) {
+	for end := g.last.Add(g.every); g.on.Load() && time.Now().Before(end); {
+		for i := 0; i < 1e5; i++ { // spin
+		}
+	}
+	n, err := g.r.Read(p[:min(len(p), 64<<10)])
+	g.last = time.Now()
+	return n, err
+}
+
+// spacedJSON puts a space after every ':' and ',' outside strings.
+func spacedJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	in, esc := false, false
+	for _, c := range b {
+		out = append(out, c)
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ':' || c == ','):
+			out = append(out, ' ')
+		}
+	}
+	return out
+}
+
+func hasOpt(opts map[string]string, k string) bool {
+	_, ok := opts[k]
+	return ok
 }
 
 func atoiOr(s string, d int) int {

@@ -116,8 +116,9 @@ func TestCheckServerVerdicts(t *testing.T) {
 			return with(allPass(p), "stdout-clean", assertions.Fail)
 		}, ""},
 		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
-			// A MUST NOT on the 2026-07-28 stdio transport.
-			return with(allPass(p), "cancel-before-work", assertions.Fail, "cancel-during-work", assertions.Fail)
+			// A MUST NOT on the 2026-07-28 stdio transport, yet the work
+			// stopped: the seed allows the race (warn, with both facts).
+			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
 		}, ""},
 		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// Only a SHOULD NOT in 2025-11-25.

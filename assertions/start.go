@@ -75,7 +75,13 @@ func startOnce(ctx context.Context, target mcptest.Target, cfg ServerConfig) (*s
 	}
 	if err != nil {
 		first, rest, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
-		return nil, Result{Name: "start", Verdict: Fail, Rule: ruleStart, Evidence: "could not start it and negotiate MCP within " + cfg.StartTimeout.String() + ": " + first, Details: rest}
+		// Only a bound that was waited out is named: an exec error or an
+		// early exit says what happened, and when.
+		what := fmt.Sprintf("could not start it and negotiate MCP: it failed after %s, no bound ran out: ", roundMS(time.Since(begin)))
+		if errors.Is(err, context.DeadlineExceeded) {
+			what = "could not start it and negotiate MCP within " + cfg.StartTimeout.String() + ": "
+		}
+		return nil, Result{Name: "start", Verdict: Fail, Rule: ruleStart, Evidence: what + first, Details: rest}
 	}
 	st.took, st.version = time.Since(begin), s.ProtocolVersion()
 	if st.pin == "" && !isModernEra(st.version) && probeUnanswered(s) {

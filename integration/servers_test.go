@@ -111,15 +111,16 @@ func goSDKServerVerdicts(path string) map[string]assertions.Verdict {
 		// rejecting the one frame.
 		"oversized-input", assertions.Fail,
 		// notifications/cancelled cancels the handler's context (GOSDK
-		// mcp/transport.go:259-270), but a response is always written for a
-		// call (GOSDK internal/jsonrpc2/conn.go:704-718): cancelled before
-		// the handler ran, an error with code 0 "context canceled" (GOSDK
-		// internal/jsonrpc2/conn.go:674-679, messages.go:138, no code for a
-		// plain error); cancelled while it runs, the handler's ctx error
-		// becomes a CallToolResult with isError (GOSDK mcp/server.go:425-433).
-		// The 2026-07-28 stdio transport says MUST NOT send further messages.
-		"cancel-before-work", assertions.Fail,
-		"cancel-during-work", assertions.Fail,
+		// mcp/transport.go:259-270): the work stops (measured by hand: no
+		// progress after the cancel, no CPU), but a response is always
+		// written for a call (GOSDK internal/jsonrpc2/conn.go:704-718):
+		// cancelled before the handler ran, an error "context canceled";
+		// cancelled while it runs, a CallToolResult with isError (GOSDK
+		// mcp/server.go:425-433), 1-21 ms after the cancel. The work stopped
+		// and the request was answered anyway: a warning with both facts
+		// (the seed allows the race; the specification says SHOULD NOT).
+		"cancel-before-work", assertions.Warn,
+		"cancel-during-work", assertions.Warn,
 	)
 }
 
@@ -137,18 +138,20 @@ func mcpGoServerVerdicts(path string) map[string]assertions.Verdict {
 		// it; a flood of tools/call does, with a configured tool or not
 		// (TestReadsWhileBlockedToolFlood).
 		"reads-while-blocked", assertions.Fail,
-		// The worker that runs a cancelled tools/call still writes its
-		// response, -32603 "context canceled" (MCPGO server/stdio.go:464-468);
-		// a MUST NOT in 2026-07-28. Cancelled right behind the request, the
-		// cancel may also be lost: tools/call is queued to a worker pool
-		// (MCPGO server/stdio.go:599-611) and its cancel func is registered
-		// only when a worker picks it up (MCPGO server/request_handler.go:
-		// 111-121), while notifications/cancelled is handled at once on the
-		// read loop, where LoadAndDelete finds nothing and the cancel is
-		// dropped (MCPGO server/server.go:2553-2561): the work then runs to
-		// completion. Either way the criterion fails.
-		"cancel-before-work", assertions.Fail,
-		"cancel-during-work", assertions.Fail,
+		// The worker that runs a cancelled tools/call stops (its context is
+		// cancelled; measured by hand: no progress after the cancel, no CPU)
+		// and still writes its response, -32603 "context canceled" (MCPGO
+		// server/stdio.go:464-468), 1-2 ms after the cancel: the work stopped,
+		// the request was answered anyway, a warning with both facts.
+		// Cancelled right behind the request, the cancel may also be lost
+		// (tools/call is queued to a worker pool, MCPGO
+		// server/stdio.go:599-611, and its cancel func registered only when a
+		// worker picks it up, MCPGO server/request_handler.go:111-121): the
+		// work then runs on, a failure (by hand: lost in 5 of 8 runs, the
+		// progress going on at ~100/s). TestServerVerdicts takes either
+		// (lostCancel).
+		"cancel-before-work", assertions.Warn,
+		"cancel-during-work", assertions.Warn,
 		// oversized-input passes: mcp-go has no line limit at all
 		// (bufio.Reader.ReadString, MCPGO server/stdio.go:482-500), so a
 		// 17 MiB line is read whole, answered with an error, and the session
@@ -212,8 +215,25 @@ func TestServerVerdicts(t *testing.T) {
 			if tt.inProc != nil {
 				tt.inProc.wait(t, time.Minute)
 			}
+			if strings.HasPrefix(tt.name, "mcp-go/") {
+				lostCancel(tt.want, got, reps)
+			}
 			compareServer(t, tt.name, tt.want, got, reps)
 		})
+	}
+}
+
+// lostCancel accepts mcp-go's cancel-before-work failing when the evidence
+// is the work going on: its cancel right behind a request is lost or not,
+// by a race in the SDK (see mcpGoServerVerdicts).
+func lostCancel(want, got map[string]assertions.Verdict, reps []*assertions.Report) {
+	const name = "cancel-before-work"
+	for _, rep := range reps {
+		for _, res := range rep.Results {
+			if res.Name == name && got[name] == assertions.Fail && strings.HasPrefix(res.Evidence, "work went on after notifications/cancelled") {
+				want[name] = assertions.Fail
+			}
+		}
 	}
 }
 

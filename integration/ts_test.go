@@ -90,10 +90,10 @@ func everythingServerVerdicts() map[string]assertions.Verdict {
 		// cancel its progress notifications go on, ~10 a second at 10 ms
 		// steps here (measured by hand: 14 in 1.5 s at 100 ms steps); the
 		// SDK suppresses only the final response (TSSDK shared/protocol.js
-		// _onrequest, signal.aborted). The server speaks 2025-11-25, whose
-		// rule is "SHOULD stop processing": a warning, not a failure.
-		"cancel-before-work", assertions.Warn,
-		"cancel-during-work", assertions.Warn,
+		// _onrequest, signal.aborted). Work that goes on after the cancel
+		// fails in every era: the seed requires that the work stops.
+		"cancel-before-work", assertions.Fail,
+		"cancel-during-work", assertions.Fail,
 		"result-bounded", assertions.Skip, // no tool returns a page
 		// eof-drains-pending passes: by hand it answers the handshake and
 		// all five requests before it exits. Its initialize answer is

@@ -32,7 +32,21 @@ func threadStates(pid int, stdout *os.File) ([]threadState, error) {
 		if err != nil {
 			continue
 		}
-		t := threadState{tid: tid, syscall: -1, fd: -1}
+		t := threadState{pid: pid, tid: tid, syscall: -1, fd: -1, run: -1}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat")); err == nil {
+			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+				t.state = b[i+2]
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat")); err == nil {
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				r, err1 := strconv.ParseInt(f[0], 10, 64)
+				q, err2 := strconv.ParseInt(f[1], 10, 64)
+				if err1 == nil && err2 == nil {
+					t.run, t.wait = time.Duration(r), time.Duration(q)
+				}
+			}
+		}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall")); err == nil {
 			f := strings.Fields(string(b))
 			if len(f) >= 2 {
@@ -150,32 +164,28 @@ func pipeHolders(f *os.File) []string {
 	return out
 }
 
-// schedTimes returns the time pid's threads have spent on a CPU and
-// runnable but waiting for one, summed over /proc/<pid>/task/*/schedstat
-// (nanoseconds; a thread's wait is counted when it next gets a CPU); ok is
-// false where schedstat is not kept or pid is gone.
-func schedTimes(pid int) (run, queued time.Duration, ok bool) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, 0, false
+// treeStates returns the threads of pid and of its descendants (found
+// through /proc/<pid>/task/*/children, at most 64 processes); ok is false
+// where pid cannot be seen.
+func treeStates(pid int, stdout *os.File) (ts []threadState, ok bool) {
+	pids := []int{pid}
+	for i := 0; i < len(pids) && len(pids) < 64; i++ {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pids[i]))
+		for _, e := range ents {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pids[i], e.Name()))
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, n)
+				}
+			}
+		}
 	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-		if err != nil {
-			continue // the thread ended
+	for i, p := range pids {
+		t, err := threadStates(p, stdout)
+		if err != nil && i == 0 {
+			return nil, false
 		}
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			return 0, 0, false
-		}
-		r, err1 := strconv.ParseInt(f[0], 10, 64)
-		q, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, 0, false
-		}
-		run += time.Duration(r)
-		queued += time.Duration(q)
+		ts = append(ts, t...)
 	}
-	return run, queued, true
+	return ts, len(ts) > 0 && ts[0].run >= 0
 }

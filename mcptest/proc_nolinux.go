@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"time"
 )
 
 func threadStates(int, *os.File) ([]threadState, error) { return nil, errors.ErrUnsupported }
@@ -18,5 +17,5 @@ func pipeFill(*os.File) (int, int, error) { return 0, 0, errors.ErrUnsupported }
 // pipeHolders: other systems have no /proc to tell who holds a pipe.
 func pipeHolders(*os.File) []string { return nil }
 
-// schedTimes: other systems have no schedstat.
-func schedTimes(int) (run, queued time.Duration, ok bool) { return 0, 0, false }
+// treeStates: other systems have no /proc to show threads.
+func treeStates(int, *os.File) ([]threadState, bool) { return nil, false }

@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -135,11 +136,15 @@ func (e WriterEvidence) String() string {
 
 // threadState is a server thread as Linux /proc shows it.
 type threadState struct {
+	pid     int
 	tid     int
-	syscall int64  // the system call it is in; -1 if running in user space
-	fd      int64  // its first argument (for write: the file descriptor), if in a call
-	wchan   string // the kernel function it waits in, "0" or "" if none
-	write   bool   // blocked writing stdout: write/writev on the session's stdout pipe (fd 1 if /proc/<pid>/fd is unreadable)
+	state   byte          // R running or runnable, S or D asleep, … (0 if unknown)
+	run     time.Duration // time on a CPU so far; -1 if unknown
+	wait    time.Duration // time runnable waiting for a CPU so far (counted when it next runs)
+	syscall int64         // the system call it is in; -1 if running in user space
+	fd      int64         // its first argument (for write: the file descriptor), if in a call
+	wchan   string        // the kernel function it waits in, "0" or "" if none
+	write   bool          // blocked writing stdout: write/writev on the session's stdout pipe (fd 1 if /proc/<pid>/fd is unreadable)
 }
 
 // String formats the thread as "tid: syscall N (name fd F), wchan W".
@@ -162,8 +167,10 @@ func (t threadState) String() string {
 
 // WaitWriterBlocked returns once reads are stalled and the server is blocked
 // writing stdout, bounded by ctx and the session timeout. When the bound
-// runs out first, the error is a *NotBlockedError: what the stdout pipe and
-// the server did while it waited (a slow writer is not a stopped one).
+// runs out first, or the server stops (see WaitStopped) with output in the
+// pipe but short of blocking it, the error is a *NotBlockedError: what the
+// stdout pipe and the server did while it waited (a slow writer is not a
+// stopped one).
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	// Blocked is a thread in write on the pipe (Linux), or the pipe full on two
 	// looks; the evidence is in Stats.WriterEvidence.
@@ -171,12 +178,7 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	defer cancel()
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
-	begin := time.Now()
-	spacing := pollInterval
-	if dl, ok := ctx.Deadline(); ok {
-		spacing = max(dl.Sub(begin)/(maxFillSamples-1), pollInterval)
-	}
-	samples := []FillSample{s.fillSample(begin)}
+	looks := []sight{s.sight()}
 	prevFull := -1
 	for {
 		s.mu.Lock()
@@ -185,8 +187,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if now := time.Now(); now.Sub(samples[len(samples)-1].At) >= spacing && len(samples) < maxFillSamples-1 {
-			samples = append(samples, s.fillSample(now))
+		if now := time.Now(); now.Sub(looks[len(looks)-1].at) >= activityLook {
+			looks = append(looks, s.sight())
 		}
 		if s.valve.Stalled() {
 			ev := WriterEvidence{At: time.Now()}
@@ -216,6 +218,20 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 				s.mu.Unlock()
 				return nil
 			}
+			// Stopped with its output short of the pipe's capacity: it
+			// will not block it. An empty pipe proves less (the server
+			// may be waiting on something before it writes at all).
+			if last := looks[len(looks)-1]; len(looks) > 1 && ev.Buffered > 0 && last.at.Sub(looks[0].at) >= activityWindow {
+				from := looks[0]
+				for _, l := range looks {
+					if last.at.Sub(l.at) >= activityWindow {
+						from = l
+					}
+				}
+				if a := activityOf(from, last); a.Stopped {
+					return s.notBlocked(ctx, "waiting for the server to block writing stdout: it stopped short of it", looks, a, errors.New("the server stopped"))
+				}
+			}
 		} else {
 			prevFull = -1
 		}
@@ -230,64 +246,44 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 			if !s.valve.Stalled() {
 				what += " (host reads are not stalled: call StallReads first)"
 			}
-			e := &NotBlockedError{Stalled: s.valve.Stalled(), Capacity: s.stdout.Capacity(), Running: -1}
-			e.Samples = append(samples, s.fillSample(time.Now()))
-			if pid := s.proc.pid(); pid > 0 {
-				if ts, err := threadStates(pid, s.stdout.R); err == nil {
-					e.Running = 0
-					for _, th := range ts {
-						if th.syscall < 0 && th.wchan == "0" {
-							e.Running++
-						}
-					}
+			looks = append(looks, s.sight())
+			last := looks[len(looks)-1]
+			mid := looks[0].at.Add(last.at.Sub(looks[0].at) / 2)
+			from := looks[0]
+			for _, l := range looks {
+				if !l.at.After(mid) {
+					from = l
 				}
 			}
-			e.Wait = s.waitError(what+" ("+e.Summary()+")", ctx.Err()).(*WaitError)
-			return e
+			return s.notBlocked(ctx, what, looks, activityOf(from, last), ctx.Err())
 		}
 	}
 }
 
-// maxFillSamples is how many looks at the stdout pipe a NotBlockedError
-// keeps: evenly spaced over the wait, the last at its end.
-const maxFillSamples = 17
-
-// FillSample is one look at the stdout pipe and the server's scheduling
-// during WaitWriterBlocked.
-type FillSample struct {
-	At       time.Time // when the look was taken
-	Buffered int       // bytes waiting in the stdout pipe; -1 where the system does not tell
-	// CPU is the time the server's threads have run on a CPU so far and
-	// Queued the time they have been runnable waiting for one (Linux
-	// schedstat, child servers; a thread's wait is counted when it next
-	// runs); both -1 where unknown.
-	CPU, Queued time.Duration
-}
-
-func (s *Session) fillSample(at time.Time) FillSample {
-	f := FillSample{At: at, Buffered: -1, CPU: -1, Queued: -1}
+// notBlocked makes WaitWriterBlocked's *NotBlockedError from its looks and
+// the activity that decided.
+func (s *Session) notBlocked(ctx context.Context, what string, looks []sight, a Activity, cause error) error {
+	e := &NotBlockedError{Stalled: s.valve.Stalled(), Capacity: s.stdout.Capacity(), Buffered: -1, Activity: a}
 	if b, err := s.stdout.Buffered(); err == nil {
-		f.Buffered = b
+		e.Buffered = b
 	}
-	if pid := s.proc.pid(); pid > 0 {
-		if run, q, ok := schedTimes(pid); ok {
-			f.CPU, f.Queued = run, q
-		}
-	}
-	return f
+	e.Waited = looks[len(looks)-1].at.Sub(looks[0].at)
+	e.Wait = s.waitError(what+" ("+e.Summary()+")", cause).(*WaitError)
+	return e
 }
 
-// NotBlockedError is WaitWriterBlocked's error when its bound ran out
-// before the server blocked writing stdout. It says what was seen while it
-// waited, so that a verdict can tell a server still writing (the pipe
-// filling), one busy or starved of CPU, and one idle with its output
+// NotBlockedError is WaitWriterBlocked's error when its bound ran out, or
+// the server stopped, before the server blocked writing stdout. It says what
+// was seen, so that a verdict can tell a server still writing (the pipe
+// filling), one busy or starved of CPU, and one stopped with its output
 // written; the bound itself is the caller's, not a fact about the server.
 type NotBlockedError struct {
-	Wait     *WaitError   // the bound's error, with the diagnosis at the end
-	Stalled  bool         // host reads were stalled at the end
-	Capacity int          // the stdout pipe's capacity; 0 where unknown
-	Samples  []FillSample // evenly spaced over the wait, oldest first; the first at its start, the last at its end
-	Running  int          // (Linux, child servers) the server's threads in no system call at the end, on a CPU or waiting for one; -1 where unknown
+	Wait     *WaitError    // the bound's error, with the diagnosis at the end
+	Stalled  bool          // host reads were stalled at the end
+	Capacity int           // the stdout pipe's capacity; 0 where unknown
+	Buffered int           // bytes in the stdout pipe at the end; -1 where unknown
+	Waited   time.Duration // how long the wait lasted
+	Activity Activity      // what the server did over the wait's second half, or the half second that showed it stopped
 }
 
 // Error returns the wait's error, its first line with Summary.
@@ -296,80 +292,28 @@ func (e *NotBlockedError) Error() string { return e.Wait.Error() }
 // Unwrap returns the *WaitError.
 func (e *NotBlockedError) Unwrap() error { return e.Wait }
 
-// Waited returns how long the wait lasted.
-func (e *NotBlockedError) Waited() time.Duration {
-	return e.Samples[len(e.Samples)-1].At.Sub(e.Samples[0].At)
-}
-
-// Window returns the looks that bound the wait's second half, over which
-// progress is judged: from is the last look at or before its middle, to
-// the last look.
-func (e *NotBlockedError) Window() (from, to FillSample) {
-	to = e.Samples[len(e.Samples)-1]
-	mid := e.Samples[0].At.Add(e.Waited() / 2)
-	from = e.Samples[0]
-	for _, f := range e.Samples {
-		if !f.At.After(mid) {
-			from = f
-		}
-	}
-	return from, to
-}
-
-// Rate returns how fast the stdout pipe filled over Window, in bytes per
-// second (0 if it did not change; negative if it drained, which stalled
-// reads do not do), and whether the fill level was known.
-func (e *NotBlockedError) Rate() (bytesPerSec float64, known bool) {
-	from, to := e.Window()
-	d := to.At.Sub(from.At)
-	if from.Buffered < 0 || to.Buffered < 0 || d <= 0 {
-		return 0, false
-	}
-	return float64(to.Buffered-from.Buffered) / d.Seconds(), true
-}
-
-// Demand returns the share of one CPU the server used or waited for over
-// Window (CPU plus Queued time per wall-clock time: near 1 or more for a
-// server busy computing, even one starved of CPU by others), and whether
-// it is known.
-func (e *NotBlockedError) Demand() (share float64, known bool) {
-	from, to := e.Window()
-	d := to.At.Sub(from.At)
-	if from.CPU < 0 || to.CPU < 0 || d <= 0 {
-		return 0, false
-	}
-	return float64(to.CPU-from.CPU+to.Queued-from.Queued) / float64(d), true
-}
-
 // Summary says in one line what was seen: the pipe's fill level at the
-// end, how it moved over Window, the server's CPU demand there and its
-// running threads.
+// end, and what the server did (Activity), with the rate at which the pipe
+// filled and when, at that rate, it would be full.
 func (e *NotBlockedError) Summary() string {
-	from, to := e.Window()
-	win := to.At.Sub(from.At).Round(time.Millisecond)
 	var parts []string
 	if !e.Stalled {
 		parts = append(parts, "host reads were not stalled")
 	}
-	rate, known := e.Rate()
-	switch {
-	case !known:
-		parts = append(parts, fmt.Sprintf("after %v the stdout pipe's fill level is unknown", e.Waited().Round(time.Millisecond)))
-	case rate > 0:
-		p := fmt.Sprintf("after %v the stdout pipe held %d/%d bytes, rising over the last %v from %d (%.1f KB/s)", e.Waited().Round(time.Millisecond), to.Buffered, e.Capacity, win, from.Buffered, rate/1000)
-		if e.Capacity > to.Buffered {
-			p += fmt.Sprintf(", full at that rate in about %v", time.Duration(float64(e.Capacity-to.Buffered)/rate*float64(time.Second)).Round(100*time.Millisecond))
+	a := e.Activity
+	if e.Buffered < 0 {
+		parts = append(parts, fmt.Sprintf("after %v the stdout pipe's fill level is unknown", e.Waited.Round(time.Millisecond)))
+	} else {
+		p := fmt.Sprintf("after %v the stdout pipe held %d/%d bytes", e.Waited.Round(time.Millisecond), e.Buffered, e.Capacity)
+		if rate := float64(a.StdoutWritten) / a.Window.Seconds(); a.StdoutWritten > 0 && a.Window > 0 {
+			p += fmt.Sprintf(", filling at %.1f KB/s", rate/1000)
+			if e.Capacity > e.Buffered {
+				p += fmt.Sprintf(", full at that rate in about %v", time.Duration(float64(e.Capacity-e.Buffered)/rate*float64(time.Second)).Round(100*time.Millisecond))
+			}
 		}
 		parts = append(parts, p)
-	default:
-		parts = append(parts, fmt.Sprintf("after %v the stdout pipe held %d/%d bytes, unchanged over the last %v", e.Waited().Round(time.Millisecond), to.Buffered, e.Capacity, win))
 	}
-	if share, ok := e.Demand(); ok {
-		parts = append(parts, fmt.Sprintf("the server's CPU demand over those %v %.0f%% of a CPU (%v on a CPU, %v waiting for one)", win, 100*share, (to.CPU-from.CPU).Round(time.Millisecond), (to.Queued-from.Queued).Round(time.Millisecond)))
-	}
-	if e.Running >= 0 {
-		parts = append(parts, fmt.Sprintf("%d of its threads running or runnable at the end", e.Running))
-	}
+	parts = append(parts, "the server "+a.String())
 	return strings.Join(parts, "; ")
 }
 

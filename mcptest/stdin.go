@@ -94,6 +94,14 @@ func (s *Session) writeRaw(ctx context.Context, what string, b []byte) error {
 		return context.DeadlineExceeded
 	}
 	_ = s.stdin.W.SetWriteDeadline(dl)
+	// A cancelled ctx ends a blocked write as its deadline would.
+	fired := make(chan struct{})
+	unwatch := context.AfterFunc(ctx, func() { _ = s.stdin.W.SetWriteDeadline(time.Now()); close(fired) })
+	defer func() {
+		if !unwatch() {
+			<-fired // a late deadline must not cut the next write short
+		}
+	}()
 	if len(s.stdinRest) > 0 {
 		n, err := s.stdin.W.Write(s.stdinRest)
 		s.mu.Lock()

@@ -193,9 +193,12 @@ func probeWith(ctx context.Context, argv, subject, names []string, run *regexp.R
 	rep := &assertions.Report{Subject: shellQuote(subject), Command: argv}
 	p.begin(rep.Subject, names, run)
 	begin := time.Now()
-	got := check(ctx, p.result)
+	got := check(ctx, func(r assertions.Result) { p.result(flagWords(r)) })
 	p.live.pause()
 	rep.Results, rep.Duration = got.Results, got.Duration
+	for i := range rep.Results {
+		rep.Results[i] = flagWords(rep.Results[i])
+	}
 	if ctx.Err() != nil {
 		return interrupted(rep, p, begin), errInterrupted
 	}

@@ -305,3 +305,14 @@ func (f *reportFlags) open() (base *assertions.Report, junit *os.File, err error
 	}
 	return base, junit, nil
 }
+
+// configFlags maps the ServerConfig fields that skip reasons name to the
+// probe flags that set them.
+var configFlags = strings.NewReplacer("(ServerConfig.Large)", "(-large)", "(ServerConfig.Slow)", "(-slow)", "(ServerConfig.Bounded)", "(-bounded)")
+
+// flagWords puts, in a result's evidence, the probe flag where the library
+// names the ServerConfig field: the user of the command typed the flag.
+func flagWords(r assertions.Result) assertions.Result {
+	r.Evidence = configFlags.Replace(r.Evidence)
+	return r
+}

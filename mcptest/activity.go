@@ -1,0 +1,200 @@
+package mcptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Stopped or slow: the one rule, used by WaitStopped, WaitWriterBlocked and
+// the assertions criteria. Over a window of activityWindow the server is
+// stopped when it took nothing from stdin, wrote nothing to stdout, its CPU
+// demand (run time plus run-queue wait, which load does not starve: see
+// demandBetween) stayed under demandFloor of a CPU, and at the last look a
+// thread of it was blocked writing stdout, or every thread was asleep or
+// had not run at all over the window. It is busy when it took or wrote
+// bytes or its demand reached the floor: callers then watch on, up to their
+// bound, and report the rate. The server's threads are those of its process
+// and its descendants (Linux /proc, child servers); where they cannot be
+// seen (another system, an in-process server) nothing is conclusive:
+// Activity.Known is false, and callers keep their bounds and say
+// "unverified".
+const (
+	activityWindow = 500 * time.Millisecond
+	activityLook   = 50 * time.Millisecond
+	demandFloor    = 0.10
+	// waitCap bounds the run-queue wait counted per unit of a thread's run
+	// time: a busy thread that a loaded machine gives a twentieth of a core
+	// waits the rest and still counts as busy; an idle runtime thread that
+	// waits long for its few microseconds barely counts.
+	waitCap = 32
+)
+
+// Activity is what a server did over a window of time: the bytes it took
+// from stdin and wrote to stdout, its CPU demand, and its threads.
+type Activity struct {
+	Known         bool          // the server's threads could be seen (Linux, a child process); without, Stopped is never set
+	Stopped       bool          // stopped by the rule: nothing taken or written, CPU demand under 10% of a CPU, a thread blocked writing stdout or every thread asleep
+	Busy          bool          // busy by the rule: bytes taken or written, or CPU demand at least 10% of a CPU
+	Window        time.Duration // the time watched
+	StdinTaken    int64         // bytes taken from stdin over Window; -1 where unknown
+	StdinWaiting  int           // bytes left waiting in the stdin pipe at the end; -1 where unknown
+	StdoutWritten int64         // bytes written to stdout over Window
+	Demand        float64       // CPU demand over Window, in CPUs (run time plus run-queue wait per wall-clock time); -1 where unknown
+	Threads       string        // what the threads did at the end: "thread 12: syscall 1 (write fd 1), wchan pipe_write", "all 7 threads asleep"
+}
+
+// String says what was seen, with the evidence.
+func (a Activity) String() string {
+	w := a.Window.Round(time.Millisecond)
+	taken := "an unknown number of bytes"
+	if a.StdinTaken >= 0 {
+		taken = fmt.Sprintf("%d bytes", a.StdinTaken)
+	}
+	s := fmt.Sprintf("over %v it took %s from stdin", w, taken)
+	if a.StdinWaiting >= 0 {
+		s += fmt.Sprintf(" (%d waiting in the pipe)", a.StdinWaiting)
+	}
+	s += fmt.Sprintf(" and wrote %d bytes to stdout", a.StdoutWritten)
+	if !a.Known {
+		return "unverified (its threads cannot be seen here): " + s
+	}
+	s += fmt.Sprintf("; CPU demand %.0f%% of a CPU; %s", 100*a.Demand, a.Threads)
+	if a.Stopped {
+		return "stopped: " + s
+	}
+	return s
+}
+
+// sight is one look at the server for the rule.
+type sight struct {
+	at             time.Time
+	taken, written int64 // stdin bytes taken and stdout bytes written so far; taken -1 where unknown
+	waiting        int   // bytes in the stdin pipe; -1 where unknown
+	threads        []threadState
+	known          bool
+}
+
+func (s *Session) sight() sight {
+	l := sight{at: time.Now(), taken: -1, waiting: -1}
+	s.mu.Lock()
+	sent := s.stats.StdinBytes
+	s.mu.Unlock()
+	if b, _, err := pipeFill(s.stdin.W); err == nil {
+		l.taken, l.waiting = sent-int64(b), b
+	}
+	l.written = s.valve.BytesRead()
+	if b, err := s.stdout.Buffered(); err == nil {
+		l.written += int64(b)
+	}
+	if pid := s.proc.pid(); pid > 0 {
+		l.threads, l.known = treeStates(pid, s.stdout.R)
+	}
+	return l
+}
+
+// demandBetween is the CPU the threads wanted between two looks: their run
+// time, plus each one's run-queue wait up to waitCap times its run time.
+func demandBetween(from, to sight) time.Duration {
+	before := map[[2]int]threadState{}
+	for _, t := range from.threads {
+		before[[2]int{t.pid, t.tid}] = t
+	}
+	var d time.Duration
+	for _, t := range to.threads {
+		f := before[[2]int{t.pid, t.tid}] // a new thread counts from zero
+		if run, wait := t.run-f.run, t.wait-f.wait; run > 0 {
+			d += run + min(max(wait, 0), waitCap*run)
+		}
+	}
+	return d
+}
+
+// activityOf applies the rule to the looks from and to.
+func activityOf(from, to sight) Activity {
+	a := Activity{Known: from.known && to.known, Window: to.at.Sub(from.at), StdinTaken: -1, StdinWaiting: to.waiting, StdoutWritten: to.written - from.written, Demand: -1}
+	if from.taken >= 0 && to.taken >= 0 {
+		a.StdinTaken = to.taken - from.taken
+	}
+	if !a.Known || a.Window <= 0 {
+		return a
+	}
+	a.Demand = float64(demandBetween(from, to)) / float64(a.Window)
+	a.Busy = a.StdinTaken > 0 || a.StdoutWritten > 0 || a.Demand >= demandFloor
+	before := map[[2]int]threadState{}
+	for _, t := range from.threads {
+		before[[2]int{t.pid, t.tid}] = t
+	}
+	var writing []string
+	asleep := 0
+	wchans := map[string]int{}
+	for _, t := range to.threads {
+		if t.write {
+			writing = append(writing, "thread "+t.String())
+		}
+		f, seen := before[[2]int{t.pid, t.tid}]
+		if t.state == 'S' || t.state == 'D' || t.state == 'I' || seen && t.run == f.run {
+			asleep++
+			wchans[t.wchan]++
+		}
+	}
+	switch {
+	case len(writing) > 0:
+		a.Threads = strings.Join(writing, "; ")
+	case asleep == len(to.threads):
+		var ws []string
+		for _, w := range slices.Sorted(maps.Keys(wchans)) {
+			ws = append(ws, fmt.Sprintf("%s ×%d", w, wchans[w]))
+		}
+		a.Threads = fmt.Sprintf("all %d threads asleep (in %s)", asleep, strings.Join(ws, ", "))
+	default:
+		a.Threads = fmt.Sprintf("%d of %d threads running or runnable", len(to.threads)-asleep, len(to.threads))
+	}
+	a.Stopped = a.Window >= activityWindow && !a.Busy && (len(writing) > 0 || asleep == len(to.threads))
+	return a
+}
+
+// errUnseen is WaitStopped's error where the server's threads cannot be seen.
+var errUnseen = errors.New("the server's threads cannot be seen (an in-process server, or no /proc here): whether it stopped is unverified")
+
+// WaitStopped returns once the server is stopped by the rule above (the
+// Activity over the last half second says so, with the evidence), or with
+// an error when ctx or the session timeout ends first (the Activity is then
+// the whole watch), the server ends, or its threads cannot be seen (at once,
+// the error saying so).
+func (s *Session) WaitStopped(ctx context.Context) (Activity, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	first := s.sight()
+	if !first.known {
+		return activityOf(first, first), errUnseen
+	}
+	looks := []sight{first}
+	t := time.NewTicker(activityLook)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return activityOf(first, s.sight()), s.waitError("waiting for the server to stop", ctx.Err())
+		}
+		if s.Stats().Exit.How != "" {
+			return activityOf(first, looks[len(looks)-1]), fmt.Errorf("mcptest: the server ended (%s)", s.Stats().Exit)
+		}
+		l := s.sight()
+		if !l.known {
+			return activityOf(first, looks[len(looks)-1]), errUnseen
+		}
+		looks = append(looks, l)
+		for len(looks) > 1 && l.at.Sub(looks[1].at) >= activityWindow {
+			looks = looks[1:] // keep the latest look at least a window old
+		}
+		if a := activityOf(looks[0], l); a.Stopped {
+			return a, nil
+		}
+	}
+}
