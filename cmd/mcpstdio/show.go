@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
+	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -53,6 +54,13 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if s == nil {
 		fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
 		return 1
+	}
+	// Shown despite an error: a record cut in its last line (the proxy was
+	// killed) or with a line over record.MaxLine; anything else is not a
+	// record.
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, new(*pipes.FrameTooLargeError)) {
+		fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpstdio show: %v (showing the events before it)\n", err)
