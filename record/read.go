@@ -54,6 +54,8 @@ func Read(r io.Reader, fn func(Event) error) error {
 				gap = &lineTooLong{line: line, e: tl}
 			}
 			continue
+		case errors.Is(err, errNoNewline):
+			return fmt.Errorf("record: line 1: %w: not a record header", errNoNewline)
 		case err != nil && first:
 			return fmt.Errorf("record: line %d: not a record header: %v", line+1, err)
 		case errors.Is(err, io.ErrUnexpectedEOF):
@@ -96,6 +98,8 @@ func (e *lineTooLong) Error() string {
 
 func (e *lineTooLong) Unwrap() error { return e.e }
 
+var errNoNewline = fmt.Errorf("no newline in the first %d bytes", MaxLine)
+
 // firstLine fails a read once MaxLine bytes have gone by without a
 // newline: a first line that long is no header, and an endless one
 // (/dev/zero) would otherwise be read to no end.
@@ -111,7 +115,7 @@ func (f *firstLine) Read(p []byte) (int, error) {
 		if bytes.IndexByte(p[:n], '\n') >= 0 {
 			f.done = true
 		} else if f.n += int64(n); f.n > MaxLine {
-			return n, fmt.Errorf("no newline in the first %d bytes", f.n)
+			return n, errNoNewline
 		}
 	}
 	return n, err
