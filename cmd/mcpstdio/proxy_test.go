@@ -268,8 +268,8 @@ func TestProxyRelativeLogAbsoluteInStatus(t *testing.T) {
 		e = state.ReadStatus(files[0], time.Now())
 		return e.Err == nil
 	}, func() string { return fmt.Sprintf("%+v", e) })
-	if want := filepath.Join(stateDir, "rec.ndjson"); e.Status.Log != want {
-		t.Errorf("status file's log %q (problems %q), want %q", e.Status.Log, e.Status.Problems, want)
+	if want := filepath.Join(stateDir, "rec.ndjson"); e.Status.Log != want || e.LogErr != nil {
+		t.Errorf("status file's log %q (%v), want %q, to be read", e.Status.Log, e.LogErr, want)
 	}
 	r.stdin.Close()
 	r.wait(t)

@@ -171,7 +171,12 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			if e.Stale && !all {
 				continue
 			}
-			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: e.Status.Log, Status: e.Status})
+			log := e.Status.Log
+			if e.LogErr != nil { // never read a record the status file has no say over
+				log = ""
+				e.Status.Problems = append(e.Status.Problems, e.LogErr.Error())
+			}
+			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, Status: e.Status})
 		}
 		return ps, errors.Join(errs...)
 	}

@@ -50,3 +50,41 @@ func TestStatusRefusesPlantedFallbackDir(t *testing.T) {
 		t.Errorf("status FILE of the planted file: stdout %q, stderr %q; want a refusal naming its owner", r.stdout, r.stderr)
 	}
 }
+
+// TestStatusLiveLogOutsideDir: the live page is given no record to read
+// for a status file whose log is not in the status file's directory (a
+// file of someone else's choosing, or a symbolic link out), and says why;
+// one whose log is in it is read.
+func TestStatusLiveLogOutsideDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.ndjson")
+	os.WriteFile(secret, []byte("x\n"), 0o600)
+	inside := filepath.Join(dir, "rec.ndjson")
+	os.WriteFile(inside, nil, 0o600)
+	now := time.Now()
+	for name, log := range map[string]string{"a": secret, "b": inside} {
+		st := state.Status{Log: log}
+		st.ProxyPID, st.Start, st.Updated = 1, now, now
+		if err := state.WriteStatus(filepath.Join(dir, name+state.StatusSuffix), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := statusLister(dir, nil, false)(now)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("statusLister: %d proxies, %v", len(ps), err)
+	}
+	for _, p := range ps {
+		st := p.Status.(state.Status)
+		switch st.Log {
+		case secret:
+			if p.Log != "" || !strings.Contains(strings.Join(st.Problems, "; "), "is not read") {
+				t.Errorf("log outside the directory: given %q to read, problems %q; want none, and why", p.Log, st.Problems)
+			}
+		case inside:
+			if p.Log != inside {
+				t.Errorf("log in the directory: given %q to read, want %q", p.Log, inside)
+			}
+		}
+	}
+}

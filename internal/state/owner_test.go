@@ -78,7 +78,7 @@ func TestStatusFutureUpdated(t *testing.T) {
 
 // TestStatusLogOutsideDir: a status file's log that is not a file in its
 // own directory (a relative path, a path elsewhere, a symbolic link out of
-// it) is cleared with a problem that says why; one in it is kept.
+// it) is not to be read, and LogErr says why; one in it may be.
 func TestStatusLogOutsideDir(t *testing.T) {
 	now := time.Now()
 	dir := t.TempDir()
@@ -92,12 +92,12 @@ func TestStatusLogOutsideDir(t *testing.T) {
 	}
 	for _, log := range []string{secret, link, "rec.ndjson", filepath.Join(dir, "..", filepath.Base(filepath.Dir(secret)), "secret"), dir} {
 		e := state.ReadStatus(writeStatus(t, dir, now, log), now)
-		if e.Err != nil || e.Status.Log != "" || len(e.Status.Problems) != 1 || !strings.Contains(e.Status.Problems[0], "is not read") {
-			t.Errorf("log %s: Log %q, problems %q, err %v; want it cleared with a problem", log, e.Status.Log, e.Status.Problems, e.Err)
+		if e.Err != nil || e.LogErr == nil || !strings.Contains(e.LogErr.Error(), "is not read") {
+			t.Errorf("log %s: LogErr %v, err %v; want it refused", log, e.LogErr, e.Err)
 		}
 	}
-	if e := state.ReadStatus(writeStatus(t, dir, now, inside), now); e.Err != nil || e.Status.Log != inside || len(e.Status.Problems) != 0 {
-		t.Errorf("log in the directory: Log %q, problems %q, err %v; want it kept", e.Status.Log, e.Status.Problems, e.Err)
+	if e := state.ReadStatus(writeStatus(t, dir, now, inside), now); e.Err != nil || e.LogErr != nil || e.Status.Log != inside {
+		t.Errorf("log in the directory: Log %q, LogErr %v, err %v; want it trusted", e.Status.Log, e.LogErr, e.Err)
 	}
 }
 

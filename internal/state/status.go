@@ -52,6 +52,9 @@ type StatusEntry struct {
 	Status Status
 	Stale  bool  // not updated for Stale: the proxy is probably gone
 	Err    error // the file could not be read
+	// LogErr says why Status.Log must not be read (it is not a file in the
+	// status file's own directory); nil when it may be, or there is none.
+	LogErr error
 }
 
 // ReadStatuses reads the status files in dir (files ending in
@@ -80,8 +83,8 @@ func ReadStatuses(dir string, now time.Time) ([]StatusEntry, error) {
 // to be a symbolic link, not to be this user's or to be writable by its
 // group or others, and for its Updated to be further in the future than
 // a small clock step. A Log that is not a file in the status file's own
-// directory (symbolic links resolved) is not trusted: it is cleared, and
-// a problem says why, so that nothing reads it.
+// directory (symbolic links resolved) is not to be read: LogErr says
+// why.
 func ReadStatus(path string, now time.Time) StatusEntry {
 	e := StatusEntry{Path: path}
 	fi, err := os.Lstat(path)
@@ -111,8 +114,7 @@ func ReadStatus(path string, now time.Time) StatusEntry {
 	e.Stale = now.Sub(e.Status.Updated) > Stale
 	if log := e.Status.Log; log != "" {
 		if err := inDir(log, filepath.Dir(path)); err != nil {
-			e.Status.Log = ""
-			e.Status.Problems = append(e.Status.Problems, fmt.Sprintf("the record %q is not read: %v", log, err))
+			e.LogErr = fmt.Errorf("the record %q is not read: %w", log, err)
 		}
 	}
 	return e
