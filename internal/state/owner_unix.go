@@ -3,6 +3,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -45,4 +46,14 @@ func userName(uid uint32) string {
 		return "uid " + id + " (" + u.Username + ")"
 	}
 	return "uid " + id
+}
+
+// openNoFollow opens path for reading, failing on a symbolic link and not
+// waiting for a writer if it is a FIFO.
+func openNoFollow(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil && errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link: not a regular file", path)
+	}
+	return f, err
 }

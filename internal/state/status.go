@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,6 +47,9 @@ const Stale = 10 * time.Second
 // time further on would keep a planted file from ever going stale.
 const skew = 5 * time.Second
 
+// maxStatus bounds what ReadStatus reads of a status file.
+const maxStatus = 16 << 20
+
 // StatusEntry is a status file and what it holds.
 type StatusEntry struct {
 	Path   string
@@ -87,19 +91,28 @@ func ReadStatuses(dir string, now time.Time) ([]StatusEntry, error) {
 // why.
 func ReadStatus(path string, now time.Time) StatusEntry {
 	e := StatusEntry{Path: path}
-	fi, err := os.Lstat(path)
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
-	}
-	if err == nil {
-		if err = checkOwned(path, fi); err != nil {
-			e.Err = err
-			return e
-		}
-	}
+	// Opened without following a link or waiting on a FIFO, then looked
+	// at: what is read is what was checked.
+	f, err := openNoFollow(path)
 	var b []byte
 	if err == nil {
-		b, err = os.ReadFile(path)
+		defer f.Close()
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
+		}
+		if err == nil {
+			if err = checkOwned(path, fi); err != nil {
+				e.Err = err
+				return e
+			}
+		}
+	}
+	if err == nil {
+		b, err = io.ReadAll(io.LimitReader(f, maxStatus+1))
+	}
+	if err == nil && len(b) > maxStatus {
+		err = fmt.Errorf("over %d bytes: not a status file", maxStatus)
 	}
 	if err == nil {
 		err = json.Unmarshal(b, &e.Status)
