@@ -497,4 +497,3 @@ func (r *lineReader) Read(b []byte) (int, error) {
 	r.s = r.s[n:]
 	return n, nil
 }
-

@@ -221,7 +221,7 @@ func (a *frameAsm) frame(dir string, unterminated bool) (record.Event, *wire.Mes
 		a.scDirty = false
 		ev.Scanned = true
 		if len(a.env.ID) > 0 {
-			ev.ID = json.RawMessage(a.env.ID)
+			ev.ID = cut(a.env.ID)
 		}
 		var m string
 		if len(a.env.Method) > 0 && json.Unmarshal(a.env.Method, &m) == nil {
@@ -277,10 +277,16 @@ func (a *frameAsm) frame(dir string, unterminated bool) (record.Event, *wire.Mes
 	return ev, m
 }
 
-// cut bounds a raw JSON value kept in an event (an id or a token).
+// cut bounds a raw JSON value kept in an event (an id or a token): one
+// longer than 128 bytes becomes wire.LongID's string of its first bytes
+// and its hash, as the scanner gives it, so that ids are compared whole
+// at any length; one not valid JSON a JSON string of its first bytes.
 func cut(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) > 128 || !json.Valid(raw) {
+	if len(raw) > 128 {
+		return wire.LongID(raw)
+	}
+	if !json.Valid(raw) {
 		b, _ := json.Marshal(string(trimRune(raw[:min(len(raw), 128)])))
 		return b
 	}

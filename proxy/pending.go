@@ -207,12 +207,12 @@ func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message
 	switch ev.Method {
 	case wire.MethodCancelled:
 		o.m.Cancels++
-		rid := wire.Member(m.Params, "requestId")
-		r := o.pending[pkey{d.d, wire.Key(rid)}]
-		ce := record.Event{Ev: record.EvCancel, Dir: dirNames[d.d], ID: cut(rid), State: "unknown"}
-		if len(rid) == 0 {
-			ce.ID = nil
+		var rid json.RawMessage // bounded as the requests' ids are (cut)
+		if v := wire.Member(m.Params, "requestId"); len(v) > 0 {
+			rid = cut(v)
 		}
+		r := o.pending[pkey{d.d, wire.Key(rid)}]
+		ce := record.Event{Ev: record.EvCancel, Dir: dirNames[d.d], ID: rid, State: "unknown"}
 		ce.Reason = stringMember(m.Params, "reason")
 		if len(ce.Reason) > 256 {
 			ce.Reason = string(trimRune([]byte(ce.Reason[:256])))

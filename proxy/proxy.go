@@ -17,11 +17,13 @@ import (
 
 // Proxy is a running proxy between a host's streams and a server process.
 type Proxy struct {
-	cfg   Config
-	cmd   *exec.Cmd
-	host  Streams
-	start time.Time
-	rec   *recorder
+	cfg        Config
+	cmd        *exec.Cmd
+	argv       []string // cmd.Args, secret-looking values redacted (argvHidden of them)
+	argvHidden int
+	host       Streams
+	start      time.Time
+	rec        *recorder
 
 	pipes [3]*pipes.Pipe // server stdin, stdout, stderr
 	fw    [3]*forwarder
@@ -90,6 +92,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		cfg: cfg, cmd: cmd, host: host, start: time.Now(), faults: fs, fwd: forwarding.Load(),
 		stop: make(chan struct{}), exited: make(chan struct{}), released: make(chan struct{}),
 	}
+	p.argv, p.argvHidden = pol.redactArgv(cmd.Args)
 	p.rec = &recorder{w: cfg.Record, start: p.start}
 	if cfg.Record == nil {
 		p.rec = nil
@@ -156,7 +159,7 @@ func (p *Proxy) writeHeader() {
 	h := &record.Header{
 		V: record.SchemaVersion, Schema: record.SchemaName, Start: p.start, TimeUnit: record.TimeUnit, Proxy: p.cfg.Version,
 		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(),
-		Argv: slices.Clone(p.cmd.Args), Dir: p.cmd.Dir, Cwd: cwd, EnvKeys: envNames(p.cmd.Env),
+		Argv: slices.Clone(p.argv), ArgvRedacted: p.argvHidden, Dir: p.cmd.Dir, Cwd: cwd, EnvKeys: envNames(p.cmd.Env),
 		Chunk: p.cfg.ChunkSize, Head: p.cfg.HeadBytes, Parse: p.cfg.ParseLimit, Bodies: p.cfg.LogBodies,
 		Redact: slices.Clone(p.cfg.Redact), Keys: slices.Clone(p.cfg.RedactKeys), Faults: slices.Clone(p.cfg.Faults),
 	}

@@ -79,7 +79,7 @@ func (o *observer) status(now time.Time) Status {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := Status{
-		ProxyPID: os.Getpid(), Argv: o.p.cmd.Args,
+		ProxyPID: os.Getpid(), Argv: o.p.argv,
 		Start: o.start, Updated: now, Running: o.exit == nil, Exit: o.exit, Metrics: o.metrics(),
 		Pending: []PendingStatus{},
 	}

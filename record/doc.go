@@ -2,7 +2,8 @@
 // line, written by package proxy as things happen and read by package
 // replay and `mcpstdio replay`. It holds the format only (the event kinds,
 // directions, frame kinds, verdicts, metrics and recorded faults) and
-// imports only the standard library and wire.
+// imports only the standard library, wire and pipes (whose Framer reads
+// the lines, bounded).
 //
 // The first line of every file is a header (EvHeader) with the schema
 // version, the server's argv, the names (never the values) of its

@@ -158,24 +158,27 @@ type Header struct {
 	// TimeUnit is the unit of every time in the record (T, T0, WT,
 	// Since, Dur, After, and the metrics' *_us): "us", microseconds, on
 	// the monotonic clock from Start.
-	TimeUnit string    `json:"time_unit"`
-	Proxy    string    `json:"proxy"` // the proxy's version
-	Go       string    `json:"go"`    // Go runtime version
-	OS       string    `json:"os"`
-	Arch     string    `json:"arch"`
-	PID      int       `json:"pid"`             // the proxy's process id
-	Argv     []string  `json:"argv"`            // the server command
-	Dir      string    `json:"dir,omitempty"`   // the server's working directory ("" = the proxy's)
-	Cwd      string    `json:"cwd,omitempty"`   // the proxy's working directory
-	EnvKeys  []string  `json:"env"`             // names of the server's environment variables (never values)
-	Pipes    PipeSizes `json:"pipes"`           // kernel pipe capacities, 0 where unknown
-	Chunk    int       `json:"chunk"`           // ChunkSize
-	Head     int       `json:"head"`            // HeadBytes
-	Parse    int       `json:"parse"`           // ParseLimit
-	Bodies   bool      `json:"bodies"`          // chunk events carry data
-	Redact   []string  `json:"redact"`          // JSON paths redacted
-	Keys     []string  `json:"keys"`            // secret-looking key words redacted
-	Faults   []Fault   `json:"faults,omitzero"` // faults configured
+	TimeUnit string   `json:"time_unit"`
+	Proxy    string   `json:"proxy"` // the proxy's version
+	Go       string   `json:"go"`    // Go runtime version
+	OS       string   `json:"os"`
+	Arch     string   `json:"arch"`
+	PID      int      `json:"pid"`  // the proxy's process id
+	Argv     []string `json:"argv"` // the server command, secret-looking values "[redacted]"
+	// ArgvRedacted is how many values of Argv were redacted (flags and
+	// KEY=value words whose name looks secret).
+	ArgvRedacted int       `json:"argv_redacted,omitempty"`
+	Dir          string    `json:"dir,omitempty"`   // the server's working directory ("" = the proxy's)
+	Cwd          string    `json:"cwd,omitempty"`   // the proxy's working directory
+	EnvKeys      []string  `json:"env"`             // names of the server's environment variables (never values)
+	Pipes        PipeSizes `json:"pipes"`           // kernel pipe capacities, 0 where unknown
+	Chunk        int       `json:"chunk"`           // ChunkSize
+	Head         int       `json:"head"`            // HeadBytes
+	Parse        int       `json:"parse"`           // ParseLimit
+	Bodies       bool      `json:"bodies"`          // chunk events carry data
+	Redact       []string  `json:"redact"`          // JSON paths redacted
+	Keys         []string  `json:"keys"`            // secret-looking key words redacted
+	Faults       []Fault   `json:"faults,omitzero"` // faults configured
 }
 
 // PipeSizes are the capacities of the kernel pipes on each side, in bytes

@@ -2,6 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
 
 	"github.com/mcpstdio/mcpstdio/internal/jsonstr"
 )
@@ -14,8 +17,8 @@ type Envelope struct {
 	// Size is the frame's length in bytes, without its "\n" or "\r\n"
 	// (in OnID's callback and Current: the bytes so far).
 	Size int64
-	// ID is the raw JSON of the top-level "id" (its first 128 bytes), nil
-	// if the frame has none.
+	// ID is the raw JSON of the top-level "id", nil if the frame has
+	// none; an id longer than 128 bytes is given as LongID gives it.
 	ID []byte
 	// DuplicateID reports a second top-level "id": the frame is ambiguous
 	// (see the package documentation). ID is the first.
@@ -26,6 +29,37 @@ type Envelope struct {
 }
 
 const keepValue = 128
+
+// LongID returns what stands for a raw JSON value longer than 128 bytes
+// (an id, a progress token) where values are kept bounded: a JSON string
+// of at most 128 bytes holding the value's first bytes (those that need
+// no escaping; others become '.') and its SHA-256, so that two values
+// differ in it whenever they differ anywhere, however long they are.
+// Shorter values are returned as they are. Scanner gives a long id so.
+func LongID(raw []byte) []byte {
+	if len(raw) <= keepValue {
+		return raw
+	}
+	sum := sha256.Sum256(raw)
+	return longID(raw, sum[:])
+}
+
+// longPrefix is how many of a long value's first bytes LongID keeps.
+const longPrefix = 40
+
+func longID(raw, sum []byte) []byte {
+	b := make([]byte, 0, 2+longPrefix+len("…sha256:")+32)
+	b = append(b, '"')
+	for _, c := range raw[:min(len(raw), longPrefix)] {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			c = '.'
+		}
+		b = append(b, c)
+	}
+	b = append(b, "…sha256:"...)
+	b = hex.AppendEncode(b, sum[:16])
+	return append(b, '"')
+}
 
 // maxKeyEscaped is the longest raw key the Scanner reads: "method" with
 // every character escaped ("\u006d…").
@@ -58,8 +92,11 @@ type Scanner struct {
 	wantVal   bool // after the ':' of a member of interest
 	inVal     bool
 	val       []byte
-	idBuf     []byte // reused for Envelope.ID
-	methodBuf []byte // reused for Envelope.Method
+	long      bool      // the id value has passed keepValue bytes: valHash has its SHA-256
+	valHash   hash.Hash // made at the first long id, then reused
+	hashBuf   []byte    // bytes of the long id not yet given to valHash
+	idBuf     []byte    // reused for Envelope.ID
+	methodBuf []byte    // reused for Envelope.Method
 }
 
 // NewScanner returns a Scanner that calls onFrame with the envelope of every
@@ -116,7 +153,14 @@ func (s *Scanner) finishVal() {
 			s.env.DuplicateID = true
 			return
 		}
-		s.idBuf = append(s.idBuf[:0], s.val...)
+		if s.long {
+			s.valHash.Write(s.hashBuf)
+			s.hashBuf = s.hashBuf[:0]
+			s.idBuf = append(s.idBuf[:0], longID(s.val, s.valHash.Sum(nil))...)
+			s.long = false
+		} else {
+			s.idBuf = append(s.idBuf[:0], s.val...)
+		}
 		s.env.ID = s.idBuf
 		if s.onID != nil {
 			s.onID(s.env)
@@ -189,7 +233,7 @@ func (s *Scanner) stringByte(c byte) {
 			}
 		}
 		if s.inVal {
-			s.val = append(s.val, c)
+			s.valByte(c)
 			s.finishVal()
 		}
 		return
@@ -199,9 +243,33 @@ func (s *Scanner) stringByte(c byte) {
 	} else if s.inKey {
 		s.keyLong = true // longer than any key of interest
 	}
-	if s.inVal && len(s.val) < keepValue {
-		s.val = append(s.val, c)
+	if s.inVal {
+		s.valByte(c)
 	}
+}
+
+// valByte keeps one more byte of a value of interest: the first keepValue
+// bytes, and for an id the SHA-256 of all of them.
+func (s *Scanner) valByte(c byte) {
+	switch {
+	case len(s.val) < keepValue:
+		s.val = append(s.val, c)
+		return
+	case s.member != 'i':
+		return
+	case !s.long:
+		if s.valHash == nil {
+			s.valHash, s.hashBuf = sha256.New(), make([]byte, 0, 512)
+		}
+		s.long = true
+		s.valHash.Reset()
+		s.valHash.Write(s.val)
+		s.hashBuf = s.hashBuf[:0]
+	case len(s.hashBuf) == cap(s.hashBuf):
+		s.valHash.Write(s.hashBuf)
+		s.hashBuf = s.hashBuf[:0]
+	}
+	s.hashBuf = append(s.hashBuf, c)
 }
 
 // structByte follows one byte outside strings: nesting, the top level's
@@ -213,7 +281,7 @@ func (s *Scanner) structByte(c byte) {
 		if s.depth == 1 && s.expectKey {
 			s.inKey, s.keyLong, s.key = true, false, s.key[:0]
 		} else if s.depth == 1 && s.wantVal {
-			s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
+			s.wantVal, s.inVal, s.val, s.long = false, true, append(s.val[:0], c), false
 		}
 	case '{', '[':
 		s.wantVal = false
@@ -238,9 +306,9 @@ func (s *Scanner) structByte(c byte) {
 		}
 	default:
 		if s.depth == 1 && s.wantVal {
-			s.wantVal, s.inVal, s.val = false, true, append(s.val[:0], c)
-		} else if s.depth == 1 && s.inVal && len(s.val) < keepValue {
-			s.val = append(s.val, c)
+			s.wantVal, s.inVal, s.val, s.long = false, true, append(s.val[:0], c), false
+		} else if s.depth == 1 && s.inVal {
+			s.valByte(c)
 		}
 	}
 }

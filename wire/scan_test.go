@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -80,5 +81,50 @@ func TestScannerOnID(t *testing.T) {
 	s.Write([]byte("{\"id\":1,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":22,\"result\":\"" + strings.Repeat("x", 100)))
 	if len(seen) != 2 || string(seen[1].ID) != "22" || seen[1].Start != 21 || seen[1].Size != 25 {
 		t.Errorf("OnID saw %+v, want id 22 starting at 21 with 25 bytes so far (up to the comma after it)", seen)
+	}
+}
+
+// TestScannerLongIDs: ids longer than 128 bytes that share their first
+// 128 bytes (strings, numbers) are told apart, whatever the chunking: each
+// is given as LongID gives it, a valid JSON string of at most 128 bytes.
+func TestScannerLongIDs(t *testing.T) {
+	prefix := strings.Repeat("p", 128)
+	ids := []string{`"` + prefix + `-first"`, `"` + prefix + `-second"`, `"` + prefix + `\"\n<x>"`, strings.Repeat("1", 129), strings.Repeat("1", 130), `"` + strings.Repeat("é", 200) + `"`}
+	for _, chunk := range []int{1, 3, 4096} {
+		var got [][]byte
+		s := wire.NewScanner(func(e wire.Envelope) { got = append(got, append([]byte(nil), e.ID...)) })
+		var in []byte
+		for i, id := range ids {
+			in = append(in, `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`+"\n"...)
+			if i == 2 {
+				in = append(in, `{"id" : `+id+` , "result":{}}`+"\n"...)
+			}
+		}
+		for i := 0; i < len(in); i += chunk {
+			s.Write(in[i:min(i+chunk, len(in))])
+		}
+		want := make([]string, 0, len(ids)+1)
+		for i, id := range ids {
+			want = append(want, string(wire.LongID([]byte(id))))
+			if i == 2 {
+				want = append(want, want[i])
+			}
+		}
+		seen := map[string]bool{}
+		for i, g := range got {
+			if i >= len(want) || string(g) != want[i] {
+				t.Errorf("chunks of %d: frame %d: ID %q, want %q", chunk, i, g, want[min(i, len(want)-1)])
+			}
+			if len(g) > 128 || !json.Valid(g) {
+				t.Errorf("chunks of %d: frame %d: ID %q is longer than 128 bytes or not JSON", chunk, i, g)
+			}
+			if i != 3 && seen[string(g)] {
+				t.Errorf("chunks of %d: frame %d: ID %q given to another id too", chunk, i, g)
+			}
+			seen[string(g)] = true
+		}
+	}
+	if short := []byte(`"abc"`); string(wire.LongID(short)) != `"abc"` {
+		t.Errorf("LongID of a short id: %q, want it as it is", wire.LongID(short))
 	}
 }

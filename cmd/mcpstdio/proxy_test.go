@@ -249,3 +249,28 @@ func TestProxyKilledTakesServer(t *testing.T) {
 		return err != nil || strings.Contains(string(b), ") Z ") // gone, or a zombie waiting for its new parent
 	}, nil)
 }
+
+// TestProxyRelativeLogAbsoluteInStatus: a relative -log is kept in the
+// status file as an absolute path, so that `status` run from another
+// directory finds the record (and the live page reads it).
+func TestProxyRelativeLogAbsoluteInStatus(t *testing.T) {
+	t.Parallel()
+	stateDir := t.TempDir()
+	r := runningOf(cmdtest.Start(t, nil, func(c *exec.Cmd) { c.Dir = stateDir },
+		binary, "proxy", "-dir", stateDir, "-log", "rec.ndjson", "--", binary, "fake"))
+	r.call(t, ping)
+	var e state.StatusEntry
+	poll.Wait(t, cmdtest.Bound(t), "a status file", func() bool {
+		files, _ := filepath.Glob(filepath.Join(stateDir, "*"+state.StatusSuffix))
+		if len(files) == 0 {
+			return false
+		}
+		e = state.ReadStatus(files[0], time.Now())
+		return e.Err == nil
+	}, func() string { return fmt.Sprintf("%+v", e) })
+	if want := filepath.Join(stateDir, "rec.ndjson"); e.Status.Log != want || e.LogErr != nil {
+		t.Errorf("status file's log %q (%v), want %q, to be read", e.Status.Log, e.LogErr, want)
+	}
+	r.stdin.Close()
+	r.wait(t)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -55,8 +56,15 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpstdio show: %s\n", term.Line(err.Error()))
 		return 1
 	}
-	if err != nil { // it may quote the record
-		fmt.Fprintf(stderr, "mcpstdio show: %s (showing the events before it)\n", term.Line(err.Error()))
+	// Shown despite an error: a record cut in its last line (the proxy was
+	// killed) or with a line over record.MaxLine; anything else is not a
+	// record. The error may quote the record.
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, new(*pipes.FrameTooLargeError)) {
+		fmt.Fprintf(stderr, "mcpstdio show: %s\n", term.Line(err.Error()))
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpstdio show: %s (showing what could be read)\n", term.Line(err.Error()))
 	}
 	switch {
 	case *html != "":

@@ -45,25 +45,45 @@ func (f *httpFlag) Set(s string) error {
 }
 
 // takeHTTPAddr takes the address after a bare -http from args: the first
-// argument, if it is HOST:PORT with a numeric port and not a file.
+// argument, if it is HOST:PORT (whatever the port) and not a file;
+// checkHTTPAddr then refuses a port that is not a number.
 func (f *httpFlag) takeHTTPAddr(args []string) []string {
 	if !f.on || f.addr != "" || len(args) == 0 {
 		return args
 	}
-	if _, port, err := net.SplitHostPort(args[0]); err == nil {
-		if _, err := strconv.Atoi(port); err == nil {
-			if _, err := os.Stat(args[0]); err != nil {
-				f.addr = args[0]
-				return args[1:]
-			}
+	if _, _, err := net.SplitHostPort(args[0]); err == nil {
+		if _, err := os.Stat(args[0]); err != nil {
+			f.addr = args[0]
+			return args[1:]
 		}
 	}
 	return args
 }
 
+// checkHTTPAddr refuses an -http address that is not HOST:PORT with a
+// numeric port ("localhost:http" would otherwise be looked up as a
+// service).
+func checkHTTPAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q is not HOST:PORT: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("address %q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
 // runStatusHTTP serves the live page of the proxies that list returns on
 // addr (loopback only) until a signal or ctx ends it, and prints its URL.
 func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]page.Proxy, error), stdout, stderr io.Writer) int {
+	if err := checkHTTPAddr(addr); err != nil {
+		fmt.Fprintf(stderr, "mcpstdio status: -http refused: %v\n", err)
+		return 2
+	}
 	if addr == "" {
 		addr = defaultHTTPAddr
 	}
@@ -88,16 +108,19 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 		fmt.Fprintf(stderr, "mcpstdio status: %v\n", err)
 		return 1
 	}
+	lim := newConnLimit(ln, maxHTTPConns)
 	srv := &http.Server{
 		Handler:           &page.Server{Token: hex.EncodeToString(tok), List: list},
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       30 * time.Second, // the page asks twice a second
+		ConnState:         lim.track,
 	}
 	fmt.Fprintf(stdout, "http://%s/?token=%s\n", ln.Addr(), hex.EncodeToString(tok))
 	fmt.Fprintln(stderr, "mcpstdio status: serving the live page (read-only; the token keeps other local users out); interrupt to stop")
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(lim) }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -148,7 +171,12 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			if e.Stale && !all {
 				continue
 			}
-			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: e.Status.Log, Status: e.Status})
+			log := e.Status.Log
+			if e.LogErr != nil { // never read a record the status file has no say over
+				log = ""
+				e.Status.Problems = append(e.Status.Problems, e.LogErr.Error())
+			}
+			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, Status: e.Status})
 		}
 		return ps, errors.Join(errs...)
 	}

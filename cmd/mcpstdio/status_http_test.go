@@ -3,17 +3,22 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 )
 
@@ -135,4 +140,85 @@ func TestPagesHideSecrets(t *testing.T) {
 	if !strings.Contains(string(raw), "MCPSTDIO_TEST_SECRET") {
 		t.Errorf("the record does not name the variable: the test did not set it")
 	}
+}
+
+// TestStatusHTTPRefusesAddressWithoutNumericPort: an -http address whose
+// port is not a number is an error, not a status file or a service name.
+func TestStatusHTTPRefusesAddressWithoutNumericPort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"-http", "localhost:http"}, {"-http", "127.0.0.1:abc"}, {"-http=localhost:http"}, {"-http", "127.0.0.1:65536"}} {
+		r := mcpstdio(t, time.Minute, append([]string{"status", "-dir", dir}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "is not a number") || r.stdout != "" {
+			t.Errorf("status %s: exit %d, stdout %q, stderr %q; want 2 and the port named", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestStatusHTTPIdleConnectionsBounded: three times maxHTTPConns
+// connections that send nothing (no token, no request) do not keep the
+// real user's request from being answered, and the server closes all but
+// maxHTTPConns of them at once rather than holding a descriptor for each
+// until a timeout (the bound here is below ReadHeaderTimeout's 10 s).
+func TestStatusHTTPIdleConnectionsBounded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- runStatusHTTP(ctx, "127.0.0.1:0", func(time.Time) ([]page.Proxy, error) { return nil, nil }, pw, io.Discard)
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	url, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, br)
+	defer func() {
+		cancel()
+		if c := <-code; c != 0 {
+			t.Errorf("runStatusHTTP returned %d", c)
+		}
+	}()
+	url = strings.TrimSpace(url)
+	host := strings.TrimPrefix(url[:strings.Index(url, "/?")], "http://")
+	var closed atomic.Int64
+	var wg sync.WaitGroup
+	const n = 3 * maxHTTPConns
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}()
+	for range n {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			io.Copy(io.Discard, c)
+			closed.Add(1)
+		}()
+	}
+	bound := min(5*time.Second, cmdtest.Bound(t))
+	client := &http.Client{Timeout: bound}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("the real request with %d idle connections open: %v", n, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	client.CloseIdleConnections()
+	if resp.StatusCode != 200 {
+		t.Errorf("the real request: %s", resp.Status)
+	}
+	poll.Wait(t, bound, fmt.Sprintf("the server closing at least %d of %d idle connections", n-maxHTTPConns, n), func() bool {
+		return closed.Load() >= n-maxHTTPConns
+	}, func() string { return fmt.Sprintf("%d closed", closed.Load()) })
 }

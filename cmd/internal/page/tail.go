@@ -2,28 +2,39 @@ package page
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
+	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // tail follows a record that is still being written: each update reads the
 // complete lines added since the last one into its Session. When the file
 // is replaced (rotation) it starts again at the new file's beginning, the
-// Session going on.
+// Session going on. It holds no line between updates: a line not yet
+// ended is read again the next time, and one over record.MaxLine is
+// skipped to its newline, as record.Read skips it, and named in err.
 type tail struct {
-	path    string
-	off     int64
-	info    os.FileInfo
-	sess    *Session
-	partial []byte
-	err     error // the last reading error, shown on the page
+	path   string
+	off    int64 // where the next update reads: the start of a line, or within one being skipped
+	info   os.FileInfo
+	sess   *Session
+	header []byte // the file's first line, given to record.Read before each update's lines
+	skip   int64  // bytes so far of a line over record.MaxLine being skipped, 0 if none
+	gap    error  // the first line skipped
+	err    error  // the last reading error, shown on the page
 }
 
 // maxLiveFrames is how many frames a live Session keeps before compact
 // drops the ones before the window that no open request needs.
 const maxLiveFrames = 50_000
+
+// maxTailRead is the most bytes one update reads.
+const maxTailRead = 64 << 20
 
 func newTail(path string) *tail { return &tail{path: path, sess: New()} }
 
@@ -41,22 +52,60 @@ func (t *tail) update(window int64) {
 		return
 	}
 	if t.info != nil && (!os.SameFile(t.info, fi) || fi.Size() < t.off) {
-		t.off, t.partial = 0, nil // rotated: the new file starts with its header
+		t.off, t.header, t.skip = 0, nil, 0 // rotated: the new file starts with its header
 	}
 	t.info = fi
 	if fi.Size() == t.off {
 		return
 	}
-	b, err := io.ReadAll(io.NewSectionReader(f, t.off, min(fi.Size()-t.off, 64<<20)))
+	b, err := io.ReadAll(io.NewSectionReader(f, t.off, min(fi.Size()-t.off, maxTailRead)))
 	if err != nil {
 		t.err = err
 		return
 	}
-	t.off += int64(len(b))
-	b = append(t.partial, b...)
+	if t.skip > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			t.skip += int64(len(b))
+			t.off += int64(len(b))
+			return
+		}
+		if t.gap == nil {
+			t.gap = fmt.Errorf("a line of %d bytes at offset %d, over the %d-byte limit of a record line: skipped", t.skip+int64(i), t.off-t.skip, record.MaxLine)
+		}
+		t.off += int64(i) + 1
+		t.skip = 0
+		b = b[i+1:]
+	}
 	last := bytes.LastIndexByte(b, '\n')
-	t.partial = append([]byte(nil), b[last+1:]...)
-	t.err = record.Read(bytes.NewReader(b[:last+1]), func(e record.Event) error { t.sess.Add(e); return nil })
+	if last < 0 {
+		if len(b) > record.MaxLine {
+			t.skip = int64(len(b))
+			t.off += int64(len(b))
+		}
+		t.err = t.gap
+		return
+	}
+	b = b[:last+1]
+	t.off += int64(last) + 1
+	r, skipHeader := io.Reader(bytes.NewReader(b)), t.header != nil
+	if skipHeader {
+		r = io.MultiReader(bytes.NewReader(t.header), r)
+	} else if h := b[:bytes.IndexByte(b, '\n')+1]; len(h) <= record.MaxLine+1 {
+		t.header = bytes.Clone(h)
+	}
+	err = record.Read(r, func(e record.Event) error {
+		if skipHeader {
+			skipHeader = false
+			return nil
+		}
+		t.sess.Add(e)
+		return nil
+	})
+	if t.gap == nil && errors.As(err, new(*pipes.FrameTooLargeError)) {
+		t.gap = err
+	}
+	t.err = cmp.Or(err, t.gap)
 	if len(t.sess.Frames) > maxLiveFrames {
 		t.sess.compact(t.sess.End - window)
 	}

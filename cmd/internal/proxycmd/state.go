@@ -55,6 +55,11 @@ func openState(f *proxyFlags, command string, start time.Time) *proxyState {
 		st.problems = append(st.problems, "nothing is recorded: no directory for the record (name one with -log)")
 		return st
 	}
+	// The status file is read from anywhere: say where the record is
+	// from anywhere.
+	if abs, err := filepath.Abs(st.logPath); err == nil {
+		st.logPath = abs
+	}
 	l, err := state.CreateLog(st.logPath, f.logMax, f.logKeep)
 	if err != nil {
 		st.problems = append(st.problems, fmt.Sprintf("nothing is recorded: %s", strings.TrimPrefix(err.Error(), "state: ")))

@@ -52,7 +52,9 @@ func DefaultDir() (string, error) {
 
 // PrivateDir makes dir (and its parents) if needed, and makes sure dir
 // itself is 0700 (on Unix), so that records of other users' sessions are
-// not readable by anyone else.
+// not readable by anyone else. A dir (or a symbolic link to it) that
+// another user owns is refused with an error naming the owner: they could
+// read or replace what is kept there.
 func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state: %w", err)
@@ -60,9 +62,19 @@ func PrivateDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}
+	li, err := os.Lstat(dir)
+	if err == nil {
+		err = checkOwner(dir, li)
+	}
+	if err != nil {
+		return err
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
+	}
+	if err := checkOwner(dir, fi); err != nil {
+		return err
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
@@ -87,6 +99,24 @@ func SessionLogName(start time.Time, pid int, command string) string {
 		base = base[:40]
 	}
 	return fmt.Sprintf("%s-%d-%s.ndjson", start.Format("20060102-150405.000"), pid, base)
+}
+
+// checkDir returns an error, naming dir and its owner, if dir (or a
+// symbolic link to it) is not owned by this user or is writable by its
+// group or others: what is in it may be another user's plant.
+func checkDir(dir string) error {
+	li, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if err := checkOwned(dir, li); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	return checkOwned(dir, fi)
 }
 
 // FallbackDir is where a proxy keeps its status file (and record) when the

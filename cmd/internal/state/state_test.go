@@ -160,8 +160,9 @@ func TestLogRefuses(t *testing.T) {
 func TestStatusFile(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
-	st := state.Status{Log: "/x/rec.ndjson", Problems: []string{"p"}}
+	st := state.Status{Log: filepath.Join(dir, "rec.ndjson"), Problems: []string{"p"}}
 	st.ProxyPID, st.Updated, st.Start = 42, now, now
+	os.WriteFile(st.Log, nil, 0o600)
 	path := filepath.Join(dir, "a.ndjson"+state.StatusSuffix)
 	if err := state.WriteStatus(path, st); err != nil {
 		t.Fatal(err)

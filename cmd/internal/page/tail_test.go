@@ -1,0 +1,54 @@
+package page
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// TestTailLongLine: a record being followed whose writer is in a line
+// longer than record.MaxLine is not held in memory between updates; once
+// the line ends it is named with its size, and the events after it are
+// read.
+func TestTailLongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.ndjson")
+	head := `{"seq":0,"t":0,"ev":"header","header":{"v":1,"schema":"mcpstdio-proxy-record"}}` + "\n" + `{"seq":1,"t":1,"ev":"spawn"}` + "\n"
+	half := int64(record.MaxLine + record.MaxLine/2)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(head + `{"seq":2,"t":2,"ev":"frame","text":"`)
+	f.Write(bytes.Repeat([]byte("a"), int(half)))
+	tl := newTail(path)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	tl.update(0)
+	if grew := int64(heap()) - int64(before); grew > record.MaxLine/2 {
+		t.Errorf("after an update in a line of %d bytes so far, the heap is %d bytes larger: the line is held", half, grew)
+	}
+	if tl.err != nil {
+		t.Errorf("after the first update: err %v, want none yet", tl.err)
+	}
+	f.Write(bytes.Repeat([]byte("a"), int(half)))
+	f.WriteString(`"}` + "\n" + `{"seq":3,"t":5,"ev":"exit","code":0}` + "\n")
+	tl.update(0)
+	tl.update(0)
+	if tl.err == nil || !strings.Contains(tl.err.Error(), "over the 16777216-byte limit") {
+		t.Errorf("err %v, want the long line named", tl.err)
+	}
+	if tl.sess.End != 5 {
+		t.Errorf("the session ends at %d µs, want 5: the exit after the long line was not read", tl.sess.End)
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package state
+
+import (
+	"io/fs"
+	"os"
+)
+
+// checkOwned is the Unix check of who owns a state directory or status
+// file; elsewhere the per-user directories are private already.
+func checkOwned(path string, fi fs.FileInfo) error { return nil }
+
+func checkOwner(path string, fi fs.FileInfo) error { return nil }
+
+func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
