@@ -26,7 +26,9 @@ const (
 	// it could not write.
 	StallNotBlocking Kind = "stall-not-blocking"
 	// Unchecked: the record has only the head of a message, so it could
-	// not be sent or compared. Not a failure: Report.Err leaves these out.
+	// not be sent or compared; or the server was still busy after its
+	// stdin closed when the replay's bound for its exit ran out, so the
+	// exit is unverified. Not a failure: Report.Err leaves these out.
 	Unchecked Kind = "unchecked"
 )
 

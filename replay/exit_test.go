@@ -1,0 +1,67 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+// TestExitJudgedByEvidence: the server's exit after its stdin closes is
+// judged by the one rule, not by the replay's bound. A server still busy
+// ending when the bound passes (a loaded machine; here a shell spinning
+// after the fake exits) is watched until it exits, with no departure; one
+// that keeps running asleep is reported missing with the evidence.
+func TestExitJudgedByEvidence(t *testing.T) {
+	t.Parallel()
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("busy", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(ctxFor(t))
+		defer cancel()
+		fake, err := mcptest.HelperCommand(ctx, "fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fake, then a million rounds of a shell loop: busy for a
+		// second or more after stdin closes, far past the replay's bound
+		// of 100 ms plus twice the recorded exit.
+		spin := `"$0" "$@"; i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done`
+		cmd := exec.Command("sh", append([]string{"-c", spin, fake.Path}, fake.Args[1:]...)...)
+		cmd.Env = fake.Env
+		rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range rep.Departures {
+			if d.Method == "exit" {
+				t.Errorf("a server busy ending past the bound is reported: %s", d)
+			}
+		}
+	})
+	t.Run("asleep", func(t *testing.T) {
+		t.Parallel()
+		rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exit *replay.Departure
+		for i, d := range rep.Departures {
+			if d.Method == "exit" {
+				exit = &rep.Departures[i]
+			}
+		}
+		if exit == nil || exit.Kind != replay.Missing || !strings.Contains(exit.Text, "had not ended, and it stopped") {
+			t.Fatalf("a server that keeps running asleep after stdin closed: want a missing exit with the evidence, got %v", exit)
+		}
+		t.Log(exit)
+	})
+}
