@@ -190,6 +190,11 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 		if now := time.Now(); now.Sub(looks[len(looks)-1].at) >= activityLook {
 			looks = append(looks, s.sight())
 		}
+		if isClosed(s.proc.done()) {
+			// An ended server blocks nothing: say so now, not at the bound.
+			ex := s.proc.exit()
+			return s.notBlocked(ctx, "waiting for the server to block writing stdout: it ended ("+ex.String()+")", looks, activityOf(looks[0], looks[len(looks)-1]), errors.New("the server ended"))
+		}
 		if s.valve.Stalled() {
 			ev := WriterEvidence{At: time.Now()}
 			s.sampleFull()
