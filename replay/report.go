@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // Kind is the kind of a departure from the record.
@@ -46,6 +48,9 @@ type Departure struct {
 }
 
 // String formats the departure on one line, the diff indented below it.
+// What came from the record or the server (method, id, text, diff) is
+// shown with its control characters escaped (internal/term), so that it
+// can neither drive a terminal nor start a line of its own.
 func (d Departure) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:", d.Kind)
@@ -53,17 +58,17 @@ func (d Departure) String() string {
 		fmt.Fprintf(&b, " seq %d", d.Seq)
 	}
 	if d.Dir != "" {
-		fmt.Fprintf(&b, " (%s)", d.Dir)
+		fmt.Fprintf(&b, " (%s)", term.Line(d.Dir))
 	}
 	if d.Method != "" {
-		fmt.Fprintf(&b, " %s", d.Method)
+		fmt.Fprintf(&b, " %s", term.Line(d.Method))
 	}
 	if len(d.ID) > 0 {
-		fmt.Fprintf(&b, " id=%s", d.ID)
+		fmt.Fprintf(&b, " id=%s", term.Line(string(d.ID)))
 	}
-	fmt.Fprintf(&b, ": %s", d.Text)
+	fmt.Fprintf(&b, ": %s", term.Line(d.Text))
 	if d.Diff != "" {
-		fmt.Fprintf(&b, " (-recorded +replayed):\n%s", indent(strings.TrimRight(d.Diff, "\n"), "\t"))
+		fmt.Fprintf(&b, " (-recorded +replayed):\n%s", indent(term.Block(strings.TrimRight(d.Diff, "\n")), "\t"))
 	}
 	return b.String()
 }
@@ -109,7 +114,7 @@ type StallCheck struct {
 
 // String formats the check on one line.
 func (c StallCheck) String() string {
-	return fmt.Sprintf("stall seq %d (%s) at byte %d: %s: %s", c.Seq, c.Dir, c.At, c.Outcome, c.Text)
+	return fmt.Sprintf("stall seq %d (%s) at byte %d: %s: %s", c.Seq, term.Line(c.Dir), c.At, c.Outcome, term.Line(c.Text))
 }
 
 // Report is what a replay found: every departure from the record, in the

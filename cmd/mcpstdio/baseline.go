@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // readBaseline reads the report of an earlier "probe -json" of one server.
@@ -101,7 +102,7 @@ func worse(changes []change) int {
 func (p *printer) changes(base, cur *assertions.Report, changes []change) {
 	fmt.Fprintln(p.w)
 	if !slices.Equal(base.Command, cur.Command) {
-		fmt.Fprintf(p.w, "(the baseline is a report of another command: %s)\n", base.Subject)
+		fmt.Fprintf(p.w, "(the baseline is a report of another command: %s)\n", term.Line(base.Subject))
 	}
 	unchanged := len(cur.Results)
 	for _, c := range changes {
@@ -125,7 +126,7 @@ func (p *printer) changes(base, cur *assertions.Report, changes []change) {
 		case c.was == "":
 			kind = "new"
 		}
-		fmt.Fprintf(p.w, "  %-7s %-28s %s\n", kind, c.name, changeText(c))
+		fmt.Fprintf(p.w, "  %-7s %-28s %s\n", kind, term.Line(c.name), term.Line(changeText(c)))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
-	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 

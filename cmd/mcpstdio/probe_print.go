@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
-	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // printer prints what a person reads: the heading, the results as they

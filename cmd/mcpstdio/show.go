@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
-	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
 )

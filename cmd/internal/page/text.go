@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // WriteText writes the summary of s for a terminal: the header, the

@@ -3,7 +3,7 @@ package term_test
 import (
 	"fmt"
 
-	"github.com/mcpstdio/mcpstdio/cmd/internal/term"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 func ExampleLine() {
