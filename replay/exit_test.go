@@ -65,3 +65,37 @@ func TestExitJudgedByEvidence(t *testing.T) {
 		t.Log(exit)
 	})
 }
+
+// TestStallJudgedByEvidence: a server slow to reach a recorded stall's
+// state, busy all the while (here the fake behind a shell that relays its
+// stdout a byte at a time), is watched past the replay's bound until it
+// blocks writing, as the recorded one did: slow is not "not blocking".
+func TestStallJudgedByEvidence(t *testing.T) {
+	t.Parallel()
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, stallCancelResume)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	fake, err := mcptest.HelperCommand(ctx, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := `"$0" "$@" | while IFS= read -r line; do printf '%s\n' "$line"; done`
+	cmd := exec.Command("sh", append([]string{"-c", relay, fake.Path}, fake.Args[1:]...)...)
+	cmd.Env = fake.Env
+	rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stalls) == 0 || rep.Count(replay.StallNotBlocking) > 0 {
+		t.Fatalf("a slow, busy server: want the stall verified, not a stall-not-blocking departure: %s", rep)
+	}
+	for _, c := range rep.Stalls {
+		if c.Outcome != replay.StallVerified && c.Outcome != replay.StallUnverifiable {
+			t.Errorf("stall %s", c)
+		}
+	}
+	t.Log(rep)
+}

@@ -2,11 +2,13 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/hostctl"
+	"github.com/mcpstdio/mcpstdio/mcptest"
 
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -131,12 +133,14 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	if capacity <= 0 {
 		capacity = 64 << 10
 	}
-	how, measured, err := p.waitState(ctx, capacity, want)
+	how, measured, busy, err := p.waitState(ctx, capacity, want)
 	if err != nil {
 		return true, err
 	}
 	c := &p.checks[k]
 	switch {
+	case how == "" && busy != "":
+		c.Outcome, c.Text = StallUnverifiable, busy
 	case how != "" && p.extended > 0:
 		c.Outcome, c.MovedBy = StallMoved, p.target+p.extended-st.At
 		c.Text = fmt.Sprintf("the host read %d bytes past the recorded point for the messages the recorded host had before it stopped (the server wrote other output before them); then %s", p.extended, how)
@@ -183,17 +187,50 @@ func (p *hostPlayer) notBlocking(st Stall, want int64) string {
 	return fmt.Sprintf("%s; it had written %d bytes where the recorded server had written %d by the recorded host's next action", why, written, want)
 }
 
+// stallWatch bounds how long waitState watches a server that is still
+// busy (taking or writing bytes, or using CPU: the one rule) when the
+// bound passes: slow is not stopped, and a loaded machine is slow.
+const stallWatch = 30 * time.Second
+
+// judgeWindow is the window over which the one rule (mcptest.Activity)
+// decides stopped or busy; an Activity over less decides neither.
+const judgeWindow = 500 * time.Millisecond
+
 // waitState waits, at most the bound, for the server to block writing
 // stdout (WaitWriterBlocked's evidence, or the pipe filled to within two
 // pages of capacity with reads stalled: small writes fill pipes in
 // fragments, which a writer blocks on before the pipe looks full by a
 // page) or to have written want bytes. how says which was seen ("" for
-// neither); measured says a fill level was seen at all.
-func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how string, measured bool, err error) {
-	bctx, cancel := context.WithTimeout(ctx, p.pace.bound(0))
+// neither); measured says a fill level was seen at all. A server still
+// busy when the bound passes is watched on, a bound at a time, up to
+// stallWatch; busy says it was still busy then ("" otherwise).
+func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how string, measured bool, busy string, err error) {
+	wctx, cancel := context.WithTimeout(ctx, stallWatch)
 	defer cancel()
 	found := make(chan error, 1)
-	go func() { found <- p.s.WaitWriterBlocked(bctx) }()
+	var last *mcptest.NotBlockedError
+	go func() {
+		d := p.pace.bound(0)
+		for {
+			bctx, bcancel := context.WithTimeout(wctx, d)
+			err := p.s.WaitWriterBlocked(bctx)
+			bcancel()
+			var nb *mcptest.NotBlockedError
+			if !errors.As(err, &nb) || !nb.Activity.Busy && (nb.Activity.Stopped || !nb.Activity.Known || nb.Activity.Window >= judgeWindow) {
+				last = nil // blocked, stopped, or nothing more to learn
+				found <- err
+				return
+			}
+			// Busy, or watched too briefly to say (a short bound): watch
+			// on, long enough for the rule to decide.
+			last = nb
+			if wctx.Err() != nil {
+				found <- err
+				return
+			}
+			d = max(d, 3*judgeWindow)
+		}
+	}()
 	defer func() { cancel(); <-found }()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -204,20 +241,23 @@ func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how s
 		}
 		switch {
 		case v.Read+int64(max(v.Buffered, 0)) >= want:
-			return fmt.Sprintf("the server had written %d bytes, as the recorded one had by then (%d read, %d in the pipe)", v.Read+int64(max(v.Buffered, 0)), v.Read, max(v.Buffered, 0)), measured, nil
+			return fmt.Sprintf("the server had written %d bytes, as the recorded one had by then (%d read, %d in the pipe)", v.Read+int64(max(v.Buffered, 0)), v.Read, max(v.Buffered, 0)), measured, "", nil
 		case v.Stalled && v.Buffered > 0 && int64(v.Buffered) >= capacity-min(2*4096, capacity/4):
-			return fmt.Sprintf("the server blocked writing stdout: its pipe holds %d of %d bytes with reads stalled at byte %d", v.Buffered, capacity, v.Read), true, nil
+			return fmt.Sprintf("the server blocked writing stdout: its pipe holds %d of %d bytes with reads stalled at byte %d", v.Buffered, capacity, v.Read), true, "", nil
 		}
 		select {
 		case err := <-found:
 			found <- err // for the deferred receive
 			if err == nil {
-				return fmt.Sprintf("the server blocked writing stdout (%s)", p.s.Stats().WriterEvidence), true, nil
+				return fmt.Sprintf("the server blocked writing stdout (%s)", p.s.Stats().WriterEvidence), true, "", nil
 			}
 			if ctx.Err() != nil {
-				return "", measured, ctx.Err()
+				return "", measured, "", ctx.Err()
 			}
-			return "", measured, nil
+			if last != nil && last.Activity.Busy {
+				busy = fmt.Sprintf("unverified: the server was still busy %v after the host stopped reading, when the replay's watch ran out (%s)", stallWatch, last.Summary())
+			}
+			return "", measured, busy, nil
 		case <-tick.C:
 		}
 	}

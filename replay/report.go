@@ -93,10 +93,13 @@ const (
 	StallMoved StallOutcome = "moved"
 	// StallUnverifiable: played, but the state could not be seen: the
 	// system shows neither pipe levels nor blocked threads (off Linux), or
-	// Serve's stdin is not a pipe file (Text says which).
+	// Serve's stdin is not a pipe file, or the server was still busy
+	// (working, not stopped) when the replay's watch ran out (Text says
+	// which).
 	StallUnverifiable StallOutcome = "unverifiable"
 	// StallNotReached: the other side never reached the recorded state
-	// within the bound: the StallNotBlocking departure.
+	// within the bound and was not busy getting there (stopped short of
+	// it, by the one rule): the StallNotBlocking departure.
 	StallNotReached StallOutcome = "not-blocking"
 	// StallSkipped: not played (the replay stopped first; Text says why).
 	StallSkipped StallOutcome = "skipped"
