@@ -218,8 +218,25 @@ func TestServerVerdicts(t *testing.T) {
 			if strings.HasPrefix(tt.name, "mcp-go/") {
 				lostCancel(tt.want, got, reps)
 			}
+			if strings.HasPrefix(tt.name, "go-sdk/") {
+				racyEOF(t, tt.want, got)
+			}
 			compareServer(t, tt.name, tt.want, got, reps)
 		})
+	}
+}
+
+// racyEOF accepts the Go SDK's eof-drains-pending passing: the requests
+// read just before stdin's EOF are dropped or not by a race between their
+// handlers' writes and the connection's close (see goSDKServerVerdicts).
+// Measured: 0 to 3 of 5 answered in 14 quiet runs, all 5 in-process in CI
+// at a load of 19. A pass says what was seen (every request answered); it
+// is logged, not hidden.
+func racyEOF(t *testing.T, want, got map[string]assertions.Verdict) {
+	const name = "eof-drains-pending"
+	if want[name] == assertions.Fail && got[name] == assertions.Pass {
+		t.Logf("%s passed this time: the Go SDK's drop at EOF (go-sdk#1061) is a race that this run did not lose", name)
+		want[name] = assertions.Pass
 	}
 }
 
