@@ -23,10 +23,10 @@ func serveFake(args []string) mcptest.ServeFunc {
 	}
 }
 
-// TestMain serves the helper children (the quiet server, and the fake for
-// the host criteria) and otherwise runs the tests under
-// goleak.VerifyTestMain. The server criteria's child fake is built instead
-// (target).
+// TestMain serves the helper children (the quiet server, the fake for the
+// host criteria, and without the race detector the fake for the server
+// criteria, childFake) and otherwise runs the tests under
+// goleak.VerifyTestMain.
 //
 // The tests mostly wait, not compute: observation windows, a host's own
 // timeout, the bounds a misbehaving server runs out. Without the race

@@ -31,15 +31,11 @@ func fakeConfig() assertions.ServerConfig {
 	}
 }
 
-// target returns the fake configured by args, as a child or in-process.
-// The child is the fake built once without the race detector
-// (testdata/fake): the batteries start it about 14 times each, and a
-// race-enabled process takes about ten times the CPU to start (under load,
-// a third of a second each); the in-process fake runs the same code under
-// the race detector, if any.
+// target returns the fake configured by args, as a child (childFake) or
+// in-process.
 func target(tb testing.TB, child bool, args ...string) mcptest.Target {
 	if child {
-		return mcptest.GoBuild(tb, "./testdata/fake", args...)
+		return childFake(tb, args...)
 	}
 	return mcptest.InProcess(serveFake(args))
 }
@@ -151,7 +147,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 	// out): run them side by side, more than go test's -parallel (the
 	// number of CPUs) would, and compare as subtests afterwards.
 	t.Parallel()
-	target(t, true) // built here, on the test's goroutine: a failed build fails the test
+	target(t, true) // under the race detector, built here, on the test's goroutine: a failed build fails the test
 	reports := make([][2]*assertions.Report, len(tests))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 12)
