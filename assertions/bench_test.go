@@ -11,7 +11,7 @@ import (
 // fake, in-process and as a child process.
 func BenchmarkCheckServer(b *testing.B) {
 	testkit.EachWayB(b, func(b *testing.B, child bool) {
-		target := target(child)
+		target := target(b, child)
 		for b.Loop() {
 			rep := assertions.CheckServer(b.Context(), target, fakeConfig())
 			if rep.Count(assertions.Fail) > 0 {

@@ -278,12 +278,12 @@ func TestExpect(t *testing.T) {
 	t.Parallel()
 	cfg := fakeConfig()
 	cfg.Run = regexp.MustCompile(`^(stdout-clean|era)$`)
-	banner := target(false, "-banner", "hello")
+	banner := target(t, false, "-banner", "hello")
 	cfg.Expect = map[string]assertions.Verdict{"stdout-clean": assertions.Fail}
 	if err := assertions.CheckServer(t.Context(), banner, cfg).Err(); err != nil {
 		t.Errorf("an expected failure: Err() = %v, want nil", err)
 	}
-	good := target(false)
+	good := target(t, false)
 	err := assertions.CheckServer(t.Context(), good, cfg).Err()
 	if err == nil || !strings.Contains(err.Error(), "update Expect") {
 		t.Errorf("an expected failure that now passes: Err() = %v, want update Expect", err)

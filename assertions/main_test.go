@@ -12,12 +12,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-func init() {
-	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
-		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
-	})
-}
-
 // serveFake serves the fake configured by args, in-process.
 func serveFake(args []string) mcptest.ServeFunc {
 	return func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
@@ -29,9 +23,10 @@ func serveFake(args []string) mcptest.ServeFunc {
 	}
 }
 
-// TestMain serves the fake as a helper child (for the server criteria's
-// child targets, as "fake", and for the host criteria) and otherwise runs
-// the tests under goleak.VerifyTestMain.
+// TestMain serves the helper children (the quiet server, the fake for the
+// host criteria, and without the race detector the fake for the server
+// criteria, childFake) and otherwise runs the tests under
+// goleak.VerifyTestMain.
 //
 // The tests mostly wait, not compute: observation windows, a host's own
 // timeout, the bounds a misbehaving server runs out. Without the race

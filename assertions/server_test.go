@@ -31,10 +31,11 @@ func fakeConfig() assertions.ServerConfig {
 	}
 }
 
-// target returns the fake configured by args, as a child or in-process.
-func target(child bool, args ...string) mcptest.Target {
+// target returns the fake configured by args, as a child (childFake) or
+// in-process.
+func target(tb testing.TB, child bool, args ...string) mcptest.Target {
 	if child {
-		return mcptest.Helper("fake", args...)
+		return childFake(tb, args...)
 	}
 	return mcptest.InProcess(serveFake(args))
 }
@@ -146,6 +147,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 	// out): run them side by side, more than go test's -parallel (the
 	// number of CPUs) would, and compare as subtests afterwards.
 	t.Parallel()
+	target(t, true) // under the race detector, built here, on the test's goroutine: a failed build fails the test
 	reports := make([][2]*assertions.Report, len(tests))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 12)
@@ -162,7 +164,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 				if tt.run != "" {
 					cfg.Run = regexp.MustCompile(tt.run)
 				}
-				reports[i][w] = assertions.CheckServer(t.Context(), target(child, tt.args...), cfg)
+				reports[i][w] = assertions.CheckServer(t.Context(), target(t, child, tt.args...), cfg)
 			}()
 		}
 	}
@@ -200,7 +202,7 @@ func TestServerCriteria(t *testing.T) {
 	cfg := fakeConfig()
 	cfg.Run = regexp.MustCompile(`^(stdout-clean|stall-cancel-recover|shutdown-sigterm)$`)
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		assertions.ServerCriteria(t, target(child), cfg)
+		assertions.ServerCriteria(t, target(t, child), cfg)
 	})
 }
 
@@ -213,7 +215,7 @@ func TestLargeCallTooSmall(t *testing.T) {
 	cfg.Within = 2 * time.Second
 	cfg.Run = regexp.MustCompile(`^(reads-while-blocked|stall-cancel-recover)$`)
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		rep := assertions.CheckServer(t.Context(), target(child), cfg)
+		rep := assertions.CheckServer(t.Context(), target(t, child), cfg)
 		for _, res := range rep.Results {
 			if res.Verdict != assertions.Fail {
 				t.Errorf("%s with a 15000-byte Large response: %s (%s), want fail", res.Name, res.Verdict, res.Evidence)

@@ -16,6 +16,7 @@ import (
 // limit: a framer with that limit accepts size == limit and rejects
 // limit+1 as oversized.
 func TestBigExactFrameSize(t *testing.T) {
+	t.Parallel()
 	const limit = 10_000
 	layouts := []BigArgs{
 		{Layout: LayoutText},
@@ -93,6 +94,7 @@ func checkPayload(t *testing.T, m *wire.Message, kind PayloadKind, a BigArgs) {
 }
 
 func TestBigBytes(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	for _, kind := range payloadKinds() {
 		for _, n := range []int{1, 9, 1000, 100_001} {

@@ -31,6 +31,7 @@ const helperName = "fakeserver"
 func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestModernEra(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	res := result(t, r.call(wire.MethodDiscover, nil))
 	if diff := cmp.Diff([]any{"2026-07-28", "2025-11-25", "2025-06-18"}, res["supportedVersions"]); diff != "" {
@@ -73,6 +74,7 @@ func TestModernEra(t *testing.T) {
 }
 
 func TestLegacyEra(t *testing.T) {
+	t.Parallel()
 	for _, era := range []Era{EraBoth, EraLegacy} {
 		t.Run(string(era), func(t *testing.T) {
 			r := startRig(t, rigOpt{legacy: true}, WithEra(era))
@@ -117,6 +119,7 @@ func TestLegacyEra(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, WithStdinLimit(1024))
 	r.writeLine([]byte(`this is not json`))
 	// wire.ParseMessage rejects a response with id null, which JSON-RPC
@@ -161,6 +164,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestSearchContract(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	m := r.callTool(ToolSearch, map[string]any{"query": "q"})
 	var res struct {
@@ -210,6 +214,7 @@ func TestSearchContract(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	m, notes := r.response(r.tool(ToolSlow, map[string]any{"steps": 3}, progressMeta))
 	if got := text(t, m); got != "slow: 3 steps done" {
@@ -239,6 +244,7 @@ func TestProgress(t *testing.T) {
 // answered with an error (JSON-RPC wants an answer to every request), and
 // the server ends.
 func TestShutdownOnEOF(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	slow := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
 	r.nextMsg() // the first progress: the work is running
@@ -263,6 +269,7 @@ func TestShutdownOnEOF(t *testing.T) {
 // TestFaultDropPendingAtEOF: the messages of the last read before EOF go
 // unanswered, the handshake among them; a message read alone is answered.
 func TestFaultDropPendingAtEOF(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{legacy: true}, Faults{DropPendingAtEOF: true})
 	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"alone","method":"ping"}`))
 	if m := r.nextMsg(); wire.Key(m.ID) != `"alone"` {
@@ -288,6 +295,7 @@ func TestFaultDropPendingAtEOF(t *testing.T) {
 // TestFaultEndUnlessInitialize: a first message other than initialize ends
 // the server; initialize first is served.
 func TestFaultEndUnlessInitialize(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{EndUnlessInitialize: true})
 	r.writeLine([]byte(`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`))
 	if f, err := r.next(); !errors.Is(err, io.EOF) {
@@ -309,6 +317,7 @@ func TestFaultEndUnlessInitialize(t *testing.T) {
 // TestCancelMatchesIDByValue: a cancel names its request by JSON value, not
 // by spelling: "a\u0026b" is the id "a&b".
 func TestCancelMatchesIDByValue(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{legacy: true})
 	r.writeLine([]byte(`{"jsonrpc":"2.0","id":"a&b","method":"tools/call","params":{"name":"slow","arguments":{"steps":2,"intervalMs":3600000},"_meta":{"progressToken":"p"}}}`))
 	r.nextMsg() // the first progress: the work is running

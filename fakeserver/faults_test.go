@@ -21,6 +21,7 @@ import (
 // says.
 
 func TestFaultBanner(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{Banner: "hello from the server"})
 	f, err := r.next()
 	if err != nil || string(f) != "hello from the server" {
@@ -30,6 +31,7 @@ func TestFaultBanner(t *testing.T) {
 }
 
 func TestFaultStdoutLog(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{StdoutLogAfter: 2, StdoutLogLine: "LOG: something happened"})
 	r.call(wire.MethodDiscover, nil) // message 1: no log line
 	id := r.send(wire.MethodDiscover, nil)
@@ -40,6 +42,7 @@ func TestFaultStdoutLog(t *testing.T) {
 }
 
 func TestFaultStderrNoise(t *testing.T) {
+	t.Parallel()
 	const n = 100_003
 	r := startRig(t, rigOpt{}, Faults{StderrNoise: n})
 	r.callTool(ToolEcho, map[string]any{"text": "ok"})
@@ -71,6 +74,7 @@ func blockedThenCancelled(t *testing.T, r *rig) int64 {
 }
 
 func TestFaultIgnoreCancel(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{outCap: 4096}, Faults{IgnoreCancel: true})
 	echo := blockedThenCancelled(t, r)
 	if f, err := r.next(); err != nil || len(f) != bigSize {
@@ -86,6 +90,7 @@ func TestFaultIgnoreCancel(t *testing.T) {
 }
 
 func TestFaultRespondAfterCancel(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{outCap: 4096}, Faults{RespondAfterCancel: true})
 	echo := blockedThenCancelled(t, r)
 	r.next() // big
@@ -113,6 +118,7 @@ func TestFaultRespondAfterCancel(t *testing.T) {
 }
 
 func TestFaultInvalidJSON(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{InvalidJSONAfter: 1})
 	id := r.send(wire.MethodDiscover, nil)
 	f, _ := r.next()
@@ -123,6 +129,7 @@ func TestFaultInvalidJSON(t *testing.T) {
 }
 
 func TestFaultRawNewline(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{RawNewline: 1})
 	r.send(wire.MethodDiscover, nil)
 	a, _ := r.next()
@@ -137,6 +144,7 @@ func TestFaultRawNewline(t *testing.T) {
 }
 
 func TestFaultOversizedFrame(t *testing.T) {
+	t.Parallel()
 	const size = 100_000
 	r := startRig(t, rigOpt{frameMax: size}, Faults{OversizedAfter: 1, OversizedSize: size})
 	id := r.send(wire.MethodDiscover, nil)
@@ -161,6 +169,7 @@ func TestFaultOversizedFrame(t *testing.T) {
 }
 
 func TestFaultNoFinalNewline(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{NoFinalNewline: 2})
 	r.call(wire.MethodDiscover, nil)
 	r.send(wire.MethodDiscover, nil)
@@ -179,6 +188,7 @@ func TestFaultNoFinalNewline(t *testing.T) {
 }
 
 func TestFaultCloseStdout(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{CloseStdoutAfter: 1})
 	r.call(wire.MethodDiscover, nil)
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
@@ -195,6 +205,7 @@ func TestFaultCloseStdout(t *testing.T) {
 }
 
 func TestFaultExitAfterBytes(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{ExitAfterBytes: 5000})
 	r.tool(ToolBig, BigArgs{FrameSize: 10_000, ChunkSize: 999}.Map(), nil)
 	_, err := r.next()
@@ -211,6 +222,7 @@ func TestFaultExitAfterBytes(t *testing.T) {
 }
 
 func TestFaultIgnoreEOF(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{IgnoreEOF: true})
 	id := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
 	r.nextMsg()
@@ -234,6 +246,7 @@ func TestFaultIgnoreEOF(t *testing.T) {
 }
 
 func TestFaultServerRequest(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{}, Faults{ServerRequestAfter: 1})
 	id := r.send(wire.MethodDiscover, nil)
 	m := r.nextMsg()
@@ -246,6 +259,7 @@ func TestFaultServerRequest(t *testing.T) {
 }
 
 func TestReportFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "report.json")
 	r := startRig(t, rigOpt{}, WithReportFile(path))
 	r.callTool(ToolEcho, map[string]any{"text": "x"})
@@ -279,6 +293,7 @@ func jsonRoundTrip(t *testing.T, r Report) Report {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	opts, err := ParseArgs([]string{"-era", "legacy", "-tools", "echo,big", "-naive", "-stderr-noise", "10",
 		"-oversized-after", "2", "-oversized-size", "500", "-subprocess-command", `["sh","-c","true"]`, "-report", "/x/r.json"})
 	if err != nil {
@@ -310,6 +325,7 @@ func TestParseArgs(t *testing.T) {
 // TestFaultFlags: every field of Faults is a flag, named by its tag, that
 // sets that field and no other, and -h lists it with its usage.
 func TestFaultFlags(t *testing.T) {
+	t.Parallel()
 	_, err := ParseArgs([]string{"-h"})
 	help := fmt.Sprint(err)
 	ft := reflect.TypeFor[Faults]()
@@ -362,6 +378,7 @@ func TestFaultFlags(t *testing.T) {
 }
 
 func TestServeTwice(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{})
 	r.call(wire.MethodDiscover, nil) // the first Serve is running
 	if err := r.srv.Serve(t.Context(), r.in.R, r.out.W, nil); err == nil {

@@ -31,6 +31,7 @@ func (p panicWriter) Write(b []byte) (int, error) {
 // ends normally. It runs in a child test process, so that a panic that
 // escaped would fail this test rather than end the test binary.
 func TestPanicRecovered(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(envPanicChild) == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), testBound(t))
 		defer cancel()

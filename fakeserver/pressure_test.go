@@ -18,6 +18,7 @@ const bigSize = 1 << 20
 // still reads the next request and the cancel, cuts the response short when
 // the host reads again, and then answers the second request.
 func TestCoreReadsWhileWriteBlocked(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{outCap: 4096})
 	big := r.tool(ToolBig, BigArgs{FrameSize: bigSize, Kind: PayloadQuotes, ChunkSize: 4096}.Map(), nil)
 	r.waitStdoutFull()
@@ -74,6 +75,7 @@ func TestCoreReadsWhileWriteBlocked(t *testing.T) {
 // while its stdout write is blocked the next request stays in the stdin
 // pipe; it recovers when the host reads again.
 func TestNaiveLoopDeadlocks(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOpt{outCap: 4096}, Faults{NaiveLoop: true})
 	big := r.tool(ToolBig, BigArgs{FrameSize: bigSize}.Map(), nil)
 	r.waitStdoutFull()
@@ -109,6 +111,7 @@ func TestNaiveLoopDeadlocks(t *testing.T) {
 // each, the report shows the producer stopped and a second request
 // completes.
 func TestCancelStates(t *testing.T) {
+	t.Parallel()
 	t.Run("not started", func(t *testing.T) {
 		r := startRig(t, rigOpt{}, WithConcurrency(1))
 		slow := r.tool(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, progressMeta)
@@ -207,6 +210,7 @@ func TestCancelStates(t *testing.T) {
 }
 
 func TestSubprocessOutput(t *testing.T) {
+	t.Parallel()
 	needShell(t)
 	r := startRig(t, rigOpt{})
 	m := r.callTool(ToolSubprocess, map[string]any{"stdoutBytes": 1_000_000, "stderrBytes": 70_000, "limit": 100})

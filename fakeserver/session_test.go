@@ -120,6 +120,7 @@ func (f *fixture) cancelAndWaitStopped(p *mcptest.Pending) CancelRecord {
 }
 
 func TestSessionCancelStates(t *testing.T) {
+	t.Parallel()
 	t.Run("before the work starts", func(t *testing.T) {
 		eachTarget(t, []string{"-concurrency", "1"}, nil, func(t *testing.T, f *fixture) {
 			slow := f.s.Send(wire.MethodToolsCall, toolParams(ToolSlow, map[string]any{"steps": 2, "intervalMs": 3600_000}, true))
@@ -218,6 +219,7 @@ func (f *fixture) cancelAndWaitStoppedNoSend(p *mcptest.Pending) CancelRecord {
 // cannot read the next request until reads resume; the correct core reads
 // it and the cancel while its write is blocked.
 func TestSessionBackPressure(t *testing.T) {
+	t.Parallel()
 	needLinux(t)
 	opts := []mcptest.Option{mcptest.WithPipeCapacity(4096)}
 	t.Run("naive loop", func(t *testing.T) {
@@ -283,6 +285,7 @@ func TestSessionBackPressure(t *testing.T) {
 
 // TestSessionEras: the host's negotiation against each era.
 func TestSessionEras(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ era, want string }{
 		{"both", wire.Version20260728},
 		{"modern", wire.Version20260728},
@@ -304,6 +307,7 @@ func TestSessionEras(t *testing.T) {
 
 // TestSessionHostFaults: what an mcptest host sees of the junk faults.
 func TestSessionHostFaults(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, []string{"-banner", "BANNER", "-stdout-log-after", "2", "-stderr-noise", "200000"}, nil, func(t *testing.T, f *fixture) {
 		f.secondRequest()
 		f.secondRequest()
@@ -324,6 +328,8 @@ func TestSessionHostFaults(t *testing.T) {
 // with -ignore-eof only a signal ends it, and with -ignore-sigterm too only
 // the host's further escalation does.
 func TestSessionShutdown(t *testing.T) {
+	// Not in parallel: the last case's child must die of SIGQUIT within
+	// the 300ms grace, which a busier machine can make it miss.
 	if runtime.GOOS == "windows" {
 		t.Skip("signals need Unix")
 	}
@@ -351,6 +357,7 @@ func TestSessionShutdown(t *testing.T) {
 // TestSessionServerRequest: the host counts a server-to-client request as a
 // protocol violation in the modern era, and answers it in the legacy one.
 func TestSessionServerRequest(t *testing.T) {
+	t.Parallel()
 	eachTarget(t, []string{"-server-request-after", "2"}, nil, func(t *testing.T, f *fixture) {
 		f.secondRequest()
 		waitFor(t, "the violation to be counted", func() bool { return f.s.Stats().ProtocolViolations == 1 })

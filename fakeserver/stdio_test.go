@@ -86,6 +86,7 @@ func (c *child) waitExit() error {
 }
 
 func TestChildEOF(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "report.json")
 	c := startChild(t, rigOpt{}, "-report", path, "-tools", "echo")
 	if got := text(t, c.callTool(ToolEcho, map[string]any{"text": "hi"})); got != "hi" {
@@ -107,6 +108,7 @@ func TestChildEOF(t *testing.T) {
 // TestChildSIGTERMWhileBlocked: a child blocked writing a stdout nobody
 // reads still exits on SIGTERM, because its stdio is interruptible.
 func TestChildSIGTERMWhileBlocked(t *testing.T) {
+	t.Parallel()
 	c := startChild(t, rigOpt{outCap: 4096})
 	c.tool(ToolBig, BigArgs{FrameSize: bigSize}.Map(), nil)
 	c.waitStdoutFull()
@@ -117,6 +119,7 @@ func TestChildSIGTERMWhileBlocked(t *testing.T) {
 }
 
 func TestChildIgnoreSIGTERM(t *testing.T) {
+	t.Parallel()
 	c := startChild(t, rigOpt{}, "-ignore-sigterm")
 	c.call(wire.MethodDiscover, nil) // the child is serving: the signal disposition is set
 	c.cmd.Process.Signal(syscall.SIGTERM)
@@ -132,6 +135,7 @@ func TestChildIgnoreSIGTERM(t *testing.T) {
 }
 
 func TestChildExitAfterBytes(t *testing.T) {
+	t.Parallel()
 	c := startChild(t, rigOpt{}, "-exit-after-bytes", "3000")
 	c.tool(ToolBig, BigArgs{FrameSize: 10_000}.Map(), nil)
 	_, err := c.next()

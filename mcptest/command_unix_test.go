@@ -18,6 +18,7 @@ import (
 // The host must not take that for an answer, nor answer the echo (cat would
 // echo the answer back as a response): the ping fails at once, saying why.
 func TestCommandCat(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("cat"); err != nil {
 		t.Skip("no cat on this system")
 	}
@@ -39,6 +40,7 @@ func TestCommandCat(t *testing.T) {
 // TestCommandGrandchild: a process the server started, still holding the
 // server's stdout, dies with it (process group), so stdout ends at once.
 func TestCommandGrandchild(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh on this system")
 	}

@@ -39,6 +39,7 @@ func checkAccounting(t *testing.T, st mcptest.Stats) {
 // TestJunkBurstAtStart: a server that logs 5,000 lines on stdout before its
 // first answer is survived with defaults, every line counted.
 func TestJunkBurstAtStart(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "junk=5000"))
 		if err := s.Ping(t.Context()); err != nil {
@@ -59,6 +60,7 @@ func TestJunkBurstAtStart(t *testing.T) {
 // notifications: the call succeeds every time and every notification is
 // counted.
 func TestResponseThenBurst(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -83,6 +85,7 @@ func TestResponseThenBurst(t *testing.T) {
 // TestNotificationFloodExact: 100,000 progress notifications, then two
 // calls: both succeed, and every notification is counted, by token too.
 func TestNotificationFloodExact(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child), untilDeadline(t))
@@ -125,6 +128,7 @@ func TestNotificationFloodExact(t *testing.T) {
 // TestManyCallsInFlight: 1,000 concurrent calls on one session with
 // defaults all succeed.
 func TestManyCallsInFlight(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -202,6 +206,7 @@ func TestLargeNotificationsBoundedHeap(t *testing.T) {
 // does not return holds up neither the reader nor other calls; a flood of
 // server requests behind it is dropped beyond the bound, counted.
 func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		entered := make(chan struct{}, 1)
@@ -241,6 +246,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 // stalled blocks the server, and once reads resume every notification
 // arrives and other requests work.
 func TestFloodWhileStalled(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child), untilDeadline(t))
@@ -266,6 +272,7 @@ func TestFloodWhileStalled(t *testing.T) {
 // TestOverflowEndSession: a test that wants "this server does not flood me"
 // gets a session that ends, saying which bound was reached.
 func TestOverflowEndSession(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := mcptest.StartServer(t, target(false), mcptest.Limits{Notifications: 10, OverflowEndSession: true})
 	p := s.Send(wire.MethodToolsCall, call("burst", map[string]any{"n": 100}))
@@ -288,6 +295,7 @@ func TestOverflowEndSession(t *testing.T) {
 // TestNotificationByteBudget: kept notifications stay within the byte
 // budget, oldest first out.
 func TestNotificationByteBudget(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := mcptest.StartServer(t, target(false), mcptest.Limits{NotificationBytes: 10_000})
 	if _, err := s.Call(ctx, wire.MethodToolsCall, call("notes", map[string]any{"n": 100, "size": 1000})); err != nil {
@@ -304,6 +312,7 @@ func TestNotificationByteBudget(t *testing.T) {
 // many as a frame that hold a newline where the frames before had none are
 // two frames, not one: each is counted and kept.
 func TestFloodLineBoundaries(t *testing.T) {
+	t.Parallel()
 	frame := func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1%02d,"total":200,"message":"step 1%02d"}}`, i, i)
 	}

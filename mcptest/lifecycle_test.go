@@ -20,6 +20,7 @@ import (
 // TestClosedSession: every operation on a closed session, and every request
 // pending at Close, fails at once with an error wrapping ErrClosed.
 func TestClosedSession(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s, err := mcptest.Start(ctx, target(child))
@@ -82,6 +83,7 @@ func TestClosedSession(t *testing.T) {
 // TestClosedAfterServerEnded: a session whose server had already ended says
 // so in the ErrClosed errors.
 func TestClosedAfterServerEnded(t *testing.T) {
+	t.Parallel()
 	s, err := mcptest.Start(t.Context(), target(false))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +103,7 @@ func TestClosedAfterServerEnded(t *testing.T) {
 // TestInProcessPanic: a panicking ServeFunc ends the server, not the test
 // binary; the panic and its stack are the exit's error and the session's.
 func TestInProcessPanic(t *testing.T) {
+	t.Parallel()
 	serve := func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {
 		buf := make([]byte, 1)
 		in.Read(buf) // the first request
@@ -123,6 +126,7 @@ func TestInProcessPanic(t *testing.T) {
 // TestHandlerPanic: a panic in a WithServerRequests handler is answered with
 // -32603, and Close reports it with its stack; the session goes on.
 func TestHandlerPanic(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := func(ctx context.Context, req *wire.Message) (any, error) { panic("boom in the handler") }
 	s, err := mcptest.Start(ctx, target(false), mcptest.WithServerRequests(h))
@@ -148,6 +152,7 @@ func TestHandlerPanic(t *testing.T) {
 // TestOptionValues: zero means the default; a negative value makes Start
 // fail naming the option.
 func TestOptionValues(t *testing.T) {
+	t.Parallel()
 	zero := []mcptest.Option{hostctl.Grace(0).(mcptest.Option), mcptest.WithTimeout(0), hostctl.ProbeTimeout(0).(mcptest.Option),
 		mcptest.WithMaxFrame(0), mcptest.WithPipeCapacity(0), mcptest.Limits{},
 		mcptest.WithProtocolVersion(""), mcptest.WithServerRequests(nil), mcptest.WithStderr(nil), nil}
@@ -185,6 +190,7 @@ func TestOptionValues(t *testing.T) {
 // but not as JSON is unknown, and the request fails at once saying so; a
 // batch and a frame with two "id" keys fail the request they name.
 func TestIDMismatch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind, want string
 	}{
@@ -237,6 +243,7 @@ func TestIDMismatch(t *testing.T) {
 // TestDuplicateIDOneRule: a frame with two "id" keys fails the request named
 // by the first, whether it is small (parsed) or over the limit (scanned).
 func TestDuplicateIDOneRule(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{10, 200 << 10} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			s := mcptest.StartServer(t, target(false), mcptest.WithMaxFrame(100<<10))
@@ -251,6 +258,7 @@ func TestDuplicateIDOneRule(t *testing.T) {
 
 // TestCallTool decodes a tool result.
 func TestCallTool(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, target(false))
 	r, err := s.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
 	if err != nil {
@@ -266,6 +274,7 @@ func TestCallTool(t *testing.T) {
 
 // TestGoBuild builds a main package once and runs it.
 func TestGoBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a binary with the go command")
 	}

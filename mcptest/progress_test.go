@@ -40,6 +40,7 @@ func scriptServer(reply func(req *wire.Message) []string) mcptest.ServeFunc {
 // sent, whatever the server's JSON encoder escapes; tokens the host never
 // gave out are not counted by token.
 func TestProgressCount(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *wire.Message) []string {
 		var p struct {
 			Meta struct {
@@ -71,6 +72,7 @@ func TestProgressCount(t *testing.T) {
 // server's own, not an echo: it is answered and the host's request is not
 // failed.
 func TestServerPingWithAHostID(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, mcptest.InProcess(scriptServer(func(req *wire.Message) []string {
 		if req.Method != wire.MethodPing {
 			return nil // the host's answer to the server's ping
@@ -90,6 +92,7 @@ func TestServerPingWithAHostID(t *testing.T) {
 // part-way still reaches the server whole with the next write; its answer
 // is a late response, not an unknown id.
 func TestPartlyWrittenRequestAnsweredLate(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	serve := scriptServer(func(req *wire.Message) []string {
 		return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)}

@@ -41,6 +41,7 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 // TestBlockedWriter reproduces the seed article's blocked server: host
 // reads stop while a naive server writes an 8 MiB response in one Write.
 func TestBlockedWriter(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -91,6 +92,7 @@ func TestBlockedWriter(t *testing.T) {
 // fails its own request with *pipes.FrameTooLargeError, and the session
 // goes on.
 func TestBlockedWriterOverLimit(t *testing.T) {
+	t.Parallel()
 	for _, idLast := range []bool{false, true} {
 		t.Run(map[bool]string{false: "id-first", true: "id-last"}[idLast], func(t *testing.T) {
 			testkit.EachWay(t, func(t *testing.T, child bool) {
@@ -122,6 +124,7 @@ func TestBlockedWriterOverLimit(t *testing.T) {
 }
 
 func TestNegotiation(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		t.Run("legacy", func(t *testing.T) {
@@ -199,6 +202,7 @@ func transcriptHas(s *mcptest.Session, sub string) bool {
 }
 
 func TestJunkOnStdout(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("junk", nil))
@@ -218,6 +222,7 @@ func TestJunkOnStdout(t *testing.T) {
 }
 
 func TestStderrFlood(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		const n = 64 << 20
 		s := mcptest.StartServer(t, target(child, "stderr="+itoa(n)))
@@ -242,6 +247,7 @@ func itoa(n int) string {
 }
 
 func TestLateResponse(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -266,6 +272,7 @@ func TestLateResponse(t *testing.T) {
 }
 
 func TestUnknownID(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("unknown-id", nil))
@@ -282,6 +289,7 @@ func TestUnknownID(t *testing.T) {
 }
 
 func TestServerPing(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
@@ -302,6 +310,7 @@ func TestServerPing(t *testing.T) {
 }
 
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -365,6 +374,7 @@ func TestCloseEscalation(t *testing.T) {
 // TestCloseStuckInProcess: an in-process server that ignores its context
 // and its pipes is reported with its stack, not waited for forever.
 func TestCloseStuckInProcess(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	returned := make(chan struct{})
 	stuck := func(ctx context.Context, in io_ReadCloser, out io_WriteCloser, _ io_Writer) error {
@@ -388,6 +398,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 }
 
 func TestStdoutClosedEarly(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
@@ -401,6 +412,7 @@ func TestStdoutClosedEarly(t *testing.T) {
 }
 
 func TestExitMidFrame(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("exit-mid-frame", nil))
@@ -463,8 +475,14 @@ func TestStartCloseCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Under the race detector a child costs ten times the CPU to start:
+	// 20 cycles there, 100 without it (CI runs it so, .ci/run).
+	cycles := 100
+	if raceEnabled {
+		cycles = 20
+	}
 	before := countFDs()
-	for i := range 100 {
+	for i := range cycles {
 		child := i%2 == 1
 		s, err := mcptest.Start(ctx, target(child))
 		if err != nil {
@@ -484,7 +502,7 @@ func TestStartCloseCycles(t *testing.T) {
 		}
 	}
 	if after := countFDs(); after != before {
-		t.Errorf("open descriptors: %d before 100 cycles, %d after", before, after)
+		t.Errorf("open descriptors: %d before %d cycles, %d after", before, cycles, after)
 	}
 }
 
@@ -492,6 +510,7 @@ func TestStartCloseCycles(t *testing.T) {
 // began on the server's stdout, for short responses too (they are not
 // scanned as they arrive), against the frames the transcript lists.
 func TestResponseOffset(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, target(false))
 	for i := range 3 {
 		resp, err := s.Call(t.Context(), "ping", nil)

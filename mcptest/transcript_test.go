@@ -24,6 +24,7 @@ import (
 // the store's slots have been reused, and after notifications are taken
 // and their params overwritten by the test.
 func TestTranscriptHeadsAndKeptNotifications(t *testing.T) {
+	t.Parallel()
 	shapes := []string{
 		`{"jsonrpc":"2.0","method":"a","params":{"n":%d}}`,
 		`{"jsonrpc":"2.0","method":"b","n":%d}`, // no params
@@ -126,6 +127,7 @@ func paramsOf(ns []mcptest.Notification) [][]byte {
 // frame as the server wrote it: the reader parses each read's frames where
 // they lie and lets them go before the next read.
 func TestFloodOfChangingShapes(t *testing.T) {
+	t.Parallel()
 	const n = 20_000
 	var frames []string
 	var b strings.Builder
@@ -170,6 +172,7 @@ func TestFloodOfChangingShapes(t *testing.T) {
 // remembered of the one before after the read overwrote it would take the
 // second's method for the third.
 func TestFramesOneReadEach(t *testing.T) {
+	t.Parallel()
 	frames := []string{
 		`{"jsonrpc":"2.0","method":"aa","params":{"progress":1,"total":1}}`,
 		`{"jsonrpc":"2.0","method":"bb","params":{"progress":2,"total":1}}`,

@@ -24,6 +24,7 @@ import (
 // TestWaitTimeoutDiagnosis: a wait that hits its bound returns a
 // *WaitError that names the pending request and the pipes.
 func TestWaitTimeoutDiagnosis(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child))
 		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
@@ -46,6 +47,7 @@ func TestWaitTimeoutDiagnosis(t *testing.T) {
 }
 
 func TestWaitWriterBlockedNeedsStall(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, target(false))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -81,6 +83,7 @@ func TestCloseWhileBlocked(t *testing.T) {
 
 // TestWaitStdoutBytes: cancel once the response has started.
 func TestWaitStdoutBytes(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(child))
@@ -110,6 +113,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 // TestModernServerRequest: in the modern era a request from the server is
 // a protocol violation, counted and refused.
 func TestModernServerRequest(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(child, "modern"))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
@@ -137,6 +141,7 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 
 func TestStderrTee(t *testing.T) {
+	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		var buf syncBuffer
 		s := mcptest.StartServer(t, target(child, "stderr=1000"), mcptest.WithStderr(&buf))
@@ -156,6 +161,7 @@ func TestStderrTee(t *testing.T) {
 // TestHelperUnknownName: a child asked for a helper it does not have exits
 // 2 with a message naming it.
 func TestHelperUnknownName(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +178,7 @@ func TestHelperUnknownName(t *testing.T) {
 }
 
 func TestRegisterHelperTwicePanics(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Errorf("RegisterHelper with a duplicate name did not panic")
@@ -183,6 +190,7 @@ func TestRegisterHelperTwicePanics(t *testing.T) {
 // TestWaitWriterBlockedNoFalsePositive: a small response sitting in a small
 // stalled pipe, with the server waiting on stdin, is not a blocked writer.
 func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}

@@ -19,6 +19,7 @@ import (
 // rest of the first is written first, and the server then reads two whole
 // JSON lines.
 func TestTimedOutWriteKeepsFraming(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	lines := make(chan string, 10)
 	serve := func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, _ io.Writer) error {

@@ -11,6 +11,7 @@ import (
 // -name V) and KEY=value words are redacted and counted; argv[0], other
 // flags and words, and a flag followed by another flag are kept.
 func TestRedactArgv(t *testing.T) {
+	t.Parallel()
 	pol, err := newRedactPolicy(DefaultRedactKeys, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -335,6 +335,7 @@ func BenchmarkChunkPaths(b *testing.B) {
 // small size: the benchmarks' harness keeps working, and every helper this
 // binary registers is used by a test.
 func TestBenchHarness(t *testing.T) {
+	t.Parallel()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			in, out, wait := benchChild(t, m.relay, "pong")

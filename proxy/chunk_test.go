@@ -14,6 +14,7 @@ import (
 // json.Marshal makes of it, for every combination of its fields set and
 // unset.
 func TestEmitChunk(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	for i := range 1 << 7 {
 		e := record.Event{Ev: record.EvChunk}
@@ -45,6 +46,7 @@ func TestEmitChunk(t *testing.T) {
 // json.Marshal makes of it, with strings and raw values that need escapes
 // or are not ASCII (which go by json.Marshal), and every flag.
 func TestEmitFrame(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	strs := []string{"", "tools/call", `{"jsonrpc":"2.0","id":7,"method":"a\\b"}`, "<script>&</script>", "héllo", "tab\there", "\x7f", "\u2028"}
 	raws := []string{"", "7", `"abc"`, `{"a":[1,2]}`, `"<&>"`, `{"a": 1}`, `"é"`}
@@ -91,6 +93,7 @@ func wantAsEmit(t *testing.T, name string, fast func(*recorder, time.Time, recor
 // flush, the header in a Write of its own, and without waiting for flush
 // once flushAt bytes are held; a failed Write stops the record.
 func TestRecorderBatches(t *testing.T) {
+	t.Parallel()
 	var w writeLog
 	r := &recorder{w: &w, start: time.Now()}
 	r.emit(r.start, record.Event{Ev: record.EvHeader, Header: &record.Header{V: record.SchemaVersion}})

@@ -30,6 +30,7 @@ func faultEvent(text string) func(record.Event) bool {
 }
 
 func TestParseFault(t *testing.T) {
+	t.Parallel()
 	f := mustFault(t, "out:stop:after-bytes=1MiB,for=30s")
 	want := record.Fault{Dir: record.DirOut, Kind: "stop", AfterBytes: 1 << 20, For: record.Duration(30 * time.Second)}
 	if diff := cmp.Diff(want, f); diff != "" {
@@ -68,6 +69,7 @@ func TestParseFault(t *testing.T) {
 // TestFaultStopAfterBytes: the proxy stops reading the server's stdout after
 // exactly n bytes, for a while, then goes on; every byte still arrives.
 func TestFaultStopAfterBytes(t *testing.T) {
+	t.Parallel()
 	const n = 1000
 	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, "out:stop:after_bytes=1000,for=200ms")}})
 	out := drain(t, r.stdout)
@@ -88,6 +90,7 @@ func TestFaultStopAfterBytes(t *testing.T) {
 // TestFaultStopAfterMethod: the proxy stops reading the host's stdin right
 // after a frame with the method; the server gets nothing after it.
 func TestFaultStopAfterMethod(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []record.Fault{mustFault(t, "in:stop:after_method=notifications/initialized")}})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -105,6 +108,7 @@ func TestFaultStopAfterMethod(t *testing.T) {
 }
 
 func TestFaultPacing(t *testing.T) {
+	t.Parallel()
 	const size = 256 << 10
 	run := func(t *testing.T, fault string) (*rig, record.Event, record.Event) {
 		r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, fault)}})
@@ -143,6 +147,7 @@ func TestFaultPacing(t *testing.T) {
 
 // TestFaultTruncate: the host gets exactly n bytes, then the end.
 func TestFaultTruncate(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, "out:truncate:after_bytes=100")}})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -161,6 +166,7 @@ func TestFaultTruncate(t *testing.T) {
 // TestFaultClose: closing the server's stdin after a method ends a server
 // that stops at EOF.
 func TestFaultClose(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{Faults: []record.Fault{mustFault(t, "in:close:after_method=ping")}})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -174,6 +180,7 @@ func TestFaultClose(t *testing.T) {
 
 // TestFaultWithholdCancel: the host's cancel never reaches the server.
 func TestFaultWithholdCancel(t *testing.T) {
+	t.Parallel()
 	report := filepath.Join(t.TempDir(), "report.json")
 	target, h := throughProxy(t, proxy.Config{Faults: []record.Fault{mustFault(t, "in:withhold-cancel")}}, "fake", "-report", report)
 	s := mcptest.StartServer(t, target)
@@ -200,6 +207,7 @@ func TestFaultWithholdCancel(t *testing.T) {
 // TestFaultDuplicate: the server gets the request twice, and the host a
 // second response to an id it no longer waits for.
 func TestFaultDuplicate(t *testing.T) {
+	t.Parallel()
 	report := filepath.Join(t.TempDir(), "report.json")
 	target, h := throughProxy(t, proxy.Config{Faults: []record.Fault{mustFault(t, "in:duplicate:method=tools/call,count=1")}}, "fake", "-report", report)
 	s := mcptest.StartServer(t, target)
@@ -234,6 +242,7 @@ func TestFaultDuplicate(t *testing.T) {
 
 // TestFaultSIGSTOP: a stopped server answers only once it is continued.
 func TestFaultSIGSTOP(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGSTOP on windows")
 	}

@@ -17,6 +17,7 @@ import (
 // scanner (frameAsm.content), and must not change what it finds, for lines
 // well past the parse limit, malformed ones included.
 func TestFramesWhateverTheChunks(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 3000)
 	lines := []string{
 		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
@@ -74,6 +75,7 @@ func TestFramesWhateverTheChunks(t *testing.T) {
 // gap inside its result or error); otherwise it stays a gap of unknown
 // kind.
 func TestGapResponse(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 300)
 	for _, c := range []struct {
 		name, head, tail string

@@ -195,6 +195,7 @@ func wantText(t *testing.T, v record.Verdict, parts ...string) {
 }
 
 func TestVerdicts(t *testing.T) {
+	t.Parallel()
 	t.Run("server-not-reading", func(t *testing.T) {
 		// The naive server blocks writing a big response the host does not
 		// read, and so stops reading its stdin: a large request stays
@@ -280,6 +281,7 @@ func TestVerdicts(t *testing.T) {
 // TestVerdictStderrBlocked: a server that writes more stderr than the
 // pipes hold blocks when the host does not read its stderr.
 func TestVerdictStderrBlocked(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake", "-stderr-noise", "1048576"), proxy.Config{Stuck: 50 * time.Millisecond})
 	v := r.rec.wait(t, "stderr-blocked verdict", verdictOf(record.VerdictStderrBlocked))
 	wantText(t, *v.Verdict, "server blocked writing stderr, which the host does not read", "has been blocked for")
@@ -292,6 +294,7 @@ func TestVerdictStderrBlocked(t *testing.T) {
 // TestVerdictExited: a server that exits in the middle of a response
 // leaves its request unanswered, and the line cut off is recorded as such.
 func TestVerdictExited(t *testing.T) {
+	t.Parallel()
 	target, h := throughProxy(t, proxy.Config{}, "fake", "-exit-after-bytes", "100000")
 	s := mcptest.StartServer(t, target)
 	s.Send("tools/call", bigCall(1<<20))
@@ -302,6 +305,7 @@ func TestVerdictExited(t *testing.T) {
 
 // TestVerdictNoExit: the host closed stdin and the server goes on.
 func TestVerdictNoExit(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake", "-ignore-eof"), proxy.Config{Stuck: 50 * time.Millisecond})
 	drain(t, r.stdout)
 	drain(t, r.stderr)

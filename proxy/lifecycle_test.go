@@ -15,6 +15,7 @@ import (
 // TestExitStatus: the proxy reports the server's exit status, and 128+n for
 // a server killed by signal n, as a shell would.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		status int
@@ -47,6 +48,7 @@ func TestExitStatus(t *testing.T) {
 // TestSignalPassedOn: a signal given to the proxy reaches the server, which
 // dies of it; the record says so.
 func TestSignalPassedOn(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGTERM on windows")
 	}
@@ -69,6 +71,7 @@ func TestSignalPassedOn(t *testing.T) {
 // TestEOFHostCloses: when the host closes the server's stdin, the server
 // sees the end after every byte, and the record says who closed first.
 func TestEOFHostCloses(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -92,6 +95,7 @@ func TestEOFHostCloses(t *testing.T) {
 // TestEOFServerClosesStdout: a server that closes its stdout early: the
 // host sees the end of stdout while the server still runs.
 func TestEOFServerClosesStdout(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake", "-close-stdout-after", "1"), proxy.Config{})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -131,6 +135,7 @@ func testEOFHostStopsReading(t *testing.T) {
 // proxy's write fail; the proxy closes the host's stdin, so the host's next
 // write fails too.
 func TestEOFServerStopsReading(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "exit", "close-stdin"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -155,6 +160,7 @@ func TestEOFServerStopsReading(t *testing.T) {
 // direction's traffic before its end, the summary last, and what caused
 // the server's exit before the exit.
 func TestRecordOrder(t *testing.T) {
+	t.Parallel()
 	ping := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	for _, tc := range []struct {
 		name   string
@@ -229,6 +235,7 @@ func kinds(evs []record.Event) string {
 // TestCloseWaitConcurrent (issue 19.2): Close and Wait called at once from
 // several goroutines, repeatedly, all return, with the same result.
 func TestCloseWaitConcurrent(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{})
 	drain(t, r.stdout)
 	drain(t, r.stderr)

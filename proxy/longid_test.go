@@ -16,6 +16,7 @@ import (
 // is to an unknown id, none of the answered calls is left pending, and
 // the cancel finds its request.
 func TestLongIDsComparedWhole(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{ParseLimit: 2048})
 	t.Cleanup(func() { r.stdin.Close() }) // before the rig's: the fake ends on EOF, even if the test fails early
 	out := drain(t, r.stdout)

@@ -9,6 +9,7 @@ import (
 // while the observer has seen all of the stream its response would come
 // on since the request was written.
 func TestUnansweredNotAfterLostDetail(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	o := &observer{start: start, cfg: Config{Unanswered: time.Second, Stuck: time.Second}, pending: map[pkey]*request{}}
 	for d := range o.dirs {
@@ -38,6 +39,7 @@ func TestUnansweredNotAfterLostDetail(t *testing.T) {
 // "responding" only while the observer has seen all of the stream its
 // response comes on since it was written; else "unseen".
 func TestStageUnseenAfterLostDetail(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	o := &observer{start: start, pending: map[pkey]*request{}}
 	for d := range o.dirs {

@@ -21,6 +21,7 @@ import (
 // TestRecordPrivacy: environment values never reach the record, and
 // redaction applies before anything is written, bodies included.
 func TestRecordPrivacy(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "rec.ndjson")
 	l, err := os.Create(path)
 	if err != nil {
@@ -81,6 +82,7 @@ func TestRecordPrivacy(t *testing.T) {
 // TestStatusHook: a running proxy reports its status through
 // Config.OnStatus, naming the pending request.
 func TestStatusHook(t *testing.T) {
+	t.Parallel()
 	statuses := make(chan proxy.Status, 1)
 	hook := func(st proxy.Status) error {
 		select {
@@ -113,6 +115,7 @@ func TestStatusHook(t *testing.T) {
 // TestStatusHookError: a failing OnStatus is recorded once, and the
 // traffic goes on.
 func TestStatusHookError(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{OnStatus: func(proxy.Status) error { return errors.New("disk full") }, StatusInterval: time.Millisecond})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -185,6 +188,7 @@ var update = flag.Bool("update", false, "rewrite ../record/testdata/sample.ndjso
 // new field is added to the sample deliberately (go test -run
 // TestRecordSample -update rewrites it).
 func TestRecordSample(t *testing.T) {
+	t.Parallel()
 	sample := filepath.Join("..", "record", "testdata", "sample.ndjson")
 	if *update {
 		writeSample(t, sample)

@@ -20,6 +20,7 @@ func redactAll(t *testing.T, pol *redactPolicy, in string, piece int) (string, i
 }
 
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	pol, err := newRedactPolicy(DefaultRedactKeys, []string{"params.arguments.query", "result.content.*.text", "params.list.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestRedactor(t *testing.T) {
 // TestRedactorKeepsJSONValid checks that redacting a valid message leaves a
 // valid one, and that with nothing to redact the bytes are unchanged.
 func TestRedactorKeepsJSONValid(t *testing.T) {
+	t.Parallel()
 	pol, _ := newRedactPolicy(DefaultRedactKeys, []string{"params.arguments"})
 	in := `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"login","arguments":{"user":"u","pw":[1,{"x":"y"}]},"_meta":{"progressToken":7,"session_id":"abc"}}}`
 	got, n := redactAll(t, pol, in, 5)
@@ -74,6 +76,7 @@ func TestRedactorKeepsJSONValid(t *testing.T) {
 }
 
 func TestRedactPathErrors(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"", ".a", "a.", "a..b"} {
 		if _, err := newRedactPolicy(nil, []string{p}); err == nil {
 			t.Errorf("newRedactPolicy(%q) = nil error, want one", p)
@@ -86,6 +89,7 @@ func TestRedactPathErrors(t *testing.T) {
 // (top level, nested, in arrays, past the depth whose path is followed),
 // and MCP's own keys and lookalikes are kept.
 func TestRedactKeySpellings(t *testing.T) {
+	t.Parallel()
 	pol, err := newRedactPolicy(DefaultRedactKeys, nil)
 	if err != nil {
 		t.Fatal(err)

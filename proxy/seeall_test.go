@@ -17,6 +17,7 @@ import (
 // output is named as the proxy's own, with the bytes waiting in the
 // server's pipe, and its time is counted apart from blocked writes.
 func TestFaultHoldingVerdict(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(1<<20), filepath.Join(t.TempDir(), "in")), proxy.Config{
 		Stuck: 50 * time.Millisecond, Faults: []record.Fault{mustFault(t, "out:stop:after_bytes=100KiB,for=400ms")},
 	})
@@ -43,6 +44,7 @@ func TestFaultHoldingVerdict(t *testing.T) {
 // TestHostResponseAttributed (issue 19.6): a response the host sends to
 // an id the server never used is the host's, not the server's.
 func TestHostResponseAttributed(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -67,6 +69,7 @@ func TestHostResponseAttributed(t *testing.T) {
 // time loses no detail: small reads are copied, not given a pool buffer
 // each.
 func TestTinyWritesKeepDetail(t *testing.T) {
+	t.Parallel()
 	var in bytes.Buffer
 	for i := 0; in.Len() < 64<<10; i++ {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
@@ -90,6 +93,7 @@ func TestTinyWritesKeepDetail(t *testing.T) {
 // TestBodiesBuffer: with LogBodies the observer gets the larger buffer by
 // default, so that a record meant for replay keeps its bodies.
 func TestBodiesBuffer(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, helperCmd(t, "fake"), proxy.Config{LogBodies: true})
 	drain(t, r.stdout)
 	drain(t, r.stderr)
@@ -105,6 +109,7 @@ func TestBodiesBuffer(t *testing.T) {
 // stop, with its time counted in held_out_us; a pace that would outlast
 // the server is ended by the proxy's bounded end.
 func TestPacingFaultHolding(t *testing.T) {
+	t.Parallel()
 	// 128 KiB: the server can write it all into the proxy's chunk and its
 	// pipe, and exit, while the pace would take seconds more.
 	r := startRig(t, helperCmd(t, "bytes", fmt.Sprint(128<<10), filepath.Join(t.TempDir(), "in")), proxy.Config{

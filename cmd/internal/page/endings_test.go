@@ -14,6 +14,7 @@ import (
 // ended (a clean exit; killed by the proxy; after a signal passed on),
 // not only how many times.
 func TestFaultHoldsAndEndings(t *testing.T) {
+	t.Parallel()
 	code0, code1 := 0, -1
 	for _, c := range []struct {
 		name   string

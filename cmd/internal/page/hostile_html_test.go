@@ -77,6 +77,7 @@ func readHostile(t *testing.T) *Session {
 // table's direction, the SVG titles), and its CSP lets only its own style
 // and script apply, by hash, with no 'unsafe-inline'.
 func TestHostileHTML(t *testing.T) {
+	t.Parallel()
 	s := readHostile(t)
 	var b bytes.Buffer
 	if err := s.WriteHTML(&b, payloads[2]); err != nil {
@@ -132,6 +133,7 @@ func checkCSP(t *testing.T, what, policy, style, script, page string) {
 // is JSON (escaped by encoding/json) whose timeline, the one piece of HTML
 // in it, holds no payload unescaped.
 func TestHostileLive(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "rec.ndjson")
 	if err := os.WriteFile(log, hostileRecord(), 0o600); err != nil {
 		t.Fatal(err)
@@ -164,6 +166,7 @@ var update = flag.Bool("update", false, "rewrite testdata/hostile.ndjson")
 // TestHostileRecordFile: testdata/hostile.ndjson, which the command's and
 // the browser tests read, is hostileRecord (go test -update rewrites it).
 func TestHostileRecordFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("testdata", "hostile.ndjson")
 	if *update {
 		if err := os.WriteFile(path, hostileRecord(), 0o644); err != nil {

@@ -58,6 +58,7 @@ func get(t *testing.T, url, host string) (int, string) {
 // name that is not loopback (DNS rebinding), nothing is served; a write
 // method is refused.
 func TestLiveRefuses(t *testing.T) {
+	t.Parallel()
 	ts, _, _ := liveServer(t)
 	for _, c := range []struct{ name, url, host string }{
 		{"no token", ts.URL + "/", ""},
@@ -86,6 +87,7 @@ func TestLiveRefuses(t *testing.T) {
 // open, then, once the rest is written, the block ended with its duration
 // and the request delivered.
 func TestLiveFollowsRecord(t *testing.T) {
+	t.Parallel()
 	ts, log, rest := liveServer(t)
 	code, body := get(t, ts.URL+"/?token=s3cret", "")
 	if code != 200 || !strings.Contains(body, "status.json?token=") {
@@ -133,6 +135,7 @@ func TestLiveFollowsRecord(t *testing.T) {
 }
 
 func TestCheckLoopback(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr, want string
 		ok         bool
@@ -160,6 +163,7 @@ func TestCheckLoopback(t *testing.T) {
 // first snapshot reads the whole record, the next ones only what was
 // added, each within the page's update interval.
 func TestLiveLarge(t *testing.T) {
+	t.Parallel()
 	n := 50_000
 	if raceEnabled {
 		n = 5_000

@@ -42,6 +42,7 @@ func readFile(t *testing.T, path string) *Session {
 // closed stdin before its answer; it is pending at the end, with its
 // cancel.
 func TestPendingAtEnd(t *testing.T) {
+	t.Parallel()
 	s := readFile(t, sessionRecord)
 	if len(s.Pending) != 1 {
 		t.Fatalf("pending = %+v, want id 3 only", s.Pending)
@@ -72,6 +73,7 @@ func TestPendingAtEnd(t *testing.T) {
 // and the late answer at their times; no environment value, no working
 // directory.
 func TestTextSample(t *testing.T) {
+	t.Parallel()
 	s := readFile(t, sampleRecord)
 	var b bytes.Buffer
 	if err := s.WriteText(&b); err != nil {
@@ -145,6 +147,7 @@ func synthetic(n int) []byte {
 // time and size: frames are binned, the page says so, and the unanswered
 // request is still drawn as a span with its frame.
 func TestLargeRecord(t *testing.T) {
+	t.Parallel()
 	n := 50_000
 	if raceEnabled {
 		n = 5_000
@@ -185,6 +188,7 @@ func TestLargeRecord(t *testing.T) {
 // TestCompact: a live Session dropping what ended before the window keeps
 // the unanswered request, its frame and the ended block inside the window.
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	s, err := Read(bytes.NewReader(synthetic(2000)))
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +212,7 @@ func TestCompact(t *testing.T) {
 // TestJSON: the -json form of a Session holds the header without working
 // directories, and the spans and marks the report draws.
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	s := readFile(t, sampleRecord)
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -245,6 +250,7 @@ func TestJSON(t *testing.T) {
 // the late answer at their recorded times, a span per request, and the
 // frames a click shows, as JSON.
 func TestHTMLReport(t *testing.T) {
+	t.Parallel()
 	s := readFile(t, sampleRecord)
 	var b bytes.Buffer
 	if err := s.WriteHTML(&b, "sample.ndjson"); err != nil {
@@ -300,6 +306,7 @@ func checkSelfContained(t *testing.T, page string) {
 // TestRedactedStaysRedacted: a frame's head as the proxy redacted it is
 // what the pages show; the redaction marker stays, nothing is decoded.
 func TestRedactedStaysRedacted(t *testing.T) {
+	t.Parallel()
 	s := New()
 	s.Add(record.Event{Ev: record.EvHeader, Header: &record.Header{V: 1, Schema: record.SchemaName, Argv: []string{"srv"}, EnvKeys: []string{"API_KEY"}}})
 	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":` + record.Redacted + `}}}`
@@ -318,6 +325,7 @@ func TestRedactedStaysRedacted(t *testing.T) {
 // "waiting" only while the record shows no detail lost, after it was sent,
 // of the stream its response comes on; else "unseen".
 func TestPendingUnseenAfterLostDetail(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		lost []record.Event
