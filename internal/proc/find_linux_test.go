@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
@@ -32,6 +33,9 @@ func TestFindAndRunning(t *testing.T) {
 	id, ok := proc.Identify(pid)
 	if !ok || !id.Running() || id.Start == 0 {
 		t.Fatalf("Identify(%d) = %+v, %v; want a running process with a start time", pid, id, ok)
+	}
+	if g := id.Group(); g != syscall.Getpgrp() {
+		t.Errorf("Group() = %d, want this process's group %d", g, syscall.Getpgrp())
 	}
 	if got := proc.Find(r, ""); !slices.Contains(got, id) {
 		t.Errorf("Find(pipe) = %v, want %v among them", got, id)

@@ -25,35 +25,46 @@ func CommandLine(pid int) string {
 	return s
 }
 
-// stat returns the state letter and the start time of pid.
-func stat(pid int) (state byte, start uint64, ok bool) {
+// stat returns the state letter, the start time and the process group of
+// pid.
+func stat(pid int) (state byte, start uint64, pgrp int, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	start, err = strconv.ParseUint(f[19], 10, 64)
-	return f[0][0], start, err == nil
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0][0], start, pgrp, err == nil
 }
 
 // Identify returns the ID of the process pid; ok is false if there is none.
 func Identify(pid int) (ID, bool) {
-	_, start, ok := stat(pid)
+	_, start, _, ok := stat(pid)
 	return ID{pid, start}, ok
 }
 
 // Running reports whether the process id names still runs: it exists with
 // the same start time and is not a zombie (ended, not yet reaped).
 func (id ID) Running() bool {
-	state, start, ok := stat(id.PID)
+	state, start, _, ok := stat(id.PID)
 	return ok && start == id.Start && state != 'Z' && state != 'X'
+}
+
+// Group returns the process group of the process id names, 0 if it is gone.
+func (id ID) Group() int {
+	_, start, pgrp, ok := stat(id.PID)
+	if !ok || start != id.Start {
+		return 0
+	}
+	return pgrp
 }
 
 // Find lists the running processes other than this one that have an open

@@ -15,3 +15,6 @@ func (ID) Running() bool { return false }
 
 // Find: without /proc, no process is found.
 func Find(*os.File, string) []ID { return nil }
+
+// Group: without /proc, a process's group is unknown.
+func (ID) Group() int { return 0 }
