@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpstdio/mcpstdio/assertions"
+)
+
+// TestHostProbeShutdownLadder: shutdown-ladder against minihost, a real
+// host command, ending its server three ways: by the specification's
+// ladder (pass), SIGTERM before stdin's close (warn), and closing stdin and
+// exiting (fail, the orphan's pid named and ended).
+func TestHostProbeShutdownLadder(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("shutdown-ladder reads /proc: Linux only")
+	}
+	t.Parallel()
+	host := buildMinihost(t)
+	for _, c := range []struct {
+		mode string
+		want assertions.Verdict
+		says []string
+	}{
+		{"spec", assertions.Pass, []string{"stdin closed at +0s, SIGTERM (ignored) at +", "killed by a signal it cannot catch (SIGKILL)", "no server process left"}},
+		{"signal-first", assertions.Warn, []string{"signal first: SIGTERM (ignored) at +0s"}},
+		{"orphan", assertions.Fail, []string{"orphaned: the host ended (exit status 0", "and left pid ", "stdin closed at +0s", "the criterion killed it"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "30s", "--", host, "-shutdown", c.mode, "-grace", "300ms", "{server}")
+			if v := verdicts(res.stdout)["shutdown-ladder"]; v != c.want {
+				t.Errorf("shutdown-ladder %q, want %s\nstdout:\n%s\nstderr:\n%s", v, c.want, res.stdout, res.stderr)
+			}
+			t.Logf("%s", res.stdout)
+			for _, s := range c.says {
+				if !strings.Contains(res.stdout, s) {
+					t.Errorf("the evidence does not say %q:\n%s", s, res.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestHostProbeSetsidDaemon (issue 37.15): a host that exits 0 but leaves
+// a process of its own session holding its output is judged by its exit:
+// the criterion passes, its evidence names the process, and the process is
+// ended. Before, every criterion failed with "WaitDelay expired before I/O
+// complete".
+func TestHostProbeSetsidDaemon(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the processes holding a pipe are read from /proc: Linux only")
+	}
+	t.Parallel()
+	host := buildMinihost(t)
+	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^(junk-on-stdout|crash-mid-call)$", "--", host, "-daemon", "{server}")
+	want := map[string]assertions.Verdict{"junk-on-stdout": assertions.Pass, "crash-mid-call": assertions.Pass}
+	if diff := cmp.Diff(want, verdicts(res.stdout)); diff != "" || strings.Contains(res.stdout, "WaitDelay") {
+		t.Errorf("hostprobe against a host leaving a daemon: verdicts (-want +got):\n%s\nstdout:\n%s\nstderr:\n%s", diff, res.stdout, res.stderr)
+	}
+	pids := regexp.MustCompile(`the host left pid (\d+) \(sleep 1000\) holding its output after it exited`).FindAllStringSubmatch(res.stdout, -1)
+	if len(pids) != 2 {
+		t.Fatalf("want each criterion to name the sleep daemon holding the host's output:\n%s", res.stdout)
+	}
+	for _, m := range pids {
+		if b, err := os.ReadFile("/proc/" + m[1] + "/cmdline"); err == nil && strings.Contains(string(b), "sleep") {
+			t.Errorf("the daemon pid %s still runs after hostprobe", m[1])
+		}
+	}
+}
