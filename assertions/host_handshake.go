@@ -25,7 +25,9 @@ const ruleHostHandshake = "a host bounds the handshake with a timeout of its own
 // initialize or server/discover.
 func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 	var o hostOutcome
+	limit := fmt.Sprintf("the harness's bound: %v, HostConfig.Cap, -host-cap", r.cfg.Cap)
 	if r.command != nil {
+		limit = fmt.Sprintf("the harness's bound: %v, HostConfig.Cap and Within for its start, -host-cap and -within", r.cfg.Cap+r.cfg.Within)
 		if err := r.startWith(ctx, "-no-handshake"); err != nil {
 			return hostStartFailed(err)
 		}
@@ -47,7 +49,7 @@ func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 	}
 	if len(asked) == 0 {
 		if o.atLimit {
-			return fail(ruleHostHandshake, "the host sent no initialize or server/discover and was still running %v later (the harness's bound: HostConfig.Cap, -host-cap)", r.cfg.Cap)
+			return fail(ruleHostHandshake, "the host sent no initialize or server/discover and was still running %v later (%s)", o.took.Round(time.Millisecond), limit)
 		}
 		return skip("the host sent no initialize or server/discover (it needs no handshake, or did not start the server); it ended: %s", o.how())
 	}
@@ -58,7 +60,7 @@ func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 	fault := "the fake never answered " + strings.Join(names, ", ")
 	first := asked[0].Arrived
 	if o.atLimit {
-		return fail(ruleHostHandshake, "%s: the host was still waiting %v after the first (the harness's bound: HostConfig.Cap, -host-cap): no handshake timeout of its own fired", fault, o.ended.Sub(first).Round(time.Millisecond))
+		return fail(ruleHostHandshake, "%s: the host was still waiting %v after the first (%s): no handshake timeout of its own fired", fault, o.ended.Sub(first).Round(time.Millisecond), limit)
 	}
 	var facts, warns []string
 	facts = append(facts, fmt.Sprintf("the host %s %v after the first (%s)", r.gaveUp(), o.ended.Sub(first).Round(time.Millisecond), o.how()))

@@ -200,7 +200,7 @@ func TestHandshakeTimeout(t *testing.T) {
 		{"session", assertions.SessionHost(mcptest.WithTimeout(3 * time.Second)), 30 * time.Second, assertions.Pass,
 			[]string{"the fake never answered ", "the host gave up ", "sent notifications/cancelled for "}},
 		{"patient", patientHost, 2 * time.Second, assertions.Fail,
-			[]string{"the fake never answered initialize (id 1)", "the host was still waiting ", "the harness's bound: HostConfig.Cap"}},
+			[]string{"the fake never answered initialize (id 1)", "the host was still waiting ", "the harness's bound: 2s, HostConfig.Cap"}},
 	}
 	results := make([]assertions.Result, len(cases))
 	concurrently(len(cases), func(i int) {

@@ -80,7 +80,11 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 	rep, _ := r.fakeReport()
 	steps := ladderSteps(rep, t0)
 	if atLimit {
-		return fail(ruleHostShutdown, "the host was still ending a server that ignores stdin's end and SIGTERM %v after it began (the harness's bound: HostConfig.Cap, -host-cap); what the server got: %s", r.cfg.Cap, steps)
+		limit := fmt.Sprintf("%v after Close began (the harness's bound: HostConfig.Cap, -host-cap)", r.cfg.Cap)
+		if r.command != nil {
+			limit = fmt.Sprintf("%v after it started (the harness's bound: HostConfig.Cap and Within for its start, -host-cap and -within)", r.cfg.Cap+r.cfg.Within)
+		}
+		return fail(ruleHostShutdown, "the host was still running, ending a server that ignores stdin's end and SIGTERM, %s; what the server got: %s", limit, steps)
 	}
 	if len(left) > 0 {
 		end(left)

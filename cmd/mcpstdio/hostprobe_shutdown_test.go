@@ -74,3 +74,35 @@ func TestHostProbeSetsidDaemon(t *testing.T) {
 		}
 	}
 }
+
+// TestHostProbeHandshakeTimeout: handshake-timeout against minihost, which
+// gives up on initialize after -handshake-timeout, cancels it and exits 1
+// (pass), and without it waits for ever (fail at the cap, named).
+func TestHostProbeHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	host := buildMinihost(t)
+	for _, c := range []struct {
+		name  string
+		flags []string
+		want  assertions.Verdict
+		says  []string
+	}{
+		{"bounded", []string{"-handshake-timeout", "1s"}, assertions.Pass, []string{"the fake never answered initialize (id 1): the host ended ", "exit status 1", "sent notifications/cancelled for initialize after "}},
+		{"forever", nil, assertions.Fail, []string{"the host was still waiting ", "the harness's bound: 13s, HostConfig.Cap and Within for its start"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"hostprobe", "-run", "^handshake-timeout$", "-host-cap", "3s", "--", host}, c.flags...), "{server}")
+			res := mcpstdio(t, 2*time.Minute, args...)
+			t.Logf("%s", res.stdout)
+			if v := verdicts(res.stdout)["handshake-timeout"]; v != c.want {
+				t.Errorf("handshake-timeout %q, want %s\nstdout:\n%s\nstderr:\n%s", v, c.want, res.stdout, res.stderr)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(res.stdout, s) {
+					t.Errorf("the evidence does not say %q:\n%s", s, res.stdout)
+				}
+			}
+		})
+	}
+}
