@@ -15,8 +15,9 @@ import (
 
 // TestHostProbeShutdownLadder: shutdown-ladder against minihost, a real
 // host command, ending its server three ways: by the specification's
-// ladder (pass), SIGTERM before stdin's close (warn), and closing stdin and
-// exiting (fail, the orphan's pid named and ended).
+// ladder (pass), SIGTERM before stdin's close (warn), closing stdin and
+// exiting (fail, the orphan's pid named and ended), and closing stdin and
+// waiting for ever (fail at the harness's bound, named).
 func TestHostProbeShutdownLadder(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("shutdown-ladder reads /proc: Linux only")
@@ -31,10 +32,11 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 		{"spec", assertions.Pass, []string{"stdin closed at +0s, SIGTERM (ignored) at +", "killed by a signal it cannot catch (SIGKILL)", "no server process left"}},
 		{"signal-first", assertions.Warn, []string{"signal first: SIGTERM (ignored) at +0s"}},
 		{"orphan", assertions.Fail, []string{"orphaned: the host ended (exit status 0", "and left pid ", "stdin closed at +0s", "the criterion killed it"}},
+		{"wait", assertions.Fail, []string{"the host was still running, ending a server that ignores stdin's end and SIGTERM, 4s after it started (the harness's bound", "stdin closed at +0s"}},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
-			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "30s", "--", host, "-shutdown", c.mode, "-grace", "300ms", "{server}")
+			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "2s", "-within", "2s", "--", host, "-shutdown", c.mode, "-grace", "300ms", "{server}")
 			if v := verdicts(res.stdout)["shutdown-ladder"]; v != c.want {
 				t.Errorf("shutdown-ladder %q, want %s\nstdout:\n%s\nstderr:\n%s", v, c.want, res.stdout, res.stderr)
 			}
