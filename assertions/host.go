@@ -140,7 +140,7 @@ type hostFixture struct {
 
 // start starts the fake with the given flags and a host against it.
 func (r *hostFixture) start(ctx context.Context, flags ...string) error {
-	r.report = filepath.Join(r.dir, r.name+"-"+fakeserver.ReportPID+".json")
+	r.report = r.reportPattern()
 	flags = append([]string{"-report", r.report}, flags...)
 	if r.command != nil {
 		return r.startCommand(flags)
@@ -173,6 +173,11 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	case <-time.After(5 * time.Second):
 	}
 	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v (StartTimeout)", strings.Join(flags, " "), r.cfg.StartTimeout)
+}
+
+// reportPattern is the path of the fake's report, {pid} in it.
+func (r *hostFixture) reportPattern() string {
+	return filepath.Join(r.dir, r.name+"-"+fakeserver.ReportPID+".json")
 }
 
 // keep keeps h to be closed at the end, unless it is nil or a nil pointer
@@ -327,6 +332,8 @@ var hostCriteria = []criterion[*hostFixture]{
 	{"crash-mid-call", hostCrashMidCall},
 	{"stdin-not-read", hostStdinNotRead},
 	{"large-tools-list", hostLargeToolsList},
+	{"shutdown-ladder", hostShutdownLadder},
+	{"handshake-timeout", hostHandshakeTimeout},
 }
 
 // HostCriterionNames lists the host criteria in the order they run.
@@ -397,6 +404,7 @@ var hostRules = map[string]string{
 	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
 	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
 	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
+	"shutdown-ladder": ruleHostShutdown, "handshake-timeout": ruleHostHandshake,
 }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.
