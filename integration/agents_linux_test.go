@@ -94,6 +94,11 @@ var agents = []agent{
 			"crash-mid-call":        cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
 			"stdin-not-read":        cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
 			"large-tools-list":      cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
+			// Codex closes stdin and sends SIGTERM within a few ms of each
+			// other, in either order (the fake saw stdin first, the raw
+			// server SIGTERM first): warn when SIGTERM came first.
+			"shutdown-ladder":   {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "stdin close and SIGTERM within 5 ms, either first; SIGKILL ~25 ms later; no orphan"},
+			"handshake-timeout": cell(assertions.Warn, "30 s (`startup_timeout_sec`), SIGKILL, no cancel; the call's error says \"timed out handshaking\""),
 		}},
 	{name: "claude", title: "Claude Code 2.1.332 (`@anthropic-ai/claude-code`, `claude mcp get fake`)",
 		bin: ".bin/claude", args: []string{"mcp", "get", "fake"}, configs: map[string]string{"claude.json.tmpl": ".claude.json"},
@@ -107,6 +112,8 @@ var agents = []agent{
 			"era-legacy":            cell(assertions.Pass, "`server/discover` probe, then initialize 2025-11-25"),
 			"era-modern":            cell(assertions.Pass, "`server/discover` (2026-07-28)"),
 			"large-tools-list":      cell(assertions.Warn, "tools/list taken; `mcp get` prints no tools, so whether all were kept is not known"),
+			"shutdown-ladder":       cell(assertions.Warn, "SIGINT, SIGTERM 0.1 s later, then SIGKILL; stdin not closed first; no orphan"),
+			"handshake-timeout":     cell(assertions.Warn, "30 s (2.5 s of it on the `server/discover` probe), no cancel; exits 0 with \"Failed to connect\""),
 		})},
 	{name: "opencode", title: "opencode 1.18.33 (`opencode-ai`, `opencode mcp list`)",
 		bin: "opencode-linux-x64/bin/opencode", args: []string{"mcp", "list"}, configs: map[string]string{"opencode.json.tmpl": "opencode.json"},
@@ -120,6 +127,8 @@ var agents = []agent{
 			"era-legacy":            cell(assertions.Pass, "initialize 2025-11-25"),
 			"era-modern":            cell(assertions.Fail, "speaks only initialize"),
 			"large-tools-list":      cell(assertions.Warn, "tools/list taken; `mcp list` prints no tools, so whether all were kept is not known"),
+			"shutdown-ladder":       cell(assertions.Pass, "stdin close, SIGTERM 2.0 s later, then SIGKILL; no orphan"),
+			"handshake-timeout":     cell(assertions.Warn, "30 s, no cancel; exits 0 with \"Operation timed out after 30000ms\""),
 		})},
 	{name: "gemini", title: "Gemini CLI 0.61.0 (`@google/gemini-cli`, `gemini mcp list`)",
 		notRunYet: "`gemini mcp list` sends initialize and ping, never tools/list, and hostprobe's first run needs a tools/list or tools/call; `gemini -p` needs a key"},
