@@ -162,6 +162,9 @@ var hostTable = map[string]hostRow{
 			// session at Connect (as in hosts_test.go).
 			want["invalid-json-response"] = one(assertions.Fail)
 			want["junk-on-stdout"] = one(assertions.Fail)
+			// Measured with hostprobe -run: Close closes stdin, SIGTERM
+			// 5 s later, then SIGKILL; Connect has no bound of its own.
+			want["handshake-timeout"] = one(assertions.Fail)
 			return want
 		}},
 	"mcp-go": {timeout: "none", cancels: "best effort", progress: "no timeout", late: "ignored", crash: "error at once, no restart",
@@ -176,6 +179,10 @@ var hostTable = map[string]hostRow{
 				want[n] = []assertions.Verdict{assertions.Pass, assertions.Warn}
 			}
 			want["late-after-cancel"] = []assertions.Verdict{assertions.Pass, assertions.Skip}
+			// Measured with hostprobe -run: Close closes stdin, then
+			// SIGKILL, no SIGTERM; Initialize has no bound of its own.
+			want["shutdown-ladder"] = one(assertions.Warn)
+			want["handshake-timeout"] = one(assertions.Fail)
 			return want
 		}},
 	"ts-sdk": {timeout: "60 s", cancels: "yes", progress: "times out", late: "ignored", crash: "error at once, no restart",
@@ -187,7 +194,14 @@ var hostTable = map[string]hostRow{
 			return want
 		}},
 	"inspector": {timeout: "60 s", cancels: "yes", progress: "times out", late: "ignored", crash: "error at once, no restart",
-		verdicts: commandVerdicts},
+		verdicts: func() map[string][]assertions.Verdict {
+			want := commandVerdicts()
+			// Measured by hand and with hostprobe -run: it gives up on the
+			// handshake at 30 s (its connect timeout) without a cancel,
+			// exit status 4.
+			want["handshake-timeout"] = one(assertions.Warn)
+			return want
+		}},
 }
 
 // hostProbe runs mcpstdio hostprobe -json and returns its report. {cfg} in
