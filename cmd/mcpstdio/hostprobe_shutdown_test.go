@@ -118,8 +118,10 @@ func TestProbeSetsidEscape(t *testing.T) {
 		t.Skip("escaped processes are found in /proc: Linux only")
 	}
 	t.Parallel()
-	server := `setsid sh -c 'exec sleep 1000 </dev/null >/dev/null 2>&1' & exec "$0" fake`
-	res := mcpstdio(t, 2*time.Minute, "probe", "-run", "^(stdout-clean|era)$", "--", "sh", "-c", server, binary)
+	// The server becomes the fake once the sleep has its own session (until
+	// then the sleep is in the server's group, which is killed anyway).
+	server := `f="$1/ready.$$"; setsid sh -c 'echo > "$0"; exec sleep 1000 </dev/null >/dev/null 2>&1' "$f" & until [ -s "$f" ]; do sleep 0.01; done; exec "$0" fake`
+	res := mcpstdio(t, 2*time.Minute, "probe", "-run", "^(stdout-clean|era)$", "--", "sh", "-c", server, binary, t.TempDir())
 	pids := regexp.MustCompile(`the server left pid (\d+) \(sleep 1000\) running outside its process group \(setsid\): killed`).FindAllStringSubmatch(res.stdout, -1)
 	if len(pids) != 2 {
 		t.Fatalf("want each of the two criteria to name the escaped sleep it killed:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
