@@ -56,8 +56,8 @@ type HostConfig struct {
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
-	// Cap bounds the wait for the host's own timeout: a host still waiting
-	// past it fails. Default 2 min (DefaultHostCap).
+	// Cap bounds the wait for the host's own bounds (a call's, the
+	// handshake's, its shutdown's): still waiting, it fails. Default 2 min.
 	Cap time.Duration
 	// ToolsListBytes is the size of large-tools-list's tools/list. Default
 	// 300 KB.
@@ -72,8 +72,7 @@ type HostConfig struct {
 // withDefaults fills the zero fields. Under a MaxFrame, HugeField is at
 // most 64 KiB under it and at most half of it (at least 1 KiB), and Blocks
 // as many as fit 64 KiB under it (each is about 110 bytes on the wire).
-// Cap is the wait of host-timeout, progress-forever, late-after-cancel and
-// stdin-not-read.
+// Cap is the wait of capCriteria (host_own.go).
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second

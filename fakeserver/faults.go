@@ -78,10 +78,9 @@ type Faults struct {
 	// Serve's context is cancelled.
 	IgnoreEOF bool `flag:"ignore-eof" usage:"keep running after stdin EOF"`
 	// IgnoreSIGTERM makes a server started by ServeStdio ignore SIGTERM,
-	// SIGINT and SIGHUP (each still recorded in Report.Signals), so that a
-	// host must escalate (SIGQUIT ends it as any Go program, SIGKILL); it has
-	// no effect on Serve.
-	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM, SIGINT and SIGHUP"`
+	// SIGINT and SIGHUP (each still recorded in Report.Signals) and
+	// SIGPIPE, so that only SIGQUIT or SIGKILL ends it; no effect on Serve.
+	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM, SIGINT, SIGHUP and SIGPIPE"`
 	// ServerRequestAfter writes a ping request (id "fakeserver-1") on
 	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`

@@ -21,6 +21,11 @@ var caughtSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
 func (s *Server) catchSignals(end context.CancelFunc) (stop func()) {
 	ch := make(chan os.Signal, 8)
 	signal.Notify(ch, caughtSignals...)
+	if s.cfg.faults.IgnoreSIGTERM {
+		// A host that closes the server's stderr must not end it by
+		// SIGPIPE at its next log line: only an escalation may.
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

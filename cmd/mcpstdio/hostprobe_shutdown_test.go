@@ -108,3 +108,27 @@ func TestHostProbeHandshakeTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeSetsidEscape (issue 37.15): a server that starts a process in a
+// session of its own leaves it outside its process group; probe kills it
+// after each criterion and says so in that criterion's evidence. Before,
+// one sleep per criterion ran on, unmentioned.
+func TestProbeSetsidEscape(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("escaped processes are found in /proc: Linux only")
+	}
+	t.Parallel()
+	// The server becomes the fake once the sleep has its own session (until
+	// then the sleep is in the server's group, which is killed anyway).
+	server := `f="$1/ready.$$"; setsid sh -c 'echo > "$0"; exec sleep 1000 </dev/null >/dev/null 2>&1' "$f" & until [ -s "$f" ]; do sleep 0.01; done; exec "$0" fake`
+	res := mcpstdio(t, 2*time.Minute, "probe", "-run", "^(stdout-clean|era)$", "--", "sh", "-c", server, binary, t.TempDir())
+	pids := regexp.MustCompile(`the server left pid (\d+) \(sleep 1000\) running outside its process group \(setsid\): killed`).FindAllStringSubmatch(res.stdout, -1)
+	if len(pids) != 2 {
+		t.Fatalf("want each of the two criteria to name the escaped sleep it killed:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+	for _, m := range pids {
+		if b, err := os.ReadFile("/proc/" + m[1] + "/cmdline"); err == nil && strings.Contains(string(b), "sleep") {
+			t.Errorf("the escaped sleep, pid %s, still runs after probe", m[1])
+		}
+	}
+}

@@ -32,12 +32,7 @@ func main() {
 	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
 	flag.Parse()
 	if *daemon {
-		d := exec.Command("sleep", "1000")
-		d.Stdout = os.Stdout
-		d.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := d.Start(); err != nil {
-			fail(err)
-		}
+		startDaemon()
 	}
 	argv := flag.Args()
 	if *config != "" {
