@@ -29,9 +29,9 @@ import (
 // so the criteria that need a tool call are not run for them (agentCallCriteria,
 // "skip" in docs/hosts.md). The verdicts are the ones measured by hand for
 // the pinned versions (docs/hosts.md, "Agent CLIs"); this test asserts them
-// and checks that table. Codex and Claude Code and opencode run whenever they are
-// installed; Gemini CLI and Qwen Code are installed but not yet run by
-// hostprobe (see notRunYet).
+// and checks that table. Codex, Claude Code and opencode run whenever they
+// are installed; hostprobe cannot run Gemini CLI and Qwen Code yet (see
+// notRunYet), and TestAgentsConnectOnlyRaw checks their facts instead.
 
 // agentCallCriteria are the host criteria that need the host to call a
 // tool.

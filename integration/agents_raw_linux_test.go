@@ -130,7 +130,9 @@ func runRaw(t *testing.T, mcpstdio string, a rawAgent, modules string, flags ...
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	ended := time.Now()
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// What is left of its process group is killed at the end, after the
+	// test has looked for an orphan (the server is in that group).
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	if err != nil {
 		t.Errorf("%s mcp list: %v (measured by hand: exit status 0)\n%s", a.name, err, out.String())
 	}
