@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 // ruleHostShutdown is shutdown-ladder's rule. The specification's stdio
@@ -59,9 +58,12 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 		case <-t.C:
 			atLimit = true
 			r.kill()
-			closed := make(chan struct{})
-			go func() { <-done; close(closed) }()
-			bound.Wait(closed, r.cfg.Within)
+			late := time.NewTimer(r.cfg.Within)
+			select {
+			case <-done:
+			case <-late.C:
+			}
+			late.Stop()
 		}
 		t.Stop()
 		for _, p := range fakes {
