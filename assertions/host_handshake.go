@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -136,14 +135,13 @@ wait:
 	o.took = o.ended.Sub(begin)
 	cancel()
 	r.kill()
-	closed := make(chan struct{})
-	go func() {
-		s := <-done
+	late := time.NewTimer(r.cfg.Within)
+	defer late.Stop()
+	select {
+	case s := <-done:
 		r.keep(s.v)
-		close(closed)
-	}()
-	if !bound.Wait(closed, r.cfg.Within) {
-		o.hung = true
+	case <-late.C:
+		o.hung = true // its goroutine is left to the factory
 	}
 	return o
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/internal/bound"
 )
 
 // ruleHostShutdown is shutdown-ladder's rule. The specification's stdio
@@ -39,7 +38,20 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 	)
 	if r.command != nil {
 		o := r.work(ctx, r.cfg.Cap, nil)
-		left, atLimit, how = r.run.left, o.atLimit, o.how()
+		// The servers it left: the fakes among what ran on after it
+		// (anything else it left is named when the criterion closes).
+		pids := map[int]bool{}
+		for _, f := range r.reportFiles() {
+			if rep, err := fakeserver.ReadReportFile(f); err == nil {
+				pids[rep.PID] = true
+			}
+		}
+		for _, p := range r.run.left {
+			if pids[p.id.PID] {
+				left = append(left, p)
+			}
+		}
+		atLimit, how = o.atLimit, o.how()
 	} else {
 		if err := r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.PID > 0 }); err != nil {
 			return failErr(ruleHostShutdown, "waiting for the fake's pid", err)
@@ -59,9 +71,12 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 		case <-t.C:
 			atLimit = true
 			r.kill()
-			closed := make(chan struct{})
-			go func() { <-done; close(closed) }()
-			bound.Wait(closed, r.cfg.Within)
+			late := time.NewTimer(r.cfg.Within)
+			select {
+			case <-done:
+			case <-late.C:
+			}
+			late.Stop()
 		}
 		t.Stop()
 		for _, p := range fakes {
