@@ -56,8 +56,8 @@ type HostConfig struct {
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
-	// Cap bounds the wait for the host's own timeout: a host still waiting
-	// past it fails. Default 2 min (DefaultHostCap).
+	// Cap bounds the wait for the host's own bounds (a call's, the
+	// handshake's, its shutdown's): still waiting, it fails. Default 2 min.
 	Cap time.Duration
 	// ToolsListBytes is the size of large-tools-list's tools/list. Default
 	// 300 KB.
@@ -72,8 +72,7 @@ type HostConfig struct {
 // withDefaults fills the zero fields. Under a MaxFrame, HugeField is at
 // most 64 KiB under it and at most half of it (at least 1 KiB), and Blocks
 // as many as fit 64 KiB under it (each is about 110 bytes on the wire).
-// Cap is the wait of host-timeout, progress-forever, late-after-cancel and
-// stdin-not-read.
+// Cap is the wait of capCriteria (host_own.go).
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
@@ -140,7 +139,7 @@ type hostFixture struct {
 
 // start starts the fake with the given flags and a host against it.
 func (r *hostFixture) start(ctx context.Context, flags ...string) error {
-	r.report = filepath.Join(r.dir, r.name+"-"+fakeserver.ReportPID+".json")
+	r.report = r.reportPattern()
 	flags = append([]string{"-report", r.report}, flags...)
 	if r.command != nil {
 		return r.startCommand(flags)
@@ -173,6 +172,11 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 	case <-time.After(5 * time.Second):
 	}
 	return fmt.Errorf("starting the host against the fake (%s): the host was not ready within %v (StartTimeout)", strings.Join(flags, " "), r.cfg.StartTimeout)
+}
+
+// reportPattern is the path of the fake's report, {pid} in it.
+func (r *hostFixture) reportPattern() string {
+	return filepath.Join(r.dir, r.name+"-"+fakeserver.ReportPID+".json")
 }
 
 // keep keeps h to be closed at the end, unless it is nil or a nil pointer
@@ -327,6 +331,8 @@ var hostCriteria = []criterion[*hostFixture]{
 	{"crash-mid-call", hostCrashMidCall},
 	{"stdin-not-read", hostStdinNotRead},
 	{"large-tools-list", hostLargeToolsList},
+	{"shutdown-ladder", hostShutdownLadder},
+	{"handshake-timeout", hostHandshakeTimeout},
 }
 
 // HostCriterionNames lists the host criteria in the order they run.
@@ -397,6 +403,7 @@ var hostRules = map[string]string{
 	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
 	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
 	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
+	"shutdown-ladder": ruleHostShutdown, "handshake-timeout": ruleHostHandshake,
 }
 
 // checkFollowUp is the "a further request succeeds" step of every criterion.

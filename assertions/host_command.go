@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,8 +70,11 @@ type commandRun struct {
 	begin  time.Time
 	done   chan struct{} // closed once the host has exited and its output is in
 	err    error         // Wait's error, once done
-	ended  time.Time
-	killed bool // the criterion killed it
+	ended  time.Time     // when the host exited
+	killed bool          // the criterion killed it
+	marker string        // KEY=value in the host's environment, and its servers'
+	left   []leftProc    // processes of the run still running when the host exited
+	held   []leftProc    // processes that held the host's output after it exited: ended
 }
 
 // fakeWords is the fake's command line with flags appended.
@@ -133,18 +137,39 @@ func (r *hostFixture) startCommand(flags []string) error {
 		return errors.New("HostCommand.Argv is empty")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	run := &commandRun{cmd: cmd, out: pipes.NewCapture(hostOutputLimit), done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = run.out, run.out
-	cmd.WaitDelay = 2 * time.Second // a grandchild holding the output pipes
+	run := &commandRun{cmd: cmd, out: pipes.NewCapture(hostOutputLimit), done: make(chan struct{}),
+		marker: runMarker + "=" + filepath.Base(r.dir)}
+	cmd.Env = append(os.Environ(), run.marker)
+	// The output is a pipe of our own, so that the host's exit is known
+	// when it happens and a process that keeps the pipe open after it (a
+	// daemon it started) can be found by it.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("the host command's output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	setProcessGroup(cmd)
 	run.begin = time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		return fmt.Errorf("starting the host command: %w", err)
 	}
 	r.run = run
+	copied := make(chan struct{})
 	go func() {
-		run.err = cmd.Wait()
+		defer close(copied)
+		_, _ = io.Copy(run.out, pr)
+	}()
+	go func() {
+		err := cmd.Wait()
 		run.ended = time.Now()
+		run.left = r.leftRunning(run)
+		run.held = endHolders(pr, copied)
+		pr.Close()
+		<-copied
+		run.err = err
 		close(run.done)
 	}()
 	return nil
@@ -165,7 +190,7 @@ func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) host
 	}
 	if run.killed {
 		killProcessGroup(run.cmd)
-		<-run.done // WaitDelay bounds it
+		<-run.done // endHolders bounds it
 	}
 	o := hostOutcome{took: run.ended.Sub(run.begin), ended: run.ended, atLimit: run.killed, output: run.out.String()}
 	o.exit = "exit status 0"
@@ -189,6 +214,9 @@ func (r *hostFixture) endCommand() error {
 	}
 	killProcessGroup(r.run.cmd)
 	<-r.run.done
+	if note := leftNote(r.run.held, endMarked(r.run.marker, r.run.cmd.Process.Pid)); note != "" {
+		return leftBehind(note)
+	}
 	return nil
 }
 

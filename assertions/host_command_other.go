@@ -2,7 +2,10 @@
 
 package assertions
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 // setProcessGroup does nothing here: only unix has process groups.
 func setProcessGroup(*exec.Cmd) {}
@@ -12,5 +15,12 @@ func setProcessGroup(*exec.Cmd) {}
 func killProcessGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		_ = cmd.Process.Kill()
+	}
+}
+
+// killPID kills one process.
+func killPID(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
 	}
 }

@@ -18,3 +18,6 @@ func killProcessGroup(cmd *exec.Cmd) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// killPID kills one process.
+func killPID(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }

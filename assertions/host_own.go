@@ -35,13 +35,13 @@ const (
 	ruleHostLate     = "a response after a cancel SHOULD be ignored: the host stays healthy and a further call works"
 	ruleHostCrash    = "a server that ends mid-response is an error the host reports within a bound; the client SHOULD restart a server that ended"
 	ruleHostStdin    = "a server that stops reading stdin never freezes the host past its own timeout"
-	ruleHostToolList = "a host takes a large tools/list whole: every tool in it"
+	ruleHostToolList = "a host takes a large tools/list whole, or rejects it with a message; it never drops tools silently"
 	ruleHostCommand  = "a host command starts the server it is given and calls a tool"
 )
 
 // capCriteria are the criteria that wait for the host's own timeout, up to
 // HostConfig.Cap.
-var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read"}
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "shutdown-ladder", "handshake-timeout"}
 
 // hostBudget is the watchdog's budget for one host criterion.
 func hostBudget(name string, cfg HostConfig) time.Duration {
@@ -327,72 +327,6 @@ func hostStdinNotRead(ctx context.Context, r *hostFixture) Result {
 		ended = "the host ended"
 	}
 	return pass("the fake stopped reading stdin after the handshake; %s %v later (%s)", ended, o.ended.Sub(rep.StdinStopped).Round(time.Millisecond), o.how())
-}
-
-// ToolLister is a Host that can list the server's tools; large-tools-list
-// needs it of a Go Host.
-type ToolLister interface {
-	ListTools(ctx context.Context) ([]string, error)
-}
-
-func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
-	if err := r.startWith(ctx, "-tools-list-bytes", fmt.Sprint(r.cfg.ToolsListBytes)); err != nil {
-		return hostStartFailed(err)
-	}
-	if r.command == nil {
-		l, ok := r.host.(ToolLister)
-		if !ok {
-			return skip("the Host does not implement assertions.ToolLister")
-		}
-		lctx, cancel := context.WithTimeout(ctx, r.cfg.Within)
-		defer cancel()
-		names, err := l.ListTools(lctx)
-		if err != nil {
-			return failErr(ruleHostToolList, fmt.Sprintf("a %d-byte tools/list", r.cfg.ToolsListBytes), err)
-		}
-		fillers := 0
-		for _, n := range names {
-			if strings.HasPrefix(n, "filler-") {
-				fillers++
-			}
-		}
-		// The fake's report file is rewritten by a goroutine of its own after
-		// each change: it may not show the list yet when the host has it.
-		if err := r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.FillerTools > 0 }); err != nil {
-			return Result{Verdict: Warn, Rule: ruleHostToolList, Evidence: fmt.Sprintf("unverified: the host has %d tools, %d of them filler tools, from a %d-byte tools/list, but %v", len(names), fillers, r.cfg.ToolsListBytes, err)}
-		}
-		rep, _ := r.fakeReport()
-		if fillers != rep.FillerTools || !slices.Contains(names, fakeserver.FillerTool(fillers)) {
-			return fail(ruleHostToolList, "a %d-byte tools/list: the host has %d tools, %d of them filler tools; the fake sent %d filler tools, the last %s", r.cfg.ToolsListBytes, len(names), fillers, rep.FillerTools, fakeserver.FillerTool(rep.FillerTools))
-		}
-		return pass("a %d-byte tools/list: the host took all %d tools", r.cfg.ToolsListBytes, len(names))
-	}
-	o := r.work(ctx, r.cfg.Within, nil)
-	rep := r.settled(ctx)
-	listed := slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
-		return q.Method == wire.MethodToolsList && q.ResponseBytes >= int64(r.cfg.ToolsListBytes)
-	})
-	var filler string
-	for _, q := range rep.Requests {
-		if strings.HasPrefix(q.Tool, "filler-") {
-			filler = q.Tool
-		}
-	}
-	switch {
-	case o.err != nil:
-		return fail(ruleHostToolList, "a %d-byte tools/list (asked for: %v): the host ended with %s", r.cfg.ToolsListBytes, listed, o.how())
-	case !listed && filler == "":
-		return skip("the host never asked for tools/list (it ended with %s)", o.how())
-	case r.command.ExpectOutput != nil && !r.command.ExpectOutput.MatchString(o.output):
-		return fail(ruleHostToolList, "after a %d-byte tools/list the host's output does not match -expect-output %q; last line: %s", r.cfg.ToolsListBytes, r.command.ExpectOutput, lastLine(o.output))
-	case r.command.ExpectOutput != nil:
-		return pass("after a %d-byte tools/list the host's output matches %q", r.cfg.ToolsListBytes, r.command.ExpectOutput)
-	case filler != "" && filler != fakeserver.FillerTool(rep.FillerTools):
-		return fail(ruleHostToolList, "the host called %s from a %d-byte tools/list whose last tool is %s: it did not take the whole list", filler, r.cfg.ToolsListBytes, fakeserver.FillerTool(rep.FillerTools))
-	case filler != "":
-		return pass("the host took a %d-byte tools/list and called its last tool, %s", r.cfg.ToolsListBytes, filler)
-	}
-	return Result{Verdict: Warn, Rule: ruleHostToolList, Evidence: fmt.Sprintf("the host took a %d-byte tools/list and ended with exit status 0; whether it kept every tool is not known: give -expect-output (HostCommand.ExpectOutput)", r.cfg.ToolsListBytes)}
 }
 
 // idleCommand is idle-notifications for a host command: the fake writes

@@ -203,6 +203,8 @@ func TestCheckHostNaive(t *testing.T) {
 	want["late-after-cancel"] = assertions.Skip    // it never cancels: nothing to answer late
 	want["stdin-not-read"] = assertions.Fail       // its write blocks for good
 	want["large-tools-list"] = assertions.Skip     // it cannot list tools
+	want["shutdown-ladder"] = assertions.Warn      // it kills its server outright, stdin closed but no wait
+	want["handshake-timeout"] = assertions.Fail    // no timeout of its own
 	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
 		t.Errorf("CheckHost(naive host) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
 	}

@@ -2,6 +2,7 @@ package assertions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -183,7 +184,10 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 		}
 	}
 	forced, err := f.close()
-	if err != nil && res.Verdict != Fail {
+	var left leftBehind
+	if errors.As(err, &left) {
+		res.Evidence += " [" + left.Error() + "]"
+	} else if err != nil && res.Verdict != Fail {
 		res.Details = strings.TrimSpace(res.Details + "\nclosing: " + err.Error())
 	}
 	if after != "" {

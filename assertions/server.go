@@ -219,10 +219,19 @@ func (f *serverFixture) close() (string, error) {
 		return "", nil
 	}
 	err := s.Close()
-	if ex := s.Stats().Exit; ex.How == mcptest.ExitForced || ex.How == mcptest.ExitStuck {
-		return ex.String(), err
+	ex := s.Stats().Exit
+	forced := ""
+	if ex.How == mcptest.ExitForced || ex.How == mcptest.ExitStuck {
+		forced = ex.String()
 	}
-	return "", err
+	if len(ex.Escaped) > 0 {
+		note := "the server left " + strings.Join(ex.Escaped, ", ") + " running outside its process group (setsid): killed"
+		if err != nil {
+			note += "; closing: " + err.Error()
+		}
+		return forced, leftBehind(note)
+	}
+	return forced, err
 }
 
 // serverCriterion makes a criterion that starts a session with the

@@ -78,8 +78,9 @@ type Faults struct {
 	// Serve's context is cancelled.
 	IgnoreEOF bool `flag:"ignore-eof" usage:"keep running after stdin EOF"`
 	// IgnoreSIGTERM makes a server started by ServeStdio ignore SIGTERM,
-	// so that a host must escalate to SIGKILL; it has no effect on Serve.
-	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM"`
+	// SIGINT and SIGHUP (each still recorded in Report.Signals) and
+	// SIGPIPE, so that only SIGQUIT or SIGKILL ends it; no effect on Serve.
+	IgnoreSIGTERM bool `flag:"ignore-sigterm" usage:"ignore SIGTERM, SIGINT, SIGHUP and SIGPIPE"`
 	// ServerRequestAfter writes a ping request (id "fakeserver-1") on
 	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
@@ -100,6 +101,9 @@ type Faults struct {
 	// ToolsListBytes pads tools/list with filler tools until it is at
 	// least this many bytes.
 	ToolsListBytes int `flag:"tools-list-bytes" usage:"pad tools/list with filler tools to at least n bytes"`
+	// NoHandshake never answers initialize or server/discover (a cancel
+	// ends their work, answered only with RespondAfterCancel).
+	NoHandshake bool `flag:"no-handshake" usage:"never answer initialize or server/discover"`
 }
 
 // How the faults behave, beyond what their docs say. They fall in four

@@ -41,6 +41,10 @@ func (s *Server) handle(w *work) *frame {
 	if w.perr != nil {
 		return errorFrame(w.rawID, wire.CodeInvalidParams, "params: "+w.perr.Error(), nil)
 	}
+	if s.cfg.faults.NoHandshake && (w.method == wire.MethodInitialize || w.method == wire.MethodDiscover) {
+		<-w.ctx.Done()
+		return s.cancelledFrame(w)
+	}
 	if w.modern {
 		if !slices.Contains(modernVersions, w.version) {
 			return errorFrame(w.rawID, wire.CodeUnsupportedProtocolVersion, "Unsupported protocol version",

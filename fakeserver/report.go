@@ -62,7 +62,17 @@ type Report struct {
 	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
 	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
 
-	EOF bool // stdin reached EOF
+	EOF   bool      // stdin reached EOF
+	EOFAt time.Time // when it did
+	// PID is the server's process id (ServeStdio; 0 under Serve alone).
+	PID int
+	// Signals lists the signals ServeStdio caught, in order: SIGTERM,
+	// SIGINT, SIGHUP and SIGQUIT (SIGKILL cannot be caught).
+	Signals []struct {
+		Name    string    // e.g. "SIGTERM"
+		At      time.Time // when it arrived
+		Ignored bool      // the server went on (Faults.IgnoreSIGTERM)
+	}
 	// DroppedAtEOF counts messages dropped unanswered at stdin EOF
 	// (Faults.DropPendingAtEOF).
 	DroppedAtEOF int
@@ -111,6 +121,7 @@ func (s *Server) Report() Report {
 	r.Requests = slices.Clone(r.Requests)
 	r.Cancels = slices.Clone(r.Cancels)
 	r.Panics = slices.Clone(r.Panics)
+	r.Signals = slices.Clone(r.Signals)
 	return r
 }
 
@@ -164,4 +175,11 @@ func ReadReportFile(path string) (Report, error) {
 	}
 	err = json.Unmarshal(b, &r)
 	return r, err
+}
+
+// signalRecord is an element of Report.Signals.
+type signalRecord = struct {
+	Name    string
+	At      time.Time
+	Ignored bool
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // Serve runs the server on stdin and stdout until stdin reaches EOF (see
@@ -132,7 +133,7 @@ func (s *Server) waitEnd(ctx context.Context, readDone <-chan error) (exit strin
 	if readEnded {
 		eof := readErr == nil || errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF)
 		if eof {
-			s.update(func(r *Report) { r.EOF = true })
+			s.update(func(r *Report) { r.EOF, r.EOFAt = true, time.Now() })
 			exit = "stdin EOF"
 			if readErr != nil && !errors.Is(readErr, io.EOF) {
 				s.logf("stdin: %v", readErr)

@@ -5,16 +5,14 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mcpstdio/mcpstdio/internal/pollable"
 )
 
 // ServeStdio runs a Server configured by command-line args (see ParseArgs)
 // on the process's own stdin, stdout and stderr, until stdin reaches EOF,
-// ctx is cancelled, the process gets SIGTERM or an interrupt (SIGTERM is
-// ignored with -ignore-sigterm), or a fault ends it. It is what
+// ctx is cancelled, the process gets SIGTERM, SIGINT or SIGHUP (ignored with
+// -ignore-sigterm; each is recorded in Report.Signals), or a fault ends it. It is what
 // `mcpstdio fake` runs, and what a test registers to run the fake as a
 // helper child:
 //
@@ -32,14 +30,10 @@ func ServeStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	s := New(opts...)
-	if s.cfg.faults.IgnoreSIGTERM {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	sigs := []os.Signal{os.Interrupt}
-	if !s.cfg.faults.IgnoreSIGTERM {
-		sigs = append(sigs, syscall.SIGTERM)
-	}
-	ctx, stop := signal.NotifyContext(ctx, sigs...)
+	s.update(func(r *Report) { r.PID = os.Getpid() })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := s.catchSignals(cancel)
 	defer stop()
 	return s.Serve(ctx, interruptible(os.Stdin), interruptible(os.Stdout), os.Stderr)
 }

@@ -148,3 +148,86 @@ func TestChildExitAfterBytes(t *testing.T) {
 		t.Errorf("child exit %v, want code 1", err)
 	}
 }
+
+// reportFile reads the child's report file once it satisfies cond.
+func (c *child) reportFile(path, what string, cond func(Report) bool) Report {
+	c.t.Helper()
+	var rep Report
+	waitFor(c.t, what, func() bool {
+		r, err := ReadReportFile(path)
+		rep = r
+		return err == nil && cond(r)
+	})
+	return rep
+}
+
+// TestChildSignalsRecorded: a child that ignores stdin's end and SIGTERM
+// records the EOF, each signal with its time (ignored), its pid, and ends
+// only by SIGKILL.
+func TestChildSignalsRecorded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.json")
+	c := startChild(t, rigOpt{}, "-report", path, "-ignore-eof", "-ignore-sigterm")
+	c.call(wire.MethodDiscover, nil)
+	c.in.W.Close()
+	rep := c.reportFile(path, "the EOF in the report", func(r Report) bool { return r.EOF })
+	if rep.EOFAt.IsZero() || rep.PID != c.cmd.Process.Pid {
+		t.Errorf("report: EOF at %v, pid %d; want a time and pid %d", rep.EOFAt, rep.PID, c.cmd.Process.Pid)
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	c.reportFile(path, "SIGTERM in the report", func(r Report) bool { return len(r.Signals) == 1 })
+	c.cmd.Process.Signal(syscall.SIGINT)
+	rep = c.reportFile(path, "SIGINT in the report", func(r Report) bool { return len(r.Signals) == 2 })
+	for i, want := range []string{"SIGTERM", "SIGINT"} {
+		if s := rep.Signals[i]; s.Name != want || !s.Ignored || s.At.Before(rep.EOFAt) {
+			t.Errorf("signal %d: %+v, want %s ignored after the EOF at %v", i, s, want, rep.EOFAt)
+		}
+	}
+	if rep.Exit != "" {
+		t.Errorf("the fake ended (%q) though it ignores EOF and SIGTERM", rep.Exit)
+	}
+	c.cmd.Process.Kill()
+	var ee *exec.ExitError
+	if err := c.waitExit(); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("child exit %v, want killed by SIGKILL", err)
+	}
+}
+
+// TestChildSIGTERMRecorded: SIGTERM ends a child that does not ignore it,
+// and the report keeps it.
+func TestChildSIGTERMRecorded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.json")
+	c := startChild(t, rigOpt{}, "-report", path)
+	c.call(wire.MethodDiscover, nil)
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if err := c.waitExit(); err != nil {
+		t.Errorf("child exit after SIGTERM: %v; stderr: %s", err, c.stderr)
+	}
+	rep, err := ReadReportFile(path)
+	if err != nil || len(rep.Signals) != 1 || rep.Signals[0].Name != "SIGTERM" || rep.Signals[0].Ignored || rep.Exit != "context cancelled" {
+		t.Errorf("report: signals %+v, exit %q, %v; want SIGTERM, not ignored, and the end", rep.Signals, rep.Exit, err)
+	}
+}
+
+// TestChildNoHandshake: -no-handshake never answers initialize or
+// server/discover; a cancel of initialize is recorded, and other requests
+// are answered.
+func TestChildNoHandshake(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.json")
+	c := startChild(t, rigOpt{legacy: true}, "-report", path, "-no-handshake")
+	id := c.send(wire.MethodInitialize, map[string]any{"protocolVersion": wire.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "0"}})
+	c.reportFile(path, "initialize running", func(r Report) bool {
+		q, ok := requestByID(r, id)
+		return ok && q.State == StateRunning
+	})
+	c.cancelReq(id)
+	rep := c.reportFile(path, "the cancel of initialize", func(r Report) bool {
+		q, ok := requestByID(r, id)
+		return ok && q.State == StateDone && len(r.Cancels) == 1
+	})
+	if q, _ := requestByID(rep, id); !q.Suppressed || q.ResponseBytes != 0 {
+		t.Errorf("initialize after its cancel: %+v, want no response", q)
+	}
+	if m := c.call(wire.MethodPing, nil); m.Error != nil {
+		t.Errorf("ping: %v", m.Error)
+	}
+}

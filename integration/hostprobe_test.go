@@ -71,7 +71,7 @@ const inspectorBin = "node_modules/.bin/mcp-inspector"
 var smallPayloads = []string{"-huge-field", "1048576", "-blocks", "2000", "-stderr-noise", "8388608"}
 
 // capCriteria are the criteria that wait for the host's own timeout.
-var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read"}
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "shutdown-ladder", "handshake-timeout"}
 
 // realHost is a host as hostprobe runs it, with the verdicts it gets.
 type realHost struct {
@@ -95,7 +95,7 @@ func realHosts(gohost string) []realHost {
 		}
 	}
 	hosts := []realHost{goHost("go-sdk"), goHost("mcp-go"),
-		{name: "ts-sdk", dir: tsDir,
+		{name: "ts-sdk", dir: tsDir, hostCap: 90 * time.Second, // its handshake timeout: 60 s
 			call: []string{"node", "call.mjs", "--timeout", "5000", "--", "{server}"},
 			list: []string{"node", "call.mjs", "--call-last", "--", "{server}"}},
 		{name: "inspector", dir: "inspector", splitCap: true, hostCap: 90 * time.Second, ownHome: true,
@@ -162,6 +162,10 @@ var hostTable = map[string]hostRow{
 			// session at Connect (as in hosts_test.go).
 			want["invalid-json-response"] = one(assertions.Fail)
 			want["junk-on-stdout"] = one(assertions.Fail)
+			// Connect has no bound of its own and gohost gives it none:
+			// the server/discover probe is waited for until the cap
+			// (measured: still waiting after 1m9s with -host-cap 60s).
+			want["handshake-timeout"] = one(assertions.Fail)
 			return want
 		}},
 	"mcp-go": {timeout: "none", cancels: "best effort", progress: "no timeout", late: "ignored", crash: "error at once, no restart",
@@ -176,6 +180,9 @@ var hostTable = map[string]hostRow{
 				want[n] = []assertions.Verdict{assertions.Pass, assertions.Warn}
 			}
 			want["late-after-cancel"] = []assertions.Verdict{assertions.Pass, assertions.Skip}
+			// server/discover, then initialize, each waited for with no
+			// bound (measured: still waiting after 1m9s, -host-cap 60s).
+			want["handshake-timeout"] = one(assertions.Fail)
 			return want
 		}},
 	"ts-sdk": {timeout: "60 s", cancels: "yes", progress: "times out", late: "ignored", crash: "error at once, no restart",
@@ -184,10 +191,19 @@ var hostTable = map[string]hostRow{
 			// The client speaks only the initialize handshake: a
 			// modern-only server answers it with -32022.
 			want["era-modern"] = one(assertions.Fail)
+			// initialize times out with the request timeout, 60 s, and is
+			// cancelled; exit 1 (measured: gave up after 59.997 s).
 			return want
 		}},
 	"inspector": {timeout: "60 s", cancels: "yes", progress: "times out", late: "ignored", crash: "error at once, no restart",
-		verdicts: commandVerdicts},
+		verdicts: func() map[string][]assertions.Verdict {
+			want := commandVerdicts()
+			// Its connect timeout, 30 s, ends the server/discover probe
+			// with exit 4 and a message naming --connect-timeout, but no
+			// notifications/cancelled (measured: 29.997 s).
+			want["handshake-timeout"] = one(assertions.Warn)
+			return want
+		}},
 }
 
 // hostProbe runs mcpstdio hostprobe -json and returns its report. {cfg} in

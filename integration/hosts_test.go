@@ -33,7 +33,13 @@ const probeFrame = 1 << 20
 // hostProbeOnly are the host criteria judged on these clients through
 // mcpstdio hostprobe, as command-line hosts with their own timeouts
 // (hostprobe_test.go), not through their Go adapters here.
-var hostProbeOnly = []string{"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "large-tools-list"}
+// handshake-timeout is among them: neither SDK bounds Connect by itself
+// (measured: each was still waiting at the cap), which through an adapter
+// would wait out HostConfig.Cap. shutdown-ladder runs here: each SDK's
+// Close is the ladder (GOSDK mcp/cmd.go pipeRWC.Close: stdin, 5 s, SIGTERM,
+// 5 s, SIGKILL; MCPGO client/transport/stdio.go Close: stdin, 2 s, SIGTERM,
+// 3 s, SIGKILL).
+var hostProbeOnly = []string{"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "large-tools-list", "handshake-timeout"}
 
 // adapterCriteria selects the host criteria run through the adapters,
 // except those named.

@@ -34,8 +34,9 @@ func (s *Session) ProtocolVersion() string {
 // the modern era; any other error, or no answer within the probe timeout
 // (the probe timeout), means legacy: initialize offering 2025-11-25,
 // accepting the version the server answers, then
-// notifications/initialized. The probe and its outcome are noted in the
-// transcript.
+// notifications/initialized. A probe or initialize given up on when the
+// handshake's bound ends is cancelled (notifications/cancelled). The probe
+// and its outcome are noted in the transcript.
 func (s *Session) handshake(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -57,6 +58,8 @@ func (s *Session) handshake(ctx context.Context) error {
 		resp, err = p.resp, p.err
 	case <-pctx.Done():
 		if ctx.Err() != nil {
+			// Giving up on the handshake cancels the probe, as any request.
+			_ = p.Cancel("mcptest: handshake timeout")
 			return s.waitError("waiting for the answer to the server/discover probe", ctx.Err())
 		}
 		// A late answer will be counted as late, not as an unknown id.
@@ -65,6 +68,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		return s.initialize(ctx, wire.Version20251125)
 	}
 	if err != nil {
+		if resp == nil {
+			_ = p.Cancel("mcptest: handshake timeout") // no answer: given up
+		}
 		return fmt.Errorf("mcptest: probing server/discover: %w", err)
 	}
 	if resp.Error == nil {
@@ -120,7 +126,15 @@ func (s *Session) initialize(ctx context.Context, offer string) error {
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]string{"name": s.cfg.clientName, "version": s.cfg.clientVersion},
 	}
-	resp, err := s.call(ctx, wire.MethodInitialize, params, false)
+	p := s.send(ctx, wire.MethodInitialize, params, false)
+	resp, err := p.Wait(ctx)
+	if err == nil && resp.Error != nil {
+		err = resp.Error
+	}
+	if err != nil && resp == nil {
+		// Giving up on initialize cancels it, as any request.
+		_ = p.Cancel("mcptest: handshake timeout")
+	}
 	if err != nil {
 		var re *wire.RPCError
 		if errors.As(err, &re) {

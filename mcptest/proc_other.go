@@ -19,3 +19,6 @@ func signalGroup(cmd *exec.Cmd, _ signalStep) { _ = cmd.Process.Kill() }
 func killGroup(*exec.Cmd) {}
 
 func exitSignal(*os.ProcessState) string { return "" }
+
+// killEscaped: without process groups nothing escapes one.
+func killEscaped(*exec.Cmd, string) []string { return nil }

@@ -3,9 +3,14 @@
 package mcptest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
 type signalStep struct {
@@ -65,4 +70,25 @@ func sigName(s syscall.Signal) string {
 		return "SIGPIPE"
 	}
 	return s.String()
+}
+
+// killEscaped kills the processes that carry marker outside the child's
+// process group (setsid) and returns them as "pid N (command line)".
+// It waits, at most a second, for them to be gone.
+func killEscaped(cmd *exec.Cmd, marker string) []string {
+	var out []string
+	var killed []proc.ID
+	for _, id := range proc.Find(nil, marker) {
+		if g := id.Group(); g == 0 || (ownGroup(cmd) && g == cmd.Process.Pid) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("pid %d (%s)", id.PID, proc.CommandLine(id.PID)))
+		_ = syscall.Kill(id.PID, syscall.SIGKILL)
+		killed = append(killed, id)
+	}
+	deadline := time.Now().Add(time.Second)
+	for slices.ContainsFunc(killed, proc.ID.Running) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // a killed process's exit has no event to wait on here
+	}
+	return out
 }

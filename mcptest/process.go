@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"reflect"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
@@ -37,6 +39,11 @@ type Exit struct {
 	Signal  string   // the signal that killed the process, if one did
 	Err     error    // the ServeFunc's error or panic, or cmd.Wait's
 	Signals []string // what Close sent, in order: SIGTERM, SIGQUIT, SIGKILL, or "close pipes" in process
+	// Escaped lists the processes, "pid N (command line)", that Close found
+	// outside the server's process group (setsid) carrying the
+	// MCPSTDIO_SESSION environment variable it gave the server: it killed
+	// each (Linux).
+	Escaped []string
 }
 
 // String describes the ending, e.g. "after SIGTERM, killed by SIGTERM
@@ -61,8 +68,17 @@ func (e Exit) String() string {
 	if len(e.Signals) > 0 {
 		s += " (signals sent: " + strings.Join(e.Signals, ", ") + ")"
 	}
+	if len(e.Escaped) > 0 {
+		s += "; killed what had escaped its process group: " + strings.Join(e.Escaped, ", ")
+	}
 	return s
 }
+
+// sessionMarker is the environment variable that marks a child server
+// and what it starts; sessionSeq numbers the servers of this process.
+const sessionMarker = "MCPSTDIO_SESSION"
+
+var sessionSeq atomic.Int64
 
 // process is a running server.
 type process interface {
@@ -71,11 +87,15 @@ type process interface {
 	stop(grace time.Duration, closeStdin func()) error // close stdin, escalate until it ends
 	exit() Exit
 	stacks() string // goroutine stacks of an in-process server
+	// endEscaped kills, once the server has ended, what it started that
+	// left its process group, and records it in Exit.Escaped.
+	endEscaped() []string
 }
 
 type childProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
+	marker string // sessionMarker=value in its environment
 
 	mu      sync.Mutex
 	waitErr error
@@ -88,6 +108,13 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 	if cmd.SysProcAttr == nil {
 		setProcessGroup(cmd)
 	}
+	// The marker finds what the server started that left its process
+	// group (setsid), once the server has ended.
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	marker := fmt.Sprintf("%s=%d-%d", sessionMarker, os.Getpid(), sessionSeq.Add(1))
+	cmd.Env = append(cmd.Env, marker)
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = s.cfg.grace
 	}
@@ -100,7 +127,7 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
 	}
-	c := &childProc{cmd: cmd, exited: make(chan struct{})}
+	c := &childProc{cmd: cmd, exited: make(chan struct{}), marker: marker}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -148,6 +175,7 @@ func (c *childProc) exit() Exit {
 	defer c.mu.Unlock()
 	ex := c.ex
 	ex.Signals = append([]string(nil), ex.Signals...)
+	ex.Escaped = append([]string(nil), ex.Escaped...)
 	return ex
 }
 
@@ -175,6 +203,14 @@ func (c *childProc) stop(grace time.Duration, closeStdin func()) error {
 }
 
 func (c *childProc) wait(d time.Duration) bool { return bound.Wait(c.exited, d) }
+
+func (c *childProc) endEscaped() []string {
+	escaped := killEscaped(c.cmd, c.marker)
+	c.mu.Lock()
+	c.ex.Escaped = append(c.ex.Escaped, escaped...)
+	c.mu.Unlock()
+	return escaped
+}
 
 type inProc struct {
 	s      *Session
@@ -233,6 +269,7 @@ func (p *inProc) serveRecovered(ctx context.Context) (err error, panicked bool) 
 }
 
 func (p *inProc) pid() int              { return 0 }
+func (p *inProc) endEscaped() []string  { return nil }
 func (p *inProc) done() <-chan struct{} { return p.ended }
 
 func (p *inProc) exit() Exit {

@@ -401,9 +401,14 @@ func (s *Session) close() error {
 		held = append(held, "stderr"+holders(s.stderr.R))
 		s.stderr.R.Close()
 	}
+	escaped := s.proc.endEscaped()
 	if len(held) > 0 {
-		err := fmt.Errorf("mcptest: the server has ended (%s) but its %s still open %v later: a process it started holds it; closed our end, left the process running",
-			s.proc.exit(), strings.Join(held, " and "), s.cfg.grace)
+		left := "left the process running"
+		if len(escaped) > 0 {
+			left = "killed what had left its process group: " + strings.Join(escaped, ", ")
+		}
+		err := fmt.Errorf("mcptest: the server has ended (%s) but its %s still open %v later: a process it started holds it; closed our end, %s",
+			s.proc.exit(), strings.Join(held, " and "), s.cfg.grace, left)
 		s.logf("%v", err)
 		errs = append(errs, err)
 	}

@@ -23,8 +23,10 @@ with the faults the criterion needs, and judges it by what the fake saw
 and by the host's exit status, time and output. The host must start the
 server it is given and call one tool (any tool: the fake answers it as the
 criterion needs); it is killed, with its process group, when a criterion's
-bound passes. One line per criterion and a summary are printed, as by
-probe (on a terminal, a status line on stderr shows the criterion running).
+bound passes. What it leaves running (a server it orphaned, a setsid
+daemon holding its output) is named in the evidence and ended. One line
+per criterion and a summary are printed, as by probe (on a terminal, a
+status line on stderr shows the criterion running).
 
 In the host command, a word that is exactly {server} becomes the fake's
 command line as separate words, {server_json} in any word becomes it as a
@@ -36,8 +38,8 @@ that read their servers from a config file:
   mcpstdio hostprobe -- npx @modelcontextprotocol/inspector --cli {server} --method tools/call --tool-name echo
   mcpstdio hostprobe -config mcp.json.tmpl=mcp.json -- myhost --config mcp.json ask "call a tool"
 
-Bounds: host-timeout, progress-forever, late-after-cancel and
-stdin-not-read wait at most -host-cap plus -within (for the host to start)
+Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
+shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
 for the host's own timeout, then at most -within for the fake's last
 report; the other criteria 3×-within in all. The first run, which must
 call or list tools, gets -start-timeout. A host still running at its bound

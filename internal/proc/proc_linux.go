@@ -5,7 +5,10 @@ package proc
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // CommandLine returns process pid's command line, its arguments joined by
@@ -20,4 +23,88 @@ func CommandLine(pid int) string {
 		s = s[:120] + "…"
 	}
 	return s
+}
+
+// stat returns the state letter, the start time and the process group of
+// pid.
+func stat(pid int) (state byte, start uint64, pgrp int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, 0, false
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0][0], start, pgrp, err == nil
+}
+
+// Identify returns the ID of the process pid; ok is false if there is none.
+func Identify(pid int) (ID, bool) {
+	_, start, _, ok := stat(pid)
+	return ID{pid, start}, ok
+}
+
+// Running reports whether the process id names still runs: it exists with
+// the same start time and is not a zombie (ended, not yet reaped).
+func (id ID) Running() bool {
+	state, start, _, ok := stat(id.PID)
+	return ok && start == id.Start && state != 'Z' && state != 'X'
+}
+
+// Group returns the process group of the process id names, 0 if it is gone.
+func (id ID) Group() int {
+	_, start, pgrp, ok := stat(id.PID)
+	if !ok || start != id.Start {
+		return 0
+	}
+	return pgrp
+}
+
+// Find lists the running processes other than this one that have an open
+// descriptor on the pipe f (inherited stdout or stderr, say), or whose
+// environment holds the word env (KEY=value), if env is not empty.
+func Find(f *os.File, env string) []ID {
+	var link string
+	if f != nil {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err == nil {
+			link = fmt.Sprintf("pipe:[%d]", st.Ino)
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []ID
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if (link != "" && holds(pid, link)) || (env != "" && hasEnv(pid, env)) {
+			if id, ok := Identify(pid); ok && id.Running() {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+func holds(pid int, link string) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == link {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEnv(pid int, env string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	return err == nil && slices.Contains(strings.Split(string(b), "\x00"), env)
 }

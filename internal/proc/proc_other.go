@@ -2,5 +2,19 @@
 
 package proc
 
+import "os"
+
 // CommandLine: without /proc, a process's command line is unknown.
 func CommandLine(int) string { return "?" }
+
+// Identify: without /proc, no process can be identified.
+func Identify(pid int) (ID, bool) { return ID{PID: pid}, false }
+
+// Running: without /proc, a process is never known to run.
+func (ID) Running() bool { return false }
+
+// Find: without /proc, no process is found.
+func Find(*os.File, string) []ID { return nil }
+
+// Group: without /proc, a process's group is unknown.
+func (ID) Group() int { return 0 }

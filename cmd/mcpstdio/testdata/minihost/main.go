@@ -2,7 +2,13 @@
 // starts the server given as arguments (or, with -config FILE, the one in
 // FILE's {"command": ..., "args": [...]}), negotiates the legacy era, calls
 // the echo tool and exits 0 with its answer. With -timeout it gives up on
-// the call after that long, sends notifications/cancelled and exits 1.
+// the call after that long, sends notifications/cancelled and exits 1; with
+// -handshake-timeout it does the same for initialize. -shutdown chooses how
+// it ends the server: spec (close stdin, SIGTERM and SIGKILL after -grace
+// each), orphan (close stdin and exit), signal-first (SIGTERM, SIGKILL,
+// then close stdin), or wait (close stdin and wait: the default). -daemon
+// leaves a process in a session of its own holding its stdout when it
+// exits.
 package main
 
 import (
@@ -13,13 +19,21 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
 	timeout := flag.Duration("timeout", 0, "give up on the call after this long (0: never)")
 	config := flag.String("config", "", "read the server's command from this JSON file")
+	handshake := flag.Duration("handshake-timeout", 0, "give up on initialize after this long (0: never)")
+	flag.StringVar(&shutdown, "shutdown", "wait", "how to end the server: spec, orphan, signal-first or wait")
+	flag.DurationVar(&grace, "grace", 500*time.Millisecond, "the wait between the steps of -shutdown")
+	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
 	flag.Parse()
+	if *daemon {
+		startDaemon()
+	}
 	argv := flag.Args()
 	if *config != "" {
 		b, err := os.ReadFile(*config)
@@ -57,9 +71,20 @@ func main() {
 		}
 	}()
 	send := func(s string) { fmt.Fprintln(in, s) }
+	server, stdin = cmd, in
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"minihost","version":"0"}}}`)
-	if _, ok := <-answers; !ok {
-		fail(fmt.Errorf("the server ended before answering initialize"))
+	var giveUpInit <-chan time.Time
+	if *handshake > 0 {
+		giveUpInit = time.After(*handshake)
+	}
+	select {
+	case _, ok := <-answers:
+		if !ok {
+			fail(fmt.Errorf("the server ended before answering initialize"))
+		}
+	case <-giveUpInit:
+		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"handshake timeout"}}`)
+		fail(fmt.Errorf("initialize: no answer in %v", *handshake))
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
@@ -76,19 +101,69 @@ func main() {
 			fail(fmt.Errorf("tools/call: %s", m["error"]))
 		}
 		fmt.Printf("tools/call echo: %s\n", strings.TrimSpace(string(m["result"])))
-		in.Close()
-		cmd.Wait()
+		end()
 	case <-giveUp:
 		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"timeout"}}`)
 		in.Close() // the server ends at EOF; one that does not read is killed
 		t := time.AfterFunc(2*time.Second, func() { cmd.Process.Kill() })
 		cmd.Wait()
 		t.Stop()
+		server = nil
 		fail(fmt.Errorf("tools/call: no answer in %v", *timeout))
+	}
+}
+
+var (
+	shutdown string
+	grace    time.Duration
+	server   *exec.Cmd
+	stdin    interface{ Close() error }
+)
+
+// end ends the server as -shutdown says.
+func end() {
+	if server == nil {
+		return
+	}
+	exited := make(chan struct{})
+	go func() { server.Wait(); close(exited) }()
+	waited := func() bool {
+		select {
+		case <-exited:
+			return true
+		case <-time.After(grace):
+			return false
+		}
+	}
+	switch shutdown {
+	case "orphan":
+		stdin.Close()
+	case "signal-first":
+		server.Process.Signal(syscall.SIGTERM)
+		if !waited() {
+			server.Process.Kill()
+		}
+		stdin.Close()
+		<-exited
+	case "spec":
+		stdin.Close()
+		if waited() {
+			return
+		}
+		server.Process.Signal(syscall.SIGTERM)
+		if waited() {
+			return
+		}
+		server.Process.Kill()
+		<-exited
+	default:
+		stdin.Close()
+		<-exited
 	}
 }
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "minihost:", err)
+	end()
 	os.Exit(1)
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "errors"
+
+// startDaemon: without sessions there is no setsid daemon to leave.
+func startDaemon() { fail(errors.New("-daemon needs Unix")) }

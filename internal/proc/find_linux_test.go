@@ -1,0 +1,57 @@
+//go:build linux
+
+package proc_test
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/internal/proc"
+)
+
+// TestFindAndRunning: a child holding a pipe's write end, or marked in its
+// environment, is found, identified and running; once ended and reaped it
+// is not running, and a pid with another start time is not it.
+func TestFindAndRunning(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command("sleep", "60")
+	cmd.Stdout = w
+	cmd.Env = append(os.Environ(), "PROC_TEST_MARK=1")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	w.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	id, ok := proc.Identify(pid)
+	if !ok || !id.Running() || id.Start == 0 {
+		t.Fatalf("Identify(%d) = %+v, %v; want a running process with a start time", pid, id, ok)
+	}
+	if g := id.Group(); g != syscall.Getpgrp() {
+		t.Errorf("Group() = %d, want this process's group %d", g, syscall.Getpgrp())
+	}
+	if got := proc.Find(r, ""); !slices.Contains(got, id) {
+		t.Errorf("Find(pipe) = %v, want %v among them", got, id)
+	}
+	if got := proc.Find(nil, "PROC_TEST_MARK=1"); !slices.Contains(got, id) {
+		t.Errorf("Find(env) = %v, want %v among them", got, id)
+	}
+	if got := proc.Find(nil, "PROC_TEST_MARK=2"); slices.Contains(got, id) {
+		t.Errorf("Find(another env) = %v, want not %v", got, id)
+	}
+	if (proc.ID{PID: pid, Start: id.Start + 1}).Running() {
+		t.Error("an ID with another start time is running")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if id.Running() {
+		t.Errorf("%+v still running after kill and wait", id)
+	}
+}
