@@ -15,8 +15,8 @@ import (
 var caughtSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 // catchSignals records each caught signal and ends the session by end,
-// unless Faults.IgnoreSIGTERM ignores it. SIGQUIT is recorded, the report
-// written, and then raised again with its default action (a Go program
+// unless Faults.IgnoreSIGTERM ignores it; the report file is written at
+// once. SIGQUIT is recorded and then raised again with its default action (a Go program
 // dumps its goroutines and exits). stop stops catching.
 func (s *Server) catchSignals(end context.CancelFunc) (stop func()) {
 	ch := make(chan os.Signal, 8)
@@ -51,11 +51,12 @@ func (s *Server) gotSignal(sig syscall.Signal, end context.CancelFunc) {
 	ignored := s.cfg.faults.IgnoreSIGTERM && sig != syscall.SIGQUIT
 	at := time.Now()
 	s.update(func(r *Report) { r.Signals = append(r.Signals, signalRecord{signalName(sig), at, ignored}) })
+	if s.cfg.reportFile != "" {
+		// At once: a SIGKILL may follow any moment.
+		s.writeReportFile()
+	}
 	switch {
 	case sig == syscall.SIGQUIT:
-		if s.cfg.reportFile != "" {
-			s.writeReportFile()
-		}
 		signal.Reset(syscall.SIGQUIT)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGQUIT)
 	case ignored:

@@ -36,7 +36,7 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
-			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "2s", "-within", "2s", "--", host, "-shutdown", c.mode, "-grace", "300ms", "{server}")
+			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "2s", "-within", "2s", "--", host, "-shutdown", c.mode, "-grace", "1s", "{server}")
 			if v := verdicts(res.stdout)["shutdown-ladder"]; v != c.want {
 				t.Errorf("shutdown-ladder %q, want %s\nstdout:\n%s\nstderr:\n%s", v, c.want, res.stdout, res.stderr)
 			}
