@@ -2,8 +2,12 @@
 // (McpServer over StdioServerTransport) with the tools the server criteria
 // need: big, slow and echo, as ../go/gosdkserver.
 //
-//   node server.mjs sdk-VERSION
-import { load } from './sdk.mjs';
+//   node server.mjs sdk-VERSION [--keepalive]
+//
+// --keepalive holds a timer until the transport closes, as a server with
+// a connection or a watcher of its own does: node then exits at stdin EOF
+// only if the transport closes at it.
+import { load, args } from './sdk.mjs';
 
 const { McpServer } = await load('@modelcontextprotocol/sdk/server/mcp.js');
 const { StdioServerTransport } = await load('@modelcontextprotocol/sdk/server/stdio.js');
@@ -46,4 +50,9 @@ server.registerTool('echo', {
   inputSchema: { text: z.string().optional() },
 }, async ({ text: t = '' }) => text(t));
 
-await server.connect(new StdioServerTransport());
+const transport = new StdioServerTransport();
+if (args.includes('--keepalive')) {
+  const timer = setInterval(() => {}, 1 << 30);
+  transport.onclose = () => clearInterval(timer);
+}
+await server.connect(transport);
