@@ -334,7 +334,7 @@ func TestHistory(t *testing.T) {
 	}
 	wg.Wait()
 	for _, b := range openBugs {
-		t.Run(b.release.key(), func(t *testing.T) {
+		t.Run("open/"+b.release.key(), func(t *testing.T) {
 			res := results[b.release.key()]
 			if res.skip != "" {
 				t.Skip(res.skip)
