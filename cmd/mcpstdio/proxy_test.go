@@ -231,6 +231,9 @@ func TestProxyKilledTakesServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		if len(b) == 0 {
+			return false // not even the header's line yet
+		}
 		if err := record.Read(bytes.NewReader(b), func(e record.Event) error {
 			if e.Ev == record.EvSpawn {
 				pid = e.PID
