@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/wire"
 )
 
 // bigFlags makes the host's first call a big response with args.
@@ -45,7 +47,18 @@ func (r *hostFixture) bigCriterion(ctx context.Context, args fakeserver.BigArgs,
 		return failErr(ruleHostGoesOn, "after "+what, err)
 	}
 	if r.command != nil {
-		return pass("%s: the host ended with exit status 0; %s", what, furtherNote(made))
+		// A host command's exit says little unless the fake wrote the
+		// payload: it is only in a tools/call's response.
+		rep, _ := r.fakeReport()
+		i := slices.IndexFunc(rep.Requests, func(q fakeserver.RequestRecord) bool { return q.Method == wire.MethodToolsCall })
+		switch {
+		case i < 0:
+			return skip("%s was never sent: the host called no tool (it ended with exit status 0)", what)
+		case rep.Requests[i].State != fakeserver.StateDone || rep.Requests[i].Cut || rep.Requests[i].ResponseBytes == 0:
+			q := rep.Requests[i]
+			return fail(ruleHostIntact, "%s: the host ended with exit status 0 before it took the response (%d bytes of it written, the call %s)", what, q.ResponseBytes, q.State)
+		}
+		return pass("%s: all %d bytes written to the host, which ended with exit status 0; %s", what, rep.Requests[i].ResponseBytes, furtherNote(made))
 	}
 	return pass("%s arrived intact (%d bytes of text); %s", what, got, furtherNote(made))
 }

@@ -30,6 +30,7 @@ func main() {
 	flag.StringVar(&shutdown, "shutdown", "wait", "how to end the server: spec, orphan, signal-first or wait")
 	flag.DurationVar(&grace, "grace", 500*time.Millisecond, "the wait between the steps of -shutdown")
 	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
+	list := flag.Bool("list", false, "list the tools instead of calling one, as a host's 'mcp list' does")
 	flag.Parse()
 	if *daemon {
 		startDaemon()
@@ -87,6 +88,15 @@ func main() {
 		fail(fmt.Errorf("initialize: no answer in %v", *handshake))
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if *list {
+		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		if _, ok := <-answers; !ok {
+			fail(fmt.Errorf("the server ended before answering tools/list"))
+		}
+		fmt.Println("tools/list: connected")
+		end()
+		return
+	}
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 	var giveUp <-chan time.Time
 	if *timeout > 0 {
