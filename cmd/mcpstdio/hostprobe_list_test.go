@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,5 +22,24 @@ func TestHostProbeListOnly(t *testing.T) {
 	want := map[string]assertions.Verdict{"huge-field": assertions.Skip, "many-blocks": assertions.Skip}
 	if diff := cmp.Diff(want, verdicts(res.stdout)); diff != "" {
 		t.Errorf("hostprobe of a host that only lists tools: verdicts (-want +got):\n%s\nstdout:\n%s\nstderr:\n%s", diff, res.stdout, res.stderr)
+	}
+}
+
+// TestHostProbeOverLimitSlowReader: a host still taking an over-limit
+// response when the harness's bound passes (here a shell reading the
+// server's stdout a byte at a time) is slow, not hung: over-limit says
+// "unverified", with the bytes written, not fail.
+func TestHostProbeOverLimitSlowReader(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the fake's report is read live on Linux hosts here; the shell host is POSIX")
+	}
+	// The host keeps the server's stdin open (sleep) while it reads; the
+	// first run, which needs only its call, ends at -start-timeout.
+	host := `{ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'; sleep 60; } | "$@" | while IFS= read -r line; do :; done`
+	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^over-limit$", "-max-frame", "8388608", "-within", "2s", "-start-timeout", "3s", "--", "sh", "-c", host, "sh", "{server}")
+	got := verdicts(res.stdout)["over-limit"]
+	if got != assertions.Warn || !strings.Contains(res.stdout, "unverified: the host was still taking") {
+		t.Errorf("hostprobe over-limit of a host still reading at the bound: %s, want warn (unverified)\nstdout:\n%s\nstderr:\n%s", got, res.stdout, res.stderr)
 	}
 }
