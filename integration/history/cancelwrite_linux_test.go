@@ -81,7 +81,10 @@ func TestGoSDKCancelWrite(t *testing.T) {
 					}
 					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 					<-exited
-					if !c.hangs {
+					// The fix is the call returning at its timeout; a
+					// loaded machine can still be in Close's shutdown
+					// ladder (5 s, SIGTERM, 5 s) at the watch's end.
+					if !c.hangs && !strings.Contains(out.String(), "tools/call: error after") {
 						t.Errorf("go-sdk %s %v: the client was still running 15 s after its call's 1 s timeout (server stdin pipe: %s); its output: %s", c.version, c.env, pipe, out.String())
 					} else {
 						t.Logf("go-sdk %s %v: still running 15 s after its call's 1 s timeout; the server's stdin pipe: %s", c.version, c.env, pipe)
