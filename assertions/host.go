@@ -340,9 +340,13 @@ func HostCriterionNames() []string { return (&battery[*hostFixture]{criteria: ho
 
 func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand, cfg HostConfig) *battery[*hostFixture] {
 	cfg = cfg.withDefaults()
+	criteria, first := hostCriteria, &firstRun{}
+	if command != nil {
+		criteria = first.needCall(hostCriteria)
+	}
 	return &battery[*hostFixture]{
 		subject:  "host",
-		criteria: hostCriteria,
+		criteria: criteria,
 		fixture: func(name string) *hostFixture {
 			fctx, kill := context.WithCancel(ctx)
 			dir, err := os.MkdirTemp("", "mcpstdio-host-")
@@ -359,7 +363,7 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 				f.dir = dir
 			}
 			begin := time.Now()
-			err := f.startCheck(ctx)
+			err := f.startCheck(ctx, first)
 			f.close()
 			if err != nil {
 				res := failErr(startRule(command), "the host did not start against the fake", err)

@@ -36,8 +36,11 @@ type HostCommand struct {
 	// Fake is the fake server's command, to which each criterion appends
 	// its flags. Empty: this test binary (its TestMain is mcptest.Main).
 	Fake []string
-	// ExpectOutput, if set, must match the host's stdout and stderr after a
-	// call that worked; large-tools-list needs it unless the host calls a
+	// ExpectOutput, if set, must match the host's stdout and stderr for a
+	// run to count as having worked: a host that exits 0 without it has
+	// failed, with the failure only in its output (agent CLIs whose "mcp
+	// list" exits 0 either way). large-tools-list passes on it, so give a
+	// pattern that names the last tool there, unless the host calls a
 	// filler tool.
 	ExpectOutput *regexp.Regexp
 }
@@ -194,9 +197,12 @@ func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) host
 	}
 	o := hostOutcome{took: run.ended.Sub(run.begin), ended: run.ended, atLimit: run.killed, output: run.out.String()}
 	o.exit = "exit status 0"
-	if run.err != nil {
+	switch re := r.command.ExpectOutput; {
+	case run.err != nil:
 		o.exit = run.err.Error()
 		o.err = fmt.Errorf("the host command ended with %s: %s", o.exit, lastLine(o.output))
+	case re != nil && !re.MatchString(o.output):
+		o.err = fmt.Errorf("the host command exited 0, but its output does not match %q (HostCommand.ExpectOutput, -expect-output): %s", re, lastLine(o.output))
 	}
 	return o
 }
@@ -246,9 +252,10 @@ func (r *hostFixture) reportFiles() []string {
 }
 
 // startCheck is the battery's start: a Go Host is started against the
-// fake; a host command is run once against it and must call a tool or
-// list them.
-func (r *hostFixture) startCheck(ctx context.Context) error {
+// fake; a host command is run once against it and must at least finish
+// the handshake (the fake answered its initialize or server/discover).
+// What that run sent goes to first.
+func (r *hostFixture) startCheck(ctx context.Context, first *firstRun) error {
 	if r.command == nil {
 		return r.start(ctx)
 	}
@@ -257,12 +264,46 @@ func (r *hostFixture) startCheck(ctx context.Context) error {
 	}
 	o := r.waitCommand(ctx, r.cfg.StartTimeout)
 	rep, _ := r.fakeReport()
-	if !slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
-		return q.Method == wire.MethodToolsCall || q.Method == wire.MethodToolsList
-	}) {
-		return errors.New(noCall(rep, o).Evidence)
+	first.sent = requestMethods(rep)
+	shook := false
+	for _, q := range rep.Requests {
+		first.called = first.called || q.Method == wire.MethodToolsCall
+		shook = shook || (q.Method == wire.MethodInitialize || q.Method == wire.MethodDiscover) && q.State == fakeserver.StateDone && q.ResponseBytes > 0
+	}
+	if !shook {
+		return fmt.Errorf("the host finished no handshake with the fake (requests the fake saw: %s); it ended with %s", first.sent, o.how())
 	}
 	return nil
+}
+
+// firstRun is what a host command sent in the battery's first run.
+type firstRun struct {
+	sent   string // the methods of its requests, in order
+	called bool   // one was a tools/call
+}
+
+// callCriteria are the criteria that judge a host command by a tool call
+// it makes.
+var callCriteria = []string{"under-limit", "over-limit", "huge-field", "many-blocks", "idle-notifications",
+	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read"}
+
+// needCall makes the call criteria skip for a host command whose first run
+// made no tools/call: it calls tools only on its own (an agent CLI,
+// through its model), and the criteria after the handshake judge it.
+func (f *firstRun) needCall(criteria []criterion[*hostFixture]) []criterion[*hostFixture] {
+	out := slices.Clone(criteria)
+	for i, c := range out {
+		if !slices.Contains(callCriteria, c.name) {
+			continue
+		}
+		out[i].run = func(ctx context.Context, r *hostFixture) Result {
+			if !f.called {
+				return skip("needs a tool call: the host's first run made none (it sent %s)", f.sent)
+			}
+			return c.run(ctx, r)
+		}
+	}
+	return out
 }
 
 // startRule is the rule of the battery's start.

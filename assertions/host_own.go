@@ -36,7 +36,7 @@ const (
 	ruleHostCrash    = "a server that ends mid-response is an error the host reports within a bound; the client SHOULD restart a server that ended"
 	ruleHostStdin    = "a server that stops reading stdin never freezes the host past its own timeout"
 	ruleHostToolList = "a host takes a large tools/list whole, or rejects it with a message; it never drops tools silently"
-	ruleHostCommand  = "a host command starts the server it is given and calls a tool"
+	ruleHostCommand  = "a host command starts the server it is given and finishes the handshake; the criteria about a call need it to call a tool"
 )
 
 // capCriteria are the criteria that wait for the host's own timeout, up to
@@ -174,14 +174,19 @@ func cancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) 
 }
 
 func noCall(rep fakeserver.Report, o hostOutcome) Result {
+	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", requestMethods(rep), o.how())
+}
+
+// requestMethods lists the methods of the requests the fake saw.
+func requestMethods(rep fakeserver.Report) string {
 	var methods []string
 	for _, q := range rep.Requests {
 		methods = append(methods, q.Method)
 	}
 	if len(methods) == 0 {
-		methods = []string{"none"}
+		return "none"
 	}
-	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", strings.Join(methods, ", "), o.how())
+	return strings.Join(methods, ", ")
 }
 
 // giveUp judges a call the fake never answers: whether the host gave up by

@@ -21,8 +21,10 @@ language: once per criterion, against a fresh fake server (mcpstdio fake)
 with the faults the criterion needs, and judges it by what the fake saw
 (requests, cancels and their timing, when it stopped reading, restarts)
 and by the host's exit status, time and output. The host must start the
-server it is given and call one tool (any tool: the fake answers it as the
-criterion needs); it is killed, with its process group, when a criterion's
+server it is given and finish the handshake; it may call one tool (any
+tool: the fake answers it as the criterion needs), and if its first run
+calls none, the criteria about a call are skipped. It is killed, with its
+process group, when a criterion's
 bound passes. What it leaves running (a server it orphaned, a setsid
 daemon holding its output) is named in the evidence and ended. One line
 per criterion and a summary are printed, as by probe (on a terminal, a
@@ -41,8 +43,8 @@ that read their servers from a config file:
 Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
 shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
 for the host's own timeout, then at most -within for the fake's last
-report; the other criteria 3×-within in all. The first run, which must
-call or list tools, gets -start-timeout. A host still running at its bound
+report; the other criteria 3×-within in all. The first run gets
+-start-timeout. A host still running at its bound
 is killed with its process group.
 
 Exit status: as probe's: 0 no criterion failed (with -expect, every verdict
@@ -90,13 +92,13 @@ func (f *hostProbeFlags) register(fs *flag.FlagSet) {
 	f.expect.names = assertions.HostCriterionNames()
 	fs.IntVar(&f.maxFrame, "max-frame", 0, "the host's transport limit: most `bytes` in one message from the server (0: unknown, skips under-limit and over-limit)")
 	fs.DurationVar(&f.within, "within", 0, "bound of each step of a criterion (0: 10s)")
-	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, which must call or list tools, before the criteria (0: 30s)")
+	fs.DurationVar(&f.start, "start-timeout", 0, "bound of the host's first run, before the criteria, which must finish the handshake (0: 30s)")
 	fs.DurationVar(&f.hostCap, "host-cap", 0, "how long the host's own timeout is waited for; a host still waiting fails (0: 2m)")
 	fs.IntVar(&f.toolsList, "tools-list-bytes", 0, "size in `bytes` of large-tools-list's tools/list (0: 300000)")
 	fs.IntVar(&f.hugeField, "huge-field", 0, "size in `bytes` of huge-field's response (0: 8 MiB, less under -max-frame)")
 	fs.IntVar(&f.blocks, "blocks", 0, "`number` of content blocks of many-blocks (0: 10000, fewer under -max-frame)")
 	fs.Int64Var(&f.stderrNoise, "stderr-noise", 0, "`bytes` the fake writes to stderr in stderr-noise (0: 64 MiB)")
-	fs.StringVar(&f.expectOutput, "expect-output", "", "`regexp` the host's output must match after a call that worked (large-tools-list needs it unless the host calls a filler tool)")
+	fs.StringVar(&f.expectOutput, "expect-output", "", "`regexp` the host's output must match in a run that worked: exit 0 without it is a failure (large-tools-list passes on it unless the host calls a filler tool)")
 	fs.Var(&f.configs, "config", "`TEMPLATE=PATH`: write PATH from TEMPLATE before each run (may be repeated)")
 	f.reportFlags.register(fs, "host", "")
 }

@@ -43,3 +43,33 @@ func TestHostProbeOverLimitSlowReader(t *testing.T) {
 		t.Errorf("hostprobe over-limit of a host still reading at the bound: %s, want warn (unverified)\nstdout:\n%s\nstderr:\n%s", got, res.stdout, res.stderr)
 	}
 }
+
+// TestHostProbeConnectOnly: a host that only connects (initialize, then
+// ping, as `gemini mcp list`) and exits 0 whether or not it did, saying so
+// only in its output, is judged with -expect-output: a run without its
+// "connected" line failed, though the exit status is 0 (era-modern, whose
+// server refuses its initialize); the criteria about a call are skipped,
+// naming what it sent; a handshake it gives up on is a failure reported
+// only in its output (warn).
+func TestHostProbeConnectOnly(t *testing.T) {
+	t.Parallel()
+	host := buildMinihost(t)
+	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^(junk-on-stdout|era-legacy|era-modern|host-timeout|handshake-timeout)$",
+		"-expect-output", "(?m)^connected$", "-host-cap", "20s", "--", host, "-connect", "-exit0", "-handshake-timeout", "1s", "{server}")
+	want := map[string]assertions.Verdict{
+		"junk-on-stdout":    assertions.Pass,
+		"era-legacy":        assertions.Pass,
+		"era-modern":        assertions.Fail,
+		"host-timeout":      assertions.Skip,
+		"handshake-timeout": assertions.Warn,
+	}
+	if diff := cmp.Diff(want, verdicts(res.stdout)); diff != "" {
+		t.Errorf("hostprobe of a connect-only host: verdicts (-want +got):\n%s\nstdout:\n%s\nstderr:\n%s", diff, res.stdout, res.stderr)
+	}
+	for _, s := range []string{"made no tools/call (requests the fake saw: initialize, ping)", "needs a tool call: the host's first run made none (it sent initialize, ping)",
+		"exited 0, but its output does not match", "exited 0: the failure is in its output at most"} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("hostprobe's output does not say %q:\n%s", s, res.stdout)
+		}
+	}
+}

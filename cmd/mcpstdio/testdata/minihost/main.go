@@ -8,7 +8,8 @@
 // each), orphan (close stdin and exit), signal-first (SIGTERM, SIGKILL,
 // then close stdin), or wait (close stdin and wait: the default). -daemon
 // leaves a process in a session of its own holding its stdout when it
-// exits.
+// exits. -list lists the tools instead of calling one, -connect only pings,
+// and -exit0 exits 0 when it failed, as agent CLIs' "mcp list" commands do.
 package main
 
 import (
@@ -31,6 +32,8 @@ func main() {
 	flag.DurationVar(&grace, "grace", 500*time.Millisecond, "the wait between the steps of -shutdown")
 	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
 	list := flag.Bool("list", false, "list the tools instead of calling one, as a host's 'mcp list' does")
+	connect := flag.Bool("connect", false, "only connect: initialize, then ping, and print \"connected\", as 'gemini mcp list' does")
+	flag.BoolVar(&exit0, "exit0", false, "exit 0 even when it failed, saying so only in its output, as 'mcp list' commands do")
 	flag.Parse()
 	if *daemon {
 		startDaemon()
@@ -79,15 +82,27 @@ func main() {
 		giveUpInit = time.After(*handshake)
 	}
 	select {
-	case _, ok := <-answers:
+	case m, ok := <-answers:
 		if !ok {
 			fail(fmt.Errorf("the server ended before answering initialize"))
+		}
+		if m["error"] != nil {
+			fail(fmt.Errorf("initialize: %s", m["error"]))
 		}
 	case <-giveUpInit:
 		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"handshake timeout"}}`)
 		fail(fmt.Errorf("initialize: no answer in %v", *handshake))
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if *connect {
+		send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		if _, ok := <-answers; !ok {
+			fail(fmt.Errorf("the server ended before answering ping"))
+		}
+		fmt.Println("connected")
+		end()
+		return
+	}
 	if *list {
 		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 		if _, ok := <-answers; !ok {
@@ -126,6 +141,7 @@ func main() {
 var (
 	shutdown string
 	grace    time.Duration
+	exit0    bool
 	server   *exec.Cmd
 	stdin    interface{ Close() error }
 )
@@ -175,5 +191,8 @@ func end() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "minihost:", err)
 	end()
+	if exit0 {
+		os.Exit(0)
+	}
 	os.Exit(1)
 }
