@@ -31,7 +31,7 @@ type HostCommand struct {
 	// {server_args_json} become it, its first word and the rest as JSON.
 	Argv []string
 	// Configs are files written from templates, with the same
-	// substitutions, before each run.
+	// substitutions, before each run (their directories too).
 	Configs []ConfigFile
 	// Fake is the fake server's command, to which each criterion appends
 	// its flags. Empty: this test binary (its TestMain is mcptest.Main).
@@ -123,6 +123,9 @@ func (r *hostFixture) startCommand(flags []string) error {
 		b, err := os.ReadFile(c.Template)
 		if err != nil {
 			return fmt.Errorf("config template: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+			return fmt.Errorf("config file: %w", err)
 		}
 		if err := os.WriteFile(c.Path, []byte(substitute(string(b), server)), 0o600); err != nil {
 			return fmt.Errorf("config file: %w", err)

@@ -152,7 +152,13 @@ func hostInvalidJSON(ctx context.Context, r *hostFixture) Result {
 }
 
 func hostStderrNoise(ctx context.Context, r *hostFixture) Result {
-	return followUpAfter(fmt.Sprintf("%d bytes of stderr", r.cfg.StderrNoise), "-stderr-noise", fmt.Sprint(r.cfg.StderrNoise))(ctx, r)
+	res := followUpAfter(fmt.Sprintf("%d bytes of stderr", r.cfg.StderrNoise), "-stderr-noise", fmt.Sprint(r.cfg.StderrNoise))(ctx, r)
+	// The noise comes before the fake reads its first message: a host that
+	// does not drain stderr leaves it blocked there, the handshake unread.
+	if rep, err := r.fakeReport(); res.Verdict == Fail && err == nil && rep.StderrBytes < r.cfg.StderrNoise {
+		res.Evidence += fmt.Sprintf("; the fake had written only %d of the %d bytes to stderr when the host ended, and read %d requests: its stderr was not drained", rep.StderrBytes, r.cfg.StderrNoise, len(rep.Requests))
+	}
+	return res
 }
 
 func hostJunk(ctx context.Context, r *hostFixture) Result {

@@ -18,12 +18,12 @@ import (
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 )
 
-// Gemini CLI and Qwen Code are not run by hostprobe yet (see notRunYet):
-// TestAgentsConnectOnlyRaw checks the facts docs/hosts.md states of them
-// with a raw harness instead: `NAME mcp list` against `mcpstdio fake`, read
-// from the fake's report (requests, cancels, signals, stdin's end, its pid)
-// and /proc. They run when installed (`npm ci` in agents/gemini, `npm
-// install` in agents/qwen); CI does not install them.
+// TestAgentsConnectOnlyRaw checks the facts docs/hosts.md states of Gemini
+// CLI and Qwen Code, on which their hostprobe verdicts rest, with a raw
+// harness of its own: `NAME mcp list` against `mcpstdio fake`, read from
+// the fake's report (requests, cancels, signals, stdin's end, its pid) and
+// /proc. They run when installed (`npm ci` in agents/gemini, `npm install`
+// in agents/qwen and agents/qwen-node20); CI does not install them.
 
 // rawAgent is a connect-only CLI and what was measured of it by hand.
 type rawAgent struct {
@@ -37,8 +37,9 @@ type rawAgent struct {
 
 var rawAgents = []rawAgent{
 	{name: "gemini", bin: ".bin/gemini", config: ".gemini/settings.json", env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"},
-		signalFirst: true, orphans: true, handshake: 4 * time.Second, cancels: true},
+		signalFirst: true, orphans: true, handshake: 5 * time.Second, cancels: true},
 	{name: "qwen", bin: ".bin/qwen", config: ".qwen/settings.json", handshake: 10 * time.Second},
+	{name: "qwen-node20", bin: ".bin/qwen", config: ".qwen/settings.json", handshake: 5 * time.Second, cancels: true},
 }
 
 func TestAgentsConnectOnlyRaw(t *testing.T) {

@@ -48,16 +48,18 @@ func TestHostProbeOverLimitSlowReader(t *testing.T) {
 // ping, as `gemini mcp list`) and exits 0 whether or not it did, saying so
 // only in its output, is judged with -expect-output: a run without its
 // "connected" line failed, though the exit status is 0 (era-modern, whose
-// server refuses its initialize); the criteria about a call are skipped,
+// server refuses its initialize, and stderr-noise, as it never reads the
+// server's stderr); the criteria about a call are skipped,
 // naming what it sent; a handshake it gives up on is a failure reported
 // only in its output (warn).
 func TestHostProbeConnectOnly(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
-	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^(junk-on-stdout|era-legacy|era-modern|host-timeout|handshake-timeout)$",
-		"-expect-output", "(?m)^connected$", "-host-cap", "20s", "--", host, "-connect", "-exit0", "-handshake-timeout", "1s", "{server}")
+	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^(junk-on-stdout|stderr-noise|era-legacy|era-modern|host-timeout|handshake-timeout)$",
+		"-expect-output", "(?m)^connected$", "-stderr-noise", "1048576", "-host-cap", "20s", "--", host, "-connect", "-exit0", "-stderr-pipe", "-handshake-timeout", "1s", "-shutdown", "spec", "-grace", "100ms", "{server}")
 	want := map[string]assertions.Verdict{
 		"junk-on-stdout":    assertions.Pass,
+		"stderr-noise":      assertions.Fail,
 		"era-legacy":        assertions.Pass,
 		"era-modern":        assertions.Fail,
 		"host-timeout":      assertions.Skip,
@@ -67,7 +69,7 @@ func TestHostProbeConnectOnly(t *testing.T) {
 		t.Errorf("hostprobe of a connect-only host: verdicts (-want +got):\n%s\nstdout:\n%s\nstderr:\n%s", diff, res.stdout, res.stderr)
 	}
 	for _, s := range []string{"made no tools/call (requests the fake saw: initialize, ping)", "needs a tool call: the host's first run made none (it sent initialize, ping)",
-		"exited 0, but its output does not match", "exited 0: the failure is in its output at most"} {
+		"exited 0, but its output does not match", "exited 0: the failure is in its output at most", "read 0 requests: its stderr was not drained"} {
 		if !strings.Contains(res.stdout, s) {
 			t.Errorf("hostprobe's output does not say %q:\n%s", s, res.stdout)
 		}

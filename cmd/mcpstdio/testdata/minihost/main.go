@@ -9,7 +9,8 @@
 // then close stdin), or wait (close stdin and wait: the default). -daemon
 // leaves a process in a session of its own holding its stdout when it
 // exits. -list lists the tools instead of calling one, -connect only pings,
-// and -exit0 exits 0 when it failed, as agent CLIs' "mcp list" commands do.
+// -stderr-pipe never reads the server's stderr, and -exit0 exits 0 when it
+// failed, as agent CLIs' "mcp list" commands do.
 package main
 
 import (
@@ -33,6 +34,7 @@ func main() {
 	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
 	list := flag.Bool("list", false, "list the tools instead of calling one, as a host's 'mcp list' does")
 	connect := flag.Bool("connect", false, "only connect: initialize, then ping, and print \"connected\", as 'gemini mcp list' does")
+	stderrPipe := flag.Bool("stderr-pipe", false, "pipe the server's stderr and never read it, as 'gemini mcp list' does")
 	flag.BoolVar(&exit0, "exit0", false, "exit 0 even when it failed, saying so only in its output, as 'mcp list' commands do")
 	flag.Parse()
 	if *daemon {
@@ -59,6 +61,9 @@ func main() {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
+	if *stderrPipe {
+		_, _ = cmd.StderrPipe()
+	}
 	if err := cmd.Start(); err != nil {
 		fail(err)
 	}
