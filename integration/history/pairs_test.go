@@ -247,9 +247,12 @@ func tsClient(version string, want map[string]verdictSet) release {
 var tsClientBase = with(allPass(append(uncappedCriteria, "over-limit")...), "era-modern", fail)
 
 // go-sdk v1.7.0's server: an invalid line ends the session, and requests
-// pending at stdin EOF are dropped (#1061).
+// pending at stdin EOF are dropped (#1061) — or not: the drop is a race
+// between their handlers' writes and the connection's close, which a run
+// may not lose (0 to 3 of 5 answered in 14 quiet runs, all 5 in CI at a
+// load of 19: ../servers_test.go, racyEOF), so a pass is accepted.
 var goSDKServerV17 = with(allPass(serverCriteria...),
-	"invalid-json-input", fail, "eof-drains-pending", fail,
+	"invalid-json-input", fail, "eof-drains-pending", verdictSet{fail, pass},
 	// the work stops, and the cancelled call is still answered
 	"cancel-before-work", warn, "cancel-during-work", warn)
 
