@@ -99,21 +99,16 @@ func main() {
 		fail(fmt.Errorf("initialize: no answer in %v", *handshake))
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if *connect {
-		send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-		if _, ok := <-answers; !ok {
-			fail(fmt.Errorf("the server ended before answering ping"))
+	if *connect || *list {
+		method, said := "ping", "connected"
+		if *list {
+			method, said = "tools/list", "tools/list: connected"
 		}
-		fmt.Println("connected")
-		end()
-		return
-	}
-	if *list {
-		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":%q}`, method))
 		if _, ok := <-answers; !ok {
-			fail(fmt.Errorf("the server ended before answering tools/list"))
+			fail(fmt.Errorf("the server ended before answering %s", method))
 		}
-		fmt.Println("tools/list: connected")
+		fmt.Println(said)
 		end()
 		return
 	}
