@@ -14,7 +14,9 @@ import (
 // the assertions criteria. Over a window of activityWindow the server is
 // stopped when it took nothing from stdin, wrote nothing to stdout, its CPU
 // demand (run time plus run-queue wait, which load does not starve: see
-// demandBetween) stayed under demandFloor of a CPU, and at the last look a
+// demandBetween) stayed under demandFloor of a CPU, no thread was runnable
+// at the last look without having run over the window (starved by a loaded
+// machine: Linux counts its wait only once it runs), and at the last look a
 // thread of it was blocked writing stdout, or every thread was asleep or
 // had not run at all over the window. It is busy when it took or wrote
 // bytes or its demand reached the floor: callers then watch on, up to their
@@ -130,14 +132,17 @@ func activityOf(from, to sight) Activity {
 		before[[2]int{t.pid, t.tid}] = t
 	}
 	var writing []string
-	asleep := 0
+	asleep, starved := 0, 0
 	wchans := map[string]int{}
 	for _, t := range to.threads {
 		if t.write {
 			writing = append(writing, "thread "+t.String())
 		}
 		f, seen := before[[2]int{t.pid, t.tid}]
-		if t.state == 'S' || t.state == 'D' || t.state == 'I' || seen && t.run == f.run {
+		switch {
+		case t.state == 'R' && seen && t.run == f.run:
+			starved++
+		case t.state == 'S' || t.state == 'D' || t.state == 'I' || seen && t.run == f.run:
 			asleep++
 			wchans[t.wchan]++
 		}
@@ -154,7 +159,10 @@ func activityOf(from, to sight) Activity {
 	default:
 		a.Threads = fmt.Sprintf("%d of %d threads running or runnable", len(to.threads)-asleep, len(to.threads))
 	}
-	a.Stopped = a.Window >= activityWindow && !a.Busy && (len(writing) > 0 || asleep == len(to.threads))
+	if starved > 0 {
+		a.Threads += fmt.Sprintf("; %d runnable but given no CPU over the window (a loaded machine: slow, not stopped)", starved)
+	}
+	a.Stopped = a.Window >= activityWindow && !a.Busy && starved == 0 && (len(writing) > 0 || asleep == len(to.threads))
 	return a
 }
 
