@@ -65,6 +65,18 @@ func TestCheckHostSession(t *testing.T) {
 	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
 		t.Errorf("CheckHost(mcptest.Session) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
 	}
+	// The session gives up the handshake by its own timeout and cancels
+	// what it gave up on (TestHandshakeTimeout has the host that does not).
+	for _, res := range rep.Results {
+		if res.Name != "handshake-timeout" {
+			continue
+		}
+		for _, s := range []string{"the fake never answered ", "the host gave up ", "sent notifications/cancelled for "} {
+			if !strings.Contains(res.Evidence, s) {
+				t.Errorf("handshake-timeout: evidence %q does not say %q", res.Evidence, s)
+			}
+		}
+	}
 	t.Logf("\n%s", rep)
 }
 
