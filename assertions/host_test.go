@@ -28,26 +28,34 @@ func TestCheckHostSession(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
 	// The criteria that wait for the host's own timeout run side by side,
-	// with the session's timeout (WithTimeout) short.
+	// with the session's timeout (WithTimeout) short. Those that wait out
+	// the session's own defaults (its 10s handshake timeout, its 2s grace
+	// at each step of Close) keep them and run side by side too, each in
+	// a battery of its own, rather than after one another in the rest's.
 	own := []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read"}
+	waits := []string{"handshake-timeout", "shutdown-ladder"}
 	var rest []string
 	for _, n := range assertions.HostCriterionNames() {
-		if !slices.Contains(own, n) {
+		if !slices.Contains(own, n) && !slices.Contains(waits, n) {
 			rest = append(rest, n)
 		}
 	}
-	reports := make([]*assertions.Report, len(own)+1)
+	reports := make([]*assertions.Report, len(own)+len(waits)+1)
 	concurrently(len(reports), func(i int) {
-		if i == len(own) {
+		if i >= len(own) {
+			run := "^(" + strings.Join(rest, "|") + ")$"
+			if j := i - len(own); j < len(waits) {
+				run = "^" + waits[j] + "$"
+			}
 			reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithMaxFrame(limit)), assertions.HostConfig{MaxFrame: limit, StderrNoise: 8 << 20,
-				Run: regexp.MustCompile("^(" + strings.Join(rest, "|") + ")$")})
+				Run: regexp.MustCompile(run)})
 			return
 		}
 		reports[i] = assertions.CheckHost(t.Context(), assertions.SessionHost(mcptest.WithTimeout(3*time.Second)), assertions.HostConfig{Cap: 20 * time.Second,
 			Run: regexp.MustCompile("^" + own[i] + "$")})
 	})
-	rep := reports[len(own)]
-	for _, r := range reports[:len(own)] {
+	rep := reports[len(reports)-1]
+	for _, r := range reports[:len(reports)-1] {
 		rep.Results = append(rep.Results, r.Results...)
 	}
 	want := map[string]assertions.Verdict{}
@@ -56,6 +64,18 @@ func TestCheckHostSession(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rep.Verdicts()); diff != "" {
 		t.Errorf("CheckHost(mcptest.Session) verdicts mismatch (-want +got):\n%s\nreport:\n%s", diff, rep)
+	}
+	// The session gives up the handshake by its own timeout and cancels
+	// what it gave up on (TestHandshakeTimeout has the host that does not).
+	for _, res := range rep.Results {
+		if res.Name != "handshake-timeout" {
+			continue
+		}
+		for _, s := range []string{"the fake never answered ", "the host gave up ", "sent notifications/cancelled for "} {
+			if !strings.Contains(res.Evidence, s) {
+				t.Errorf("handshake-timeout: evidence %q does not say %q", res.Evidence, s)
+			}
+		}
 	}
 	t.Logf("\n%s", rep)
 }

@@ -79,22 +79,27 @@ func TestHostProbeSetsidDaemon(t *testing.T) {
 
 // TestHostProbeHandshakeTimeout: handshake-timeout against minihost, which
 // gives up on initialize after -handshake-timeout, cancels it and exits 1
-// (pass), and without it waits for ever (fail at the cap, named).
+// (pass), and without it waits for ever (fail at the cap, named). The host
+// that waits for ever is held for the cap and a start allowance of 3s
+// (-within) rather than the default 10s: it fails whatever the bound, and
+// its start (minihost and the fake) takes well under a second.
 func TestHostProbeHandshakeTimeout(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
 	for _, c := range []struct {
-		name  string
-		flags []string
-		want  assertions.Verdict
-		says  []string
+		name   string
+		within []string
+		flags  []string
+		want   assertions.Verdict
+		says   []string
 	}{
-		{"bounded", []string{"-handshake-timeout", "1s"}, assertions.Pass, []string{"the fake never answered initialize (id 1): the host ended ", "exit status 1", "sent notifications/cancelled for initialize after "}},
-		{"forever", nil, assertions.Fail, []string{"the host was still waiting ", "the harness's bound: 13s, HostConfig.Cap and Within for its start"}},
+		{"bounded", nil, []string{"-handshake-timeout", "1s"}, assertions.Pass, []string{"the fake never answered initialize (id 1): the host ended ", "exit status 1", "sent notifications/cancelled for initialize after "}},
+		{"forever", []string{"-within", "3s"}, nil, assertions.Fail, []string{"the host was still waiting ", "the harness's bound: 6s, HostConfig.Cap and Within for its start"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			args := append(append([]string{"hostprobe", "-run", "^handshake-timeout$", "-host-cap", "3s", "--", host}, c.flags...), "{server}")
+			args := append([]string{"hostprobe", "-run", "^handshake-timeout$", "-host-cap", "3s"}, c.within...)
+			args = append(append(append(args, "--", host), c.flags...), "{server}")
 			res := mcpstdio(t, 2*time.Minute, args...)
 			t.Logf("%s", res.stdout)
 			if v := verdicts(res.stdout)["handshake-timeout"]; v != c.want {
