@@ -46,6 +46,9 @@ type HostCommand struct {
 // the template file Template before each run.
 type ConfigFile struct{ Template, Path string }
 
+// exitZero is hostOutcome.exit for a command that exited 0.
+const exitZero = "exit status 0"
+
 // hostOutputLimit bounds the head and the tail of a host's output kept.
 const hostOutputLimit = 8 << 10
 
@@ -196,7 +199,7 @@ func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) host
 		<-run.done // endHolders bounds it
 	}
 	o := hostOutcome{took: run.ended.Sub(run.begin), ended: run.ended, atLimit: run.killed, output: run.out.String()}
-	o.exit = "exit status 0"
+	o.exit = exitZero
 	switch re := r.command.ExpectOutput; {
 	case run.err != nil:
 		o.exit = run.err.Error()

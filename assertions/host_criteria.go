@@ -131,7 +131,8 @@ func followUpAfter(what string, flags ...string) func(ctx context.Context, r *ho
 			return failErr(ruleHostGoesOn, "after "+what, err)
 		}
 		if r.command != nil {
-			if rep, _ := r.fakeReport(); !slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool { return q.Method == wire.MethodToolsCall }) {
+			rep, _ := r.fakeReport()
+			if _, ok := firstCall(rep); !ok {
 				return pass("after %s the host ended with exit status 0%s; it made no tools/call (requests the fake saw: %s)", what, r.matched(), requestMethods(rep))
 			}
 		}

@@ -80,7 +80,7 @@ func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 			return fail(ruleHostHandshake, "%s: the HostFactory returned a host and no error, %v after it: the failure was not reported", fault, o.ended.Sub(first).Round(time.Millisecond))
 		}
 		warns = append(warns, "the HostFactory returned a host and no error: unverified whether it noticed")
-	case r.command != nil && o.exit == "exit status 0":
+	case r.command != nil && o.exit == exitZero:
 		warns = append(warns, "exited 0: the failure is in its output at most")
 	}
 	evidence := fault + ": " + strings.Join(append(facts, warns...), "; ")

@@ -75,7 +75,7 @@ func hostLargeToolsList(ctx context.Context, r *hostFixture) Result {
 	switch {
 	case o.atLimit:
 		return fail(ruleHostToolList, "a %d-byte tools/list (answered: %v): the host was still running %v later (the harness's bound: -within)", size, listed, r.cfg.Within)
-	case r.command.ExpectOutput != nil && o.exit == "exit status 0" && !r.command.ExpectOutput.MatchString(o.output):
+	case r.command.ExpectOutput != nil && o.exit == exitZero && !r.command.ExpectOutput.MatchString(o.output):
 		return fail(ruleHostToolList, "truncated or lost: after a %d-byte tools/list the host exited 0 but its output does not match -expect-output %q; last line: %s", size, r.command.ExpectOutput, lastLine(o.output))
 	case o.err != nil && listed:
 		return warn("rejected: after a %d-byte tools/list of %d tools the host ended with %s", size, rep.FillerTools, o.how())
