@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	quietsrv "github.com/mcpstdio/mcpstdio/assertions/testdata/quiet"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -18,9 +19,9 @@ import (
 // quiet returns the quiet server with args, as a child or in-process.
 func quiet(child bool, args ...string) mcptest.Target {
 	if child {
-		return mcptest.Helper("quiet", args...)
+		return quietChild(args...)
 	}
-	return mcptest.InProcess(quietServer(args))
+	return mcptest.InProcess(quietsrv.Server(args))
 }
 
 func quietConfig() assertions.ServerConfig {

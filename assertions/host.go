@@ -121,6 +121,15 @@ func init() {
 	})
 }
 
+// fakeCommand returns the command that runs the fake with flags, killed
+// when ctx ends: the test binary re-executed as the helper fakeHelper. The
+// package's own tests under the race detector put a fake built without it
+// in its place (export_test.go): a race-enabled child costs about ten
+// times the CPU to start, and the host tests start the fake 90 times.
+var fakeCommand = func(ctx context.Context, flags ...string) (*exec.Cmd, error) {
+	return mcptest.HelperCommand(ctx, fakeHelper, flags...)
+}
+
 // hostFixture is one host criterion's fake and host.
 type hostFixture struct {
 	kill    context.CancelFunc // kills the fake
@@ -145,7 +154,7 @@ func (r *hostFixture) start(ctx context.Context, flags ...string) error {
 		return r.startCommand(flags)
 	}
 	// The fake is killed when the criterion ends, whatever the host does.
-	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
+	cmd, err := fakeCommand(r.ctx, flags...)
 	if err != nil {
 		return fmt.Errorf("%w\n(the host criteria run the fake server as a child of the test binary: the package's TestMain must be `func TestMain(m *testing.M) { mcptest.Main(m) }`)", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -85,7 +84,7 @@ func (r *hostFixture) fakeWords(flags []string) ([]string, error) {
 	if len(r.command.Fake) > 0 {
 		return append(append([]string(nil), r.command.Fake...), flags...), nil
 	}
-	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, flags...)
+	cmd, err := fakeCommand(r.ctx, flags...)
 	if err != nil {
 		return nil, err
 	}

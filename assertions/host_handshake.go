@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -95,7 +94,7 @@ func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 // criterion gives up at HostConfig.Cap.
 func (r *hostFixture) startUnanswered(ctx context.Context) hostOutcome {
 	r.report = r.reportPattern()
-	cmd, err := mcptest.HelperCommand(r.ctx, fakeHelper, "-report", r.report, "-no-handshake")
+	cmd, err := fakeCommand(r.ctx, "-report", r.report, "-no-handshake")
 	if err != nil {
 		return hostOutcome{err: err, ended: time.Now()}
 	}

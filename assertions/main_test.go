@@ -34,5 +34,8 @@ func serveFake(args []string) mcptest.ServeFunc {
 // than go test's one (testkit.ParallelForWaits).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4)
-	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
+	mcptest.Main(m, goleak.Cleanup(func(code int) {
+		removeBuilt()
+		testkit.Exit(code)
+	}))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	quietsrv "github.com/mcpstdio/mcpstdio/assertions/testdata/quiet"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -14,6 +15,9 @@ import (
 func init() {
 	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
+	})
+	mcptest.RegisterHelper("quiet", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		return quietsrv.Server(mcptest.HelperArgs())(ctx, in, out, errw)
 	})
 }
 
@@ -23,3 +27,12 @@ func init() {
 func childFake(_ testing.TB, args ...string) mcptest.Target {
 	return mcptest.Helper("fake", args...)
 }
+
+// quietChild is the quiet server configured by args as a child process,
+// this test binary re-executed.
+func quietChild(args ...string) mcptest.Target {
+	return mcptest.Helper("quiet", args...)
+}
+
+// removeBuilt: nothing is built without the race detector.
+func removeBuilt() {}

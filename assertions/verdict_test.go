@@ -22,10 +22,10 @@ func TestReadsWhileBlockedBusyGulps(t *testing.T) {
 	cfg := assertions.ServerConfig{
 		Large:  &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 1 << 20}},
 		Cheap:  &assertions.ToolCall{Name: "echo"},
-		Within: time.Second,
+		Within: 500 * time.Millisecond, // the flood's cap is 6×Within: 3 s, two gulps
 		Run:    regexp.MustCompile(`^reads-while-blocked$`),
 	}
-	res := assertions.CheckServer(t.Context(), quiet(true, "gulp=3500ms", "async"), cfg).Results[0]
+	res := assertions.CheckServer(t.Context(), quiet(true, "gulp=1800ms", "async"), cfg).Results[0]
 	if res.Verdict != assertions.Warn || !strings.Contains(res.Evidence, "slow, not stopped") || !strings.Contains(res.Evidence, "KB/s") {
 		t.Errorf("reads-while-blocked = %s (%s), want a warning with the rate", res.Verdict, res.Evidence)
 	}

@@ -1,4 +1,7 @@
-package assertions_test
+// Package quiet is the assertions tests' quiet server: a legacy-era server
+// whose work the wire does not show, in-process in the tests and, built on
+// its own by ../quietserver, as a child process.
+package quiet
 
 import (
 	"bufio"
@@ -13,17 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-func init() {
-	mcptest.RegisterHelper("quiet", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
-		return quietServer(mcptest.HelperArgs())(ctx, in, out, errw)
-	})
-}
-
-// quietServer is a legacy-era server whose "slow" tool does its work in a
+// Server is a legacy-era server whose "slow" tool does its work in a
 // way the wire does not show: no progress notifications. How, and what it
 // does when cancelled, its options say:
 //
@@ -46,15 +42,15 @@ func init() {
 //	               that every 50ms, from a goroutine of its own that stops
 //	               when the server ends (a server that produces slowly)
 //	gulp=D         once a "big" call has been read, take stdin in 64 KiB
-//	               gulps D apart, burning CPU in between (a busy, slow
-//	               reader: slow, not stopped)
+//	               gulps D apart, burning a third of a CPU in between (a
+//	               busy, slow reader: slow, not stopped)
 //	int-ids        drop requests whose id is not an integer, as servers
 //	               whose JSON-RPC ids are int64 do
 //	spaced         write JSON with a space after every ':' and ',', as
 //	               Python's json.dumps does: "id": "x"
 //
 // Tools: slow (the work), big {bytes} (a text result), echo.
-func quietServer(args []string) mcptest.ServeFunc {
+func Server(args []string) func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
 	opts := map[string]string{}
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
@@ -275,9 +271,13 @@ type gulpReader struct {
 }
 
 func (g *gulpReader) Read(p []byte) (int, error) {
+	// Between gulps it burns a third of a CPU (3 ms spinning in every 9):
+	// busy by the rule's floor of a tenth, on a loaded machine too, at a
+	// third of the cost of a whole core.
 	for end := g.last.Add(g.every); g.on.Load() && time.Now().Before(end); {
-		for i := 0; i < 1e5; i++ { // spin
+		for spin := time.Now().Add(3 * time.Millisecond); time.Now().Before(spin); {
 		}
+		time.Sleep(6 * time.Millisecond)
 	}
 	n, err := g.r.Read(p[:min(len(p), 64<<10)])
 	g.last = time.Now()
