@@ -44,12 +44,24 @@ func EachWayB(b *testing.B, f func(b *testing.B, child bool)) {
 // rest on: there it leaves go test's one per CPU. Call it in TestMain,
 // before m.Run.
 func ParallelForWaits(perCPU int) {
+	setParallel(perCPU, !raceDetector)
+}
+
+// ParallelForChildren is ParallelForWaits under the race detector too: for
+// a package whose waiting tests judge child processes built without it (a
+// command built by the test), so that the detector slows only the test
+// binary's own bookkeeping, not the processes the verdicts are about.
+func ParallelForChildren(perCPU int) {
+	setParallel(perCPU, true)
+}
+
+func setParallel(perCPU int, set bool) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && !raceDetector {
+	if !given && set {
 		flag.Set("test.parallel", strconv.Itoa(perCPU*runtime.GOMAXPROCS(0)))
 	}
 }

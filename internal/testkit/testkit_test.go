@@ -84,3 +84,22 @@ func TestParallelForWaits(t *testing.T) {
 		t.Errorf("-parallel after a second call = %s, want %s: a value once set stays", got, want)
 	}
 }
+
+// TestParallelForChildren: -parallel becomes perCPU per CPU when the command
+// line does not give it, with the race detector too. It runs after
+// TestParallelForWaits, which restores the value it found.
+func TestParallelForChildren(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	before := f.Value.String()
+	t.Cleanup(func() { f.Value.Set(before) })
+	want := strconv.Itoa(3 * runtime.GOMAXPROCS(0))
+	if given {
+		want = before
+	}
+	testkit.ParallelForChildren(3)
+	if got := f.Value.String(); got != want {
+		t.Errorf("-parallel after ParallelForChildren(3) = %s, want %s (given on the command line: %v)", got, want, given)
+	}
+}
