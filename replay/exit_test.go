@@ -27,7 +27,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(ctxFor(t))
 		defer cancel()
-		fake, err := mcptest.HelperCommand(ctx, "fake")
+		fake, err := fakeCommand(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 	})
 	t.Run("asleep", func(t *testing.T) {
 		t.Parallel()
-		rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
+		rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestStallJudgedByEvidence(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
-	fake, err := mcptest.HelperCommand(ctx, "fake")
+	fake, err := fakeCommand(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
 	file := save(t, "heads.ndjson", recordSession(t, cfg, nil, calls))
-	rep := replay.TestServer(t, mcptest.Helper("fake"), file)
+	rep := replay.TestServer(t, fakeTarget(t), file)
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
 	}
@@ -76,7 +76,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Patience(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
 	t.Parallel() // it waits (the patience, the fake): side by side with the other waiting tests
-	rep := replay.TestServer(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
+	rep := replay.TestServer(t, fakeTarget(t, "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -161,7 +161,7 @@ func TestRedact(t *testing.T) {
 	if err := record.Read(bytes.NewReader(saved.Bytes()), func(record.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
-	rep := replay.TestServer(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
+	rep := replay.TestServer(t, fakeTarget(t), save(t, "redacted.ndjson", saved.Bytes()), opts...)
 	if rep.Checked == 0 {
 		t.Errorf("nothing checked: %s", rep)
 	}
@@ -218,7 +218,7 @@ host EOF true, server EOF true, exit code 0`
 	if got != want {
 		t.Errorf("testdata/session.ndjson reads as\n%s\nwant\n%s", got, want)
 	}
-	rep := replay.TestServer(t, mcptest.Helper("fake"), sample)
+	rep := replay.TestServer(t, fakeTarget(t), sample)
 	if rep.Checked != len(rec.Server) {
 		t.Errorf("%d messages checked, want %d", rep.Checked, len(rec.Server))
 	}
@@ -322,7 +322,7 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if rep.Err() != nil {
 		t.Errorf("Err without Strict: %v, want nil (nothing departs)", rep.Err())
 	}
-	rep, err = replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Strict())
+	rep, err = replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Strict())
 	if err != nil {
 		t.Fatal(err)
 	}

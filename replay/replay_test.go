@@ -120,7 +120,7 @@ func TestReplaySameServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.args...), rec)
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.args...), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestReplayDepartures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.replayArgs...), rec, replay.Patience(time.Second))
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.replayArgs...), rec, replay.Patience(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +298,7 @@ func TestLostDetail(t *testing.T) {
 	if gaps != 1 || whole >= len(full.Server)-1 {
 		t.Fatalf("the record with lost detail has %d gaps and %d of %d frames whole, want 1 gap and frames lost", gaps, whole, len(full.Server))
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +28,31 @@ func init() {
 	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
+}
+
+// fakeCommand is mcptest.HelperCommand(ctx, "fake", args...), the fake as
+// a child process; under the race detector, from this test binary built
+// without it (testkit.WithoutRace): the tests start the fake about 55
+// times, and the detector's cost in it (ten times the CPU to start, and
+// its whole run instrumented) checks nothing of replay's. The in-process
+// proxy and replay run under the detector.
+func fakeCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
+	if err != nil {
+		return nil, err
+	}
+	return testkit.WithoutRace(ctx, cmd)
+}
+
+// fakeTarget is mcptest.Helper("fake", args...) started as fakeCommand
+// starts it, bounded by the test.
+func fakeTarget(t *testing.T, args ...string) mcptest.Target {
+	t.Helper()
+	cmd, err := fakeCommand(ctxFor(t), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcptest.Exec(cmd)
 }
 
 // mcptest.Main registers the helpers and runs goleak.VerifyTestMain.
@@ -108,7 +134,7 @@ func recordWith(t *testing.T, cfg proxy.Config, args []string, hostOpts []mcptes
 	rec := newSink()
 	cfg.Record = rec
 	target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
+		cmd, err := fakeCommand(ctx, args...)
 		if err != nil {
 			return err
 		}
