@@ -19,7 +19,7 @@ import (
 // that keeps running asleep is reported missing with the evidence.
 func TestExitJudgedByEvidence(t *testing.T) {
 	t.Parallel()
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, calls)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 // blocks writing, as the recorded one did: slow is not "not blocking".
 func TestStallJudgedByEvidence(t *testing.T) {
 	t.Parallel()
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, stallCancelResume)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "stall-cancel-resume", stallCancelResume)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,13 @@ func TestReplaySameServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := recordSession(t, recordConfig(), tc.args, tc.host)
+			var b []byte
+			switch tc.name {
+			case "calls", "stall-cancel-resume": // as other tests record it
+				b = sharedRecord(t, tc.name, tc.host)
+			default:
+				b = recordSession(t, recordConfig(), tc.args, tc.host)
+			}
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
@@ -182,7 +188,15 @@ func TestReplayDepartures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := recordSession(t, recordConfig(), tc.recordArgs, tc.host)
+			var b []byte
+			switch {
+			case tc.recordArgs == nil && tc.name == "extra": // as other tests record it
+				b = sharedRecord(t, "stall-cancel-resume", tc.host)
+			case tc.recordArgs == nil && (tc.name == "extra-junk" || tc.name == "different"):
+				b = sharedRecord(t, "calls", tc.host)
+			default:
+				b = recordSession(t, recordConfig(), tc.recordArgs, tc.host)
+			}
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
