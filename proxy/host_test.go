@@ -37,6 +37,10 @@ func throughProxy(t *testing.T, cfg proxy.Config, name string, args ...string) (
 			t.Error(h.rec.bad)
 		}
 	})
+	// Here, not in the server: the first helper under the race detector
+	// builds the binary it runs from, which must not count against the
+	// session's handshake.
+	mustHelper(ctxFor(t), name, args...)
 	return mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 		p, err := proxy.Start(ctx, mustHelper(ctx, name, args...), proxy.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr}, cfg)
 		if err != nil {

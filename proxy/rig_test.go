@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 
@@ -232,9 +233,19 @@ func helperCmd(t testing.TB, name string, args ...string) *exec.Cmd {
 }
 
 // mustHelper is mcptest.HelperCommand for a helper this test binary
-// registers: its error would be a bug of the test itself.
+// registers: its error would be a bug of the test itself. Under the race
+// detector the child is this test binary built without it
+// (testkit.WithoutRace): the helpers are the servers and relays the
+// proxy is tested with, started about 70 times, and the detector in them
+// (ten times the CPU to start, and all their work instrumented) checks
+// nothing of the proxy's. The proxy under test runs in this process,
+// under the detector. Only a failed build of that binary (its output is
+// in the panic) is not a bug of the test.
 func mustHelper(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd, err := mcptest.HelperCommand(ctx, name, args...)
+	if err == nil {
+		cmd, err = testkit.WithoutRace(ctx, cmd)
+	}
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
@@ -133,7 +132,7 @@ func TestCutRecord(t *testing.T) {
 			if rec.Cut == "" {
 				t.Fatal("Record.Cut is empty")
 			}
-			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
 			if err != nil {
 				t.Fatal(err)
 			}

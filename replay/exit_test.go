@@ -19,7 +19,7 @@ import (
 // that keeps running asleep is reported missing with the evidence.
 func TestExitJudgedByEvidence(t *testing.T) {
 	t.Parallel()
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, calls)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(ctxFor(t))
 		defer cancel()
-		fake, err := mcptest.HelperCommand(ctx, "fake")
+		fake, err := fakeCommand(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 	})
 	t.Run("asleep", func(t *testing.T) {
 		t.Parallel()
-		rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
+		rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,13 +72,13 @@ func TestExitJudgedByEvidence(t *testing.T) {
 // blocks writing, as the recorded one did: slow is not "not blocking".
 func TestStallJudgedByEvidence(t *testing.T) {
 	t.Parallel()
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, stallCancelResume)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "stall-cancel-resume", stallCancelResume)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
-	fake, err := mcptest.HelperCommand(ctx, "fake")
+	fake, err := fakeCommand(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
 	file := save(t, "heads.ndjson", recordSession(t, cfg, nil, calls))
-	rep := replay.TestServer(t, mcptest.Helper("fake"), file)
+	rep := replay.TestServer(t, fakeTarget(t), file)
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
 	}
@@ -76,7 +76,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Patience(time.Second))
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Patience(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
 	t.Parallel() // it waits (the patience, the fake): side by side with the other waiting tests
-	rep := replay.TestServer(t, mcptest.Helper("fake", "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
+	rep := replay.TestServer(t, fakeTarget(t, "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -161,7 +161,7 @@ func TestRedact(t *testing.T) {
 	if err := record.Read(bytes.NewReader(saved.Bytes()), func(record.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
-	rep := replay.TestServer(t, mcptest.Helper("fake"), save(t, "redacted.ndjson", saved.Bytes()), opts...)
+	rep := replay.TestServer(t, fakeTarget(t), save(t, "redacted.ndjson", saved.Bytes()), opts...)
 	if rep.Checked == 0 {
 		t.Errorf("nothing checked: %s", rep)
 	}
@@ -218,7 +218,7 @@ host EOF true, server EOF true, exit code 0`
 	if got != want {
 		t.Errorf("testdata/session.ndjson reads as\n%s\nwant\n%s", got, want)
 	}
-	rep := replay.TestServer(t, mcptest.Helper("fake"), sample)
+	rep := replay.TestServer(t, fakeTarget(t), sample)
 	if rep.Checked != len(rec.Server) {
 		t.Errorf("%d messages checked, want %d", rep.Checked, len(rec.Server))
 	}
@@ -312,6 +312,56 @@ func TestCompareProxyRedacted(t *testing.T) {
 	}
 }
 
+// TestCompareLarge: messages past 64 KiB compare as smaller ones do: the
+// same value is no diff, whatever the id or the spacing; a difference
+// anywhere is a diff, within the 8 KiB a departure keeps, even past where
+// the diff cuts long arrays and strings short.
+func TestCompareLarge(t *testing.T) {
+	var rec replay.Record
+	items := func(n int, edit func(i int) string) []byte {
+		b := []byte(`{"jsonrpc":"2.0","id":1,"result":{"items":[`)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `{"n":%d,"text":"%s"}`, i, edit(i))
+		}
+		return append(b, "]}}"...)
+	}
+	item := strings.Repeat("i", 256) // 300 items of it are over 64 KiB
+	same := func(int) string { return item }
+	want := &replay.Frame{Kind: record.KindResponse, Body: items(300, same)}
+	if len(want.Body) < 64<<10 {
+		t.Fatalf("the recorded body is %d bytes, want over 64 KiB", len(want.Body))
+	}
+	spaced := bytes.ReplaceAll(bytes.Replace(items(300, same), []byte(`"id":1`), []byte(`"id":9`), 1), []byte(","), []byte(", "))
+	for name, got := range map[string][]byte{"same": items(300, same), "spaced, other id": spaced} {
+		if diff, checked := rec.Compare(want, got); diff != "" || !checked {
+			t.Errorf("%s: checked %v, diff:\n%s", name, checked, diff)
+		}
+	}
+	for name, tc := range map[string]struct {
+		got  []byte
+		says string
+	}{
+		"a page of it":       {items(30, same), "268 more elements"},
+		"one element far in": {items(300, func(i int) string { return map[bool]string{true: "changed", false: item}[i == 250] }), "more elements, sha256"},
+		"a long string":      {items(300, func(i int) string { return map[bool]string{true: strings.Repeat("x", 4<<10), false: item}[i == 3] }), "xxxxxxxx"},
+	} {
+		diff, checked := rec.Compare(want, tc.got)
+		if !checked || diff == "" || len(diff) > 9<<10 || !strings.Contains(diff, tc.says) {
+			t.Errorf("%s: checked %v, a diff of %d bytes, want one under 9 KiB saying %q:\n%.2000s", name, checked, len(diff), tc.says, diff)
+		}
+	}
+	// A long string that differs only in its last byte, past the cut.
+	long := strings.Repeat("y", 40<<10)
+	want = &replay.Frame{Kind: record.KindResponse, Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{"text":"` + long + `"}}`)}
+	got := []byte(`{"jsonrpc":"2.0","id":1,"result":{"text":"` + long[1:] + `z"}}`)
+	if diff, _ := rec.Compare(want, got); diff == "" || len(diff) > 9<<10 || !strings.Contains(diff, "40960 bytes in all, sha256") {
+		t.Errorf("a long string changed in its last byte: a diff of %d bytes, want one under 9 KiB with the cut part's hash:\n%.2000s", len(diff), diff)
+	}
+}
+
 // TestHeadsOnlyNothingToCheck: a record with only heads (no -log-bodies,
 // every frame longer than its head) checks nothing; its headline says so
 // and how to record one that can be checked, and Strict fails it.
@@ -322,7 +372,7 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +383,7 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if rep.Err() != nil {
 		t.Errorf("Err without Strict: %v, want nil (nothing departs)", rep.Err())
 	}
-	rep, err = replay.Host(ctxFor(t), mcptest.Helper("fake"), rec, replay.Strict())
+	rep, err = replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Strict())
 	if err != nil {
 		t.Fatal(err)
 	}

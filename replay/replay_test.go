@@ -115,12 +115,18 @@ func TestReplaySameServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := recordSession(t, recordConfig(), tc.args, tc.host)
+			var b []byte
+			switch tc.name {
+			case "calls", "stall-cancel-resume": // as other tests record it
+				b = sharedRecord(t, tc.name, tc.host)
+			default:
+				b = recordSession(t, recordConfig(), tc.args, tc.host)
+			}
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.args...), rec)
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.args...), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,12 +188,20 @@ func TestReplayDepartures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := recordSession(t, recordConfig(), tc.recordArgs, tc.host)
+			var b []byte
+			switch {
+			case tc.recordArgs == nil && tc.name == "extra": // as other tests record it
+				b = sharedRecord(t, "stall-cancel-resume", tc.host)
+			case tc.recordArgs == nil && (tc.name == "extra-junk" || tc.name == "different"):
+				b = sharedRecord(t, "calls", tc.host)
+			default:
+				b = recordSession(t, recordConfig(), tc.recordArgs, tc.host)
+			}
 			rec, err := replay.Read(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake", tc.replayArgs...), rec, replay.Patience(time.Second))
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.replayArgs...), rec, replay.Patience(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +312,7 @@ func TestLostDetail(t *testing.T) {
 	if gaps != 1 || whole >= len(full.Server)-1 {
 		t.Fatalf("the record with lost detail has %d gaps and %d of %d frames whole, want 1 gap and frames lost", gaps, whole, len(full.Server))
 	}
-	rep, err := replay.Host(ctxFor(t), mcptest.Helper("fake"), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +28,31 @@ func init() {
 	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
+}
+
+// fakeCommand is mcptest.HelperCommand(ctx, "fake", args...), the fake as
+// a child process; under the race detector, from this test binary built
+// without it (testkit.WithoutRace): the tests start the fake about 55
+// times, and the detector's cost in it (ten times the CPU to start, and
+// its whole run instrumented) checks nothing of replay's. The in-process
+// proxy and replay run under the detector.
+func fakeCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
+	if err != nil {
+		return nil, err
+	}
+	return testkit.WithoutRace(ctx, cmd)
+}
+
+// fakeTarget is mcptest.Helper("fake", args...) started as fakeCommand
+// starts it, bounded by the test.
+func fakeTarget(t *testing.T, args ...string) mcptest.Target {
+	t.Helper()
+	cmd, err := fakeCommand(ctxFor(t), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcptest.Exec(cmd)
 }
 
 // mcptest.Main registers the helpers and runs goleak.VerifyTestMain.
@@ -87,11 +113,16 @@ func (s *sink) bytes() []byte {
 }
 
 // recordConfig is the proxy's configuration for the tests' records:
-// bodies kept, blocks noticed after 20ms, and room for the observer to
-// fall far behind without losing detail (a flood of small notifications
-// is thousands of events; a record with lost detail is tested apart).
+// bodies kept, blocks noticed after 20ms, and room and time for the
+// observer to fall far behind without losing detail (a flood of small
+// notifications is thousands of events; a record with lost detail is
+// tested apart). The time is ExitGrace, the observer's bound on its
+// backlog once the server has exited: with the default 2s, a flood
+// recorded on a loaded machine under the race detector lost its last
+// thousand notifications and the response (TestLostDetail and
+// TestReplaySameServer/flood then found them extra).
 func recordConfig() proxy.Config {
-	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, ObserverBuffer: 256 << 20, Version: "test"}
+	return proxy.Config{LogBodies: true, BlockEvent: 20 * time.Millisecond, ObserverBuffer: 256 << 20, ExitGrace: 30 * time.Second, Version: "test"}
 }
 
 // recordSession runs the helper fake (with args) behind a proxy with mcptest as
@@ -102,13 +133,58 @@ func recordSession(t *testing.T, cfg proxy.Config, args []string, host func(t *t
 	return recordWith(t, cfg, args, nil, host)
 }
 
+// hostFunc is what mcptest does as the recorded host.
+type hostFunc = func(t *testing.T, s *mcptest.Session, rec *sink)
+
+var shared = struct {
+	mu   sync.Mutex
+	recs map[string]*sharedRec
+}{recs: map[string]*sharedRec{}}
+
+type sharedRec struct {
+	once sync.Once
+	b    []byte
+	by   string // the test that recorded it
+}
+
+// sharedRecord returns recordSession(t, recordConfig(), nil, host), made
+// once per test binary for each name (a name always comes with the same
+// host): several tests replay the same session (calls: six of them;
+// stallCancelResume: three), and recording it again checks nothing they
+// do not. A failed recording fails the test that made it and each that
+// asks for it after.
+func sharedRecord(t *testing.T, name string, host hostFunc) []byte {
+	t.Helper()
+	shared.mu.Lock()
+	r := shared.recs[name]
+	if r == nil {
+		r = &sharedRec{}
+		shared.recs[name] = r
+	}
+	shared.mu.Unlock()
+	r.once.Do(func() {
+		r.by = t.Name()
+		r.b = recordSession(t, recordConfig(), nil, host)
+	})
+	if r.b == nil {
+		t.Fatalf("the shared %s record failed in %s", name, r.by)
+	}
+	return r.b
+}
+
 // recordWith is recordSession with options for the host.
 func recordWith(t *testing.T, cfg proxy.Config, args []string, hostOpts []mcptest.Option, host func(t *testing.T, s *mcptest.Session, rec *sink)) []byte {
 	t.Helper()
 	rec := newSink()
 	cfg.Record = rec
+	// Here, not in the server: the first fake under the race detector
+	// builds the binary it runs from, which must not count against the
+	// session's handshake.
+	if _, err := fakeCommand(ctxFor(t), args...); err != nil {
+		t.Fatal(err)
+	}
 	target := mcptest.InProcess(func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-		cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
+		cmd, err := fakeCommand(ctx, args...)
 		if err != nil {
 			return err
 		}

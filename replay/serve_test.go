@@ -17,7 +17,7 @@ import (
 // host under test: a host that does what the recorded one did gets the
 // recorded answers, under its own ids, and Serve ends with no departure.
 func TestServeToHost(t *testing.T) {
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, calls)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestServeToHost(t *testing.T) {
 // TestServeDeparture: a host that sends other arguments, or stops early,
 // is reported, and Serve still answers it.
 func TestServeDeparture(t *testing.T) {
-	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, calls)))
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package testkit holds what the library's own tests share: running a test
 // against a server in-process and as a child process under the same
 // subtest names, in the same order, how many tests that wait run at once,
-// and how a test binary exits.
+// how a helper child runs without the race detector, and how a test binary
+// exits.
 package testkit
 
 import (
@@ -72,8 +73,10 @@ func setParallel(perCPU int, set bool) {
 // (GORACE atexit_sleep_ms, default 1s, "to let other threads report
 // races"): m.Run has already failed the run for any race it saw, so the
 // sleep is a second of nothing per package. Give it to goleak.VerifyTestMain
-// or mcptest.Main as goleak.Cleanup(testkit.Exit).
+// or mcptest.Main as goleak.Cleanup(testkit.Exit). It also removes the
+// test binary WithoutRace built.
 func Exit(code int) {
+	removeBuilt()
 	if code == 0 && raceDetector && testing.CoverMode() == "" {
 		syscall.Exit(0)
 	}

@@ -1,13 +1,16 @@
 package testkit_test
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -18,7 +21,15 @@ import (
 // testkit.Exit with the code it holds.
 const exitEnv = "TESTKIT_TEST_EXIT"
 
+// raceEnv makes the test binary, re-executed by TestWithoutRace, print
+// whether it has the race detector and exit.
+const raceEnv = "TESTKIT_TEST_RACE"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(raceEnv) != "" {
+		fmt.Print(testkit.RaceDetector)
+		os.Exit(0)
+	}
 	if code := os.Getenv(exitEnv); code != "" {
 		n, _ := strconv.Atoi(code)
 		testkit.Exit(n)
@@ -101,5 +112,32 @@ func TestParallelForChildren(t *testing.T) {
 	testkit.ParallelForChildren(3)
 	if got := f.Value.String(); got != want {
 		t.Errorf("-parallel after ParallelForChildren(3) = %s, want %s (given on the command line: %v)", got, want, given)
+	}
+}
+
+// TestWithoutRace: a command re-executing this test binary runs, after
+// WithoutRace, a test binary without the race detector (built, under the
+// detector; as it is, without it); a command that is not this test binary
+// is an error.
+func TestWithoutRace(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, err := testkit.WithoutRace(ctx, exec.CommandContext(ctx, exe, "-test.run=^$"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (cmd.Path != exe) != testkit.RaceDetector || cmd.Args[0] != cmd.Path {
+		t.Errorf("race detector %v: WithoutRace ran %s (args %q), this binary is %s", testkit.RaceDetector, cmd.Path, cmd.Args, exe)
+	}
+	cmd.Env = append(os.Environ(), raceEnv+"=1")
+	if out, err := cmd.Output(); err != nil || string(out) != "false" {
+		t.Errorf("the child says race detector %q (%v), want false", out, err)
+	}
+	if _, err := testkit.WithoutRace(ctx, exec.Command("true")); testkit.RaceDetector && err == nil {
+		t.Error("WithoutRace of a command other than this test binary: no error")
 	}
 }
