@@ -25,7 +25,7 @@ func TestTailLongLine(t *testing.T) {
 	}
 	defer f.Close()
 	f.WriteString(head + `{"seq":2,"t":2,"ev":"frame","text":"`)
-	f.Write(bytes.Repeat([]byte("a"), int(half)))
+	writeAs(t, f, half)
 	tl := newTail(path)
 	heap := func() uint64 {
 		var m runtime.MemStats
@@ -41,7 +41,7 @@ func TestTailLongLine(t *testing.T) {
 	if tl.err != nil {
 		t.Errorf("after the first update: err %v, want none yet", tl.err)
 	}
-	f.Write(bytes.Repeat([]byte("a"), int(half)))
+	writeAs(t, f, half)
 	f.WriteString(`"}` + "\n" + `{"seq":3,"t":5,"ev":"exit","code":0}` + "\n")
 	tl.update(0)
 	tl.update(0)
@@ -50,5 +50,18 @@ func TestTailLongLine(t *testing.T) {
 	}
 	if tl.sess.End != 5 {
 		t.Errorf("the session ends at %d µs, want 5: the exit after the long line was not read", tl.sess.End)
+	}
+}
+
+// writeAs writes n bytes of 'a' to f, a MiB at a time.
+func writeAs(t *testing.T, f *os.File, n int64) {
+	t.Helper()
+	b := bytes.Repeat([]byte("a"), 1<<20)
+	for n > 0 {
+		k := min(n, int64(len(b)))
+		if _, err := f.Write(b[:k]); err != nil {
+			t.Fatal(err)
+		}
+		n -= k
 	}
 }
