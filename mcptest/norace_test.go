@@ -2,4 +2,14 @@
 
 package mcptest_test
 
+import (
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
+)
+
 const raceEnabled = false
+
+// childTarget is the test server with opts as a child process: the test
+// binary re-executed (mcptest.Helper).
+func childTarget(_ testing.TB, opts ...string) mcptest.Target { return mcptest.Helper("test", opts...) }
