@@ -19,8 +19,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-const big = 8 << 20 // the seed's 8 MiB response
-
 func call(name string, args map[string]any) map[string]any {
 	return map[string]any{"name": name, "arguments": args}
 }
@@ -39,7 +37,8 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 }
 
 // TestBlockedWriter reproduces the seed article's blocked server: host
-// reads stop while a naive server writes an 8 MiB response in one Write.
+// reads stop while a naive server writes a big response (8 MiB, 2 MiB under
+// -race) in one Write.
 func TestBlockedWriter(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
@@ -71,7 +70,7 @@ func TestBlockedWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Counting bytes: decoding 8 MiB again is slow under -race.
+		// Counting bytes: decoding megabytes again is slow under -race.
 		if got := bytes.Count(r.Result, bytes.Repeat([]byte("x"), 1024)); got != big/1024 {
 			t.Errorf("response holds %d KiB of payload, want %d", got, big/1024)
 		}
@@ -88,7 +87,7 @@ func TestBlockedWriter(t *testing.T) {
 	})
 }
 
-// TestBlockedWriterOverLimit: the same 8 MiB response with a 1 MiB limit
+// TestBlockedWriterOverLimit: the same big response with a 1 MiB limit
 // fails its own request with *pipes.FrameTooLargeError, and the session
 // goes on.
 func TestBlockedWriterOverLimit(t *testing.T) {
