@@ -36,7 +36,7 @@ const maxLiveFrames = 50_000
 // maxTailRead is the most bytes one update reads.
 const maxTailRead = 64 << 20
 
-// tailChunk is the size of the reads an update scans for line ends.
+// tailChunk is the most bytes of a read an update scans for line ends.
 const tailChunk = 256 << 10
 
 func newTail(path string) *tail { return &tail{path: path, sess: New()} }
@@ -65,7 +65,7 @@ func (t *tail) update(window int64) {
 	// record.MaxLine is skipped without being held, and only the complete
 	// lines before it are read, into a buffer of their size.
 	end := t.off + min(fi.Size()-t.off, maxTailRead)
-	chunk := make([]byte, tailChunk)
+	chunk := make([]byte, min(tailChunk, end-t.off))
 	from := t.off      // the first complete line not yet read
 	lineStart := t.off // the start of the line being scanned
 	for pos := t.off; pos < end; {
