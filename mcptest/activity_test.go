@@ -22,7 +22,7 @@ func TestWaitStopped(t *testing.T) {
 		if runtime.GOOS != "linux" {
 			t.Skip("threads are read from /proc: Linux only")
 		}
-		s := mcptest.StartServer(t, target(true))
+		s := mcptest.StartServer(t, target(t, true))
 		begin := time.Now()
 		a, err := s.WaitStopped(t.Context())
 		if err != nil || !a.Known || !a.Stopped || a.Demand < 0 || a.StdinTaken != 0 || a.StdoutWritten != 0 {
@@ -37,7 +37,7 @@ func TestWaitStopped(t *testing.T) {
 	})
 	t.Run("in-process", func(t *testing.T) {
 		t.Parallel()
-		s := mcptest.StartServer(t, target(false))
+		s := mcptest.StartServer(t, target(t, false))
 		a, err := s.WaitStopped(t.Context())
 		if err == nil || a.Known || a.Stopped || !strings.Contains(err.Error(), "unverified") {
 			t.Errorf("WaitStopped = %+v, %v; want an error saying it is unverified", a, err)
@@ -52,7 +52,7 @@ func TestWaitWriterBlockedStoppedShort(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("threads are read from /proc: Linux only")
 	}
-	s := mcptest.StartServer(t, target(true), mcptest.WithPipeCapacity(16384))
+	s := mcptest.StartServer(t, target(t, true), mcptest.WithPipeCapacity(16384))
 	s.StallReads()
 	p := s.Send(wire.MethodToolsCall, map[string]any{"name": "echo", "arguments": map[string]any{"text": strings.Repeat("x", 500)}})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)

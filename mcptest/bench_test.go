@@ -213,7 +213,7 @@ func BenchmarkCallsInFlight(b *testing.B) {
 // test server, in-process and as a child.
 func BenchmarkCall(b *testing.B) {
 	testkit.EachWayB(b, func(b *testing.B, child bool) {
-		s := mcptest.StartServer(b, target(child))
+		s := mcptest.StartServer(b, target(b, child))
 		params := call("echo", map[string]any{"text": "hi"})
 		ctx := b.Context()
 		for b.Loop() {
@@ -232,7 +232,7 @@ func BenchmarkStartHelper(b *testing.B) {
 	ctx := b.Context()
 	for b.Loop() {
 		t0 := time.Now()
-		s, err := mcptest.Start(ctx, target(true))
+		s, err := mcptest.Start(ctx, target(b, true))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func BenchmarkStartHelper(b *testing.B) {
 // BenchmarkReceive1MiB measures receiving 1 MiB responses.
 func BenchmarkReceive1MiB(b *testing.B) {
 	testkit.EachWayB(b, func(b *testing.B, child bool) {
-		s := mcptest.StartServer(b, target(child))
+		s := mcptest.StartServer(b, target(b, child))
 		params := call("big", map[string]any{"size": 1 << 20})
 		ctx := b.Context()
 		b.SetBytes(1 << 20)

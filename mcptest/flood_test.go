@@ -41,7 +41,7 @@ func checkAccounting(t *testing.T, st mcptest.Stats) {
 func TestJunkBurstAtStart(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child, "junk=5000"))
+		s := mcptest.StartServer(t, target(t, child, "junk=5000"))
 		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestResponseThenBurst(t *testing.T) {
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		for run := range runs {
 			if _, err := s.Call(ctx, wire.MethodToolsCall, call("burst", map[string]any{"n": 5000})); err != nil {
 				t.Fatalf("run %d: %v", run, err)
@@ -99,7 +99,7 @@ func TestNotificationFloodExact(t *testing.T) {
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child), untilDeadline(t))
+		s := mcptest.StartServer(t, target(t, child), untilDeadline(t))
 		p := s.Send(wire.MethodToolsCall, map[string]any{"name": "notes", "arguments": map[string]any{"n": n, "size": 150}, "_meta": map[string]any{"progressToken": "flood"}})
 		if _, err := p.Wait(ctx); err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func TestManyCallsInFlight(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		const n = 1000
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -179,7 +179,7 @@ func TestManyCallsInFlight(t *testing.T) {
 // budget), and CI also runs the full size without it.
 func TestLargeNotificationsBoundedHeap(t *testing.T) {
 	ctx := t.Context()
-	s := mcptest.StartServer(t, target(true), mcptest.WithMaxFrame(4<<20), mcptest.WithTimeout(time.Minute))
+	s := mcptest.StartServer(t, target(t, true), mcptest.WithMaxFrame(4<<20), mcptest.WithTimeout(time.Minute))
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -228,7 +228,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 			<-ctx.Done() // never answers while the session lives
 			return nil, ctx.Err()
 		}
-		s := mcptest.StartServer(t, target(child), mcptest.WithServerRequests(h), hostctl.Grace(500*time.Millisecond).(mcptest.Option))
+		s := mcptest.StartServer(t, target(t, child), mcptest.WithServerRequests(h), hostctl.Grace(500*time.Millisecond).(mcptest.Option))
 		if _, err := s.Call(ctx, wire.MethodToolsCall, call("srq", map[string]any{"n": 1})); err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestFloodWhileStalled(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child), untilDeadline(t))
+		s := mcptest.StartServer(t, target(t, child), untilDeadline(t))
 		s.StallReads()
 		const n = 20_000
 		p := s.Send(wire.MethodToolsCall, call("notes", map[string]any{"n": n, "size": 200}))
@@ -284,7 +284,7 @@ func TestFloodWhileStalled(t *testing.T) {
 func TestOverflowEndSession(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := mcptest.StartServer(t, target(false), mcptest.Limits{Notifications: 10, OverflowEndSession: true})
+	s := mcptest.StartServer(t, target(t, false), mcptest.Limits{Notifications: 10, OverflowEndSession: true})
 	p := s.Send(wire.MethodToolsCall, call("burst", map[string]any{"n": 100}))
 	r, err := p.Wait(ctx)
 	if err != nil || r.Error != nil {
@@ -307,7 +307,7 @@ func TestOverflowEndSession(t *testing.T) {
 func TestNotificationByteBudget(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := mcptest.StartServer(t, target(false), mcptest.Limits{NotificationBytes: 10_000})
+	s := mcptest.StartServer(t, target(t, false), mcptest.Limits{NotificationBytes: 10_000})
 	if _, err := s.Call(ctx, wire.MethodToolsCall, call("notes", map[string]any{"n": 100, "size": 1000})); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestClosedSession(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s, err := mcptest.Start(ctx, target(child))
+		s, err := mcptest.Start(ctx, target(t, child))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestClosedSession(t *testing.T) {
 // so in the ErrClosed errors.
 func TestClosedAfterServerEnded(t *testing.T) {
 	t.Parallel()
-	s, err := mcptest.Start(t.Context(), target(false))
+	s, err := mcptest.Start(t.Context(), target(t, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestHandlerPanic(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	h := func(ctx context.Context, req *wire.Message) (any, error) { panic("boom in the handler") }
-	s, err := mcptest.Start(ctx, target(false), mcptest.WithServerRequests(h))
+	s, err := mcptest.Start(ctx, target(t, false), mcptest.WithServerRequests(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestOptionValues(t *testing.T) {
 	zero := []mcptest.Option{hostctl.Grace(0).(mcptest.Option), mcptest.WithTimeout(0), hostctl.ProbeTimeout(0).(mcptest.Option),
 		mcptest.WithMaxFrame(0), mcptest.WithPipeCapacity(0), mcptest.Limits{},
 		mcptest.WithProtocolVersion(""), mcptest.WithServerRequests(nil), mcptest.WithStderr(nil), nil}
-	s := mcptest.StartServer(t, target(false), zero...)
+	s := mcptest.StartServer(t, target(t, false), zero...)
 	if _, err := s.CallTool(t.Context(), "echo", map[string]any{"text": "defaults"}); err != nil {
 		t.Errorf("a call with every option at zero: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestOptionValues(t *testing.T) {
 		`WithProtocolVersion("latest")`: mcptest.WithProtocolVersion("latest"),
 	}
 	for name, o := range bad {
-		s, err := mcptest.Start(t.Context(), target(false), o)
+		s, err := mcptest.Start(t.Context(), target(t, false), o)
 		if err == nil {
 			s.Close()
 			t.Errorf("Start with %s succeeded, want an error naming the option", name)
@@ -203,7 +203,7 @@ func TestIDMismatch(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			testkit.EachWay(t, func(t *testing.T, child bool) {
-				s := mcptest.StartServer(t, target(child))
+				s := mcptest.StartServer(t, target(t, child))
 				start := time.Now()
 				p := s.Send(wire.MethodToolsCall, call("badid", map[string]any{"kind": c.kind}))
 				_, err := p.Wait(t.Context())
@@ -246,7 +246,7 @@ func TestDuplicateIDOneRule(t *testing.T) {
 	t.Parallel()
 	for _, size := range []int{10, 200 << 10} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			s := mcptest.StartServer(t, target(false), mcptest.WithMaxFrame(100<<10))
+			s := mcptest.StartServer(t, target(t, false), mcptest.WithMaxFrame(100<<10))
 			p := s.Send(wire.MethodToolsCall, call("badid", map[string]any{"kind": "dup-oversized", "size": size}))
 			_, err := p.Wait(t.Context())
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("id=%d", p.ID())) {
@@ -259,7 +259,7 @@ func TestDuplicateIDOneRule(t *testing.T) {
 // TestCallTool decodes a tool result.
 func TestCallTool(t *testing.T) {
 	t.Parallel()
-	s := mcptest.StartServer(t, target(false))
+	s := mcptest.StartServer(t, target(t, false))
 	r, err := s.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,4 @@
 
 package mcptest_test
 
-func ignoreSIGTERM() {}
-
-func blockUntilSignal() { select {} }
-
 func processGone(int) error { return nil }

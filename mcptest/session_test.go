@@ -19,8 +19,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-const big = 8 << 20 // the seed's 8 MiB response
-
 func call(name string, args map[string]any) map[string]any {
 	return map[string]any{"name": name, "arguments": args}
 }
@@ -39,12 +37,13 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 }
 
 // TestBlockedWriter reproduces the seed article's blocked server: host
-// reads stop while a naive server writes an 8 MiB response in one Write.
+// reads stop while a naive server writes a big response (8 MiB, 2 MiB under
+// -race) in one Write.
 func TestBlockedWriter(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		s.StallReads()
 		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": big}))
 		if err := s.WaitWriterBlocked(ctx); err != nil {
@@ -71,7 +70,7 @@ func TestBlockedWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Counting bytes: decoding 8 MiB again is slow under -race.
+		// Counting bytes: decoding megabytes again is slow under -race.
 		if got := bytes.Count(r.Result, bytes.Repeat([]byte("x"), 1024)); got != big/1024 {
 			t.Errorf("response holds %d KiB of payload, want %d", got, big/1024)
 		}
@@ -88,7 +87,7 @@ func TestBlockedWriter(t *testing.T) {
 	})
 }
 
-// TestBlockedWriterOverLimit: the same 8 MiB response with a 1 MiB limit
+// TestBlockedWriterOverLimit: the same big response with a 1 MiB limit
 // fails its own request with *pipes.FrameTooLargeError, and the session
 // goes on.
 func TestBlockedWriterOverLimit(t *testing.T) {
@@ -97,7 +96,7 @@ func TestBlockedWriterOverLimit(t *testing.T) {
 		t.Run(map[bool]string{false: "id-first", true: "id-last"}[idLast], func(t *testing.T) {
 			testkit.EachWay(t, func(t *testing.T, child bool) {
 				ctx := t.Context()
-				s := mcptest.StartServer(t, target(child), mcptest.WithMaxFrame(1<<20))
+				s := mcptest.StartServer(t, target(t, child), mcptest.WithMaxFrame(1<<20))
 				s.StallReads()
 				p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": big, "idLast": idLast}))
 				if err := s.WaitWriterBlocked(ctx); err != nil {
@@ -128,7 +127,7 @@ func TestNegotiation(t *testing.T) {
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
 		t.Run("legacy", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "legacy"))
+			s := mcptest.StartServer(t, target(t, child, "legacy"))
 			if v := s.ProtocolVersion(); v != wire.Version20251125 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
@@ -137,7 +136,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("modern", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "modern"))
+			s := mcptest.StartServer(t, target(t, child, "modern"))
 			if v := s.ProtocolVersion(); v != wire.Version20260728 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20260728)
 			}
@@ -154,7 +153,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("silent-probe", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "silent-probe"), hostctl.ProbeTimeout(300*time.Millisecond).(mcptest.Option))
+			s := mcptest.StartServer(t, target(t, child, "silent-probe"), hostctl.ProbeTimeout(300*time.Millisecond).(mcptest.Option))
 			if v := s.ProtocolVersion(); v != wire.Version20251125 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
@@ -163,7 +162,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("pinned-legacy", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "legacy"), mcptest.WithProtocolVersion(wire.Version20250618))
+			s := mcptest.StartServer(t, target(t, child, "legacy"), mcptest.WithProtocolVersion(wire.Version20250618))
 			if v := s.ProtocolVersion(); v != wire.Version20250618 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20250618)
 			}
@@ -172,7 +171,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("pinned-modern", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithProtocolVersion(wire.Version20260728))
+			s := mcptest.StartServer(t, target(t, child, "modern"), mcptest.WithProtocolVersion(wire.Version20260728))
 			if err := s.Ping(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +180,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("without-handshake", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(child, "modern"), mcptest.WithoutHandshake())
+			s := mcptest.StartServer(t, target(t, child, "modern"), mcptest.WithoutHandshake())
 			if v := s.ProtocolVersion(); v != "" {
 				t.Errorf("ProtocolVersion() = %q without a handshake, want \"\"", v)
 			}
@@ -204,7 +203,7 @@ func transcriptHas(s *mcptest.Session, sub string) bool {
 func TestJunkOnStdout(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("junk", nil))
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +224,7 @@ func TestStderrFlood(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		const n = 64 << 20
-		s := mcptest.StartServer(t, target(child, "stderr="+itoa(n)))
+		s := mcptest.StartServer(t, target(t, child, "stderr="+itoa(n)))
 		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +249,7 @@ func TestLateResponse(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil))
 		if err := p.Cancel("test"); err != nil {
 			t.Fatal(err)
@@ -274,7 +273,7 @@ func TestLateResponse(t *testing.T) {
 func TestUnknownID(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("unknown-id", nil))
 		if err != nil {
 			t.Fatal(err)
@@ -291,7 +290,7 @@ func TestUnknownID(t *testing.T) {
 func TestServerPing(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +312,7 @@ func TestNotifications(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		if _, err := s.Call(ctx, wire.MethodToolsCall, call("notify", map[string]any{"text": "hello"})); err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +345,7 @@ func TestCloseEscalation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcptest.Start(t.Context(), target(c.child, c.opts...), hostctl.Grace(c.grace).(mcptest.Option))
+			s, err := mcptest.Start(t.Context(), target(t, c.child, c.opts...), hostctl.Grace(c.grace).(mcptest.Option))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,7 +399,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 func TestStdoutClosedEarly(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
+		s := mcptest.StartServer(t, target(t, child), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
 			t.Fatalf("Call = %v, want an error saying the server closed its stdout", err)
@@ -414,7 +413,7 @@ func TestStdoutClosedEarly(t *testing.T) {
 func TestExitMidFrame(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("exit-mid-frame", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") && !errors.Is(err, pipes.ErrValveClosed) {
 			t.Logf("Call error: %v", err)
@@ -443,7 +442,7 @@ func TestStdinNotRead(t *testing.T) {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child, "no-read"), mcptest.WithoutHandshake(),
+		s := mcptest.StartServer(t, target(t, child, "no-read"), mcptest.WithoutHandshake(),
 			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
 		_, err := p.Wait(t.Context())
@@ -470,7 +469,7 @@ func TestStartCloseCycles(t *testing.T) {
 	// One warm-up cycle of each kind, so lazily opened descriptors
 	// (the executable, epoll) are there before counting.
 	for _, child := range []bool{false, true} {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -484,7 +483,7 @@ func TestStartCloseCycles(t *testing.T) {
 	before := countFDs()
 	for i := range cycles {
 		child := i%2 == 1
-		s, err := mcptest.Start(ctx, target(child))
+		s, err := mcptest.Start(ctx, target(t, child))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +510,7 @@ func TestStartCloseCycles(t *testing.T) {
 // scanned as they arrive), against the frames the transcript lists.
 func TestResponseOffset(t *testing.T) {
 	t.Parallel()
-	s := mcptest.StartServer(t, target(false))
+	s := mcptest.StartServer(t, target(t, false))
 	for i := range 3 {
 		resp, err := s.Call(t.Context(), "ping", nil)
 		if err != nil {

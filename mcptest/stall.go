@@ -14,6 +14,13 @@ import (
 // look again. Those states have no event to wait on; the waits are bounded.
 const pollInterval = 2 * time.Millisecond
 
+// threadLook is how often WaitWriterBlocked reads the server's threads in
+// /proc while the stdout pipe does not look full (when it does, it reads
+// them on every poll): each look reads several files per thread, which is
+// most of a wait's CPU, while a writer blocked on a pipe that does not
+// look full (small writes in fragments) stays blocked until reads resume.
+const threadLook = 16 * time.Millisecond
+
 // StallReads makes the host stop reading the server's stdout at the read(2)
 // level until ResumeReads, so the pipe fills and the server's writes block.
 func (s *Session) StallReads() {
@@ -180,6 +187,7 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	defer t.Stop()
 	looks := []sight{s.sight()}
 	prevFull := -1
+	var threadsAt time.Time // the last look at the threads
 	for {
 		s.mu.Lock()
 		err := s.closedErrLocked("waiting for the server to block writing stdout")
@@ -208,7 +216,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 			} else {
 				prevFull = -1
 			}
-			if pid := s.proc.pid(); pid > 0 {
+			if pid := s.proc.pid(); pid > 0 && (full || ev.At.Sub(threadsAt) >= threadLook) {
+				threadsAt = ev.At
 				ts, _ := threadStates(pid, s.stdout.R)
 				for _, th := range ts {
 					if th.write {

@@ -15,7 +15,7 @@ import (
 // ended, with how, instead of waiting out its bound.
 func TestWaitWriterBlockedServerEnded(t *testing.T) {
 	t.Parallel()
-	s := mcptest.StartServer(t, target(true))
+	s := mcptest.StartServer(t, target(t, true))
 	s.StallReads()
 	// The server writes the head of a response and exits (status 3).
 	s.Send("tools/call", map[string]any{"name": "exit-mid-frame"})

@@ -26,7 +26,7 @@ import (
 func TestWaitTimeoutDiagnosis(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		p := s.Send(wire.MethodToolsCall, call("wait-cancel", nil)) // never answers uncancelled
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -48,7 +48,7 @@ func TestWaitTimeoutDiagnosis(t *testing.T) {
 
 func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 	t.Parallel()
-	s := mcptest.StartServer(t, target(false))
+	s := mcptest.StartServer(t, target(t, false))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	err := s.WaitWriterBlocked(ctx)
@@ -62,7 +62,7 @@ func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 func TestCloseWhileBlocked(t *testing.T) {
 	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s, err := mcptest.Start(t.Context(), target(child), hostctl.Grace(5*time.Second).(mcptest.Option))
+		s, err := mcptest.Start(t.Context(), target(t, child), hostctl.Grace(5*time.Second).(mcptest.Option))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		ctx := t.Context()
-		s := mcptest.StartServer(t, target(child))
+		s := mcptest.StartServer(t, target(t, child))
 		start := s.Stats().StdoutBytes
 		hostctl.StallReadsAfter(s, 1000)
 		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
@@ -115,7 +115,7 @@ func TestWaitStdoutBytes(t *testing.T) {
 func TestModernServerRequest(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child, "modern"))
+		s := mcptest.StartServer(t, target(t, child, "modern"))
 		r, err := s.Call(t.Context(), wire.MethodToolsCall, call("ping-host", nil))
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +144,7 @@ func TestStderrTee(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		var buf syncBuffer
-		s := mcptest.StartServer(t, target(child, "stderr=1000"), mcptest.WithStderr(&buf))
+		s := mcptest.StartServer(t, target(t, child, "stderr=1000"), mcptest.WithStderr(&buf))
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestWaitWriterBlockedNoFalsePositive(t *testing.T) {
 		t.Skip("WithPipeCapacity needs Linux F_SETPIPE_SZ")
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(child), mcptest.WithPipeCapacity(4096))
+		s := mcptest.StartServer(t, target(t, child), mcptest.WithPipeCapacity(4096))
 		s.StallReads()
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": "small"}))
 		// The response is in the pipe once the server has written it: the

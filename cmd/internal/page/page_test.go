@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,8 +106,12 @@ func TestTextSample(t *testing.T) {
 
 // synthetic returns a record of n request/response pairs on the wire,
 // with chunk events, one blocked write in the middle and the last request
-// never answered.
+// never answered. The same n gives the same bytes, made once (encoding
+// them is most of a large test's CPU under -race): callers only read them.
 func synthetic(n int) []byte {
+	if b, ok := syntheticMade.Load(n); ok {
+		return b.([]byte)
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	h := &record.Header{V: record.SchemaVersion, Schema: record.SchemaName, Argv: []string{"srv"}, EnvKeys: []string{"HOME"}, Head: 256}
@@ -139,8 +144,11 @@ func synthetic(n int) []byte {
 		outOff += int64(len(resp) + 1)
 		t += 50
 	}
-	return b.Bytes()
+	made, _ := syntheticMade.LoadOrStore(n, b.Bytes())
+	return made.([]byte)
 }
+
+var syntheticMade sync.Map // n → synthetic(n)
 
 // TestLargeRecord: a record of 100,000 frames (10,000 under the race
 // detector, which is 10 times slower) reads and renders as HTML in bounded

@@ -36,6 +36,9 @@ const maxLiveFrames = 50_000
 // maxTailRead is the most bytes one update reads.
 const maxTailRead = 64 << 20
 
+// tailChunk is the most bytes of a read an update scans for line ends.
+const tailChunk = 256 << 10
+
 func newTail(path string) *tail { return &tail{path: path, sess: New()} }
 
 // update reads what was added to the record. It only reads.
@@ -58,43 +61,81 @@ func (t *tail) update(window int64) {
 	if fi.Size() == t.off {
 		return
 	}
-	b, err := io.ReadAll(io.NewSectionReader(f, t.off, min(fi.Size()-t.off, maxTailRead)))
-	if err != nil {
-		t.err = err
-		return
-	}
-	if t.skip > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			t.skip += int64(len(b))
-			t.off += int64(len(b))
+	// The section is scanned a chunk at a time for line ends: a line over
+	// record.MaxLine is skipped without being held, and only the complete
+	// lines before it are read, into a buffer of their size.
+	end := t.off + min(fi.Size()-t.off, maxTailRead)
+	chunk := make([]byte, min(tailChunk, end-t.off))
+	from := t.off      // the first complete line not yet read
+	lineStart := t.off // the start of the line being scanned
+	for pos := t.off; pos < end; {
+		n, rerr := f.ReadAt(chunk[:min(int64(len(chunk)), end-pos)], pos)
+		if n == 0 {
+			t.err = cmp.Or(rerr, io.ErrUnexpectedEOF)
 			return
 		}
-		if t.gap == nil {
-			t.gap = fmt.Errorf("a line of %d bytes at offset %d, over the %d-byte limit of a record line: skipped", t.skip+int64(i), t.off-t.skip, record.MaxLine)
+		c := chunk[:n]
+		if t.skip > 0 {
+			i := bytes.IndexByte(c, '\n')
+			if i < 0 {
+				t.skip += int64(n)
+				pos += int64(n)
+				t.off, from, lineStart = pos, pos, pos
+				continue
+			}
+			if t.gap == nil {
+				t.gap = fmt.Errorf("a line of %d bytes at offset %d, over the %d-byte limit of a record line: skipped", t.skip+int64(i), t.off-t.skip, record.MaxLine)
+			}
+			pos += int64(i) + 1
+			t.off, from, lineStart = pos, pos, pos
+			t.skip = 0
+			continue
 		}
-		t.off += int64(i) + 1
-		t.skip = 0
-		b = b[i+1:]
-	}
-	last := bytes.LastIndexByte(b, '\n')
-	if last < 0 {
-		if len(b) > record.MaxLine {
-			t.skip = int64(len(b))
-			t.off += int64(len(b))
+		i := bytes.IndexByte(c, '\n')
+		if i < 0 && pos+int64(n)-lineStart <= record.MaxLine || i >= 0 && pos+int64(i)-lineStart <= record.MaxLine {
+			if j := bytes.LastIndexByte(c, '\n'); j >= 0 {
+				lineStart = pos + int64(j) + 1
+			}
+			pos += int64(n)
+			continue
 		}
-		t.err = t.gap
-		return
+		// The line at lineStart is over record.MaxLine: read the lines
+		// before it, then skip it from here.
+		if err = t.read(f, from, lineStart); err != nil {
+			break
+		}
+		t.skip = pos - lineStart
+		t.off, from = pos, pos
 	}
-	b = b[:last+1]
-	t.off += int64(last) + 1
+	if err == nil && t.skip == 0 {
+		err = t.read(f, from, lineStart)
+	}
+	t.err = cmp.Or(err, t.gap)
+	if len(t.sess.Frames) > maxLiveFrames {
+		t.sess.compact(t.sess.End - window)
+	}
+	t.sess.Finish()
+}
+
+// read reads the complete lines in [from, to) of f into the Session, the
+// file's header line given to record.Read before them, and moves t.off to
+// to. The first line read becomes the header if there is none.
+func (t *tail) read(f *os.File, from, to int64) error {
+	if to <= from {
+		return nil
+	}
+	b := make([]byte, to-from)
+	if _, err := f.ReadAt(b, from); err != nil {
+		return err
+	}
+	t.off = to
 	r, skipHeader := io.Reader(bytes.NewReader(b)), t.header != nil
 	if skipHeader {
 		r = io.MultiReader(bytes.NewReader(t.header), r)
 	} else if h := b[:bytes.IndexByte(b, '\n')+1]; len(h) <= record.MaxLine+1 {
 		t.header = bytes.Clone(h)
 	}
-	err = record.Read(r, func(e record.Event) error {
+	err := record.Read(r, func(e record.Event) error {
 		if skipHeader {
 			skipHeader = false
 			return nil
@@ -105,11 +146,7 @@ func (t *tail) update(window int64) {
 	if t.gap == nil && errors.As(err, new(*pipes.FrameTooLargeError)) {
 		t.gap = err
 	}
-	t.err = cmp.Or(err, t.gap)
-	if len(t.sess.Frames) > maxLiveFrames {
-		t.sess.compact(t.sess.End - window)
-	}
-	t.sess.Finish()
+	return err
 }
 
 // compact drops what ended before cutoff (µs): frames no request left

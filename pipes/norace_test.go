@@ -1,0 +1,5 @@
+//go:build !race
+
+package pipes_test
+
+const raceEnabled = false
