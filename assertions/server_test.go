@@ -21,8 +21,13 @@ import (
 // battery is quick: 16 KiB pipes make a 256 KiB response block the writer.
 func fakeConfig() assertions.ServerConfig {
 	return assertions.ServerConfig{
-		Large:            &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
-		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 10}},
+		Large: &assertions.ToolCall{Name: "big", Arguments: map[string]any{"bytes": 256 << 10}},
+		// Progress every 50ms, not 10: a loaded machine delays the host's
+		// reads by more than the grace, and two notifications written
+		// before the cancel then arrive after it (cancel-during-work of
+		// the good fake at load 4-14: "2 progress notifications arrived
+		// 200ms–1.2s after the cancel").
+		Slow:             &assertions.ToolCall{Name: "slow", Arguments: map[string]any{"steps": 100000, "intervalMs": 50}},
 		Bounded:          &assertions.ToolCall{Name: "search", Arguments: map[string]any{"query": "q", "total": 5000}},
 		OversizedRequest: 1 << 20, // the criterion's logic at any size; small for -race
 		// The default grace: a loaded machine delays the fake's reading
