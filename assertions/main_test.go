@@ -23,17 +23,18 @@ func serveFake(args []string) mcptest.ServeFunc {
 	}
 }
 
-// TestMain serves the helper children (the quiet server, the fake for the
-// host criteria, and without the race detector the fake for the server
-// criteria, childFake) and otherwise runs the tests under
-// goleak.VerifyTestMain.
+// TestMain serves the helper children without the race detector (the
+// quiet server, the fakes: race_test.go builds them under it) and
+// otherwise runs the tests under goleak.VerifyTestMain.
 //
 // The tests mostly wait, not compute: observation windows, a host's own
-// timeout, the bounds a misbehaving server runs out. Without the race
-// detector, and unless -parallel is given, four per CPU run at once rather
-// than go test's one (testkit.ParallelForWaits).
+// timeout, the bounds a misbehaving server runs out. Unless -parallel is
+// given, four per CPU run at once rather than go test's one, two under the
+// race detector (testkit.ParallelForWaits): with the children built
+// without it, -race -count=5 -parallel 4 with one core kept busy passed
+// (26 s a run, 45 s at go test's two).
 func TestMain(m *testing.M) {
-	testkit.ParallelForWaits(4)
+	testkit.ParallelForWaits(4, 2)
 	mcptest.Main(m, goleak.Cleanup(func(code int) {
 		removeBuilt()
 		testkit.Exit(code)

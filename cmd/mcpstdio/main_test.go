@@ -27,10 +27,10 @@ var binary string
 // TestMain builds the command and runs the tests under goleak. The tests
 // mostly wait for the command's criteria (their windows and bounds), not
 // compute, and the command is built without the race detector: four per
-// CPU run at once, with the detector too (testkit.ParallelForChildren;
-// under it, 32 s → 19 s here, the same CPU).
+// CPU run at once, with the detector too (testkit.ParallelForWaits; under
+// it, 32 s → 19 s here, the same CPU).
 func TestMain(m *testing.M) {
-	testkit.ParallelForChildren(4)
+	testkit.ParallelForWaits(4, 4)
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -35,35 +35,28 @@ func EachWayB(b *testing.B, f func(b *testing.B, child bool)) {
 	}
 }
 
-// ParallelForWaits sets go test's -parallel to perCPU tests per CPU, unless
-// the command line gives it or the race detector is built in: for a package
-// whose tests mostly wait (observation windows, a peer's own timeout, the
-// bounds a misbehaving server runs out) rather than compute, so that one
-// test per CPU would leave the machine idle. Under the race detector the
-// same tests compute several times as much, and more of them at once would
-// starve the in-process servers and the CPU-time evidence their verdicts
-// rest on: there it leaves go test's one per CPU. Call it in TestMain,
-// before m.Run.
-func ParallelForWaits(perCPU int) {
-	setParallel(perCPU, !raceDetector)
-}
-
-// ParallelForChildren is ParallelForWaits under the race detector too: for
-// a package whose waiting tests judge child processes built without it (a
-// command built by the test), so that the detector slows only the test
-// binary's own bookkeeping, not the processes the verdicts are about.
-func ParallelForChildren(perCPU int) {
-	setParallel(perCPU, true)
-}
-
-func setParallel(perCPU int, set bool) {
+// ParallelForWaits sets go test's -parallel to perCPU tests per CPU, and
+// under the race detector to racePerCPU per CPU (0: leave go test's one
+// per CPU), unless the command line gives it: for a package whose tests
+// mostly wait (observation windows, a peer's own timeout, the bounds a
+// misbehaving server runs out) rather than compute, so that one test per
+// CPU would leave the machine idle. Under the detector the test binary
+// computes several times as much, and too many tests at once starve the
+// in-process servers and the timing their verdicts rest on; children
+// built without it (a command the tests build, the fake) are not slowed.
+// Call it in TestMain, before m.Run.
+func ParallelForWaits(perCPU, racePerCPU int) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && set {
-		flag.Set("test.parallel", strconv.Itoa(perCPU*runtime.GOMAXPROCS(0)))
+	n := perCPU
+	if raceDetector {
+		n = racePerCPU
+	}
+	if !given && n > 0 {
+		flag.Set("test.parallel", strconv.Itoa(n*runtime.GOMAXPROCS(0)))
 	}
 }
 

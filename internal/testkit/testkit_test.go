@@ -73,9 +73,9 @@ func TestEachWay(t *testing.T) {
 	}
 }
 
-// TestParallelForWaits: -parallel becomes perCPU per CPU when the command
-// line does not give it and the race detector is not built in, and a value
-// once given (by it or by the command line) stays.
+// TestParallelForWaits: -parallel becomes perCPU per CPU, or racePerCPU
+// under the race detector, when the command line does not give it; a
+// value once given (by it or by the command line) stays.
 func TestParallelForWaits(t *testing.T) {
 	f := flag.Lookup("test.parallel")
 	given := false
@@ -83,35 +83,19 @@ func TestParallelForWaits(t *testing.T) {
 	before := f.Value.String()
 	t.Cleanup(func() { f.Value.Set(before) })
 	want := strconv.Itoa(3 * runtime.GOMAXPROCS(0))
-	if given || testkit.RaceDetector {
-		want = before
+	if testkit.RaceDetector {
+		want = strconv.Itoa(2 * runtime.GOMAXPROCS(0))
 	}
-	testkit.ParallelForWaits(3)
-	if got := f.Value.String(); got != want {
-		t.Errorf("-parallel after ParallelForWaits(3) = %s, want %s (given on the command line: %v, race detector: %v)", got, want, given, testkit.RaceDetector)
-	}
-	testkit.ParallelForWaits(5)
-	if got := f.Value.String(); got != want {
-		t.Errorf("-parallel after a second call = %s, want %s: a value once set stays", got, want)
-	}
-}
-
-// TestParallelForChildren: -parallel becomes perCPU per CPU when the command
-// line does not give it, with the race detector too. It runs after
-// TestParallelForWaits, which restores the value it found.
-func TestParallelForChildren(t *testing.T) {
-	f := flag.Lookup("test.parallel")
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	before := f.Value.String()
-	t.Cleanup(func() { f.Value.Set(before) })
-	want := strconv.Itoa(3 * runtime.GOMAXPROCS(0))
 	if given {
 		want = before
 	}
-	testkit.ParallelForChildren(3)
+	testkit.ParallelForWaits(3, 2)
 	if got := f.Value.String(); got != want {
-		t.Errorf("-parallel after ParallelForChildren(3) = %s, want %s (given on the command line: %v)", got, want, given)
+		t.Errorf("-parallel after ParallelForWaits(3, 2) = %s, want %s (given on the command line: %v, race detector: %v)", got, want, given, testkit.RaceDetector)
+	}
+	testkit.ParallelForWaits(5, 5)
+	if got := f.Value.String(); got != want {
+		t.Errorf("-parallel after a second call = %s, want %s: a value once set stays", got, want)
 	}
 }
 
