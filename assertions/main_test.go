@@ -35,8 +35,5 @@ func serveFake(args []string) mcptest.ServeFunc {
 // (26 s a run, 45 s at go test's two).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 2)
-	mcptest.Main(m, goleak.Cleanup(func(code int) {
-		removeBuilt()
-		testkit.Exit(code)
-	}))
+	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
 }

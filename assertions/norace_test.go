@@ -33,6 +33,3 @@ func childFake(_ testing.TB, args ...string) mcptest.Target {
 func quietChild(args ...string) mcptest.Target {
 	return mcptest.Helper("quiet", args...)
 }
-
-// removeBuilt: nothing is built without the race detector.
-func removeBuilt() {}

@@ -4,16 +4,12 @@ package assertions_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -38,7 +34,11 @@ func init() {
 
 // childFake is the fake configured by args as a child process.
 func childFake(tb testing.TB, args ...string) mcptest.Target {
-	return builtTarget(tb, "./testdata/fake", args...)
+	exe, err := binary("./testdata/fake")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mcptest.Command(exe, args...)
 }
 
 // quietChild is the quiet server configured by args as a child process.
@@ -50,54 +50,10 @@ func quietChild(args ...string) mcptest.Target {
 	return mcptest.Command(exe, args...)
 }
 
-func builtTarget(tb testing.TB, pkg string, args ...string) mcptest.Target {
-	exe, err := binary(pkg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return mcptest.Command(exe, args...)
-}
-
-var built struct {
-	mu  sync.Mutex
-	dir string
-	exe map[string]string
-}
-
 // binary builds the main package pkg without the race detector, once,
-// within five minutes, and returns its path.
+// within five minutes (testkit.Exit removes it).
 func binary(pkg string) (string, error) {
-	built.mu.Lock()
-	defer built.mu.Unlock()
-	if exe, ok := built.exe[pkg]; ok {
-		return exe, nil
-	}
-	if built.dir == "" {
-		d, err := os.MkdirTemp("", "assertions-built-")
-		if err != nil {
-			return "", err
-		}
-		built.dir, built.exe = d, map[string]string{}
-	}
-	exe := filepath.Join(built.dir, filepath.Base(pkg))
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", exe, pkg).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-	}
-	built.exe[pkg] = exe
-	return exe, nil
-}
-
-// removeBuilt removes what binary built.
-func removeBuilt() {
-	built.mu.Lock()
-	defer built.mu.Unlock()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	return testkit.Build(ctx, pkg)
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -19,8 +20,8 @@ import (
 
 var (
 	buildMu  sync.Mutex
-	buildDir string // made by the first WithoutRace under the race detector, removed by Exit
-	noRace   string // the test binary built without the race detector, in buildDir
+	buildDir string            // made by the first build, removed by Exit
+	built    map[string]string // what was built (its go command's words) → the binary, in buildDir
 )
 
 // WithoutRace returns cmd, a helper child of this test binary (from
@@ -36,7 +37,9 @@ func WithoutRace(ctx context.Context, cmd *exec.Cmd) (*exec.Cmd, error) {
 	if self, err := os.Executable(); err != nil || cmd.Path != self {
 		return nil, fmt.Errorf("testkit.WithoutRace: %s is not this test binary (%s, %v)", cmd.Path, self, err)
 	}
-	exe, err := buildNoRace(ctx)
+	// The test binary of the package in the working directory (where go
+	// test runs a package's tests).
+	exe, err := build(ctx, "norace.test", "test", "-c", "-race=false", "-vet=off")
 	if err != nil {
 		return nil, fmt.Errorf("testkit.WithoutRace: %w", err)
 	}
@@ -44,32 +47,45 @@ func WithoutRace(ctx context.Context, cmd *exec.Cmd) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// buildNoRace builds the test binary of the package in the working
-// directory (where go test runs a package's tests) without the race
-// detector, once.
-func buildNoRace(ctx context.Context) (string, error) {
+// Build builds the main package pkg (as go build takes it, from the
+// package directory the tests run in) without the race detector, once per
+// test binary, bounded by ctx, and returns the binary; Exit removes it.
+func Build(ctx context.Context, pkg string) (string, error) {
+	return build(ctx, filepath.Base(pkg), "build", pkg)
+}
+
+// build runs the go command with words and -o, once per words, into
+// buildDir under name.
+func build(ctx context.Context, name string, words ...string) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if noRace != "" {
-		return noRace, nil
+	key := fmt.Sprint(words)
+	if exe, ok := built[key]; ok {
+		return exe, nil
 	}
-	d, err := os.MkdirTemp("", "testkit-norace-")
-	if err != nil {
-		return "", err
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "testkit-built-")
+		if err != nil {
+			return "", err
+		}
+		buildDir, built = d, map[string]string{}
 	}
-	exe := filepath.Join(d, "norace.test")
+	exe := filepath.Join(buildDir, fmt.Sprintf("%d-%s", len(built), name))
 	if runtime.GOOS == "windows" {
 		exe += ".exe"
 	}
-	out, err := exec.CommandContext(ctx, goTool(), "test", "-c", "-race=false", "-vet=off", "-o", exe, ".").CombinedOutput()
+	args := append([]string{words[0], "-o", exe}, words[1:]...)
+	if words[0] == "test" {
+		args = append(args, ".")
+	}
+	out, err := exec.CommandContext(ctx, goTool(), args...).CombinedOutput()
 	if err != nil {
-		os.RemoveAll(d)
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (its bound)", ctx.Err())
 		}
-		return "", fmt.Errorf("go test -c without -race: %v\n%s", err, out)
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	buildDir, noRace = d, exe
+	built[key] = exe
 	return exe, nil
 }
 
@@ -82,12 +98,12 @@ func goTool() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// removeBuilt removes what WithoutRace built.
+// removeBuilt removes what was built.
 func removeBuilt() {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
-		buildDir, noRace = "", ""
+		buildDir, built = "", nil
 	}
 }

@@ -66,8 +66,8 @@ func ParallelForWaits(perCPU, racePerCPU int) {
 // (GORACE atexit_sleep_ms, default 1s, "to let other threads report
 // races"): m.Run has already failed the run for any race it saw, so the
 // sleep is a second of nothing per package. Give it to goleak.VerifyTestMain
-// or mcptest.Main as goleak.Cleanup(testkit.Exit). It also removes the
-// test binary WithoutRace built.
+// or mcptest.Main as goleak.Cleanup(testkit.Exit). It also removes what
+// WithoutRace and Build built.
 func Exit(code int) {
 	removeBuilt()
 	if code == 0 && raceDetector && testing.CoverMode() == "" {

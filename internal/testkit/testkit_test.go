@@ -125,3 +125,23 @@ func TestWithoutRace(t *testing.T) {
 		t.Error("WithoutRace of a command other than this test binary: no error")
 	}
 }
+
+// TestBuild: Build builds a main package once and returns a binary that
+// runs it.
+func TestBuild(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exe, err := testkit.Build(ctx, "./testdata/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := testkit.Build(ctx, "./testdata/hello"); err != nil || again != exe {
+		t.Errorf("a second Build = %s, %v; want the first's %s", again, err, exe)
+	}
+	if out, err := exec.CommandContext(ctx, exe).Output(); err != nil || string(out) != "hello" {
+		t.Errorf("the built binary said %q (%v), want hello", out, err)
+	}
+	if _, err := testkit.Build(ctx, "./testdata/no-such-package"); err == nil {
+		t.Error("Build of a package that does not exist: no error")
+	}
+}
