@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
@@ -96,6 +97,41 @@ func TestStallJudgedByEvidence(t *testing.T) {
 		if c.Outcome != replay.StallVerified && c.Outcome != replay.StallUnverifiable {
 			t.Errorf("stall %s", c)
 		}
+	}
+	t.Log(rep)
+}
+
+// TestSlowServerNotMissing: a server whose output keeps arriving, a line
+// every 100ms behind a shell relay, long past what eight bounds of the
+// replay's patience once allowed (1.6 s for 4 s of output), is waited for
+// while it sends: nothing is missing, everything is checked.
+func TestSlowServerNotMissing(t *testing.T) {
+	t.Parallel()
+	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
+		p := s.Send("tools/call", map[string]any{
+			"name": fakeserver.ToolSlow, "arguments": map[string]any{"steps": 40, "intervalMs": 0},
+			"_meta": map[string]any{"progressToken": "slow"},
+		})
+		wait(t, p)
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	fake, err := fakeCommand(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := `"$0" "$@" | while IFS= read -r line; do printf '%s\n' "$line"; sleep 0.1; done`
+	cmd := exec.Command("sh", append([]string{"-c", relay, fake.Path}, fake.Args[1:]...)...)
+	cmd.Env = fake.Env
+	rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() != nil || rep.Count(replay.Unchecked) > 0 {
+		t.Errorf("a slow server still sending: want no departure, got: %s", rep)
 	}
 	t.Log(rep)
 }

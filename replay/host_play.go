@@ -295,11 +295,11 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 		}
 		return out
 	}
-	ok, err := p.wait(ctx, func() bool { return len(unresolved()) == 0 }, p.pace.bound(gap), true)
+	ok, busy, err := p.wait(ctx, func() bool { return len(unresolved()) == 0 }, p.pace.bound(gap), true)
 	if ok || err != nil {
 		return err
 	}
-	p.missing(unresolved(), fmt.Sprintf("did not come within %v", time.Since(began).Round(time.Millisecond)))
+	p.notCome(unresolved(), fmt.Sprintf("did not come within %v", time.Since(began).Round(time.Millisecond)), busy)
 	return nil
 }
 
@@ -319,8 +319,15 @@ func latencies(rec *Record) []time.Duration {
 	return out
 }
 
-// missing reports server frames that did not come.
-func (p *hostPlayer) missing(js []int, why string) {
+// notCome reports the recorded server frames js that did not come: missing,
+// or unchecked when busy (the server's output was still arriving when the
+// replay's bound ran out: slow, not missing).
+func (p *hostPlayer) notCome(js []int, why string, busy bool) {
+	kind := Missing
+	if busy {
+		kind = Unchecked
+		why = fmt.Sprintf("unverified: %s, the server's output still arriving when the replay's bound of %v ran out", why, slowWatch)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, j := range js {
@@ -329,7 +336,7 @@ func (p *hostPlayer) missing(js []int, why string) {
 		}
 		p.resolved[j] = true
 		f := &p.rec.Server[j]
-		d := Departure{Kind: Missing, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
+		d := Departure{Kind: kind, Seq: f.Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID, Text: "the " + f.Kind + " " + why}
 		if f.Kind == record.KindResponse || f.Kind == record.KindError {
 			d.Method = p.requestMethod(j)
 			d.Text = "the response " + why

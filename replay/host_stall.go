@@ -306,7 +306,7 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 		full := v.Stalled && v.Buffered > 0 && v.Capacity > 0 && v.Buffered >= v.Capacity-min(2*4096, v.Capacity/4)
 		return written >= want || full || v.Ended
 	}
-	ok, err := p.wait(ctx, reached, p.pace.bound(0), false)
+	ok, _, err := p.wait(ctx, reached, p.pace.bound(0), false)
 	if !ok && err == nil {
 		// The server writes less than the recorded one: later actions
 		// expect it to stay that much behind, not wait for it again.

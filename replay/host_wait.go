@@ -12,9 +12,10 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-// maxSlowWaits bounds how many times wait waits d again for a server that
-// is still sending when d runs out.
-const maxSlowWaits = 7
+// slowWatch bounds how long wait waits on, d at a time, for a server that
+// is still sending when d runs out (busy by the one rule: bytes arriving):
+// long enough for a loaded machine, short of a server that never ends.
+const slowWatch = 30 * time.Second
 
 // pollInterval is how often a wait looks at the state of stdout, which
 // has no event: the stall valve, bytes arriving inside a frame.
@@ -23,18 +24,19 @@ const pollInterval = 4 * time.Millisecond
 // wait waits until cond holds, at most d, matching what arrives
 // meanwhile; extend says a stall may be let further to get there. When d
 // runs out while the server's output is still arriving (a slow server, or
-// a loaded machine, not a missing message), it waits d again, at most
-// maxSlowWaits times.
-func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (bool, error) {
+// a loaded machine, not a missing message), it waits d again, up to
+// slowWatch in all; busy says it gave up there with output still arriving:
+// what did not come is then unverified, the harness's bound, not missing.
+func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (ok, busy bool, err error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	seen, again := hostctl.Stdout(p.s).Read, 0
+	seen, began := hostctl.Stdout(p.s).Read, time.Now()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
 		p.poll()
 		if cond() {
-			return true, nil
+			return true, false, nil
 		}
 		p.adjustStall(extend)
 		select {
@@ -44,16 +46,19 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 		case <-timer.C:
 			p.poll()
 			if cond() {
-				return true, nil
+				return true, false, nil
 			}
-			if n := hostctl.Stdout(p.s).Read; n != seen && again < maxSlowWaits {
-				seen, again = n, again+1
+			if n := hostctl.Stdout(p.s).Read; n != seen {
+				if time.Since(began) >= slowWatch {
+					return false, true, nil
+				}
+				seen = n
 				timer.Reset(d)
 				continue
 			}
-			return false, nil
+			return false, false, nil
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return false, false, ctx.Err()
 		}
 	}
 }
@@ -93,7 +98,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		return !slices.Contains(p.resolved, false)
 	}
 	began := time.Now()
-	if ok, _ := p.wait(ctx, all, p.pace.bound(lastOut-lastT), false); !ok && ctx.Err() == nil {
+	if ok, busy, _ := p.wait(ctx, all, p.pace.bound(lastOut-lastT), false); !ok && ctx.Err() == nil {
 		var js []int
 		for j := range p.rec.Server {
 			js = append(js, j)
@@ -102,7 +107,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		if !played {
 			why = "did not come before the replay ended"
 		}
-		p.missing(js, why)
+		p.notCome(js, why, busy)
 	}
 	if played {
 		p.exited(ctx)
@@ -134,7 +139,7 @@ func (p *hostPlayer) exited(ctx context.Context) {
 		// the server wrote: match them (a response to a cancelled
 		// request, say) before the session closes, within the same
 		// bound (a grandchild may hold stdout open).
-		_, _ = p.wait(ctx, func() bool { return hostctl.Stdout(p.s).Ended }, d, false)
+		_, _, _ = p.wait(ctx, func() bool { return hostctl.Stdout(p.s).Ended }, d, false)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -27,8 +27,9 @@ const (
 	// block writing as the recorded one did: it wrote less, or holds what
 	// it could not write.
 	StallNotBlocking Kind = "stall-not-blocking"
-	// Unchecked: a message the record has only the head of, or an exit
-	// unverified (still busy at the bound). Report.Err leaves these out.
+	// Unchecked: a message the record has only the head of, or one not
+	// come or an exit unverified (the server still busy at the bound).
+	// Report.Err leaves these out.
 	Unchecked Kind = "unchecked"
 )
 
