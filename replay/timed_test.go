@@ -138,6 +138,7 @@ func (a *arrivals) gaps() []time.Duration {
 // not wait for them. The server is the record's own server side (Serve),
 // whose stdin notes when each call arrives.
 func TestTimed(t *testing.T) {
+	t.Parallel() // its bounds allow for how late a loaded machine runs the process
 	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, paced)))
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +193,7 @@ func TestTimed(t *testing.T) {
 // waiting for a slow answer is kept as it was, not added to the time the
 // answer takes again (the server here is as slow as the recorded one).
 func TestTimedSlowServer(t *testing.T) {
+	t.Parallel() // its bounds allow for how late a loaded machine runs the process
 	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
 		ctx := ctxFor(t)
 		if _, err := s.CallTool(ctx, fakeserver.ToolSlow, map[string]any{"steps": 3, "intervalMs": 200}); err != nil {
