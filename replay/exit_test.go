@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os/exec"
 	"strings"
@@ -77,16 +78,7 @@ func TestStallJudgedByEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
-	defer cancel()
-	fake, err := fakeCommand(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay := `"$0" "$@" | while IFS= read -r line; do printf '%s\n' "$line"; done`
-	cmd := exec.Command("sh", append([]string{"-c", relay, fake.Path}, fake.Args[1:]...)...)
-	cmd.Env = fake.Env
-	rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(200*time.Millisecond))
+	rep, err := replay.Host(ctxFor(t), relayed(t, ""), rec, replay.Patience(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,16 +109,7 @@ func TestSlowServerNotMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
-	defer cancel()
-	fake, err := fakeCommand(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay := `"$0" "$@" | while IFS= read -r line; do printf '%s\n' "$line"; sleep 0.1; done`
-	cmd := exec.Command("sh", append([]string{"-c", relay, fake.Path}, fake.Args[1:]...)...)
-	cmd.Env = fake.Env
-	rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(200*time.Millisecond))
+	rep, err := replay.Host(ctxFor(t), relayed(t, "sleep 0.1"), rec, replay.Patience(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +117,18 @@ func TestSlowServerNotMissing(t *testing.T) {
 		t.Errorf("a slow server still sending: want no departure, got: %s", rep)
 	}
 	t.Log(rep)
+}
+
+// relayed is the fake behind a shell relay that passes its stdout on a
+// line at a time (a slow, busy server), running then after each line.
+func relayed(t *testing.T, then string) mcptest.Target {
+	t.Helper()
+	fake, err := fakeCommand(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := `"$0" "$@" | while IFS= read -r line; do printf '%s\n' "$line"; ` + cmp.Or(then, ":") + `; done`
+	cmd := exec.Command("sh", append([]string{"-c", relay, fake.Path}, fake.Args[1:]...)...)
+	cmd.Env = fake.Env
+	return mcptest.Exec(cmd)
 }
