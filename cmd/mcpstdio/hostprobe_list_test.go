@@ -27,8 +27,10 @@ func TestHostProbeListOnly(t *testing.T) {
 
 // TestHostProbeOverLimitSlowReader: a host still taking an over-limit
 // response when the harness's bound passes (here a shell reading the
-// server's stdout a byte at a time) is slow, not hung: over-limit says
-// "unverified", with the bytes written, not fail.
+// server's stdout 64 KiB every 200 ms: 8 MiB takes about 26 s) is slow,
+// not hung: over-limit says "unverified", with the bytes written, not fail.
+// (A shell's read loop, a byte a read, took the whole 8 MiB within the 2 s
+// bound on a quick machine.)
 func TestHostProbeOverLimitSlowReader(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
@@ -36,7 +38,7 @@ func TestHostProbeOverLimitSlowReader(t *testing.T) {
 	}
 	// The host keeps the server's stdin open (sleep) while it reads; the
 	// first run, which needs only its call, ends at -start-timeout.
-	host := `{ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'; sleep 60; } | "$@" | while IFS= read -r line; do :; done`
+	host := `{ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}'; sleep 60; } | "$@" | while :; do dd bs=65536 count=1 status=none >/dev/null; sleep 0.2; done`
 	res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^over-limit$", "-max-frame", "8388608", "-within", "2s", "-start-timeout", "3s", "--", "sh", "-c", host, "sh", "{server}")
 	got := verdicts(res.stdout)["over-limit"]
 	if got != assertions.Warn || !strings.Contains(res.stdout, "unverified: the host was still taking") {
