@@ -12,7 +12,15 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest/internal/testserver"
 )
 
-func TestMain(m *testing.M) { mcptest.Main(m, goleak.Cleanup(testkit.Exit)) }
+// TestMain registers the helpers and runs goleak.VerifyTestMain (mcptest.Main).
+// Without the race detector the tests mostly wait (a server's pace, the
+// bounds a stalled peer runs out), so unless -parallel is given four per
+// CPU run at once; under it they compute, and run at go test's one per CPU
+// (testkit.ParallelForWaits).
+func TestMain(m *testing.M) {
+	testkit.ParallelForWaits(4, 1)
+	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
+}
 
 func init() {
 	mcptest.RegisterHelper("test", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {

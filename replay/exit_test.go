@@ -95,13 +95,13 @@ func TestStallJudgedByEvidence(t *testing.T) {
 
 // TestSlowServerNotMissing: a server whose output keeps arriving, a line
 // every 100ms behind a shell relay, long past what eight bounds of the
-// replay's patience once allowed (1.6 s for 4 s of output), is waited for
+// replay's patience once allowed (1.6 s for 2.4 s of output), is waited for
 // while it sends: nothing is missing, everything is checked.
 func TestSlowServerNotMissing(t *testing.T) {
 	t.Parallel()
 	rec, err := replay.Read(bytes.NewReader(recordSession(t, recordConfig(), nil, func(t *testing.T, s *mcptest.Session, _ *sink) {
 		p := s.Send("tools/call", map[string]any{
-			"name": fakeserver.ToolSlow, "arguments": map[string]any{"steps": 40, "intervalMs": 0},
+			"name": fakeserver.ToolSlow, "arguments": map[string]any{"steps": 24, "intervalMs": 0},
 			"_meta": map[string]any{"progressToken": "slow"},
 		})
 		wait(t, p)
