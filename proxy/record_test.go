@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -177,6 +178,65 @@ func testObserverDropsDetailNotTraffic(t *testing.T, path string) {
 	// observer saw.
 	if vs := res.Verdicts; len(vs) == 0 || vs[0].Kind != record.VerdictDropped {
 		t.Errorf("summary verdicts %+v: want the lost detail first", vs)
+	}
+}
+
+// TestEndLostAtExitMarked: when the observer runs out of ExitGrace with
+// the end of the server's output still to handle (here it is stuck on a
+// record that takes no write until the proxy is ending), the record says
+// so: a drop event for stdout and a gap frame that reaches the stream's
+// end, so that a replay calls nothing in it extra. (It gave neither: the
+// record looked whole and ended early.)
+func TestEndLostAtExitMarked(t *testing.T) {
+	t.Parallel()
+	const size, count = 4 << 10, 64
+	r := startRig(t, helperCmd(t, "flood", fmt.Sprint(size), fmt.Sprint(count), "once"), proxy.Config{ExitGrace: time.Millisecond, ObserverBuffer: 64 << 20})
+	r.rec.block()
+	defer r.rec.unblock()
+	out := drain(t, r.stdout)
+	drain(t, r.stderr)
+	if n, _ := out(); n != size*count {
+		t.Fatalf("the host got %d bytes, want %d", n, size*count)
+	}
+	r.stdin.Close()
+	ended := make(chan *proxy.Result, 1)
+	go func() { ended <- r.wait() }()
+	// The observer's time runs out once Wait is in finish: then let the
+	// record take writes again.
+	waitStack(t, "proxy.(*observer).finish(")
+	r.rec.unblock()
+	res := <-ended
+	m := res.Status.Metrics
+	if m.DroppedBytes == 0 || m.StdoutBytes != size*count {
+		t.Fatalf("metrics %+v: want the stdout the observer had no time for counted as dropped", m)
+	}
+	var drop, gap *record.Event
+	for _, e := range r.rec.all() {
+		switch {
+		case e.Ev == record.EvDrop && e.Dir == record.DirOut:
+			drop = &e
+		case e.Ev == record.EvFrame && e.Dir == record.DirOut && e.Gap:
+			gap = &e
+		}
+	}
+	if drop == nil || drop.Bytes == 0 {
+		t.Errorf("no drop event for stdout (%+v): the record must say detail was lost", drop)
+	}
+	if gap == nil || gap.Off+gap.N != size*count {
+		t.Errorf("gap frame %+v: want one that reaches the end of the %d bytes", gap, size*count)
+	}
+}
+
+// waitStack waits until a goroutine's stack holds s.
+func waitStack(t *testing.T, s string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(bound(t))
+	for !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte(s)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine in %s after %v", s, bound(t))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -86,6 +86,17 @@ func (o *observer) finish1() *Result {
 	o.mu.Lock()
 	for _, d := range o.dirs {
 		o.noteDrops(d, now)
+		if d.fw != nil {
+			if lost := d.fw.read.Load() - d.expect; lost > 0 {
+				// The stream's end passed unseen (events skipped or
+				// dropped, or spliced past a full pipe): a gap frame
+				// stands for it, whether or not it ended in a newline.
+				d.fa.lost(lost)
+				d.expect += lost
+				o.frameDone(d, d.fa, now, false)
+				d.fa.active = false
+			}
+		}
 		if d.fa.active {
 			o.frameDone(d, d.fa, now, true)
 			d.fa.active = false
@@ -104,13 +115,12 @@ func (o *observer) finish1() *Result {
 }
 
 // skip drops an event the observer has no time left for (see finish),
-// counting it as lost detail.
+// counting it as its direction's lost detail: finish1 records the drop and
+// a gap frame for the bytes.
 func (o *observer) skip(d *dirObs, ev obsEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.m.DroppedEvents++
+	d.fw.lostEvents.Add(1)
 	if ev.kind == obsRead {
-		o.m.DroppedBytes += int64(ev.n)
+		d.fw.lostBytes.Add(int64(ev.n))
 		if ev.buf != nil && !ev.tee {
 			d.fw.release(ev)
 		}

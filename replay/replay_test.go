@@ -286,8 +286,8 @@ func TestLostDetail(t *testing.T) {
 	// Its flood replayed beside the tests that compute found thousands of
 	// extra notifications now and then (1 in 4): the record's end was lost
 	// when the proxy's observer ran out of ExitGrace (recordConfig gives
-	// it 30 s; that such a loss leaves no drop or gap in the record is a
-	// proxy bug of its own).
+	// it 30 s; such a loss is now a drop and a gap frame in the record:
+	// proxy's TestEndLostAtExitMarked).
 	t.Parallel()
 	b := recordSession(t, recordConfig(), nil, flood)
 	full, err := replay.Read(bytes.NewReader(b))
