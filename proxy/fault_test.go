@@ -254,7 +254,7 @@ func TestFaultSIGSTOP(t *testing.T) {
 	resp := r.rec.wait(t, "response", func(e record.Event) bool { return e.Ev == record.EvFrame && e.Dir == record.DirOut })
 	cont := r.rec.wait(t, "sigcont", faultEvent("continued the server (SIGCONT)"))
 	if resp.T < cont.T || cont.T-stopped.T < 200_000 {
-		t.Errorf("stopped at %dµs, continued at %dµs, answered at %dµs: want the answer after 200ms of stop", stopped.T, cont.T, resp.T)
+		t.Errorf("stopped at %dµs, continued at %dµs, answered at %dµs: want the answer after 200ms of stop\n%s", stopped.T, cont.T, resp.T, r.rec.text())
 	}
 	r.stdin.Close()
 	r.wait()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -71,7 +72,13 @@ func (p *Proxy) sigstop(f *faultState) {
 		p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
 		return
 	}
-	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))})
+	text := fmt.Sprintf("stopped the server (SIGSTOP) for %v", time.Duration(f.For))
+	if at, seen := p.waitStopped(stopSeenWithin); seen {
+		now = at
+	} else if !at.IsZero() {
+		text += fmt.Sprintf("; its threads were not all seen stopped within %v", stopSeenWithin)
+	}
+	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
 	sleepUnless(time.Duration(f.For), p.stop, p.exited)
 	now = time.Now() // before the signal: the server may answer at once
 	err := pauseServer(p.cmd.Process, false)
@@ -80,4 +87,34 @@ func (p *Proxy) sigstop(f *faultState) {
 		ev.Err = err.Error()
 	}
 	p.note(now, ev)
+}
+
+// stopSeenWithin bounds the wait for a stopped server's threads.
+const stopSeenWithin = time.Second
+
+// waitStopped waits, at most d, until every thread of the server is seen
+// stopped, and returns when it was. SIGSTOP stops a process's threads one
+// after another, after kill has returned: meanwhile another thread of the
+// server can read a request and answer it (measured on Linux 6.18, two
+// cores, one kept busy: a Go server answered a ping written after kill in
+// 56 of 600 tries). at is zero where threads' states cannot be read (off
+// Linux), or the proxy stopped or the server exited first.
+func (p *Proxy) waitStopped(d time.Duration) (at time.Time, seen bool) {
+	pid := p.cmd.Process.Pid
+	deadline := time.Now().Add(d)
+	for {
+		stopped, known := proc.Stopped(pid)
+		now := time.Now()
+		switch {
+		case !known:
+			return time.Time{}, false
+		case stopped:
+			return now, true
+		case now.After(deadline):
+			return now, false
+		}
+		if !sleepUnless(time.Millisecond, p.stop, p.exited) {
+			return time.Time{}, false
+		}
+	}
 }

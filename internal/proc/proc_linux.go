@@ -45,6 +45,29 @@ func stat(pid int) (state byte, start uint64, pgrp int, ok bool) {
 	return f[0][0], start, pgrp, err == nil
 }
 
+// Stopped reports whether every thread of process pid is stopped (state T
+// or t in /proc/PID/task/*/stat); known is false where that cannot be read.
+func Stopped(pid int) (stopped, known bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false, false
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		state, _, _, ok := stat(tid)
+		if !ok {
+			continue // the thread ended
+		}
+		if state != 'T' && state != 't' {
+			return false, true
+		}
+	}
+	return true, true
+}
+
 // Identify returns the ID of the process pid; ok is false if there is none.
 func Identify(pid int) (ID, bool) {
 	_, start, _, ok := stat(pid)

@@ -7,6 +7,9 @@ import "os"
 // CommandLine: without /proc, a process's command line is unknown.
 func CommandLine(int) string { return "?" }
 
+// Stopped: without /proc, whether a process is stopped is unknown.
+func Stopped(int) (stopped, known bool) { return false, false }
+
 // Identify: without /proc, no process can be identified.
 func Identify(pid int) (ID, bool) { return ID{PID: pid}, false }
 
