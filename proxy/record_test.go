@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -183,31 +184,51 @@ func testObserverDropsDetailNotTraffic(t *testing.T, path string) {
 
 // TestEndLostAtExitMarked: when the observer runs out of ExitGrace with
 // the end of the server's output still to handle (here it is stuck on a
-// record that takes no write until the proxy is ending), the record says
-// so: a drop event for stdout and a gap frame that reaches the stream's
-// end, so that a replay calls nothing in it extra. (It gave neither: the
-// record looked whole and ended early.)
+// record that takes no write until the proxy is ending, from before the
+// server's second flood), the record says so: a drop event for stdout and
+// a gap frame that reaches the stream's end, so that a replay calls
+// nothing in it extra. (It gave neither: the record looked whole and
+// ended early.)
 func TestEndLostAtExitMarked(t *testing.T) {
 	t.Parallel()
 	const size, count = 4 << 10, 64
-	r := startRig(t, helperCmd(t, "flood", fmt.Sprint(size), fmt.Sprint(count), "once"), proxy.Config{ExitGrace: time.Millisecond, ObserverBuffer: 64 << 20})
-	r.rec.block()
+	const total = 2 * size * count
+	r := startRig(t, helperCmd(t, "flood", fmt.Sprint(size), fmt.Sprint(count)), proxy.Config{ExitGrace: time.Nanosecond, ObserverBuffer: 64 << 20})
+	held := r.rec.block()
 	defer r.rec.unblock()
-	out := drain(t, r.stdout)
+	got := make(chan int64, 1)
+	go func() {
+		n, _ := io.CopyN(io.Discard, r.stdout, total)
+		got <- n
+	}()
 	drain(t, r.stderr)
-	if n, _ := out(); n != size*count {
-		t.Fatalf("the host got %d bytes, want %d", n, size*count)
+	timer := time.NewTimer(bound(t))
+	defer timer.Stop()
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	select {
+	case <-held: // the observer took the first flood and is stuck writing it
+	case <-timer.C:
+		t.Fatalf("the observer wrote nothing within %v", bound(t))
+	}
+	r.stdin.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"))
+	select {
+	case n := <-got:
+		if n != total {
+			t.Fatalf("the host got %d bytes, want %d", n, total)
+		}
+	case <-timer.C:
+		t.Fatalf("the host did not get the two floods within %v", bound(t))
 	}
 	r.stdin.Close()
 	ended := make(chan *proxy.Result, 1)
 	go func() { ended <- r.wait() }()
-	// The observer's time runs out once Wait is in finish: then let the
-	// record take writes again.
+	// The observer's time runs out once Wait is in finish (ExitGrace is
+	// 1ns): then let the record take writes again.
 	waitStack(t, "proxy.(*observer).finish(")
 	r.rec.unblock()
 	res := <-ended
 	m := res.Status.Metrics
-	if m.DroppedBytes == 0 || m.StdoutBytes != size*count {
+	if m.DroppedBytes == 0 || m.StdoutBytes != total {
 		t.Fatalf("metrics %+v: want the stdout the observer had no time for counted as dropped", m)
 	}
 	var drop, gap *record.Event
@@ -222,8 +243,8 @@ func TestEndLostAtExitMarked(t *testing.T) {
 	if drop == nil || drop.Bytes == 0 {
 		t.Errorf("no drop event for stdout (%+v): the record must say detail was lost", drop)
 	}
-	if gap == nil || gap.Off+gap.N != size*count {
-		t.Errorf("gap frame %+v: want one that reaches the end of the %d bytes", gap, size*count)
+	if gap == nil || gap.Off+gap.N != total {
+		t.Errorf("gap frame %+v: want one that reaches the end of the %d bytes", gap, total)
 	}
 }
 

@@ -54,17 +54,20 @@ type recSink struct {
 	events  []record.Event
 	changed chan struct{}
 	hold    chan struct{}
+	waiting chan struct{} // closed when a Write waits on hold
 	bad     error
 	writes  int // Write calls: each holds whole lines, the first the header alone
 }
 
 func newRecSink() *recSink { return &recSink{changed: make(chan struct{})} }
 
-// block makes Write wait until unblock.
-func (s *recSink) block() {
+// block makes Write wait until unblock; the channel it returns is closed
+// once a Write waits.
+func (s *recSink) block() <-chan struct{} {
 	s.mu.Lock()
-	s.hold = make(chan struct{})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.hold, s.waiting = make(chan struct{}), make(chan struct{})
+	return s.waiting
 }
 
 func (s *recSink) unblock() {
@@ -79,6 +82,10 @@ func (s *recSink) unblock() {
 func (s *recSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	hold := s.hold
+	if hold != nil && s.waiting != nil {
+		close(s.waiting)
+		s.waiting = nil
+	}
 	s.mu.Unlock()
 	if hold != nil {
 		<-hold
