@@ -8,6 +8,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
@@ -53,5 +54,38 @@ func TestFindAndRunning(t *testing.T) {
 	cmd.Wait()
 	if id.Running() {
 		t.Errorf("%+v still running after kill and wait", id)
+	}
+}
+
+// TestStopped: a child is not stopped while it runs, is once SIGSTOP has
+// taken every thread (waited for: the kernel stops them after kill
+// returns), and is not once continued.
+func TestStopped(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	if stopped, known := proc.Stopped(pid); stopped || !known {
+		t.Fatalf("Stopped(%d) of a running child = %v, %v; want false, true", pid, stopped, known)
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(10 * time.Second)
+	for stopped, _ := proc.Stopped(pid); !stopped; stopped, _ = proc.Stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stopped(%d) still false 10s after SIGSTOP", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGCONT)
+	for stopped, _ := proc.Stopped(pid); stopped; stopped, _ = proc.Stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stopped(%d) still true 10s after SIGCONT", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if stopped, known := proc.Stopped(1 << 30); stopped || known {
+		t.Errorf("Stopped of no process = %v, %v; want false, false", stopped, known)
 	}
 }
