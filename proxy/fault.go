@@ -213,13 +213,15 @@ func (df *dirFaults) fire(f *faultState) {
 		}
 	case "close", "truncate":
 		df.shut = true
-		at := time.Now() // before the close: what it causes comes after
+		df.p.sigMu.Lock() // the exit the close causes is noted after it (see sourceEnded)
+		at := time.Now()  // before the close: what it causes comes after
 		err := closeStream(df.fw.dst)
 		text := "closed " + dstNames[dirOf(f.Dir)] + "; discarding the rest of " + src
 		if err != nil {
 			text = "could not close " + dstNames[dirOf(f.Dir)] + " (" + err.Error() + "); discarding the rest of " + src
 		}
 		df.p.note(at, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
+		df.p.sigMu.Unlock()
 	case "sigstop":
 		df.p.wg.Add(1)
 		go func() { // bounded by For and the proxy's stop

@@ -311,6 +311,11 @@ func (f *forwarder) sourceEnded(err error) {
 		}
 		f.p.note(end, ev)
 	}
+	// The server's exit that the close causes (stdin's EOF) is noted
+	// after it: sigMu keeps waitServer from noting it in between, where
+	// the observer could take the exit before the close.
+	f.p.sigMu.Lock()
+	defer f.p.sigMu.Unlock()
 	at := time.Now() // before the close: what it causes comes after
 	cerr := closeStream(f.dst)
 	f.mu.Lock()

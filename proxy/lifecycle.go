@@ -32,7 +32,7 @@ func (p *Proxy) waitServer() {
 	if p.waitErr != nil {
 		ev.Err = p.waitErr.Error()
 	}
-	p.sigMu.Lock() // a signal being passed on is noted before the exit it causes
+	p.sigMu.Lock() // a signal or a close being passed on is noted before the exit it causes
 	p.note(now, ev)
 	p.sigMu.Unlock()
 	p.obs.noteExit(now, info)

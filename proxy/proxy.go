@@ -35,7 +35,7 @@ type Proxy struct {
 	stop     chan struct{} // closed when the proxy must end now
 	stopOnce sync.Once
 	waitOnce sync.Once
-	sigMu    sync.Mutex    // held while a signal is passed on and noted
+	sigMu    sync.Mutex    // held while a signal is passed on, or an end passed on by a close, and noted: the exit they cause is noted after
 	exited   chan struct{} // closed when the server has exited
 	released chan struct{} // closed when Wait need not wait for the forwarders any longer
 	wg       sync.WaitGroup

@@ -222,9 +222,10 @@ func TestEndLostAtExitMarked(t *testing.T) {
 	r.stdin.Close()
 	ended := make(chan *proxy.Result, 1)
 	go func() { ended <- r.wait() }()
-	// The observer's time runs out once Wait is in finish (ExitGrace is
-	// 1ns): then let the record take writes again.
-	waitStack(t, "proxy.(*observer).finish(")
+	// The observer's time runs out once Wait is in finish, past setting
+	// its cutoff (ExitGrace is 1ns), waiting to hand it the end: then let
+	// the record take writes again.
+	waitStack(t, "proxy.(*observer).finish(", "chan send")
 	r.rec.unblock()
 	res := <-ended
 	m := res.Status.Metrics
@@ -248,14 +249,20 @@ func TestEndLostAtExitMarked(t *testing.T) {
 	}
 }
 
-// waitStack waits until a goroutine's stack holds s.
-func waitStack(t *testing.T, s string) {
+// waitStack waits until a goroutine whose stack holds s waits in state
+// (as runtime.Stack names it, "chan send").
+func waitStack(t *testing.T, s, state string) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	deadline := time.Now().Add(bound(t))
-	for !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte(s)) {
+	for {
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, s) && strings.Contains(g[:strings.IndexByte(g, '\n')+1], "["+state) {
+				return
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no goroutine in %s after %v", s, bound(t))
+			t.Fatalf("no goroutine in %s waiting in %s after %v", s, state, bound(t))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
