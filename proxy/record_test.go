@@ -251,7 +251,8 @@ func TestEndLostAtExitMarked(t *testing.T) {
 }
 
 // waitStack waits until a goroutine whose stack holds s waits in state
-// (as runtime.Stack names it, "chan send").
+// (as runtime.Stack names it, "chan send"). Nothing announces that a
+// goroutine has reached a blocking send, so it looks every 5ms, bounded.
 func waitStack(t *testing.T, s, state string) {
 	t.Helper()
 	buf := make([]byte, 1<<20)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
@@ -58,8 +57,9 @@ func TestFindAndRunning(t *testing.T) {
 }
 
 // TestStopped: a child is not stopped while it runs, is once SIGSTOP has
-// taken every thread (waited for: the kernel stops them after kill
-// returns), and is not once continued.
+// taken every thread (the kernel stops them after kill returns; waited
+// for as its parent, wait4 with WUNTRACED), and is not once continued
+// (WCONTINUED).
 func TestStopped(t *testing.T) {
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
@@ -70,20 +70,20 @@ func TestStopped(t *testing.T) {
 	if stopped, known := proc.Stopped(pid); stopped || !known {
 		t.Fatalf("Stopped(%d) of a running child = %v, %v; want false, true", pid, stopped, known)
 	}
+	var ws syscall.WaitStatus
 	cmd.Process.Signal(syscall.SIGSTOP)
-	deadline := time.Now().Add(10 * time.Second)
-	for stopped, _ := proc.Stopped(pid); !stopped; stopped, _ = proc.Stopped(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Stopped(%d) still false 10s after SIGSTOP", pid)
-		}
-		time.Sleep(time.Millisecond)
+	if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("wait4 after SIGSTOP: %v, status %v", err, ws)
+	}
+	if stopped, known := proc.Stopped(pid); !stopped || !known {
+		t.Errorf("Stopped(%d) of a stopped child = %v, %v; want true, true", pid, stopped, known)
 	}
 	cmd.Process.Signal(syscall.SIGCONT)
-	for stopped, _ := proc.Stopped(pid); stopped; stopped, _ = proc.Stopped(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Stopped(%d) still true 10s after SIGCONT", pid)
-		}
-		time.Sleep(time.Millisecond)
+	if _, err := syscall.Wait4(pid, &ws, syscall.WCONTINUED, nil); err != nil || !ws.Continued() {
+		t.Fatalf("wait4 after SIGCONT: %v, status %v", err, ws)
+	}
+	if stopped, _ := proc.Stopped(pid); stopped {
+		t.Errorf("Stopped(%d) of a continued child = true, want false", pid)
 	}
 	if stopped, known := proc.Stopped(1 << 30); stopped || known {
 		t.Errorf("Stopped of no process = %v, %v; want false, false", stopped, known)
