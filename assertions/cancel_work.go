@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -26,9 +25,9 @@ type workSample struct {
 func sampleWork(s *mcptest.Session, p *mcptest.Pending) workSample {
 	w := workSample{at: time.Now()}
 	if p != nil {
-		w.progress, w.answered = hostctl.Progress(p), responded(p)
+		w.progress, w.answered = p.Progress(), responded(p)
 	}
-	w.cpu, w.procs, w.threads, w.visible = processTree(hostctl.PID(s))
+	w.cpu, w.procs, w.threads, w.visible = processTree(s.PID())
 	return w
 }
 
@@ -61,7 +60,7 @@ func (g signature) String() string {
 func observe(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, from workSample, window time.Duration) signature {
 	ctx, cancel := context.WithTimeout(ctx, window)
 	defer cancel()
-	for hostctl.Progress(p) < 3 && !ended(p) {
+	for p.Progress() < 3 && !ended(p) {
 		// Progress and CPU time are state with no event to wait on.
 		if bound.Pass(ctx, 5*time.Millisecond) != nil {
 			break
@@ -133,7 +132,7 @@ func cpuStopped(working, after float64) bool {
 }
 
 func invisibleWhy(s *mcptest.Session) string {
-	if hostctl.PID(s) == 0 {
+	if s.PID() == 0 {
 		return "an in-process server"
 	}
 	return "no /proc here"

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -242,7 +240,7 @@ func afterCancel(ctx context.Context, p *mcptest.Pending) string {
 	case err != nil:
 		return "the cancelled request ended with: " + firstLine(err.Error())
 	case resp.Late:
-		return fmt.Sprintf("its response arrived late, %d bytes: %s", hostctl.Received(p), responseKind(resp))
+		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), responseKind(resp))
 	}
 	return "its response had arrived before the cancel"
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -59,7 +58,7 @@ func cancelAndWatch(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 	go func() {
 		select {
 		case <-p.Done():
-			answered <- answer{time.Since(at), hostctl.Progress(p)}
+			answered <- answer{time.Since(at), p.Progress()}
 		case <-wctx.Done():
 			answered <- answer{in: -1}
 		}

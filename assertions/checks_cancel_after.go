@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -73,7 +71,7 @@ func waitBytes(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, n in
 	wctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- hostctl.WaitStdoutBytes(wctx, s, n) }()
+	go func() { errc <- s.WaitStdoutBytes(wctx, n) }()
 	select {
 	case err := <-errc:
 		return err
@@ -95,7 +93,7 @@ func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 			return heldFrame{}, &r
 		}
 		if ended(p) {
-			r := skip("the Large call's response was only %d bytes, under the %d bytes after which the cancel is sent: configure a larger call or a smaller CancelAfter", hostctl.Received(p), n)
+			r := skip("the Large call's response was only %d bytes, under the %d bytes after which the cancel is sent: configure a larger call or a smaller CancelAfter", p.Received(), n)
 			return heldFrame{}, &r
 		}
 		at := s.Stats().StdoutBytes
@@ -105,7 +103,7 @@ func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 			return heldFrame{start: start, at: at}, nil
 		}
 		step := min(n-in, cancelStep)
-		hostctl.StallReadsAfter(s, step)
+		s.StallReadsAfter(step)
 		if err := waitBytes(ctx, s, p, at+step, cfg.Within); err != nil {
 			r := failErr(ruleCancelAfter, fmt.Sprintf("the server's output stopped %d bytes into a frame after the Large call, before %d bytes", s.Stats().StdoutBytes-start, n), err)
 			return heldFrame{}, &r
@@ -179,7 +177,7 @@ func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg Se
 // the hold is placed by the counts seen then and checked by this after the
 // fact. ok is false if the response is not found.
 func responseStart(s *mcptest.Session, p *mcptest.Pending, base int64, c *frameCounter) (start int64, ok bool) {
-	size := hostctl.Received(p)
+	size := p.Received()
 	start = base + c.bytes
 	for _, e := range s.Transcript() {
 		if e.Dir != "←" || e.Seq < c.next {

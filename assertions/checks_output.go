@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -68,7 +66,7 @@ func serverEnded(s *mcptest.Session) string {
 		return ""
 	}
 	msg := "the server ended (" + ex.String() + ")"
-	if se := bytes.TrimSpace(hostctl.Stderr(s)); len(se) > 0 {
+	if se := bytes.TrimSpace(s.Stderr()); len(se) > 0 {
 		msg += fmt.Sprintf("; its stderr ends: %q", se[max(0, len(se)-300):])
 	}
 	return msg
@@ -297,8 +295,8 @@ func CheckOversizedInput(ctx context.Context, s *mcptest.Session, cfg ServerConf
 // peakMemory says what the server's peak memory has been so far, where it
 // can be read.
 func peakMemory(s *mcptest.Session) string {
-	switch kb, err := peakMemoryKB(hostctl.PID(s)); {
-	case hostctl.PID(s) == 0:
+	switch kb, err := peakMemoryKB(s.PID()); {
+	case s.PID() == 0:
 		return "peak memory unknown (an in-process server)"
 	case err != nil:
 		return "peak memory unknown (" + err.Error() + ")"

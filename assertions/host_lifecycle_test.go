@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -107,7 +106,7 @@ func TestShutdownLadder(t *testing.T) {
 		want assertions.Verdict
 		says []string
 	}{
-		{"session", assertions.SessionHost(hostctl.Grace(300 * time.Millisecond).(mcptest.Option)), assertions.Pass,
+		{"session", assertions.SessionHost(mcptest.WithGrace(300 * time.Millisecond)), assertions.Pass,
 			[]string{"stdin closed at +", "SIGTERM (ignored) at +", "SIGQUIT ended it", "no server process left"}},
 		{"signal-first", newRawHost(signalFirst, &hosts, &mu), assertions.Warn,
 			[]string{"signal first: SIGTERM (ignored) at +", "killed by a signal it cannot catch (SIGKILL)"}},

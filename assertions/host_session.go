@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -23,7 +21,7 @@ func SessionHost(opts ...mcptest.Option) HostFactory {
 		if dl, ok := ctx.Deadline(); ok {
 			// The battery bounds the start (StartTimeout): the
 			// handshake need not end sooner.
-			all = append([]mcptest.Option{hostctl.StartTimeout(time.Until(dl)).(mcptest.Option)}, opts...)
+			all = append([]mcptest.Option{mcptest.WithStartTimeout(time.Until(dl))}, opts...)
 		}
 		s, err := mcptest.Start(ctx, mcptest.Exec(cmd), all...)
 		if err != nil {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -131,7 +129,7 @@ func (c ServerConfig) cancelWatch() time.Duration {
 func (c ServerConfig) options(extra ...mcptest.Option) []mcptest.Option {
 	opts := []mcptest.Option{
 		mcptest.WithTimeout(c.Within),
-		hostctl.Grace(c.ShutdownGrace).(mcptest.Option),
+		mcptest.WithGrace(c.ShutdownGrace),
 	}
 	if c.PipeCapacity > 0 {
 		opts = append(opts, mcptest.WithPipeCapacity(c.PipeCapacity))

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -38,13 +36,13 @@ type serverStart struct {
 
 // options are the start options of a criterion's session.
 func (st *serverStart) options(cfg ServerConfig) []mcptest.Option {
-	opts := []mcptest.Option{hostctl.StartTimeout(cfg.StartTimeout).(mcptest.Option)}
+	opts := []mcptest.Option{mcptest.WithStartTimeout(cfg.StartTimeout)}
 	switch {
 	case st == nil:
 	case st.pin != "":
 		opts = append(opts, mcptest.WithProtocolVersion(st.pin))
 	default:
-		opts = append(opts, hostctl.ProbeTimeout(cfg.StartTimeout).(mcptest.Option))
+		opts = append(opts, mcptest.WithProbeTimeout(cfg.StartTimeout))
 	}
 	return opts
 }
@@ -52,13 +50,13 @@ func (st *serverStart) options(cfg ServerConfig) []mcptest.Option {
 // startOnce starts the server once, as the criteria will, and closes it;
 // it returns what it learned, or the "start" failure.
 func startOnce(ctx context.Context, target mcptest.Target, cfg ServerConfig) (*serverStart, Result) {
-	base := []mcptest.Option{hostctl.StartTimeout(cfg.StartTimeout).(mcptest.Option), hostctl.Grace(min(cfg.ShutdownGrace, 200*time.Millisecond)).(mcptest.Option)}
+	base := []mcptest.Option{mcptest.WithStartTimeout(cfg.StartTimeout), mcptest.WithGrace(min(cfg.ShutdownGrace, 200*time.Millisecond))}
 	pinned := cfg.Protocol
 	var opts []mcptest.Option
 	if pinned != "" {
 		opts = append(opts, mcptest.WithProtocolVersion(pinned))
 	} else {
-		opts = append(opts, hostctl.ProbeTimeout(cfg.StartTimeout).(mcptest.Option))
+		opts = append(opts, mcptest.WithProbeTimeout(cfg.StartTimeout))
 	}
 	begin := time.Now()
 	s, err := mcptest.Start(ctx, target, cfg.options(append(base, opts...)...)...)

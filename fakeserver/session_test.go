@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -342,7 +340,7 @@ func TestSessionShutdown(t *testing.T) {
 		{[]string{"-ignore-eof", "-ignore-sigterm"}, "after SIGQUIT"},
 	} {
 		t.Run(strings.Join(append([]string{"flags"}, c.flags...), " "), func(t *testing.T) {
-			s := mcptest.StartServer(t, mcptest.Helper(helperName, c.flags...), hostctl.Grace(300*time.Millisecond).(mcptest.Option))
+			s := mcptest.StartServer(t, mcptest.Helper(helperName, c.flags...), mcptest.WithGrace(300*time.Millisecond))
 			if err := s.Ping(t.Context()); err != nil {
 				t.Fatal(err)
 			}

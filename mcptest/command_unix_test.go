@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -46,7 +44,7 @@ func TestCommandGrandchild(t *testing.T) {
 	}
 	// The background process inherits stdout and would outlive cat.
 	s := mcptest.StartServer(t, mcptest.Command("sh", "-c", "sleep 1000 & exec cat"),
-		mcptest.WithoutHandshake(), hostctl.Grace(30*time.Second).(mcptest.Option))
+		mcptest.WithoutHandshake(), mcptest.WithGrace(30*time.Second))
 	// cat echoes a notification: once it is back, cat is running.
 	if err := s.Notify(wire.MethodInitialized, nil); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -110,8 +108,8 @@ func TestNotificationFloodExact(t *testing.T) {
 			}
 		}
 		st := s.Stats()
-		if st.Notifications != n || hostctl.Progress(p) != n {
-			t.Errorf("Stats.Notifications = %d, Progress() = %d; want %d sent = counted", st.Notifications, hostctl.Progress(p), n)
+		if st.Notifications != n || p.Progress() != n {
+			t.Errorf("Stats.Notifications = %d, Progress() = %d; want %d sent = counted", st.Notifications, p.Progress(), n)
 		}
 		if st.NotificationsDropped != n-1024 {
 			t.Errorf("Stats.NotificationsDropped = %d, want %d (1024 kept)", st.NotificationsDropped, n-1024)
@@ -228,7 +226,7 @@ func TestBlockedHandlerAndServerRequestFlood(t *testing.T) {
 			<-ctx.Done() // never answers while the session lives
 			return nil, ctx.Err()
 		}
-		s := mcptest.StartServer(t, target(t, child), mcptest.WithServerRequests(h), hostctl.Grace(500*time.Millisecond).(mcptest.Option))
+		s := mcptest.StartServer(t, target(t, child), mcptest.WithServerRequests(h), mcptest.WithGrace(500*time.Millisecond))
 		if _, err := s.Call(ctx, wire.MethodToolsCall, call("srq", map[string]any{"n": 1})); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -50,7 +48,7 @@ func TestClosedSession(t *testing.T) {
 			"WriteStdin":        func() error { return s.WriteStdin(ctx, []byte("x\n")) },
 			"CloseStdin":        func() error { return s.CloseStdin() },
 			"WaitWriterBlocked": func() error { return s.WaitWriterBlocked(ctx) },
-			"WaitStdoutBytes":   func() error { return hostctl.WaitStdoutBytes(ctx, s, 1<<40) },
+			"WaitStdoutBytes":   func() error { return s.WaitStdoutBytes(ctx, 1<<40) },
 			"WaitNotification":  func() error { _, err := s.WaitNotification(ctx, "x"); return err },
 		}
 		if child {
@@ -153,7 +151,7 @@ func TestHandlerPanic(t *testing.T) {
 // fail naming the option.
 func TestOptionValues(t *testing.T) {
 	t.Parallel()
-	zero := []mcptest.Option{hostctl.Grace(0).(mcptest.Option), mcptest.WithTimeout(0), hostctl.ProbeTimeout(0).(mcptest.Option),
+	zero := []mcptest.Option{mcptest.WithGrace(0), mcptest.WithTimeout(0), mcptest.WithProbeTimeout(0),
 		mcptest.WithMaxFrame(0), mcptest.WithPipeCapacity(0), mcptest.Limits{},
 		mcptest.WithProtocolVersion(""), mcptest.WithServerRequests(nil), mcptest.WithStderr(nil), nil}
 	s := mcptest.StartServer(t, target(t, false), zero...)
@@ -161,9 +159,9 @@ func TestOptionValues(t *testing.T) {
 		t.Errorf("a call with every option at zero: %v", err)
 	}
 	bad := map[string]mcptest.Option{
-		"Grace(-1s)":                    hostctl.Grace(-time.Second).(mcptest.Option),
+		"Grace(-1s)":                    mcptest.WithGrace(-time.Second),
 		"WithTimeout(-1ns)":             mcptest.WithTimeout(-1),
-		"ProbeTimeout(-1ms)":            hostctl.ProbeTimeout(-time.Millisecond).(mcptest.Option),
+		"ProbeTimeout(-1ms)":            mcptest.WithProbeTimeout(-time.Millisecond),
 		"WithMaxFrame(-5)":              mcptest.WithMaxFrame(-5),
 		"WithPipeCapacity(-4096)":       mcptest.WithPipeCapacity(-4096),
 		"Limits.Junk = -1":              mcptest.Limits{Junk: -1},

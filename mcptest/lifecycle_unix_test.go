@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -47,7 +45,7 @@ func TestStdoutHeldByEscapedProcess(t *testing.T) {
 	// exits), reads one line, then exits, leaving the holder with its
 	// stdout.
 	script := `setsid -f sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 1000' "$1"; until [ -s "$1" ]; do sleep 0.01; done; read line; exit 0`
-	s, err := mcptest.Start(t.Context(), mcptest.Command("sh", "-c", script, "sh", pidFile), mcptest.WithoutHandshake(), hostctl.Grace(grace).(mcptest.Option))
+	s, err := mcptest.Start(t.Context(), mcptest.Command("sh", "-c", script, "sh", pidFile), mcptest.WithoutHandshake(), mcptest.WithGrace(grace))
 	if err != nil {
 		t.Fatal(err)
 	}

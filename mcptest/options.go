@@ -29,12 +29,20 @@ type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// A panic in a server request handler is recovered, answered with -32603
-// and reported by Close with its stack. A handler that blocks delays only
-// later server requests (see Limits.ServerRequests).
-
-// serverRequestHandler answers a server's request (WithServerRequests).
-type serverRequestHandler = func(ctx context.Context, req *wire.Message) (result any, err error)
+// ServerRequestHandler answers a request the server sends to the host
+// (ping, roots/list, sampling/createMessage, elicitation/create, …), set
+// with WithServerRequests. Its result is marshalled as the response's
+// result; an error is sent as is if it is a *wire.RPCError, else as -32603.
+// ctx ends when the session is closed.
+//
+// Handlers run on one goroutine of their own, one request at a time, never
+// on the stdout reader: a handler that blocks delays only later server
+// requests, which wait in a queue bounded by Limits.ServerRequests and
+// Limits.ServerRequestBytes (a request beyond it is dropped unanswered and
+// counted), and never the responses to the host's own calls. A panic in a
+// handler is recovered: the server gets -32603, and Close reports the panic
+// with its stack.
+type ServerRequestHandler func(ctx context.Context, req *wire.Message) (result any, err error)
 
 // What the defaults of Limits hold at most: about 16 MiB of notifications,
 // 32 KiB of junk heads, 128 KiB of transcript heads and 16 MiB of server
@@ -92,7 +100,7 @@ type config struct {
 	noHandshake    bool
 	clientName     string
 	clientVersion  string
-	serverRequests serverRequestHandler
+	serverRequests ServerRequestHandler
 	stderr         io.Writer
 }
 
@@ -200,25 +208,34 @@ func WithTimeout(d time.Duration) Option {
 	return durationOption("WithTimeout", d, defaultTimeout, func(c *config) *time.Duration { return &c.timeout })
 }
 
-// startTimeout is hostctl.StartTimeout. The handshake's waits are the
-// server/discover probe (within the probe timeout) and initialize: a server
-// slow to start is then not bounded by what bounds its answers later.
-func startTimeout(d time.Duration) Option {
-	return durationOption("StartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
+// WithStartTimeout bounds the waits of Start's handshake (the
+// server/discover probe, within WithProbeTimeout's bound, and initialize)
+// when d is longer than WithTimeout's bound; 0, the default, keeps
+// WithTimeout's bound for them. A server that is slow to start (a large
+// binary, a JIT, a cold cache) is then not bounded by what bounds its
+// answers later. A negative d is an error from Start.
+func WithStartTimeout(d time.Duration) Option {
+	return durationOption("WithStartTimeout", d, 0, func(c *config) *time.Duration { return &c.startTimeout })
 }
 
-// grace is hostctl.Grace: how long Close waits at each step of stopping the
-// server (after closing stdin, after SIGTERM, after SIGQUIT and after
-// SIGKILL), and for its stdout to close once it exited. The default (and 0)
-// is 2s.
-func grace(d time.Duration) Option {
-	return durationOption("Grace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
+// WithGrace sets how long Close waits at each step of stopping the server
+// (after closing stdin, after SIGTERM, after SIGQUIT and after SIGKILL),
+// and for the server's stdout to close once it exited; the default (and 0)
+// is 2s. A criterion that closes many sessions sets it lower; a server that
+// saves state on EOF may need more. A negative d is an error from Start.
+func WithGrace(d time.Duration) Option {
+	return durationOption("WithGrace", d, defaultGrace, func(c *config) *time.Duration { return &c.grace })
 }
 
-// probeTimeout is hostctl.ProbeTimeout. Start-up is included in that wait;
-// 5s is mcp-go's client's.
-func probeTimeout(d time.Duration) Option {
-	return durationOption("ProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
+// WithProbeTimeout sets how long negotiation waits for the answer to its
+// server/discover probe before it takes the server for one of an earlier
+// era and sends initialize (default 5s, mcp-go's client's). The server's
+// start-up is inside that wait: a modern server that takes longer than d to
+// start is spoken to as a legacy one, and its late answer to the probe is
+// counted as late (Stats.LateResponses), not as an unknown id. A negative d
+// is an error from Start.
+func WithProbeTimeout(d time.Duration) Option {
+	return durationOption("WithProbeTimeout", d, defaultProbeTimeout, func(c *config) *time.Duration { return &c.probeTimeout })
 }
 
 var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
@@ -244,12 +261,12 @@ func WithoutHandshake() Option {
 }
 
 // WithServerRequests sets h to answer the server's requests to the host
-// (ping, roots/list, …): an error is sent as is if a *wire.RPCError, else
-// -32603; ctx ends at Close. The default answers ping and fails the rest
-// with -32601, as does the modern era, where one is a violation
+// (see ServerRequestHandler). Without it the session answers ping and fails
+// every other request with -32601 (method not found). In the 2026-07-28
+// era a server must not send requests on stdio: h is not called, each
+// request is failed with -32601 and counted as a violation
 // (Stats.ProtocolViolations).
-func WithServerRequests(h func(ctx context.Context, req *wire.Message) (result any, err error)) Option {
-	// In the modern era h is not called.
+func WithServerRequests(h ServerRequestHandler) Option {
 	return optionFunc(func(c *config) error { c.serverRequests = h; return nil })
 }
 

@@ -23,7 +23,7 @@ type Response struct {
 	Late   bool // arrived after the request was cancelled
 	// Offset and Size place the response's frame in the server's stdout:
 	// it began after Offset bytes and had Size bytes, without its
-	// newline (for stallReadsAfter arithmetic).
+	// newline (for StallReadsAfter arithmetic).
 	Offset, Size int64
 }
 
@@ -46,10 +46,13 @@ type Pending struct {
 // ID returns the request's JSON-RPC id.
 func (p *Pending) ID() int64 { return p.id }
 
-// progressCount is hostctl.Progress.
-func (p *Pending) progressCount() int64 {
-	// The token is params._meta.progressToken; tokens compare as JSON values
-	// (wire.Key).
+// Progress returns how many notifications/progress have arrived for the
+// request's progress token (params._meta.progressToken, compared as JSON
+// values), whether they were kept for TakeNotifications or dropped from its
+// bounded store; 0 for a request without a token. It counts arrivals at
+// the host: with reads stalled, progress the server has written waits in
+// the pipe and is not counted yet.
+func (p *Pending) Progress() int64 {
 	key := wire.Key(p.token)
 	if key == "" {
 		return 0
@@ -59,10 +62,12 @@ func (p *Pending) progressCount() int64 {
 	return p.s.progress[key]
 }
 
-// received is hostctl.Received.
-func (p *Pending) received() int64 {
-	// A response is known by its "id", so one whose id comes after a long
-	// result counts only from the id on.
+// Received returns how many bytes of the request's response the host has
+// read so far: 0 until the response's top-level "id" has been read, then
+// the bytes from the id on, and the whole frame's size once it is routed.
+// A response is known by its id, so one that writes its id after a long
+// result (the TypeScript SDK does) counts only from the id on.
+func (p *Pending) Received() int64 {
 	if n := p.respSize.Load(); n > 0 {
 		return n
 	}

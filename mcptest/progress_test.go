@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -59,7 +57,7 @@ func TestProgressCount(t *testing.T) {
 	if _, err := p.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := hostctl.Progress(p); got != 3 {
+	if got := p.Progress(); got != 3 {
 		t.Errorf("Progress() = %d, want 3: the server wrote the token a&b, the host sent a\u0026b", got)
 	}
 	if got := s.Stats().Notifications; got != 4 {

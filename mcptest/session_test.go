@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/pipes"
@@ -153,7 +151,7 @@ func TestNegotiation(t *testing.T) {
 			}
 		})
 		t.Run("silent-probe", func(t *testing.T) {
-			s := mcptest.StartServer(t, target(t, child, "silent-probe"), hostctl.ProbeTimeout(300*time.Millisecond).(mcptest.Option))
+			s := mcptest.StartServer(t, target(t, child, "silent-probe"), mcptest.WithProbeTimeout(300*time.Millisecond))
 			if v := s.ProtocolVersion(); v != wire.Version20251125 {
 				t.Errorf("ProtocolVersion() = %q, want %q", v, wire.Version20251125)
 			}
@@ -235,7 +233,7 @@ func TestStderrFlood(t *testing.T) {
 		if st.StderrBytes != n {
 			t.Errorf("Stats.StderrBytes = %d, want %d", st.StderrBytes, n)
 		}
-		if got := len(hostctl.Stderr(s)); got > 70<<10 {
+		if got := len(s.Stderr()); got > 70<<10 {
 			t.Errorf("Stderr() kept %d bytes, want it bounded", got)
 		}
 	})
@@ -345,7 +343,7 @@ func TestCloseEscalation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcptest.Start(t.Context(), target(t, c.child, c.opts...), hostctl.Grace(c.grace).(mcptest.Option))
+			s, err := mcptest.Start(t.Context(), target(t, c.child, c.opts...), mcptest.WithGrace(c.grace))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,8 +361,8 @@ func TestCloseEscalation(t *testing.T) {
 			if st.Exit.How != c.how || last != c.last {
 				t.Errorf("after Close: Exit %v; want How %q, last signal %q", st.Exit, c.how, c.last)
 			}
-			if c.last == "SIGQUIT" && !bytes.Contains(hostctl.Stderr(s), []byte("goroutine ")) {
-				t.Errorf("no goroutine dump in stderr after SIGQUIT:\n%s", hostctl.Stderr(s))
+			if c.last == "SIGQUIT" && !bytes.Contains(s.Stderr(), []byte("goroutine ")) {
+				t.Errorf("no goroutine dump in stderr after SIGQUIT:\n%s", s.Stderr())
 			}
 		})
 	}
@@ -381,7 +379,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 		<-release
 		return nil
 	}
-	s, err := mcptest.Start(t.Context(), mcptest.InProcess(stuck), mcptest.WithoutHandshake(), hostctl.Grace(50*time.Millisecond).(mcptest.Option))
+	s, err := mcptest.Start(t.Context(), mcptest.InProcess(stuck), mcptest.WithoutHandshake(), mcptest.WithGrace(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +397,7 @@ func TestCloseStuckInProcess(t *testing.T) {
 func TestStdoutClosedEarly(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s := mcptest.StartServer(t, target(t, child), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
+		s := mcptest.StartServer(t, target(t, child), mcptest.WithGrace(200*time.Millisecond))
 		_, err := s.Call(t.Context(), wire.MethodToolsCall, call("close-stdout", nil))
 		if err == nil || !strings.Contains(err.Error(), "closed its stdout") {
 			t.Fatalf("Call = %v, want an error saying the server closed its stdout", err)
@@ -443,7 +441,7 @@ func TestStdinNotRead(t *testing.T) {
 	}
 	testkit.EachWay(t, func(t *testing.T, child bool) {
 		s := mcptest.StartServer(t, target(t, child, "no-read"), mcptest.WithoutHandshake(),
-			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), hostctl.Grace(200*time.Millisecond).(mcptest.Option))
+			mcptest.WithPipeCapacity(4096), mcptest.WithTimeout(500*time.Millisecond), mcptest.WithGrace(200*time.Millisecond))
 		p := s.Send(wire.MethodToolsCall, call("echo", map[string]any{"text": strings.Repeat("a", 64<<10)}))
 		_, err := p.Wait(t.Context())
 		if err == nil || !strings.Contains(err.Error(), "stopped reading stdin") || !strings.Contains(err.Error(), "(full)") {
@@ -490,7 +488,7 @@ func TestStartCloseCycles(t *testing.T) {
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
 		}
-		pid := hostctl.PID(s)
+		pid := s.PID()
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 // reader spends between reads measured, and every long line passed through
 // an envelope scanner: a frame over the transport limit, which is never
 // parsed, still names its request, and a long response still arriving
-// shows whose it is (hostctl.Received). Lines up to scanFrom bytes, which
+// shows whose it is (Pending.Received). Lines up to scanFrom bytes, which
 // the framer hands over whole, are not scanned: a flood of small messages
 // costs the scanner nothing. It is owned by the reader goroutine; busy is
 // read by Stats.
@@ -97,7 +97,7 @@ func (src *stdoutSource) look(b []byte) {
 }
 
 // responseBegins notes where the response to a pending request begins on
-// stdout, as soon as its id has passed (hostctl.Received).
+// stdout, as soon as its id has passed (Pending.Received).
 func (s *Session) responseBegins(start int64, e wire.Envelope) {
 	n, ok := (&wire.Message{ID: e.ID}).IntID()
 	if !ok || len(e.Method) > 0 { // a request of the server's own

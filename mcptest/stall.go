@@ -23,8 +23,10 @@ const threadLook = 16 * time.Millisecond
 
 // StallReads makes the host stop reading the server's stdout at the read(2)
 // level until ResumeReads, so the pipe fills and the server's writes block.
+// When it returns, no further byte leaves the kernel pipe: a read in flight
+// is interrupted, not waited out. Bytes the host had already read are still
+// dispatched. On a closed session it does nothing.
 func (s *Session) StallReads() {
-	// When it returns, no further byte leaves the kernel pipe.
 	if s.isClosed() {
 		return
 	}
@@ -33,8 +35,13 @@ func (s *Session) StallReads() {
 	s.logf("host reads stalled at %d stdout bytes", s.valve.BytesRead())
 }
 
-// stallReadsAfter is hostctl.StallReadsAfter.
-func (s *Session) stallReadsAfter(n int64) {
+// StallReadsAfter lets exactly n more bytes of the server's stdout through
+// and then stalls reads as StallReads does, until ResumeReads. It returns at
+// once; the stall itself happens when the n-th byte has been read, in the
+// middle of a frame if that is where it falls (Stdout().Stalled says when).
+// A criterion uses it to let the head of a response through and stop the
+// host inside it. On a closed session it does nothing.
+func (s *Session) StallReadsAfter(n int64) {
 	if s.isClosed() {
 		return
 	}
@@ -331,8 +338,15 @@ func (e *NotBlockedError) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// waitStdoutBytes is hostctl.WaitStdoutBytes.
-func (s *Session) waitStdoutBytes(ctx context.Context, n int64) error {
+// WaitStdoutBytes returns nil once the host has read at least n bytes of
+// the server's stdout in all (Stdout().Read, counted from the session's
+// start). It waits at most until ctx ends or the session's timeout
+// (WithTimeout) runs out. It returns a *WaitError naming the bytes
+// received so far if the bound runs out or stdout ends first, and an error
+// wrapping the session's end (ErrClosed after Close) if the session has
+// ended. Reads must be flowing for the count to grow: with
+// reads stalled it waits for the bound.
+func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	// Bytes arrive mid-frame with no event to wait on (the dispatcher

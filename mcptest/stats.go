@@ -69,12 +69,19 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
-// stderrBytes is hostctl.Stderr.
-func (s *Session) stderrBytes() []byte { return []byte(s.stderrCap.String()) }
+// Stderr returns what the server has written to stderr so far, bounded:
+// the first and the last 32 KiB, with a marker where bytes were dropped
+// between them (Stats.StderrBytes counts them all). The session drains
+// stderr for the whole life of the server, so a noisy server never blocks
+// on it; WithStderr tees it as it comes.
+func (s *Session) Stderr() []byte { return []byte(s.stderrCap.String()) }
 
 // alive reports whether the server is still running (Stats().Exit.How is
 // empty).
 func (s *Session) alive() bool { return !isClosed(s.proc.done()) }
 
-// processID is hostctl.PID.
-func (s *Session) processID() int { return s.proc.pid() }
+// PID returns the server's process id, or 0 for an in-process server. It
+// stays valid after the server exits (for the record), but the id may then
+// belong to another process: read /proc with it only while Stats().Exit.How
+// is empty.
+func (s *Session) PID() int { return s.proc.pid() }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -197,7 +195,7 @@ func TestFramesOneReadEach(t *testing.T) {
 				return err
 			}
 			for { // until the host has read it: the next frame comes in a read of its own
-				ch := hostctl.Changed(s)
+				ch := s.Changed()
 				if s.Stats().Frames > int64(i) {
 					break
 				}

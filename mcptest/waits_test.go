@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -62,7 +60,7 @@ func TestWaitWriterBlockedNeedsStall(t *testing.T) {
 func TestCloseWhileBlocked(t *testing.T) {
 	t.Parallel() // it waits (graces, bounds): side by side with the other waiting tests
 	testkit.EachWay(t, func(t *testing.T, child bool) {
-		s, err := mcptest.Start(t.Context(), target(t, child), hostctl.Grace(5*time.Second).(mcptest.Option))
+		s, err := mcptest.Start(t.Context(), target(t, child), mcptest.WithGrace(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,9 +86,9 @@ func TestWaitStdoutBytes(t *testing.T) {
 		ctx := t.Context()
 		s := mcptest.StartServer(t, target(t, child))
 		start := s.Stats().StdoutBytes
-		hostctl.StallReadsAfter(s, 1000)
+		s.StallReadsAfter(1000)
 		p := s.Send(wire.MethodToolsCall, call("big", map[string]any{"size": 1 << 20}))
-		if err := hostctl.WaitStdoutBytes(ctx, s, start+1000); err != nil {
+		if err := s.WaitStdoutBytes(ctx, start+1000); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.Stats().StdoutBytes; got != start+1000 {
@@ -172,8 +170,8 @@ func TestHelperUnknownName(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.Exit.Code != 2 || !bytes.Contains(hostctl.Stderr(s), []byte(`"no-such-helper" is not registered`)) {
-		t.Errorf("Exit %v, stderr %q; want exit code 2 and a message naming the helper", st.Exit, hostctl.Stderr(s))
+	if st := s.Stats(); st.Exit.Code != 2 || !bytes.Contains(s.Stderr(), []byte(`"no-such-helper" is not registered`)) {
+		t.Errorf("Exit %v, stderr %q; want exit code 2 and a message naming the helper", st.Exit, s.Stderr())
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -116,7 +114,7 @@ type hostPlayer struct {
 	quiet     int          // consecutive looks at a stalled valve with nothing changing
 	deficit   int64        // how many bytes less than the recorded server the server has written, once it fell behind
 	short     *shortfall   // the last stall the server did not reach
-	lastLook  hostctl.StdoutState
+	lastLook  mcptest.StdoutState
 	hostDrops map[int]bool // host frames left out (reported once)
 
 	mu       sync.Mutex // with the server-request handler

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -77,7 +75,7 @@ func (p *hostPlayer) response(i int, resp *mcptest.Response, rerr error) {
 				Kind: Different, Seq: p.rec.Server[j].Seq, Dir: record.DirOut, Method: f.Method, ID: f.ID,
 				Text: "no usable response: " + rerr.Error(),
 			}
-			if hostctl.Stdout(p.s).Ended {
+			if p.s.Stdout().Ended {
 				d.Kind, d.Text = Missing, "the server's stdout ended first: "+rerr.Error()
 			}
 			p.departLocked(d)

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -232,12 +230,12 @@ func (p *hostPlayer) request(i int, f *Frame, l []byte) []byte {
 		id = p.nextID
 	}
 	p.usedIDs[id] = true
-	pd, err := hostctl.Expect(p.s, id, f.Method, wire.Member(f.body(), "params"))
+	pd, err := p.s.Expect(id, f.Method, wire.Member(f.body(), "params"))
 	if err != nil {
 		p.checked[i] = true
 		p.response(i, nil, err)
 	} else {
-		p.pend[i] = pd.(*mcptest.Pending)
+		p.pend[i] = pd
 		p.sentIDs[i] = id
 	}
 	if raw := strconv.AppendInt(nil, id, 10); string(raw) != string(f.ID) {

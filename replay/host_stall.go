@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -21,7 +20,7 @@ func (p *hostPlayer) arm() {
 	}
 	p.armed, p.extended, p.quiet = true, 0, 0
 	p.target = p.stallPoint()
-	hostctl.StallReadsAfter(p.s, max(0, p.target-hostctl.Stdout(p.s).Read))
+	p.s.StallReadsAfter(max(0, p.target-p.s.Stdout().Read))
 }
 
 // stallPoint returns the stdout byte where the host stops for the current
@@ -67,12 +66,12 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	if !p.armed {
 		return
 	}
-	v := hostctl.Stdout(p.s)
+	v := p.s.Stdout()
 	if !v.Stalled {
 		p.quiet = 0
 		if t := p.stallPoint(); t != p.target && t > v.Read {
 			p.target = t
-			hostctl.StallReadsAfter(p.s, t-v.Read)
+			p.s.StallReadsAfter(t - v.Read)
 		}
 		return
 	}
@@ -96,7 +95,7 @@ func (p *hostPlayer) adjustStall(extend bool) {
 	p.quiet = 0
 	const step = 4 << 10
 	p.extended += step
-	hostctl.StallReadsAfter(p.s, step)
+	p.s.StallReadsAfter(step)
 	if p.extended == step {
 		p.note(fmt.Sprintf("stall seq %d: the host read past the recorded point (stdout byte %d) to get the messages the recorded host had before it stopped", p.stalls[p.stall].Seq, p.stalls[p.stall].At))
 	}
@@ -129,7 +128,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 	// A server that fell behind the recorded one before (a departure
 	// already reported) is measured from where it is.
 	want := p.rec.wrote(record.DirOut, t) + shift - p.deficit
-	capacity := int64(hostctl.Stdout(p.s).Capacity)
+	capacity := int64(p.s.Stdout().Capacity)
 	if capacity <= 0 {
 		capacity = 64 << 10
 	}
@@ -165,7 +164,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 		p.mu.Lock()
 		p.departLocked(Departure{Kind: StallNotBlocking, Seq: st.Seq, Dir: record.DirOut, Text: c.Text})
 		p.mu.Unlock()
-		v := hostctl.Stdout(p.s)
+		v := p.s.Stdout()
 		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0))) // later actions do not wait for it again
 	}
 	return true, nil
@@ -173,7 +172,7 @@ func (p *hostPlayer) stallState(ctx context.Context, t time.Duration, resume boo
 
 // notBlocking says why the server did not reach a stall's state.
 func (p *hostPlayer) notBlocking(st Stall, want int64) string {
-	v := hostctl.Stdout(p.s)
+	v := p.s.Stdout()
 	written := v.Read + int64(max(v.Buffered, 0))
 	var why string
 	if !v.Stalled {
@@ -235,7 +234,7 @@ func (p *hostPlayer) waitState(ctx context.Context, capacity, want int64) (how s
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		v := hostctl.Stdout(p.s)
+		v := p.s.Stdout()
 		if v.Buffered >= 0 {
 			measured = true
 		}
@@ -301,7 +300,7 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 	}
 	want := w + p.shiftAt(w) - p.deficit
 	reached := func() bool {
-		v := hostctl.Stdout(p.s)
+		v := p.s.Stdout()
 		written := v.Read + int64(max(v.Buffered, 0))
 		full := v.Stalled && v.Buffered > 0 && v.Capacity > 0 && v.Buffered >= v.Capacity-min(2*4096, v.Capacity/4)
 		return written >= want || full || v.Ended
@@ -310,7 +309,7 @@ func (p *hostPlayer) waitWritten(ctx context.Context, t time.Duration) error {
 	if !ok && err == nil {
 		// The server writes less than the recorded one: later actions
 		// expect it to stay that much behind, not wait for it again.
-		v := hostctl.Stdout(p.s)
+		v := p.s.Stdout()
 		p.deficit += max(0, want-v.Read-int64(max(v.Buffered, 0)))
 	}
 	return err
@@ -326,7 +325,7 @@ type shortfall struct {
 // written returns how many bytes of stdout the server has written: read,
 // and waiting in the pipe.
 func (p *hostPlayer) written() int64 {
-	v := hostctl.Stdout(p.s)
+	v := p.s.Stdout()
 	return v.Read + int64(max(v.Buffered, 0))
 }
 

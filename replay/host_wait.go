@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -30,7 +29,7 @@ const pollInterval = 4 * time.Millisecond
 func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (ok, busy bool, err error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	seen, began := hostctl.Stdout(p.s).Read, time.Now()
+	seen, began := p.s.Stdout().Read, time.Now()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
@@ -40,7 +39,7 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 		}
 		p.adjustStall(extend)
 		select {
-		case <-hostctl.Changed(p.s):
+		case <-p.s.Changed():
 		case <-p.wake:
 		case <-tick.C:
 		case <-timer.C:
@@ -48,7 +47,7 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 			if cond() {
 				return true, false, nil
 			}
-			if n := hostctl.Stdout(p.s).Read; n != seen {
+			if n := p.s.Stdout().Read; n != seen {
 				if time.Since(began) >= slowWatch {
 					return false, true, nil
 				}
@@ -78,7 +77,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 			return
 		}
 	}
-	if p.armed || hostctl.Stdout(p.s).Stalled {
+	if p.armed || p.s.Stdout().Stalled {
 		p.armed = false
 		p.s.ResumeReads()
 	}
@@ -139,7 +138,7 @@ func (p *hostPlayer) exited(ctx context.Context) {
 		// the server wrote: match them (a response to a cancelled
 		// request, say) before the session closes, within the same
 		// bound (a grandchild may hold stdout open).
-		_, _, _ = p.wait(ctx, func() bool { return hostctl.Stdout(p.s).Ended }, d, false)
+		_, _, _ = p.wait(ctx, func() bool { return p.s.Stdout().Ended }, d, false)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

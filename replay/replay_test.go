@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/hostctl"
-
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -93,7 +91,7 @@ func flood(t *testing.T, s *mcptest.Session, _ *sink) {
 		"_meta": map[string]any{"progressToken": "flood"},
 	})
 	wait(t, p)
-	if n := hostctl.Progress(p); n != 3000 {
+	if n := p.Progress(); n != 3000 {
 		t.Fatalf("%d progress notifications, want 3000", n)
 	}
 }
