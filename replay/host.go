@@ -219,6 +219,7 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	p.report.strict, p.report.headsOnly = o.strict, !rec.Header.Bodies
 	p.report.Elapsed = time.Since(p.start)
 	p.report.Stopped = stopped
+	p.report.trim()
 	rep := p.report
 	return &rep, true, err
 }
@@ -287,5 +288,5 @@ func (p *hostPlayer) note(s string) {
 
 // depart adds a departure to the report; p.mu held.
 func (p *hostPlayer) departLocked(d Departure) {
-	p.report.Departures = append(p.report.Departures, d)
+	p.report.add(d)
 }

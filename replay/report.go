@@ -131,9 +131,54 @@ type Report struct {
 	// nil when it played the record to the end. The departures are then
 	// those found so far: a stopped replay is never "as recorded".
 	Stopped error
+	// ExtraDropped counts the Extra departures left out of Departures:
+	// a report keeps the latest 100 of them, so that a side that sends
+	// message after message the record has not grows neither the
+	// replay's memory nor the report. The first line counts them all.
+	ExtraDropped int
 
+	extras    int  // Extra departures in Departures
 	strict    bool // Strict: what was not checked fails too
 	headsOnly bool // the record was made without -log-bodies
+}
+
+// maxExtra is how many Extra departures a Report keeps, the latest.
+const maxExtra = 100
+
+// add adds a departure, keeping at most about twice maxExtra Extra ones
+// meanwhile (the oldest dropped maxExtra at a time, counted), so that each
+// add costs O(1) on the whole; trim brings them to maxExtra at the end.
+func (r *Report) add(d Departure) {
+	r.Departures = append(r.Departures, d)
+	if d.Kind != Extra {
+		return
+	}
+	if r.extras++; r.extras >= 2*maxExtra {
+		r.dropExtras(r.extras - maxExtra)
+	}
+}
+
+// trim keeps the latest maxExtra Extra departures, counting the rest.
+func (r *Report) trim() {
+	if r.extras > maxExtra {
+		r.dropExtras(r.extras - maxExtra)
+	}
+}
+
+// dropExtras drops the n oldest Extra departures, counting them.
+func (r *Report) dropExtras(n int) {
+	kept := r.Departures[:0]
+	for _, d := range r.Departures {
+		if d.Kind == Extra && n > 0 {
+			n--
+			r.extras--
+			r.ExtraDropped++
+			continue
+		}
+		kept = append(kept, d)
+	}
+	clear(r.Departures[len(kept):])
+	r.Departures = kept
 }
 
 // Count returns how many departures of kind k the report has.
@@ -182,6 +227,9 @@ func (r *Report) Err() error {
 func (r *Report) String() string {
 	var b strings.Builder
 	b.WriteString(r.headline())
+	if r.ExtraDropped > 0 {
+		fmt.Fprintf(&b, "\n  … %d earlier extra messages not listed (the latest %d are)", r.ExtraDropped, r.Count(Extra))
+	}
 	for _, d := range r.Departures {
 		b.WriteString("\n  ")
 		b.WriteString(strings.ReplaceAll(d.String(), "\n", "\n  "))
@@ -200,8 +248,13 @@ func (r *Report) headline() string {
 	var b strings.Builder
 	n := len(r.Departures) - r.Count(Unchecked)
 	var kinds []string
+	n += r.ExtraDropped
 	for _, k := range []Kind{Missing, Extra, Different, StallNotBlocking} {
-		if c := r.Count(k); c > 0 {
+		c := r.Count(k)
+		if k == Extra {
+			c += r.ExtraDropped
+		}
+		if c > 0 {
 			kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
 		}
 	}

@@ -167,7 +167,7 @@ func (s *server) bumpLocked() {
 }
 
 func (s *server) depart(d Departure) {
-	s.report.Departures = append(s.report.Departures, d)
+	s.report.add(d)
 }
 
 // maxServeFrame is the least frame the played server accepts from the
@@ -216,6 +216,7 @@ func (s *server) run(ctx context.Context) error {
 	}
 	s.finish()
 	s.report.Elapsed = time.Since(s.start)
+	s.report.trim()
 	rep := s.report
 	s.mu.Unlock()
 	if s.o.onReport != nil {

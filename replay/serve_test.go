@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,52 @@ func TestServeDeparture(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Serve's error does not say %q:\n%s", want, msg)
 		}
+	}
+}
+
+// TestServeBoundsExtras: a host that sends message after message the
+// record has not (here 20,000 pings) gets each answered, and the report
+// keeps the latest of them and a count of the rest: its memory and its
+// text do not grow with what the host sends.
+func TestServeBoundsExtras(t *testing.T) {
+	const n = 20000
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep *replay.Report
+	s := mcptest.StartServer(t, mcptest.InProcess(replay.Serve(rec, replay.Patience(100*time.Millisecond),
+		replay.OnReport(func(r *replay.Report) { rep = r }))))
+	ctx := ctxFor(t)
+	var pings bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&pings, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", 1_000_000+i)
+	}
+	if err := s.WriteStdin(ctx, pings.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	// Each is answered -32601: a response to no request mcptest sent.
+	for s.Stats().UnknownIDs < n {
+		select {
+		case <-s.Changed():
+		case <-ctx.Done():
+			t.Fatalf("%d of the %d pings answered", s.Stats().UnknownIDs, n)
+		}
+	}
+	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitExit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep == nil {
+		t.Fatal("no report")
+	}
+	text := rep.String()
+	if kept := rep.Count(replay.Extra); kept > 100 || kept+rep.ExtraDropped != n {
+		t.Errorf("%d extra departures kept and %d counted, want at most 100 kept and %d in all", kept, rep.ExtraDropped, n)
+	}
+	if len(text) > 64<<10 || !strings.Contains(strings.SplitN(text, "\n", 2)[0], fmt.Sprintf("%d extra", n)) {
+		t.Errorf("the report is %d bytes, want at most 64 KiB with the %d extra messages counted in its first line: %.300s", len(text), n, text)
 	}
 }
