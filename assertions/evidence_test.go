@@ -58,7 +58,7 @@ func TestCancelEvidence(t *testing.T) {
 		// is seen.
 		{"sleeps, ignores cancel, duration known", []string{"work=sleep", "ignore-cancel", "for=3s"}, true, 3 * time.Second, assertions.Fail, "its work ran to the end"},
 		// A call that honours the cancel, watched for its whole duration.
-		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the Slow call's own duration"},
+		{"sleeps, honours cancel, duration known", []string{"work=sleep", "for=3s"}, true, 3 * time.Second, assertions.Pass, "no response within the call's own duration"},
 		// Burning CPU after the cancel is work going on.
 		{"burns, ignores cancel", []string{"work=burn", "ignore-cancel", "for=5s"}, true, 0, assertions.Fail, "of CPU"},
 		// CPU use that falls to nothing is work that stopped.
