@@ -27,7 +27,10 @@ func (r *Record) bodies(d string) {
 			continue
 		}
 		data := c.data.bytes()
-		if c.N > 0 && (data == nil || c.gap) {
+		// A chunk with no data and no gap had every byte in a redacted
+		// value (the proxy's -redact, or Redact when the record was
+		// saved): its bytes are known, and are none.
+		if c.N > 0 && c.gap {
 			ls.unknown(c)
 			continue
 		}
