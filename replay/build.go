@@ -59,14 +59,18 @@ func (r *Record) build(data map[int]ref) {
 		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
 	}
 	r.shortStalls()
-	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
+	r.faultStalls(last)
 	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
 		r.bodies(d)
 		r.delivered(d)
 	}
 	for i := range r.Stalls {
-		r.placeStall(&r.Stalls[i])
+		if r.Stalls[i].Fault == "" {
+			r.placeStall(&r.Stalls[i])
+		}
 	}
+	r.mergeFaultStalls()
+	sort.SliceStable(r.Stalls, func(i, j int) bool { return r.Stalls[i].Seq < r.Stalls[j].Seq })
 }
 
 // frames returns the frames of direction d.

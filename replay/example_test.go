@@ -27,7 +27,7 @@ func Example() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := replay.Host(ctx, mcptest.InProcess(replay.Serve(rec)), rec)
+	rep, err := replay.Host(ctx, mcptest.InProcess(replay.Serve(rec)), rec, replay.Same())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -39,7 +39,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 		spin := `"$0" "$@"; i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done`
 		cmd := exec.Command("sh", append([]string{"-c", spin, fake.Path}, fake.Args[1:]...)...)
 		cmd.Env = fake.Env
-		rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Patience(100*time.Millisecond))
+		rep, err := replay.Host(ctxFor(t), mcptest.Exec(cmd), rec, replay.Same(), replay.Patience(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 	})
 	t.Run("asleep", func(t *testing.T) {
 		t.Parallel()
-		rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-ignore-eof"), rec, replay.Patience(100*time.Millisecond))
+		rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-ignore-eof"), rec, replay.Same(), replay.Patience(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestStallJudgedByEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), relayed(t, ""), rec, replay.Patience(200*time.Millisecond))
+	rep, err := replay.Host(ctxFor(t), relayed(t, ""), rec, replay.Same(), replay.Patience(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSlowServerNotMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), relayed(t, "sleep 0.1"), rec, replay.Patience(200*time.Millisecond))
+	rep, err := replay.Host(ctxFor(t), relayed(t, "sleep 0.1"), rec, replay.Same(), replay.Patience(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,12 @@ func Host(ctx context.Context, target mcptest.Target, rec *Record, opts ...Optio
 // TestServer is Host for tests, with the record loaded from file (with
 // opts, so that Redact applies) and the replay bounded by the test's
 // deadline. It calls t.Fatal if the file cannot be loaded or the server
-// cannot be started, t.Error for each departure from the record and for a
-// replay that could not finish, and t.Log for what could not be checked
-// (Unchecked messages, stalls not verified; t.Error under Strict). It
-// returns the report.
+// cannot be started, and t.Error with the whole report (Report.String,
+// whose first line names the rule that failed and where in the record)
+// when Report.Err is not nil: a rule failed (under Same, a departure), the
+// replay could not finish, or, under Strict, something was not played or
+// judged; else t.Log with it. A server that had to be killed at the end is
+// a t.Error too. It returns the report.
 func TestServer(t testing.TB, target mcptest.Target, file string, opts ...Option) *Report {
 	t.Helper()
 	rec, err := Load(file, opts...)
@@ -58,28 +60,12 @@ func TestServer(t testing.TB, target mcptest.Target, file string, opts ...Option
 	if !started {
 		t.Fatalf("replay.TestServer(%s, %s): %v", target, file, err)
 	}
-	report := t.Errorf
-	if !rep.strict {
-		report = t.Logf
+	if rep.Err() != nil {
+		t.Errorf("replay.TestServer(%s): %s", file, rep)
+	} else {
+		t.Logf("replay.TestServer(%s): %s", file, rep)
 	}
-	for _, d := range rep.Departures {
-		if d.Kind == Unchecked {
-			report("replay.TestServer(%s): %s", file, d)
-		} else {
-			t.Errorf("replay.TestServer(%s): %s", file, d)
-		}
-	}
-	for _, c := range rep.Stalls {
-		if c.Outcome == StallVerified || c.Outcome == StallNotReached {
-			t.Logf("replay.TestServer(%s): %s", file, c) // a departure, if not reached
-		} else {
-			report("replay.TestServer(%s): %s", file, c)
-		}
-	}
-	for _, n := range rep.Notes {
-		t.Logf("replay.TestServer(%s): note: %s", file, n)
-	}
-	if err != nil {
+	if err != nil && rep.Stopped == nil {
 		t.Errorf("replay.TestServer(%s, %s): %v", target, file, err)
 	}
 	return rep
@@ -129,6 +115,22 @@ type hostPlayer struct {
 	latency  []time.Duration  // how long each server frame took in the record
 	lastNote map[string]int   // the last recorded notification matched, by method
 	lost     int              // messages that came where the record lost detail
+
+	// Judging by the rules (not Same).
+	rules     bool
+	reqOf     map[int]int           // a recorded response (server frame) → the host request it answers
+	tokenReq  map[string]int        // a host request's progress token → the request
+	cancelOf  map[int]int           // a host cancel (host frame) → the request it names (host frame)
+	cancelAt  map[int]time.Duration // a host request → when the recorded host cancelled it
+	sentAt    map[int]time.Time     // a host request → when the replay sent it
+	cancelled map[int]time.Time     // a host request → when the replay sent its cancel
+	answered  map[int]time.Time     // a host request → when its answer came
+	inStall   bool                  // between a stall's action and its resume
+	stallIn   int64                 // stdin bytes written while inStall
+	stallIns  int                   // writes of them
+	judged    []bool                // the reads rule was judged at each stall
+	deferred  [][]byte              // writes held until the stall ends: the server took nothing more
+	cancelWatches
 }
 
 // playHost runs a replay; started says whether the server started.
@@ -174,7 +176,10 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 		resolved: make([]bool, len(rec.Server)),
 		noteQ:    map[string][]int{}, srqQ: map[string][]int{}, answers: map[string]int{}, lastNote: map[string]int{},
 		stalls: stallsOf(rec, record.DirOut),
+		rules:  !o.same, reqOf: map[int]int{}, tokenReq: map[string]int{}, cancelOf: map[int]int{}, cancelAt: map[int]time.Duration{},
+		sentAt: map[int]time.Time{}, cancelled: map[int]time.Time{}, answered: map[int]time.Time{},
 	}
+	p.judged, p.cws = make([]bool, len(p.stalls)), map[int]*cancelWatch{}
 	for _, st := range p.stalls {
 		p.checks = append(p.checks, StallCheck{Seq: st.Seq, Dir: st.Dir, At: st.At})
 	}
@@ -188,6 +193,12 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	p.start = time.Now()
 	err = p.play(ctx)
 	p.finish(ctx, err == nil)
+	for _, w := range p.cws {
+		if w.stopObserve != nil {
+			w.stopObserve()
+		}
+	}
+	p.wg.Wait() // the cancel watches: bounded by ctx and their own watch
 	if err == nil {
 		err = ctx.Err() // finish was cut short
 	}
@@ -217,6 +228,10 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 	}
 	p.report.Stalls = p.checks
 	p.report.strict, p.report.headsOnly = o.strict, !rec.Header.Bodies
+	p.report.Unplayed = append(p.report.Unplayed, rec.unplayedFaults()...)
+	if p.rules {
+		p.report.rules, p.report.requests, p.report.cancels = true, len(p.sentAt), len(p.cancelled)
+	}
 	p.report.Elapsed = time.Since(p.start)
 	p.report.Stopped = stopped
 	p.report.trim()

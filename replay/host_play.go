@@ -58,6 +58,28 @@ func (p *hostPlayer) index() {
 	for _, q := range respQ {
 		p.unkQ = append(p.unkQ, q...) // answers to requests the host never sent
 	}
+	for i, j := range p.respFor {
+		if j >= 0 {
+			p.reqOf[j] = i
+		}
+	}
+	for i, f := range r.Host {
+		switch {
+		case f.Kind == record.KindRequest && len(f.Token) > 0:
+			p.tokenReq[wire.Key(f.Token)] = i
+		case f.Kind == record.KindNotification && f.Method == wire.MethodCancelled && f.Whole():
+			rid := wire.Key(wire.Member(wire.Member(f.body(), "params"), "requestId"))
+			for k := i - 1; k >= 0; k-- {
+				if g := &r.Host[k]; g.Kind == record.KindRequest && wire.Key(g.ID) == rid {
+					p.cancelOf[i] = k
+					if _, ok := p.cancelAt[k]; !ok {
+						p.cancelAt[k] = f.T0
+					}
+					break
+				}
+			}
+		}
+	}
 }
 
 // play does the recorded host's actions.
@@ -69,7 +91,11 @@ func (p *hostPlayer) play(ctx context.Context) error {
 			if err := p.waitDeps(ctx, a.t, gap); err != nil {
 				return err
 			}
-			if checked, err := p.stallState(ctx, a.t, a.resume >= 0); checked || err != nil {
+			checked, err := p.stallState(ctx, a.t, a.resume >= 0)
+			if err == nil && a.resume >= 0 {
+				err = p.judgeReads(ctx) // before the host reads again
+			}
+			if checked || err != nil {
 				return err
 			}
 			if a.stall >= 0 || a.resume >= 0 {
@@ -92,27 +118,39 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 	switch {
 	case a.chunk != nil:
 		b, _ := p.rec.ChunkBytes(a.chunk, p.line)
+		var ended []int // frames whose last byte this write carries
 		for _, part := range a.chunk.Parts {
 			if part.Frame >= 0 && !p.rec.Host[part.Frame].Whole() {
 				p.leftOut(part.Frame)
+			} else if part.Frame >= 0 && int64(part.To) >= p.rec.Host[part.Frame].Size {
+				ended = append(ended, part.Frame)
 			}
 		}
-		return p.write(ctx, a.chunk.Seq, b)
+		err := p.write(ctx, a.chunk.Seq, b)
+		p.sent(ctx, ended)
+		return err
 	case a.frame >= 0:
 		if !p.rec.Host[a.frame].Whole() {
 			p.leftOut(a.frame)
 			return nil
 		}
-		return p.write(ctx, p.rec.Host[a.frame].Seq, p.line(a.frame, &p.rec.Host[a.frame]))
+		err := p.write(ctx, p.rec.Host[a.frame].Seq, p.line(a.frame, &p.rec.Host[a.frame]))
+		p.sent(ctx, []int{a.frame})
+		return err
 	case a.stall >= 0:
 		// Reads stop at the stall's point (arm); its state is checked
 		// before the host's next action (stallState).
+		p.inStall, p.stallIn, p.stallIns = true, 0, 0
 	case a.resume >= 0:
 		p.s.ResumeReads()
-		p.armed = false
+		p.armed, p.inStall = false, false
 		p.stall = a.resume + 1
 		p.arm()
+		return p.writeDeferred(ctx)
 	case a.close:
+		if err := p.waitWatches(ctx); err != nil {
+			return err
+		}
 		if err := p.s.CloseStdin(); err != nil && !errors.Is(err, mcptest.ErrClosed) {
 			return err
 		}
@@ -125,6 +163,9 @@ func (p *hostPlayer) write(ctx context.Context, seq int64, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
+	if p.rules && p.inStall {
+		return p.writeInStall(ctx, b)
+	}
 	err := p.s.WriteStdin(ctx, b)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -134,6 +175,10 @@ func (p *hostPlayer) write(ctx context.Context, seq int64, b []byte) error {
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if p.rules {
+		p.report.Notes = append(p.report.Notes, fmt.Sprintf("seq %d: the server did not take the host's write of %d bytes (the rest goes with the next write): %v", seq, len(b), err))
+		return nil
 	}
 	p.departLocked(Departure{
 		Kind: Missing, Seq: seq, Dir: record.DirIn,
@@ -151,10 +196,24 @@ func (p *hostPlayer) leftOut(i int) {
 	f := &p.rec.Host[i]
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.departLocked(Departure{
-		Kind: Unchecked, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID,
-		Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not sent", len(f.Head), f.Size),
-	})
+	if p.rules {
+		what := "message"
+		switch {
+		case f.Kind == record.KindRequest:
+			what = "request"
+		case f.Method == wire.MethodCancelled:
+			what = "cancel"
+		case f.Kind == record.KindNotification:
+			what = "notification"
+		}
+		p.report.Unplayed = append(p.report.Unplayed, Unplayed{Seq: f.Seq, What: what,
+			Why: fmt.Sprintf("%s %s: the record has only its head (%d of %d bytes; record with mcpstdio proxy -log-bodies)", f.Method, f.ID, len(f.Head), f.Size)})
+	} else {
+		p.departLocked(Departure{
+			Kind: Unchecked, Seq: f.Seq, Dir: record.DirIn, Method: f.Method, ID: f.ID,
+			Text: fmt.Sprintf("the record has only the head of this message (%d of %d bytes): not sent", len(f.Head), f.Size),
+		})
+	}
 	if j, ok := p.respFor[i]; ok && j >= 0 {
 		p.resolved[j] = true // its answer cannot come
 	}
@@ -175,7 +234,7 @@ func (p *hostPlayer) leftOut(i int) {
 		kept = append(kept, j)
 	}
 	p.noteQ[wire.MethodProgress] = kept
-	if n > 0 {
+	if n > 0 && !p.rules {
 		p.departLocked(Departure{
 			Kind: Unchecked, Seq: f.Seq, Dir: record.DirOut, Method: wire.MethodProgress, ID: f.ID,
 			Text: fmt.Sprintf("%d progress notifications for this request, which was not sent, not expected", n),
@@ -237,6 +296,7 @@ func (p *hostPlayer) request(i int, f *Frame, l []byte) []byte {
 	} else {
 		p.pend[i] = pd
 		p.sentIDs[i] = id
+		p.watchRequest(i, pd)
 	}
 	if raw := strconv.AppendInt(nil, id, 10); string(raw) != string(f.ID) {
 		l = f.LineWith(raw, "id")
@@ -261,11 +321,31 @@ func (p *hostPlayer) depsOf(t time.Duration) []int {
 	}
 	var out []int
 	for j, f := range p.rec.Server {
-		if f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) {
+		if f.T <= t && !f.Unterminated && (limit < 0 || f.Off+f.Size <= limit) && !p.afterCancel(j) {
 			out = append(out, j)
 		}
 	}
 	return out
+}
+
+// afterCancel reports whether, judging by the rules, recorded server frame
+// j need not come: a response to a request, or a progress notification of
+// one, that began after the recorded host cancelled the request (a server
+// that honours the cancel does not send it).
+func (p *hostPlayer) afterCancel(j int) bool {
+	if !p.rules {
+		return false
+	}
+	f := &p.rec.Server[j]
+	i, ok := p.reqOf[j]
+	if !ok && f.Kind == record.KindNotification && f.Method == wire.MethodProgress && len(f.Token) > 0 {
+		i, ok = p.tokenReq[wire.Key(f.Token)]
+	}
+	if !ok {
+		return false
+	}
+	at, cancelled := p.cancelAt[i]
+	return cancelled && at <= f.T0
 }
 
 // waitDeps waits for the server frames the recorded host had before
@@ -321,6 +401,15 @@ func latencies(rec *Record) []time.Duration {
 // or unchecked when busy (the server's output was still arriving when the
 // replay's bound ran out: slow, not missing).
 func (p *hostPlayer) notCome(js []int, why string, busy bool) {
+	if p.rules {
+		// Not a departure: the rules judge what the server did.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, j := range js {
+			p.resolved[j] = true
+		}
+		return
+	}
 	kind := Missing
 	if busy {
 		kind = Unchecked

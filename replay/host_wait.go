@@ -76,12 +76,15 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		if _, err := p.stallState(ctx, end, true); err != nil {
 			return
 		}
+		if err := p.judgeReads(ctx); err != nil {
+			return
+		}
 	}
 	if p.armed || p.s.Stdout().Stalled {
-		p.armed = false
+		p.armed, p.inStall = false, false
 		p.s.ResumeReads()
 	}
-	if ctx.Err() != nil {
+	if err := p.writeDeferred(ctx); err != nil || ctx.Err() != nil {
 		return
 	}
 	var lastT, lastOut time.Duration
@@ -90,6 +93,11 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 	}
 	for _, f := range p.rec.Server {
 		lastOut = max(lastOut, f.T)
+	}
+	if p.rules {
+		p.judgeAnswers(ctx, p.pace.bound(lastOut-lastT))
+		p.judgeCancels(ctx)
+		return
 	}
 	all := func() bool {
 		p.mu.Lock()

@@ -22,6 +22,7 @@ type options struct {
 	idleCap  time.Duration
 	patience time.Duration
 	strict   bool
+	same     bool
 	onReport func(*Report)
 }
 
@@ -138,6 +139,20 @@ func Patience(d time.Duration) Option {
 func Strict() Option {
 	return optionFunc(func(o *options) error {
 		o.strict = true
+		return nil
+	})
+}
+
+// Same makes Host and TestServer judge the server under test by sameness
+// instead of by the rules: each message it sends is compared with the
+// recorded server's (Record.Compare; Ignore, CmpOptions, Redact), and
+// every difference, message missing or extra, and stall where it did not
+// block as the recorded one did is a Departure. Use it for a record of a
+// correct session, to catch any change; a record of a hang judged by
+// sameness passes on the server that hung. Serve always compares.
+func Same() Option {
+	return optionFunc(func(o *options) error {
+		o.same = true
 		return nil
 	})
 }

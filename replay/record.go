@@ -187,10 +187,18 @@ type Stall struct {
 	// for less than the proxy's -block-event), but the host acted while
 	// the write was blocked, so its reads were stalled then.
 	Inferred bool
-	// At estimates how many bytes of the stream the reader had taken when
-	// it stopped: about Off+N less its pipe's capacity (the pipe was full
-	// when the write blocked), at the last frame end there if any, and
-	// past the frames it answered before the stall (build.go placeStall).
+	// Fault is the proxy's stop fault that made the stall, as configured
+	// ("out:stop:after_bytes=1048576,for=45s"), or "": the proxy itself
+	// stopped reading the server's stdout, as a host that stops reading
+	// does. Seq is then the fault's end event (or its start event, if it
+	// never ended), and At is exact. A write of the proxy to the host that
+	// blocked during the fault is taken into its stall.
+	Fault string
+	// At is how many bytes of the stream the reader had taken when it
+	// stopped. For a blocked write it is an estimate: about Off+N less its
+	// pipe's capacity (the pipe was full when the write blocked), at the
+	// last frame end there if any, and past the frames it answered before
+	// the stall. For a Fault, it is what the proxy had read.
 	At int64
 }
 

@@ -25,7 +25,7 @@ func TestHeadsOnly(t *testing.T) {
 	cfg := recordConfig()
 	cfg.LogBodies, cfg.HeadBytes = false, 1024
 	file := save(t, "heads.ndjson", recordSession(t, cfg, nil, calls))
-	rep := replay.TestServer(t, fakeTarget(t), file)
+	rep := replay.TestServer(t, fakeTarget(t), file, replay.Same())
 	if rep.Err() != nil {
 		t.Fatalf("a heads-only record against the same server: %s", rep)
 	}
@@ -76,7 +76,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Patience(time.Second))
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Same(), replay.Patience(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestHeadsOnlyProgress(t *testing.T) {
 // the fake it was made with.
 func TestProxySample(t *testing.T) {
 	t.Parallel() // it waits (the patience, the fake): side by side with the other waiting tests
-	rep := replay.TestServer(t, fakeTarget(t, "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"))
+	rep := replay.TestServer(t, fakeTarget(t, "-ignore-cancel"), filepath.Join("..", "record", "testdata", "sample.ndjson"), replay.Same())
 	if rep.Err() != nil || rep.Count(replay.Unchecked) == 0 || rep.Checked == 0 {
 		t.Errorf("want no departure, the 300 KB response unchecked and the rest checked: %s", rep)
 	}
@@ -161,7 +161,7 @@ func TestRedact(t *testing.T) {
 	if err := record.Read(bytes.NewReader(saved.Bytes()), func(record.Event) error { n++; return nil }); err != nil || n != len(rec.Events) {
 		t.Fatalf("the saved record reads back as %d events (%v), want %d", n, err, len(rec.Events))
 	}
-	rep := replay.TestServer(t, fakeTarget(t), save(t, "redacted.ndjson", saved.Bytes()), opts...)
+	rep := replay.TestServer(t, fakeTarget(t), save(t, "redacted.ndjson", saved.Bytes()), append(opts, replay.Same())...)
 	if rep.Checked == 0 {
 		t.Errorf("nothing checked: %s", rep)
 	}
@@ -218,7 +218,7 @@ host EOF true, server EOF true, exit code 0`
 	if got != want {
 		t.Errorf("testdata/session.ndjson reads as\n%s\nwant\n%s", got, want)
 	}
-	rep := replay.TestServer(t, fakeTarget(t), sample)
+	rep := replay.TestServer(t, fakeTarget(t), sample, replay.Same())
 	if rep.Checked != len(rec.Server) {
 		t.Errorf("%d messages checked, want %d", rep.Checked, len(rec.Server))
 	}
@@ -372,7 +372,7 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Same())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,11 +383,33 @@ func TestHeadsOnlyNothingToCheck(t *testing.T) {
 	if rep.Err() != nil {
 		t.Errorf("Err without Strict: %v, want nil (nothing departs)", rep.Err())
 	}
-	rep, err = replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Strict())
+	rep, err = replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Same(), replay.Strict())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Err() == nil {
 		t.Errorf("Err with Strict is nil for a replay that checked nothing: %s", rep)
+	}
+	// By the rules: nothing was played, so nothing is judged, and the
+	// first line counts what was not played.
+	rep, err = replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Strict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ = strings.Cut(rep.String(), "\n")
+	if !strings.Contains(head, "-log-bodies") || !strings.Contains(head, "not played: ") || strings.Contains(head, "PASS") || rep.Err() == nil {
+		t.Errorf("by the rules, with Strict: headline %q, Err %v; want not played counted, -log-bodies named, a Strict failure", head, rep.Err())
+	}
+}
+
+// TestRedactedStrict: a record whose 15 MiB result was redacted (its text
+// hashed, testdata/big-redacted.ndjson, made by TestMakeScenarios) replays
+// in Strict against the same server: the redacted value is checked as its
+// hash, not taken for the head of a 15 MiB message.
+func TestRedactedStrict(t *testing.T) {
+	t.Parallel()
+	rep := replay.TestServer(t, fakeTarget(t), filepath.Join("testdata", "big-redacted.ndjson"), replay.Redact("result.content.*.text"), replay.Same(), replay.Strict())
+	if rep.Checked < 2 || !rep.Complete() {
+		t.Errorf("want the handshake and the 15 MiB result compared, everything checked: %s", rep)
 	}
 }

@@ -124,7 +124,7 @@ func TestReplaySameServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.args...), rec)
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.args...), rec, replay.Same())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestReplayDepartures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.replayArgs...), rec, replay.Patience(time.Second))
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t, tc.replayArgs...), rec, replay.Same(), replay.Patience(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +314,7 @@ func TestLostDetail(t *testing.T) {
 	if gaps != 1 || whole >= len(full.Server)-1 {
 		t.Fatalf("the record with lost detail has %d gaps and %d of %d frames whole, want 1 gap and frames lost", gaps, whole, len(full.Server))
 	}
-	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Same())
 	if err != nil {
 		t.Fatal(err)
 	}

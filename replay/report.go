@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +132,13 @@ type Report struct {
 	// nil when it played the record to the end. The departures are then
 	// those found so far: a stopped replay is never "as recorded".
 	Stopped error
+	// Findings are the rules' judgements (by default; none under Same),
+	// in the order they were made.
+	Findings []Finding
+	// Unplayed lists what the record holds that the replay did not play
+	// (a request the record has only the head of, a fault of the proxy),
+	// and why; the first line counts them.
+	Unplayed []Unplayed
 	// ExtraDropped counts the Extra departures left out of Departures:
 	// a report keeps the latest 100 of them, so that a side that sends
 	// message after message the record has not grows neither the
@@ -138,6 +146,10 @@ type Report struct {
 	ExtraDropped int
 
 	extras    int  // Extra departures in Departures
+	rules     bool // judged by the rules (not Same)
+	requests  int  // requests sent
+	answered  int  // of those not cancelled, answered
+	cancels   int  // requests cancelled
 	strict    bool // Strict: what was not checked fails too
 	headsOnly bool // the record was made without -log-bodies
 }
@@ -202,19 +214,42 @@ func countOf[T any](xs []T, f func(T) bool) int {
 	return n
 }
 
-// Complete reports whether the replay checked everything the record
-// has: it ran to the end, every message was compared and every stall
-// verified.
-func (r *Report) Complete() bool {
-	return r.Stopped == nil && r.Count(Unchecked) == 0 && r.Unverified() == 0
+// Verdicts returns how many findings have verdict v.
+func (r *Report) Verdicts(v Verdict) int {
+	return countOf(r.Findings, func(f Finding) bool { return f.Verdict == v })
 }
 
-// Err returns nil when the replay ran to the end and found no departure
-// but Unchecked ones, else an error that lists them (String). Under
-// Strict, it also fails when the replay was not Complete: a message it
-// could not compare, a stall it could not verify.
+// skipped returns how many recorded stalls were not played.
+func (r *Report) skipped() int {
+	return countOf(r.Stalls, func(c StallCheck) bool { return c.Outcome == StallSkipped })
+}
+
+// Complete reports whether the replay played and judged everything the
+// record has: it ran to the end, and nothing was left unplayed. By the
+// rules, no finding is Unverified and every stall was played; under Same,
+// every message was compared and every stall verified.
+func (r *Report) Complete() bool {
+	if r.Stopped != nil || len(r.Unplayed) > 0 {
+		return false
+	}
+	if r.rules {
+		return r.Verdicts(Unverified) == 0 && r.skipped() == 0
+	}
+	return r.Count(Unchecked) == 0 && r.Unverified() == 0
+}
+
+// Err returns nil when the replay ran to the end and, by the rules, no
+// finding failed (under Same: found no departure but Unchecked ones),
+// else an error whose text is String. Under Strict, it also fails when
+// the replay was not Complete: a finding unverified, something not
+// played, a message it could not compare, a stall it could not verify.
 func (r *Report) Err() error {
-	ok := r.Stopped == nil && len(r.Departures) == r.Count(Unchecked)
+	ok := r.Stopped == nil
+	if r.rules {
+		ok = ok && r.Verdicts(Fail) == 0
+	} else {
+		ok = ok && len(r.Departures) == r.Count(Unchecked)
+	}
 	if ok && (!r.strict || r.Complete()) {
 		return nil
 	}
@@ -226,7 +261,17 @@ func (r *Report) Err() error {
 // notes.
 func (r *Report) String() string {
 	var b strings.Builder
-	b.WriteString(r.headline())
+	if r.rules {
+		b.WriteString(r.rulesHeadline())
+	} else {
+		b.WriteString(r.headline())
+	}
+	for _, f := range r.Findings {
+		b.WriteString("\n  " + f.String())
+	}
+	for _, u := range r.Unplayed {
+		b.WriteString("\n  " + u.String())
+	}
 	if r.ExtraDropped > 0 {
 		fmt.Fprintf(&b, "\n  … %d earlier extra messages not listed (the latest %d are)", r.ExtraDropped, r.Count(Extra))
 	}
@@ -266,6 +311,9 @@ func (r *Report) headline() string {
 	if unchecked > 0 {
 		gaps = append(gaps, fmt.Sprintf("%d messages only as heads", unchecked))
 	}
+	if u := len(r.Unplayed); u > 0 {
+		gaps = append(gaps, fmt.Sprintf("%d not played (%s)", u, r.unplayedKinds()))
+	}
 	switch {
 	case r.Stopped != nil:
 		fmt.Fprintf(&b, "replay: stopped before the end of the record (%v): %d departures so far", r.Stopped, n)
@@ -291,4 +339,92 @@ func (r *Report) headline() string {
 		fmt.Fprintf(&b, "; %d unchecked (not whole in the record)", unchecked)
 	}
 	return b.String()
+}
+
+// rulesHeadline is String's first line when the replay judged by the
+// rules: the first failure (else the first unverified finding, else the
+// first warning) with its rule and place in the record, what was judged
+// and played, then its evidence.
+func (r *Report) rulesHeadline() string {
+	var b strings.Builder
+	var lead *Finding
+	for _, v := range []Verdict{Fail, Unverified, Warn} {
+		if i := slices.IndexFunc(r.Findings, func(f Finding) bool { return f.Verdict == v }); i >= 0 {
+			lead = &r.Findings[i]
+			break
+		}
+	}
+	b.WriteString("replay: ")
+	switch {
+	case r.Stopped != nil:
+		fmt.Fprintf(&b, "stopped before the end of the record (%v)", r.Stopped)
+	case lead != nil && lead.Verdict == Fail:
+		fmt.Fprintf(&b, "FAIL %s at seq %d (+%v)", lead.Rule, lead.Seq, lead.T.Round(time.Millisecond))
+	case len(r.Findings) == 0:
+		b.WriteString("nothing judged")
+		if r.requests == 0 && len(r.Unplayed) > 0 && r.headsOnly {
+			b.WriteString(": the record has only the heads of the host's messages (record with mcpstdio proxy -log-bodies)")
+		}
+	case r.strict && !r.Complete():
+		b.WriteString("FAIL under Strict: not everything was played and judged")
+	default:
+		b.WriteString("PASS by the rules")
+	}
+	var counts []string
+	for _, v := range []Verdict{Fail, Unverified, Warn, Pass} {
+		if n := r.Verdicts(v); n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, v))
+		}
+	}
+	played := fmt.Sprintf("played %s (%d of the %d not cancelled answered), %s", plural(r.requests, "request"), r.answered, r.requests-r.cancels, plural(r.cancels, "cancel"))
+	if len(r.Stalls) > 0 {
+		played += fmt.Sprintf(", %d of %s", len(r.Stalls)-r.skipped(), plural(len(r.Stalls), "stall"))
+	}
+	played += fmt.Sprintf(", %d writes in %v", r.Played, r.Elapsed.Round(time.Millisecond))
+	b.WriteString(" [")
+	if len(counts) > 0 {
+		b.WriteString(strings.Join(counts, ", ") + "; ")
+	}
+	b.WriteString(played)
+	if n := len(r.Unplayed) + r.skipped(); n > 0 {
+		kinds := r.unplayedKinds()
+		if k := r.skipped(); k > 0 {
+			kinds = strings.TrimPrefix(kinds+", "+plural(k, "stall"), ", ")
+		}
+		fmt.Fprintf(&b, "; not played: %s", kinds)
+	}
+	b.WriteString("]")
+	if lead != nil && r.Stopped == nil {
+		if lead.Verdict == Fail {
+			b.WriteString(": " + term.Line(lead.Text))
+		} else {
+			b.WriteString(": " + lead.String())
+		}
+	}
+	return b.String()
+}
+
+// unplayedKinds counts Unplayed by what: "1 fault, 2 requests".
+func (r *Report) unplayedKinds() string {
+	var order []string
+	n := map[string]int{}
+	for _, u := range r.Unplayed {
+		if n[u.What] == 0 {
+			order = append(order, u.What)
+		}
+		n[u.What]++
+	}
+	var parts []string
+	for _, w := range order {
+		parts = append(parts, plural(n[w], w))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural returns "1 stall", "2 stalls".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,0 +1,179 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/cancelrule"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/wire"
+)
+
+// RuleCancel: a request the host cancelled is judged by package
+// cancelrule, as the criteria judge it: the work went on fails, it stopped
+// but was answered warns, it stopped and stayed silent passes; nothing to
+// tell by is unverified. A cancel that came once the server had begun
+// writing the response is tolerated (the host must take the race), and
+// passes.
+const RuleCancel = "cancel"
+
+// cancelWatch follows one request the recorded host cancelled: what the
+// server did before (its baseline at the request, the call's signature at
+// work until the cancel) and after (cancelrule.Watch).
+type cancelWatch struct {
+	req, cancel int // host frames: the request, its cancel
+	pend        *mcptest.Pending
+	base        cancelrule.Baseline
+
+	stopObserve context.CancelFunc
+	observed    chan cancelrule.Signature
+
+	sent    time.Time // when the cancel was written
+	written int64     // stdout bytes the server had written then
+	seen    *cancelrule.Seen
+	sig     cancelrule.Signature
+	watched chan struct{} // closed when Watch returned
+}
+
+// watchRequest starts following request i, which the recorded host
+// cancelled, as it is sent: the server's baseline now, then the call
+// observed at work until its cancel is sent.
+func (p *hostPlayer) watchRequest(i int, pd *mcptest.Pending) {
+	if !p.rules {
+		return
+	}
+	if _, ok := p.cancelAt[i]; !ok {
+		return
+	}
+	p.cws[i] = &cancelWatch{req: i, pend: pd, base: cancelrule.Measure(p.s)}
+}
+
+// observe starts observing the call of request i at work, once it was
+// written.
+func (p *hostPlayer) observe(ctx context.Context, i int) {
+	w := p.cws[i]
+	if w == nil || w.observed != nil {
+		return
+	}
+	octx, stop := context.WithCancel(ctx)
+	w.stopObserve, w.observed = stop, make(chan cancelrule.Signature, 1)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		// Until the cancel: Observe ends at three progress notifications,
+		// the response, or the stop.
+		w.observed <- cancelrule.Observe(octx, p.s, w.pend, w.base, stallWatch)
+	}()
+}
+
+// cancelSent starts watching request i's work after the cancel in host
+// frame k was written.
+func (p *hostPlayer) cancelSent(ctx context.Context, i, k int, at time.Time) {
+	w := p.cws[i]
+	if w == nil || w.watched != nil {
+		return
+	}
+	w.cancel, w.sent, w.written = k, at, p.written()
+	w.sig = cancelrule.Unknown()
+	if w.observed != nil {
+		w.stopObserve()
+		w.sig = <-w.observed
+	}
+	w.watched = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(w.watched)
+		w.seen, _ = cancelrule.Watch(ctx, p.s, w.pend, w.base, cancelrule.Config{Sent: at})
+	}()
+}
+
+// waitWatches waits for the cancel watches begun so far to end: the
+// host's close of stdin waits for them, since a server that exits on it
+// could no longer be watched.
+func (p *hostPlayer) waitWatches(ctx context.Context) error {
+	for _, w := range p.cws {
+		if w.watched == nil {
+			continue
+		}
+		select {
+		case <-w.watched:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// judgeCancels waits for the watches and judges each cancel the replay
+// sent.
+func (p *hostPlayer) judgeCancels(ctx context.Context) {
+	for _, w := range p.cws {
+		if w.stopObserve != nil {
+			w.stopObserve()
+		}
+		if w.watched == nil {
+			continue
+		}
+		select {
+		case <-w.watched:
+		case <-ctx.Done():
+			return
+		}
+		if w.seen == nil {
+			continue
+		}
+		p.find(p.judgeCancel(w))
+	}
+}
+
+// judgeCancel judges one cancel.
+func (p *hostPlayer) judgeCancel(w *cancelWatch) Finding {
+	req, c := &p.rec.Host[w.req], &p.rec.Host[w.cancel]
+	f := Finding{Rule: RuleCancel, Seq: c.Seq, T: c.T0, Method: req.Method, ID: req.ID}
+	var resp *mcptest.Response
+	select {
+	case <-w.pend.Done():
+		resp, _ = w.pend.Wait(context.Background())
+	default:
+	}
+	if resp != nil && resp.Offset < w.written {
+		f.Verdict, f.Text = Pass, fmt.Sprintf("the cancel came once the server had begun writing the response (its first byte at stdout byte %d, the server had written %d by the cancel): a race the host must tolerate; %s", resp.Offset, w.written, resp)
+		return f
+	}
+	o := w.seen.Judge(w.sig, 0)
+	if seen, _ := w.seen.Answered(); !seen && resp != nil {
+		// Answered after the watch: what the watch did not see.
+		later := fmt.Sprintf("the cancelled request was answered later, with %s", resp)
+		switch {
+		case o.Verdict == cancelrule.WentOn:
+			o.Evidence += "; " + later
+		case resp.Error == nil && string(wire.Member(resp.Result, "isError")) != "true":
+			o = cancelrule.Outcome{Verdict: cancelrule.WentOn, Evidence: "work went on after notifications/cancelled: " + later + ", not an error: its work ran to the end; " + o.Evidence}
+		case o.Verdict == cancelrule.Stopped:
+			o.Verdict, o.Evidence = cancelrule.StoppedAnswered, o.Evidence+"; but "+later
+		default:
+			o.Evidence += "; " + later
+		}
+	}
+	f.Text = o.Evidence
+	switch o.Verdict {
+	case cancelrule.WentOn:
+		f.Verdict = Fail
+	case cancelrule.StoppedAnswered:
+		f.Verdict = Warn
+	case cancelrule.Stopped:
+		f.Verdict = Pass
+	default:
+		f.Verdict = Unverified
+	}
+	return f
+}
+
+// cancelWatches are the player's cancel watches and their goroutines.
+type cancelWatches struct {
+	cws map[int]*cancelWatch // by host request frame
+	wg  sync.WaitGroup
+}
