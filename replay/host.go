@@ -15,20 +15,25 @@ import (
 )
 
 // Host plays the host side of rec, a session recorded by mcpstdio proxy,
-// against target, and reports where the server under test departs from the
-// recorded server. It starts target on an mcptest session of its own and does
-// what the recorded host did, in the same order: it writes the host's bytes
-// cut into the recorded chunks, stops reading stdout where the recorded host
-// did (checking that the server then blocks writing: StallNotBlocking), and
-// closes stdin when it did.
+// against target, and judges the server under test. It starts target on an
+// mcptest session of its own and does what the recorded host did, in the
+// same order: it writes the host's bytes cut into the recorded chunks
+// (requests, notifications, cancels), stops reading stdout where the
+// recorded host did — and where the proxy's stop fault stopped reading it —
+// for as long as it did, and closes stdin when it did. By default the
+// replay is causal, each action waiting, up to Patience and the recorded
+// times, for what the recorded host had received before it; Timed adds the
+// recorded gaps. ctx bounds it all.
 //
-// Responses are matched to requests by id, other messages by order per
-// method; each is compared as Record.Compare says (Ignore, CmpOptions). By
-// default the replay is causal, each action waiting, up to Patience and the
-// recorded times, for what the recorded host had received before it (else
-// Missing); Timed adds the recorded gaps. At the end it waits for the rest of
-// the recorded output (Extra) and for the server to exit if the recorded one
-// did. ctx bounds it all.
+// By default the server is judged by the rules the release criteria use
+// (Report.Findings): RuleReadsWhileBlocked at each stall where the host
+// wrote, RuleCancel for each cancel, RuleAnswered for every request not
+// cancelled. A hang record is thus red on the server that hung and green on
+// the fixed one, whatever the fixed one answers. With Same, it is judged
+// by sameness instead: each message compared with the recorded one
+// (Record.Compare; Ignore, CmpOptions), every difference a Departure.
+// What the record holds and the replay could not play is in
+// Report.Unplayed (and skipped stalls in Report.Stalls).
 //
 // The error is for a replay that could not run to the end (an invalid option,
 // a server that did not start, ctx ending; Report.Stopped says which, and the

@@ -133,9 +133,11 @@ func Patience(d time.Duration) Option {
 }
 
 // Strict makes a replay fail (Report.Err, TestServer, mcpstdio replay
-// -strict) on anything it could not check, as well as on departures: a
-// message the record has only the head of, a stall it could not verify.
-// Without it those are listed and the headline says what was not checked.
+// -strict) on anything it could not play or judge, as well as on a rule
+// that failed: a finding Unverified, a request or cancel the record has
+// only the head of, a fault or stall not played; under Same, a message it
+// could not compare, a stall it could not verify. Without it those are
+// listed and the first line counts them.
 func Strict() Option {
 	return optionFunc(func(o *options) error {
 		o.strict = true

@@ -34,7 +34,9 @@ const (
 	Unchecked Kind = "unchecked"
 )
 
-// Departure is one place where a replay departs from the record.
+// Departure is one place where a replay departs from the record: what
+// Serve reports of the host under test, and Host of the server under test
+// under Same.
 type Departure struct {
 	Kind Kind
 	// Seq is the record event the departure is about (the recorded
@@ -114,9 +116,10 @@ func (c StallCheck) String() string {
 	return fmt.Sprintf("stall seq %d (%s) at byte %d: %s: %s", c.Seq, term.Line(c.Dir), c.At, c.Outcome, term.Line(c.Text))
 }
 
-// Report is what a replay found: every departure from the record, in the
-// order they were found, what was done with each recorded stall, and what
-// was played and checked.
+// Report is what a replay found: the rules' findings (Host, by default),
+// or every departure from the record in the order they were found (Same,
+// and Serve), what was done with each recorded stall, what was not played,
+// and what was played and checked.
 type Report struct {
 	Departures []Departure
 	Stalls     []StallCheck  // one per recorded stall of the reader played (Host: stdout; Serve: stdin), in record order

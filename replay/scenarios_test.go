@@ -55,6 +55,7 @@ var scenarioRedact = replay.Redact("result.content.*.text")
 func hostStallCancelPing(t *testing.T, s *mcptest.Session, rec *sink) {
 	t.Helper()
 	s.StallReads()
+	stalledAt := time.Now()
 	big := s.Send("tools/call", call(fakeserver.ToolBig, fakeserver.BigArgs{Bytes: 1 << 20}.Map()))
 	if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
 		t.Fatal(err)
@@ -68,6 +69,9 @@ func hostStallCancelPing(t *testing.T, s *mcptest.Session, rec *sink) {
 	rec.wait(t, "ping forwarded", func(e record.Event) bool {
 		return e.Ev == record.EvChunk && e.Dir == record.DirIn && e.WT > 0 && bytes.Contains([]byte(e.Data), []byte(`"ping"`))
 	})
+	// The host stays stopped a second in all (the field's was 27 s): long
+	// enough for a replay to judge the server in it.
+	<-time.After(time.Until(stalledAt.Add(time.Second)))
 	s.ResumeReads()
 	wait(t, ping)
 }
@@ -177,6 +181,13 @@ func TestScenarios(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				for i, st := range rec.Stalls {
+					// The proxy's stop fault is a stall of the host's reads,
+					// at the byte where the proxy stopped, and is played.
+					if st.Fault != "" && (st.At != int64(sc.faults[0].AfterBytes) || rep.Stalls[i].Outcome == replay.StallSkipped) {
+						t.Errorf("the fault's stall at stdout byte %d, %s; want it at %d, played", st.At, rep.Stalls[i], sc.faults[0].AfterBytes)
+					}
+				}
 				head := strings.SplitN(rep.String(), "\n", 2)[0]
 				switch {
 				case naive && sc.rule == "":
@@ -190,5 +201,33 @@ func TestScenarios(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFaultsNotPlayed: a fault of the proxy that a replay cannot play (it
+// stopped the server process, or changed what reached it) is listed, with
+// why, and counted in the first line.
+func TestFaultsNotPlayed(t *testing.T) {
+	t.Parallel()
+	b := sharedRecord(t, "calls", calls)
+	var out bytes.Buffer
+	for i, line := range bytes.SplitAfter(b, []byte("\n")) {
+		out.Write(line)
+		if i == 1 { // after the spawn event
+			out.WriteString(`{"seq":1000,"t":5000,"ev":"fault","text":"stopped the server (SIGSTOP) for 1s","fault":{"kind":"sigstop","for":"1s"}}` + "\n")
+			out.WriteString(`{"seq":1001,"t":5000,"ev":"fault","dir":"in","text":"in effect","fault":{"dir":"in","kind":"withhold-cancel"}}` + "\n")
+		}
+	}
+	rec, err := replay.Read(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Strict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.SplitN(rep.String(), "\n", 2)[0]
+	if len(rep.Unplayed) != 2 || !strings.Contains(head, "not played: 2 faults") || rep.Err() == nil {
+		t.Errorf("want the two faults listed as not played, counted in the first line, and a Strict failure: %s", rep)
 	}
 }

@@ -31,11 +31,13 @@ func TestHostileReplay(t *testing.T) {
 		t.Fatalf("the proxy in front of the hostile server: exit %d\n%s", proxied.code, proxied.stderr)
 	}
 	// Against the fake, every message the hostile server sent departs.
-	res := mcpstdio(t, time.Minute, "replay", "-patience", "300ms", "-record", rec, "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, "replay", "-same", "-patience", "300ms", "-record", rec, "--", binary, "fake")
 	if res.code != 1 || !strings.Contains(res.stdout, `\x1b]0;owned\x07`) {
 		t.Errorf("replay of the hostile record against the fake: exit %d, want 1 and the departures shown escaped\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	for name, out := range map[string]string{"stdout": res.stdout, "stderr": res.stderr} {
+	// By the rules, the findings name the hostile methods and ids.
+	rules := mcpstdio(t, time.Minute, "replay", "-patience", "300ms", "-record", rec, "--", binary, "fake")
+	for name, out := range map[string]string{"stdout": res.stdout, "stderr": res.stderr, "stdout by the rules": rules.stdout, "stderr by the rules": rules.stderr} {
 		if c := rawControl(out); c != "" {
 			t.Errorf("replay: its %s holds a raw control character: %q", name, c)
 		}

@@ -27,13 +27,20 @@ files FILE.1, FILE.2... before it).
 
 With a server command, it plays the host's side against the server: the same
 requests, notifications and cancels in the same order, cut into the same
-chunks, the host's reads stopped where the recorded host stopped them, and
-prints where the server departs from the recorded one: a missing or extra
-message, a different result, a stall that no longer blocks the server. Exit
-status 0 when nothing departs (what could not be checked — messages the record
-has only the head of, stalls not verified — is listed and named in the first
-line, not counted; with -strict it is, exit 1), 1 when the server departs or
-the replay cannot run, 2 for a usage error.
+chunks, the host's reads stopped where the recorded host stopped them (and
+where the proxy's stop fault stopped reading), and judges the server by the
+rules of the release criteria: it keeps reading stdin while its stdout is
+blocked (reads-while-blocked), stops the work of a cancelled request (cancel:
+went on fails, stopped but answered warns), and answers every request not
+cancelled (answered). The first line names the rule that failed and where in
+the record, with the evidence; what could not be played or judged is counted
+there too. A hang record fails on the server that hung and passes on the
+fixed one. With -same it compares instead each message with the recorded one
+and prints where the server departs from it: a missing or extra message, a
+different result, a stall that no longer blocks the server (for a record of a
+correct session). Exit status 0 when no rule fails (with -same: nothing
+departs); with -strict, also 1 when something was not played or judged; 1
+when a rule fails or the replay cannot run; 2 for a usage error.
 
 With -serve, it plays the server's side on this process's stdin and stdout
 for a host under test: put "mcpstdio replay -serve -record FILE" in the host's
@@ -59,6 +66,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type replayFlags struct {
 	record, save      string
 	serve, strict     bool
+	same              bool
 	speed             float64
 	idleCap, patience time.Duration
 	redact, ignore    stringList
@@ -70,7 +78,8 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.record, "record", "", "play the record in `FILE`, written by mcpstdio proxy")
 	fs.BoolVar(&f.serve, "serve", false, "play the server's side on stdin and stdout, for a host under test")
-	fs.BoolVar(&f.strict, "strict", false, "exit 1 also when something could not be checked: a message the record has only the head of, a stall not verified")
+	fs.BoolVar(&f.strict, "strict", false, "exit 1 also when something could not be played or judged: a request the record has only the head of, a fault not played, a rule unverified (with -same: a message not compared, a stall not verified)")
+	fs.BoolVar(&f.same, "same", false, "judge the server by sameness, not by the rules: compare each message with the recorded one (for a record of a correct session)")
 	fs.StringVar(&f.save, "save", "", "write the record, after -redact, to `OUT`")
 	fs.Float64Var(&f.speed, "timed", 0, "keep the recorded time between actions, divided by `SPEED` (0: causal, as soon as what each action depended on has happened)")
 	fs.DurationVar(&f.idleCap, "idle-cap", 0, "with -timed, cap each recorded gap at `DURATION` first (0: no cap)")
@@ -113,6 +122,9 @@ func parseReplayFlags(args []string, stdout io.Writer) (*replayFlags, []string, 
 	opts = append(opts, replay.Patience(f.patience))
 	if f.strict {
 		opts = append(opts, replay.Strict())
+	}
+	if f.same {
+		opts = append(opts, replay.Same())
 	}
 	switch {
 	case f.record == "":

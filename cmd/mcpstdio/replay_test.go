@@ -18,15 +18,43 @@ import (
 // cancel, a flood of progress notifications).
 var sample = filepath.Join("..", "..", "replay", "testdata", "session.ndjson")
 
-// TestReplayCommand: the host side from the shell, against the server the
-// record was made with (exit 0) and against a changed one (exit 1, the
-// departure printed).
+// TestReplayScenarios: each field hang's record (replay/testdata), replayed
+// from the shell by the rules, exits 1 on the server that hung (fake
+// -naive), its first line naming the rule, and 0 on the fixed one (fake).
+func TestReplayScenarios(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []struct{ name, rule string }{
+		{"host-stall", "reads-while-blocked"},
+		{"fault-stall", "reads-while-blocked"},
+		{"cancel-slow", "cancel"},
+	} {
+		file := filepath.Join("..", "..", "replay", "testdata", sc.name+".ndjson")
+		t.Run(sc.name+"/naive", func(t *testing.T) {
+			t.Parallel()
+			res := mcpstdio(t, time.Minute, "replay", "-redact", "result.content.*.text", "-record", file, "--", binary, "fake", "-naive")
+			if res.code != 1 || !strings.HasPrefix(res.stdout, "replay: FAIL "+sc.rule+" at seq ") {
+				t.Errorf("the server that hung: exit %d, want 1 and %s failed in the first line\nstdout:\n%s\nstderr:\n%s", res.code, sc.rule, res.stdout, res.stderr)
+			}
+		})
+		t.Run(sc.name+"/fixed", func(t *testing.T) {
+			t.Parallel()
+			res := mcpstdio(t, time.Minute, "replay", "-redact", "result.content.*.text", "-record", file, "--", binary, "fake")
+			if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: PASS by the rules") {
+				t.Errorf("the fixed server: exit %d, want 0 and a pass\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+			}
+		})
+	}
+}
+
+// TestReplayCommand: the host side from the shell with -same, against the
+// server the record was made with (exit 0) and against a changed one (exit
+// 1, the departure printed).
 func TestReplayCommand(t *testing.T) {
-	res := mcpstdio(t, time.Minute, "replay", "-record", sample, "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, "replay", "-same", "-record", sample, "--", binary, "fake")
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: as recorded: 24 messages checked") {
 		t.Errorf("replay against the same fake: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	res = mcpstdio(t, time.Minute, "replay", "-patience", "500ms", "-record", sample, "--", binary, "fake", "-tools", "big,slow")
+	res = mcpstdio(t, time.Minute, "replay", "-same", "-patience", "500ms", "-record", sample, "--", binary, "fake", "-tools", "big,slow")
 	if res.code != 1 || !strings.Contains(res.stdout, "different: seq 30 (out) tools/call") || !strings.Contains(res.stdout, "unknown tool \"echo\"") {
 		t.Errorf("replay against a fake without echo: exit %d, want 1 and the different response\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -47,7 +75,7 @@ func TestReplayServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	rep, err := replay.Host(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec)
+	rep, err := replay.Host(ctx, mcptest.Command(binary, "replay", "-serve", "-record", sample), rec, replay.Same())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +149,11 @@ func TestReplayUsage(t *testing.T) {
 // action, which waits up to three patiences for it: -patience 500ms.
 func TestReplayStrict(t *testing.T) {
 	recSample := filepath.Join("..", "..", "record", "testdata", "sample.ndjson")
-	res := mcpstdio(t, time.Minute, "replay", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	res := mcpstdio(t, time.Minute, "replay", "-same", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: as recorded for what could be checked:") || !strings.Contains(strings.SplitN(res.stdout, "\n", 2)[0], "1 messages only as heads") {
 		t.Errorf("replay without -strict: exit %d, want 0 and a headline naming the unchecked message\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	res = mcpstdio(t, time.Minute, "replay", "-strict", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
+	res = mcpstdio(t, time.Minute, "replay", "-same", "-strict", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
 	if res.code != 1 {
 		t.Errorf("replay -strict of a record with an unchecked message: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
