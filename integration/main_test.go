@@ -11,6 +11,7 @@ import (
 func init() {
 	mcptest.RegisterHelper("go-sdk", integration.GoSDKServer())
 	mcptest.RegisterHelper("mcp-go", integration.MCPGoServer())
+	mcptest.RegisterHelper("mcp-go-loop", integration.MCPGoLoopServer())
 }
 
 func TestMain(m *testing.M) { mcptest.Main(m) }

@@ -1,9 +1,15 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -74,3 +80,76 @@ func newMCPGoServer() *server.MCPServer {
 		})
 	return s
 }
+
+// MCPGoLoopServer returns a ServeFunc that serves the same tools as
+// MCPGoServer with mcp-go's MCPServer behind a read loop of its own that
+// handles each message before it reads the next, as many hand-written stdio
+// servers do (and as mcp-go's own loop does with a tool call when its queue
+// is full): while a response's write blocks, or a tool works, it reads
+// nothing, neither a cancel nor another request. Progress notifications go
+// out from a goroutine of their own, as they come.
+func MCPGoLoopServer() mcptest.ServeFunc {
+	return func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, _ io.Writer) error {
+		srv := newMCPGoServer()
+		sess := &loopSession{notes: make(chan mcp.JSONRPCNotification, 64)}
+		if err := srv.RegisterSession(ctx, sess); err != nil {
+			return err
+		}
+		ctx = srv.WithContext(ctx, sess)
+		var mu sync.Mutex
+		write := func(v any) error {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_, err = stdout.Write(append(b, '\n'))
+			return err
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case n := <-sess.notes:
+					_ = write(n)
+				case <-done:
+					return
+				}
+			}
+		}()
+		defer wg.Wait()
+		defer close(done)
+		r := bufio.NewReader(stdin)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				if resp := srv.HandleMessage(ctx, line); resp != nil {
+					if werr := write(resp); werr != nil {
+						return werr
+					}
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// loopSession is MCPGoLoopServer's one client session.
+type loopSession struct {
+	initialized atomic.Bool
+	notes       chan mcp.JSONRPCNotification
+}
+
+func (s *loopSession) Initialize()                                         { s.initialized.Store(true) }
+func (s *loopSession) Initialized() bool                                   { return s.initialized.Load() }
+func (s *loopSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notes }
+func (s *loopSession) SessionID() string                                   { return "mcpstdio-loop" }

@@ -32,6 +32,8 @@ type cancelWatch struct {
 
 	sent    time.Time // when the cancel was written
 	written int64     // stdout bytes the server had written then
+	held    bool      // written while the host's reads were stopped: watched from when they resumed
+	from    time.Time // when the watch began
 	seen    *cancelrule.Seen
 	sig     cancelrule.Signature
 	watched chan struct{} // closed when Watch returned
@@ -69,25 +71,48 @@ func (p *hostPlayer) observe(ctx context.Context, i int) {
 }
 
 // cancelSent starts watching request i's work after the cancel in host
-// frame k was written.
-func (p *hostPlayer) cancelSent(ctx context.Context, i, k int, at time.Time) {
+// frame k was written, the server having written written bytes of stdout
+// just before. A cancel written while the host's reads were stopped is
+// watched from when they resume: until then nothing the server writes can
+// arrive, and what arrives at once then (a response that waited for the
+// host to read, its work perhaps done before the cancel) is no evidence
+// that the work went on.
+func (p *hostPlayer) cancelSent(ctx context.Context, i, k int, at time.Time, written int64) {
 	w := p.cws[i]
-	if w == nil || w.watched != nil {
+	if w == nil || w.sent != (time.Time{}) {
 		return
 	}
-	w.cancel, w.sent, w.written = k, at, p.written()
+	w.cancel, w.sent, w.written, w.held = k, at, written, p.inStall
 	w.sig = cancelrule.Unknown()
 	if w.observed != nil {
 		w.stopObserve()
 		w.sig = <-w.observed
 	}
-	w.watched = make(chan struct{})
+	if !w.held {
+		p.startWatch(ctx, w, at)
+	}
+}
+
+// startWatch starts cancelrule.Watch for w, its grace timed from from.
+func (p *hostPlayer) startWatch(ctx context.Context, w *cancelWatch, from time.Time) {
+	w.from, w.watched = from, make(chan struct{})
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		defer close(w.watched)
-		w.seen, _ = cancelrule.Watch(ctx, p.s, w.pend, w.base, cancelrule.Config{Sent: at})
+		w.seen, _ = cancelrule.Watch(ctx, p.s, w.pend, w.base, cancelrule.Config{Sent: from})
 	}()
+}
+
+// readsResumed starts watching the cancels written while the host's reads
+// were stopped.
+func (p *hostPlayer) readsResumed(ctx context.Context) {
+	now := time.Now()
+	for _, w := range p.cws {
+		if w.held && w.watched == nil {
+			p.startWatch(ctx, w, now)
+		}
+	}
 }
 
 // waitWatches waits for the cancel watches begun so far to end: the
@@ -144,7 +169,10 @@ func (p *hostPlayer) judgeCancel(w *cancelWatch) Finding {
 		return f
 	}
 	o := w.seen.Judge(w.sig, 0)
-	if seen, _ := w.seen.Answered(); !seen && resp != nil {
+	if w.held {
+		o.Evidence += fmt.Sprintf(" (times from when the host read again, %v after the cancel, which it sent while its reads were stopped)", w.from.Sub(w.sent).Round(time.Millisecond))
+	}
+	if seen, _ := w.seen.Answered(); !seen && resp != nil && !w.held {
 		// Answered after the watch: what the watch did not see.
 		later := fmt.Sprintf("the cancelled request was answered later, with %s", resp)
 		switch {

@@ -126,16 +126,18 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 				ended = append(ended, part.Frame)
 			}
 		}
+		before := p.written()
 		err := p.write(ctx, a.chunk.Seq, b)
-		p.sent(ctx, ended)
+		p.sent(ctx, ended, before)
 		return err
 	case a.frame >= 0:
 		if !p.rec.Host[a.frame].Whole() {
 			p.leftOut(a.frame)
 			return nil
 		}
+		before := p.written()
 		err := p.write(ctx, p.rec.Host[a.frame].Seq, p.line(a.frame, &p.rec.Host[a.frame]))
-		p.sent(ctx, []int{a.frame})
+		p.sent(ctx, []int{a.frame}, before)
 		return err
 	case a.stall >= 0:
 		// Reads stop at the stall's point (arm); its state is checked
@@ -144,6 +146,7 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 	case a.resume >= 0:
 		p.s.ResumeReads()
 		p.armed, p.inStall = false, false
+		p.readsResumed(ctx)
 		p.stall = a.resume + 1
 		p.arm()
 		return p.writeDeferred(ctx)

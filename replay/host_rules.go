@@ -40,8 +40,9 @@ func (f *Frame) lineLen() int {
 }
 
 // sent notes the host frames whose last byte was just written: the
-// requests the replay has sent, and the cancels.
-func (p *hostPlayer) sent(ctx context.Context, frames []int) {
+// requests the replay has sent, and the cancels; written is how many bytes
+// of stdout the server had written before the write.
+func (p *hostPlayer) sent(ctx context.Context, frames []int, written int64) {
 	if !p.rules {
 		return
 	}
@@ -72,7 +73,7 @@ func (p *hostPlayer) sent(ctx context.Context, frames []int) {
 			}
 			p.mu.Unlock()
 			if sent && !twice {
-				p.cancelSent(ctx, k, i, now)
+				p.cancelSent(ctx, k, i, now, written)
 			}
 		}
 	}

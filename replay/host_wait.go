@@ -84,6 +84,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		p.armed, p.inStall = false, false
 		p.s.ResumeReads()
 	}
+	p.readsResumed(ctx)
 	if err := p.writeDeferred(ctx); err != nil || ctx.Err() != nil {
 		return
 	}
