@@ -7,10 +7,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/replay"
 )
 
-// TestFieldHang is docs/replay.md's snippet: a recorded session played
-// against a server (here the fake, which the record was made with).
-func TestFieldHang(t *testing.T) {
-	replay.TestServer(t, mcptest.Helper("fake"), "testdata/session.ndjson",
+// TestCorrectSession is docs/replay.md's -same snippet: a record of a
+// correct session compared with what the server sends (here the fake,
+// which the record was made with).
+func TestCorrectSession(t *testing.T) {
+	replay.TestServer(t, mcptest.Helper("fake"), "testdata/session.ndjson", replay.Same(),
 		replay.Redact("params.arguments.text", "result.content.*.text"), // as the record was redacted
 		replay.Ignore("result.structuredContent.generatedAt"))           // volatile fields
 }

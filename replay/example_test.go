@@ -12,9 +12,10 @@ import (
 
 // A record of a session with a stall: the host stopped reading while a
 // large response blocked the server, sent a call, cancelled it, and read
-// on. Here both sides of it are played against each other: Serve plays the
-// recorded server for Host, which plays the recorded host. With a
-// real server, the target would be mcptest.Command or mcptest.Helper, and
+// on. Here both sides of it are played against each other, compared
+// message by message (Same): Serve plays the recorded server for Host,
+// which plays the recorded host. With a real server, the target would be
+// mcptest.Command or mcptest.Helper, judged by the rules without Same, and
 // in a test TestServer does the same and reports through t.
 func Example() {
 	rec, err := replay.Load("testdata/session.ndjson")

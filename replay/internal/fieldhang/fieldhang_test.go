@@ -1,0 +1,46 @@
+package fieldhang_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/replay"
+)
+
+// docs/replay.md's test, as a user's package has it: the fake as the
+// server, a helper child of the test binary, and a record of a field hang
+// (testdata/hang.ndjson: the host stopped reading in a 1 MiB result, then
+// cancelled it and pinged; made with the naive fake through the proxy, its
+// results' text hashed).
+
+func init() {
+	mcptest.RegisterHelper("fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
+		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs()) // the flags of `mcpstdio fake`
+	})
+}
+
+func TestMain(m *testing.M) { mcptest.Main(m) }
+
+func TestFieldHang(t *testing.T) {
+	replay.TestServer(t, mcptest.Helper("fake"), "testdata/hang.ndjson")
+}
+
+// TestFieldHangRedOnTheHang: the same record fails on the server that
+// hung (the naive fake), its first line naming the rule.
+func TestFieldHangRedOnTheHang(t *testing.T) {
+	rec, err := replay.Load("testdata/hang.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(t.Context(), mcptest.Helper("fake", "-naive"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ := strings.Cut(rep.String(), "\n"); rep.Err() == nil || !strings.HasPrefix(head, "replay: FAIL reads-while-blocked at seq ") {
+		t.Errorf("the naive fake: want reads-while-blocked failed in the first line, got:\n%s", rep)
+	}
+}
