@@ -47,6 +47,10 @@ var tokens atomic.Int64
 // process carries, so progress can be attributed to its request.
 func newProgressToken() string { return fmt.Sprintf("mcpstdio-%d", tokens.Add(1)) }
 
+// baselineWindow is how long the cancel criteria watch the server before
+// they send the call, for its own background CPU demand: twice the grace.
+func (c ServerConfig) baselineWindow() time.Duration { return 2 * c.CancelGrace }
+
 // calibrationWindow bounds how long a criterion watches the Slow call at
 // work before it cancels.
 func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 10*c.CancelGrace) }
@@ -61,7 +65,7 @@ func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pe
 	// after the cancel is a MUST NOT in 2026-07-28 and a SHOULD NOT before.
 	// Processes the server already ran when it was called are not taken for the
 	// call's.
-	return cancelStopsWork(ctx, s, p, cfg.withDefaults(), cancelrule.Measure(s))
+	return cancelStopsWork(ctx, s, p, cfg.withDefaults(), cancelrule.Measure(ctx, s, 0))
 }
 
 // cancelStopsWork is CheckCancelStopsWork with a sample from before p was
@@ -100,14 +104,14 @@ func CheckCancelDuringWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured (ServerConfig.Slow)")
 	}
-	p, before := sendSlow(s, cfg)
+	p, before := sendSlow(ctx, s, cfg)
 	return thenSecondRequest(ctx, s, cfg, cancelStopsWork(ctx, s, p, cfg, before))
 }
 
 // sendSlow sends the Slow call with a fresh progress token, and returns it
 // with a sample of the server's work from just before.
-func sendSlow(s *mcptest.Session, cfg ServerConfig) (*mcptest.Pending, cancelrule.Baseline) {
-	before := cancelrule.Measure(s)
+func sendSlow(ctx context.Context, s *mcptest.Session, cfg ServerConfig) (*mcptest.Pending, cancelrule.Baseline) {
+	before := cancelrule.Measure(ctx, s, cfg.baselineWindow())
 	return s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken())), before
 }
 
@@ -144,7 +148,7 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured (ServerConfig.Slow)")
 	}
-	p, before := sendSlow(s, cfg)
+	p, before := sendSlow(ctx, s, cfg)
 	c, err := watchCancel(ctx, s, p, cfg, before)
 	if err != nil {
 		return failErr("", "cancelling the call right behind it", err)
@@ -153,7 +157,7 @@ func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	// showed the first call going on.
 	g := cancelrule.Unknown()
 	if o := c.Judge(g, cfg.SlowDuration); o.Verdict == cancelrule.Stopped || o.Verdict == cancelrule.Unverified {
-		from := cancelrule.Measure(s)
+		from := cancelrule.Measure(ctx, s, cfg.baselineWindow())
 		q := s.Send(wire.MethodToolsCall, cfg.Slow.params(newProgressToken()))
 		g = cancelrule.Observe(ctx, s, q, from, cfg.calibrationWindow())
 		if !ended(q) {

@@ -29,7 +29,7 @@ func slowCall(s *mcptest.Session) *mcptest.Pending {
 func TestWentOn(t *testing.T) {
 	s := mcptest.StartServer(t, mcptest.InProcess(fakeserver.New(fakeserver.Faults{IgnoreCancel: true}).Serve))
 	ctx := t.Context()
-	before := cancelrule.Measure(s)
+	before := cancelrule.Measure(ctx, s, 0)
 	p := slowCall(s)
 	g := cancelrule.Observe(ctx, s, p, before, 2*time.Second)
 	seen, err := cancelrule.Watch(ctx, s, p, before, cancelrule.Config{})
@@ -47,7 +47,7 @@ func TestWentOn(t *testing.T) {
 func TestSentByCaller(t *testing.T) {
 	s := mcptest.StartServer(t, mcptest.InProcess(fakeserver.New().Serve))
 	ctx := t.Context()
-	before := cancelrule.Measure(s)
+	before := cancelrule.Measure(ctx, s, 0)
 	p := slowCall(s)
 	g := cancelrule.Observe(ctx, s, p, before, 2*time.Second)
 	sent := time.Now()
@@ -73,7 +73,7 @@ func TestWatchEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	p := slowCall(s)
 	cancel()
-	if _, err := cancelrule.Watch(ctx, s, p, cancelrule.Measure(s), cancelrule.Config{Grace: time.Minute}); err != context.Canceled {
+	if _, err := cancelrule.Watch(ctx, s, p, cancelrule.Measure(ctx, s, 0), cancelrule.Config{Grace: time.Minute}); err != context.Canceled {
 		t.Fatalf("Watch = %v, want context.Canceled", err)
 	}
 }

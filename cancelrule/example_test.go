@@ -21,7 +21,7 @@ func Example() {
 	}
 	defer s.Close()
 
-	before := cancelrule.Measure(s)
+	before := cancelrule.Measure(ctx, s, 0)
 	p := s.Send("tools/call", map[string]any{
 		"name":      fakeserver.ToolSlow,
 		"arguments": map[string]any{"steps": 1000, "intervalMs": 20},

@@ -72,11 +72,11 @@ func (c *Seen) Judge(g Signature, callDuration time.Duration) Outcome {
 	if n := c.end.progress - from; n >= 2 || n == 1 && (g.ProgressEvery == 0 || 2*g.ProgressEvery > window) {
 		went = append(went, fmt.Sprintf("%d progress notifications for id=%d arrived %v–%v after the cancel", n, c.p.ID(), c.grace, c.grace+window.Round(time.Millisecond)))
 	}
-	share := -1.0
+	cpu := cpuRule{working: g.Demand, after: -1, background: c.background}
 	if c.end.visible && c.afterGrace.visible && window > 0 {
-		share = float64(demand(c.afterGrace, c.end)) / float64(window)
-		if cpuWentOn(g.Demand, share) {
-			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace", demand(c.afterGrace, c.end).Round(time.Millisecond), 100*share, window.Round(time.Millisecond)))
+		cpu.after = float64(demand(c.afterGrace, c.end)) / float64(window)
+		if cpu.wentOn() {
+			went = append(went, fmt.Sprintf("the server used %v of CPU (%.0f%%) in the %v after the grace%s", demand(c.afterGrace, c.end).Round(time.Millisecond), 100*cpu.after, window.Round(time.Millisecond), c.backgroundNote()))
 		}
 	}
 	if len(c.started) > 0 {
@@ -102,8 +102,8 @@ func (c *Seen) Judge(g Signature, callDuration time.Duration) Outcome {
 	if g.ProgressEvery > 0 && window >= 3*g.ProgressEvery {
 		stopped = append(stopped, fmt.Sprintf("no progress in the %v after the grace (at work it sent one every %v)", window.Round(time.Millisecond), g.ProgressEvery.Round(time.Millisecond)))
 	}
-	if cpuStopped(g.Demand, share) {
-		stopped = append(stopped, fmt.Sprintf("its CPU use fell from %.0f%% to %.0f%%", 100*g.Demand, 100*share))
+	if cpu.stopped() {
+		stopped = append(stopped, fmt.Sprintf("its CPU use fell from %.0f%% to %.0f%%%s", 100*g.Demand, 100*cpu.after, c.backgroundNote()))
 	}
 	// Asleep is evidence only against work that showed itself at work.
 	if c.rule != nil && (g.ProgressEvery > 0 || g.Demand >= 0.10 || len(g.Procs) > 0) {
@@ -126,7 +126,11 @@ func (c *Seen) Judge(g Signature, callDuration time.Duration) Outcome {
 		if len(stopped) > 0 {
 			return Outcome{Verdict: StoppedAnswered, Response: resp, Evidence: fmt.Sprintf("the work stopped: %s; but %s — %s", strings.Join(stopped, "; "), answer, must)}
 		}
-		return Outcome{Verdict: Unverified, Response: resp, Evidence: fmt.Sprintf("unverified: %s (%s), and nothing showed whether the work stopped or went on: the call sent no progress and its CPU use could not be told from idle (%s)", answer, must, g)}
+		cpuWhy := fmt.Sprintf("its CPU use could not be told from idle (%s)", g)
+		if cpu.masked() {
+			cpuWhy = cpu.maskedWhy()
+		}
+		return Outcome{Verdict: Unverified, Response: resp, Evidence: fmt.Sprintf("unverified: %s (%s), and nothing showed whether the work stopped or went on: the call sent no progress and %s", answer, must, cpuWhy)}
 	}
 	if len(stopped) > 0 {
 		return Outcome{Verdict: Stopped, Evidence: fmt.Sprintf("the work stopped: %s; no response", strings.Join(stopped, "; "))}
@@ -134,13 +138,33 @@ func (c *Seen) Judge(g Signature, callDuration time.Duration) Outcome {
 	why := []string{"the call sent no progress"}
 	if !c.end.visible {
 		why = append(why, "its CPU time and processes cannot be seen ("+invisibleWhy(c.s)+")")
-	} else if g.Demand >= 0.10 && share >= 0 {
-		why = append(why, fmt.Sprintf("its CPU use after the grace (%.0f%%) neither kept half of its use at work (%s) nor fell to a fifth of it", 100*share, g))
+	} else if cpu.masked() {
+		why = append(why, cpu.maskedWhy())
+	} else if g.Demand >= 0.10 && cpu.after >= 0 {
+		why = append(why, fmt.Sprintf("its CPU use after the grace (%.0f%%) neither kept half of its use at work (%s) nor fell to a fifth of it", 100*cpu.after, g))
 	} else {
 		why = append(why, fmt.Sprintf("used little CPU at work (%s)", g))
 	}
 	return Outcome{Verdict: Unverified, Evidence: fmt.Sprintf("unverified: nothing arrived within %v of the cancel, but nothing showed the work running either: %s",
 		(c.grace + window).Round(time.Millisecond), strings.Join(why, ", "))}
+}
+
+// backgroundNote says, where the server used CPU before the call, how far
+// above that the evidence is: ", 120% above its own 28% before the call".
+func (c *Seen) backgroundNote() string {
+	if c.background < 0.05 {
+		return ""
+	}
+	return fmt.Sprintf(" (the server's own use before the call: %.0f%%)", 100*c.background)
+}
+
+// maskedWhy says that the server's own background use hid the call's.
+func (r cpuRule) maskedWhy() string {
+	at := "the call's demand at work was not seen"
+	if r.working >= 0 {
+		at = fmt.Sprintf("%.0f%% at work", 100*r.working)
+	}
+	return fmt.Sprintf("its CPU use (%s, %.0f%% after the grace) could not be told from the server's own use before the call (%.0f%%)", at, 100*r.after, 100*r.background)
 }
 
 // isErrorResult reports whether a tools/call result says isError.

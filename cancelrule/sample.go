@@ -34,16 +34,41 @@ func take(s *mcptest.Session, p *mcptest.Pending) sample {
 }
 
 // Baseline is what the server was doing before a call was sent: the
-// processes it already ran (so that they are not taken for the call's),
-// and its CPU time, from which the call's CPU demand is counted. Take it
-// with Measure just before the call is sent.
+// processes it already ran (so that they are not taken for the call's), its
+// CPU time, from which the call's CPU demand is counted, and its own
+// background CPU demand (a language server indexing, a runtime's
+// collector), against which the call's demand is judged. Take it with
+// Measure just before the call is sent.
 type Baseline struct {
-	from sample
+	// Background is the server's CPU demand over Window before the call, in
+	// CPUs (run time plus run-queue wait per wall-clock second); -1 where it
+	// was not measured (a zero window) or cannot be seen (an in-process
+	// server, no /proc).
+	Background float64
+	// Window is how long the background was measured.
+	Window time.Duration
+	from   sample
 }
 
-// Measure takes the server's Baseline now. It does not block.
-func Measure(s *mcptest.Session) Baseline {
-	return Baseline{from: take(s, nil)}
+// Measure watches the server for window and returns its Baseline: what it
+// ran and how much CPU it used with no call of the caller's in flight. It
+// blocks for window, less if ctx ends first, and not at all with a zero
+// window or where the server's CPU cannot be seen (Background is then -1).
+// CPU demand counts as a call's work only above the background; a window
+// of at least a few hundred milliseconds tells a server's steady background
+// work (an index being built) from a moment's.
+func Measure(ctx context.Context, s *mcptest.Session, window time.Duration) Baseline {
+	from := take(s, nil)
+	b := Baseline{Background: -1, from: from}
+	if !from.visible || window <= 0 || bound.Pass(ctx, window) != nil {
+		return b
+	}
+	to := take(s, nil)
+	if d := to.at.Sub(from.at); to.visible && d > 0 {
+		b.Background, b.Window = float64(demand(from, to))/float64(d), d
+	}
+	b.from = to
+	return b
 }
 
 // Signature is what a call looks like while it works, as Observe sees it.
@@ -160,20 +185,60 @@ func procList(procs map[int]string) string {
 
 // CPU use is judged against the call's own at work, measured on the same
 // machine, as demand (see demand), which a load that changes between the
-// two windows does not change much. Work went on if the server kept half
-// its working share (and at least 5% of a core: an idle process uses next
-// to none); it stopped if the share fell by four fifths from at least 10%.
-// Without a working share to compare, only a quarter of a core counts as
-// work.
-func cpuWentOn(working, after float64) bool {
-	if working < 0.10 {
-		return after >= 0.25
-	}
-	return after >= max(0.05, working/2)
+// two windows does not change much, and above the server's background
+// (Baseline.Background; 0 where unknown): the call's share at work is its
+// demand less the background, and so is its share after the grace. Work
+// went on if the call kept half its working share, and more than the
+// background's noise; it stopped if the share fell by four fifths from at
+// least 10% of a core that stood out from that noise. Without a working
+// share to compare, only a quarter of a core above the background counts
+// as work.
+//
+// The noise is 5% of a core for an idle server (an idle process uses next
+// to none), and twice the background for one that uses a little. A server
+// that uses a tenth of a core or more of its own makes the call's share
+// unknowable: measured on a 2-core machine at load 19, the quiet test
+// server burning 0.6 of a CPU of its own, call or no call, showed up to
+// 3.6 times the background measured just before, with no call's work in
+// it, and a language server indexing its workspace (gopls) 294% after a
+// cancel against 830% before the call. CPU then decides nothing: the
+// progress, the processes and the answer do, and without them the verdict
+// is unverified, naming both rates.
+type cpuRule struct {
+	working, after, background float64 // in CPUs; working and after -1 where unknown
 }
 
-func cpuStopped(working, after float64) bool {
-	return working >= 0.10 && after >= 0 && after < working/5
+func (r cpuRule) noise() float64 { return max(0.05, 2*r.background) }
+
+// call returns a demand less the background.
+func (r cpuRule) call(d float64) float64 { return d - max(0, r.background) }
+
+// told reports whether the call's CPU can be told from the server's own.
+func (r cpuRule) told() bool { return r.background < 0.10 }
+
+func (r cpuRule) wentOn() bool {
+	if r.after < 0 || !r.told() {
+		return false
+	}
+	if r.working < 0 || r.call(r.working) < 0.10 {
+		return r.call(r.after) >= max(0.25, r.noise())
+	}
+	return r.call(r.after) >= max(r.noise(), r.call(r.working)/2)
+}
+
+func (r cpuRule) stopped() bool {
+	w := r.call(r.working)
+	return r.told() && r.working >= 0 && r.after >= 0 && w >= max(0.10, r.noise()) && r.call(r.after) < w/5
+}
+
+// masked reports whether the server's own background could hide the
+// call's work: the same demand with no background would have counted.
+func (r cpuRule) masked() bool {
+	if r.background < 0.05 || r.after < 0 {
+		return false
+	}
+	bare := cpuRule{working: r.working, after: r.after}
+	return bare.wentOn() && !r.wentOn() || bare.stopped() && !r.stopped()
 }
 
 func invisibleWhy(s *mcptest.Session) string {

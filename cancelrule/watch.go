@@ -54,6 +54,7 @@ type Seen struct {
 	answeredIn                time.Duration  // when its response arrived after the cancel; -1 if it did not
 	progressAtAnswer          int64          // progress notifications seen when it arrived
 	rule                      *mcptest.Activity
+	background                float64 // the server's CPU demand before the call; -1 if unknown
 }
 
 // Watch cancels p (unless cfg.Sent says the caller has), lets the grace
@@ -64,7 +65,7 @@ type Seen struct {
 // returned as is. Watch leaves no goroutine behind.
 func Watch(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, b Baseline, cfg Config) (*Seen, error) {
 	cfg = cfg.withDefaults()
-	c := &Seen{s: s, p: p, grace: cfg.Grace, watch: cfg.Watch, answeredIn: -1}
+	c := &Seen{s: s, p: p, grace: cfg.Grace, watch: cfg.Watch, answeredIn: -1, background: b.Background}
 	c.atCancel = take(s, p)
 	at := cfg.Sent
 	if at.IsZero() {
