@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/cancelrule"
 	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -184,7 +185,7 @@ func playHost(ctx context.Context, target mcptest.Target, rec *Record, opts []Op
 		rules:  !o.same, reqOf: map[int]int{}, tokenReq: map[string]int{}, cancelOf: map[int]int{}, cancelAt: map[int]time.Duration{},
 		sentAt: map[int]time.Time{}, cancelled: map[int]time.Time{}, answered: map[int]time.Time{},
 	}
-	p.judged, p.cws = make([]bool, len(p.stalls)), map[int]*cancelWatch{}
+	p.judged, p.cws, p.bases = make([]bool, len(p.stalls)), map[int]*cancelWatch{}, map[int]*cancelrule.Baseline{}
 	for _, st := range p.stalls {
 		p.checks = append(p.checks, StallCheck{Seq: st.Seq, Dir: st.Dir, At: st.At})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cancelrule"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -39,17 +40,36 @@ type cancelWatch struct {
 	watched chan struct{} // closed when Watch returned
 }
 
-// watchRequest starts following request i, which the recorded host
-// cancelled, as it is sent: the server's baseline now, then the call
-// observed at work until its cancel is sent.
-func (p *hostPlayer) watchRequest(i int, pd *mcptest.Pending) {
+// backgroundWindow is how long the server's own CPU use is measured
+// before a request the recorded host cancelled is sent, as the criteria
+// measure it: twice the cancel's grace.
+const backgroundWindow = 400 * time.Millisecond
+
+// measure takes the server's baseline before host frames are written, for
+// each request among them that the recorded host cancelled: its own CPU
+// use over backgroundWindow (which delays the write by as much).
+func (p *hostPlayer) measure(ctx context.Context, frames []int) {
 	if !p.rules {
 		return
 	}
-	if _, ok := p.cancelAt[i]; !ok {
+	for _, i := range frames {
+		if _, ok := p.cancelAt[i]; !ok || p.bases[i] != nil || p.rec.Host[i].Kind != record.KindRequest {
+			continue
+		}
+		b := cancelrule.Measure(ctx, p.s, backgroundWindow)
+		p.bases[i] = &b
+	}
+}
+
+// watchRequest starts following request i, which the recorded host
+// cancelled, as it is sent: the server's baseline from before (measure),
+// then the call observed at work until its cancel is sent.
+func (p *hostPlayer) watchRequest(i int, pd *mcptest.Pending) {
+	b := p.bases[i]
+	if !p.rules || b == nil {
 		return
 	}
-	p.cws[i] = &cancelWatch{req: i, pend: pd, base: cancelrule.Measure(p.s)}
+	p.cws[i] = &cancelWatch{req: i, pend: pd, base: *b}
 }
 
 // observe starts observing the call of request i at work, once it was
@@ -202,6 +222,7 @@ func (p *hostPlayer) judgeCancel(w *cancelWatch) Finding {
 
 // cancelWatches are the player's cancel watches and their goroutines.
 type cancelWatches struct {
-	cws map[int]*cancelWatch // by host request frame
-	wg  sync.WaitGroup
+	bases map[int]*cancelrule.Baseline // by host request frame
+	cws   map[int]*cancelWatch         // by host request frame
+	wg    sync.WaitGroup
 }

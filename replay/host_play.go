@@ -117,6 +117,13 @@ func (p *hostPlayer) play(ctx context.Context) error {
 func (p *hostPlayer) do(ctx context.Context, a action) error {
 	switch {
 	case a.chunk != nil:
+		var frames []int
+		for _, part := range a.chunk.Parts {
+			if part.Frame >= 0 {
+				frames = append(frames, part.Frame)
+			}
+		}
+		p.measure(ctx, frames)
 		b, _ := p.rec.ChunkBytes(a.chunk, p.line)
 		var ended []int // frames whose last byte this write carries
 		for _, part := range a.chunk.Parts {
@@ -135,6 +142,7 @@ func (p *hostPlayer) do(ctx context.Context, a action) error {
 			p.leftOut(a.frame)
 			return nil
 		}
+		p.measure(ctx, []int{a.frame})
 		before := p.written()
 		err := p.write(ctx, p.rec.Host[a.frame].Seq, p.line(a.frame, &p.rec.Host[a.frame]))
 		p.sent(ctx, []int{a.frame}, before)
