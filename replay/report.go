@@ -217,8 +217,8 @@ func countOf[T any](xs []T, f func(T) bool) int {
 	return n
 }
 
-// Verdicts returns how many findings have verdict v.
-func (r *Report) Verdicts(v Verdict) int {
+// verdicts returns how many findings have verdict v.
+func (r *Report) verdicts(v Verdict) int {
 	return countOf(r.Findings, func(f Finding) bool { return f.Verdict == v })
 }
 
@@ -236,7 +236,7 @@ func (r *Report) Complete() bool {
 		return false
 	}
 	if r.rules {
-		return r.Verdicts(Unverified) == 0 && r.skipped() == 0
+		return r.verdicts(Unverified) == 0 && r.skipped() == 0
 	}
 	return r.Count(Unchecked) == 0 && r.Unverified() == 0
 }
@@ -249,7 +249,7 @@ func (r *Report) Complete() bool {
 func (r *Report) Err() error {
 	ok := r.Stopped == nil
 	if r.rules {
-		ok = ok && r.Verdicts(Fail) == 0
+		ok = ok && r.verdicts(Fail) == 0
 	} else {
 		ok = ok && len(r.Departures) == r.Count(Unchecked)
 	}
@@ -375,7 +375,7 @@ func (r *Report) rulesHeadline() string {
 	}
 	var counts []string
 	for _, v := range []Verdict{Fail, Unverified, Warn, Pass} {
-		if n := r.Verdicts(v); n > 0 {
+		if n := r.verdicts(v); n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, v))
 		}
 	}

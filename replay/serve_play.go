@@ -182,9 +182,15 @@ func (s *server) waitFor(ctx context.Context, cond func() bool, bound time.Durat
 		expired = t.C
 	}
 	for {
+		// The change channel is taken before the replies are flushed: a
+		// reply added after the flush closes it, and is written on the
+		// next turn, not left until some later change.
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
 		s.flushReplies()
 		s.mu.Lock()
-		ok, ch, eof := cond(), s.changed, s.eof
+		ok, eof := cond(), s.eof
 		s.mu.Unlock()
 		if ok {
 			return nil
