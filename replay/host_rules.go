@@ -173,7 +173,7 @@ func (p *hostPlayer) judgeReads(ctx context.Context) error {
 		if errors.As(berr, &nb) {
 			seen = nb.Summary()
 		}
-		fd.Verdict, fd.Text = Pass, fmt.Sprintf("its stdout was not blocked at this stall (%s), so the rule cannot fail here; of %s, it did what it did", seen, what)
+		fd.Verdict, fd.Text = Pass, fmt.Sprintf("its stdout was not blocked at this stall (%s): the rule, which asks a server blocked writing to read on, does not apply (%s)", seen, what)
 		p.find(fd)
 		return nil
 	}
@@ -294,27 +294,27 @@ func (p *hostPlayer) judgeAnswers(ctx context.Context, bound time.Duration) {
 	var why string
 	verdict := Fail
 	if ex := p.s.Stats().Exit; ex.How != "" {
-		why = fmt.Sprintf("the server ended without answering it (%s)", ex)
+		why = fmt.Sprintf("the server ended (%s)", ex)
 	} else if p.s.Stdout().Ended {
-		why = "the server closed its stdout without answering it"
+		why = "the server closed its stdout"
 	} else {
 		a, err := p.s.WaitStopped(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			why = fmt.Sprintf("not answered, and the server is stopped: %s", a)
+			why = fmt.Sprintf("the server is stopped: %s", a)
 		case p.s.Stats().Exit.How != "":
-			why = fmt.Sprintf("the server ended without answering it (%s)", p.s.Stats().Exit)
+			why = fmt.Sprintf("the server ended (%s)", p.s.Stats().Exit)
 		case !a.Known:
-			verdict, why = Unverified, fmt.Sprintf("not answered when the replay's bound ran out; whether the server stopped cannot be seen here (%v)", err)
+			verdict, why = Unverified, fmt.Sprintf("whether the server stopped cannot be seen here (%v)", err)
 		default:
-			verdict, why = Unverified, fmt.Sprintf("not answered, and the server was still busy when the replay's bound ran out (%s): slow, not stopped", a)
+			verdict, why = Unverified, fmt.Sprintf("the server was still busy when the replay's bound ran out (%s): slow, not stopped", a)
 		}
 	}
 	for _, i := range not {
 		f := &p.rec.Host[i]
-		text := fmt.Sprintf("sent %v before the end: %s", time.Since(p.sentAt[i]).Round(time.Millisecond), why)
+		text := fmt.Sprintf("not answered %v after it was sent, and %s", time.Since(p.sentAt[i]).Round(time.Millisecond), why)
 		if p.respFor[i] < 0 {
 			text += " (the recorded server did not answer it either)"
 		}

@@ -231,3 +231,24 @@ func TestFaultsNotPlayed(t *testing.T) {
 		t.Errorf("want the two faults listed as not played, counted in the first line, and a Strict failure: %s", rep)
 	}
 }
+
+// TestAnsweredRule: a request not cancelled that the server never answers
+// (here the handshake, with a fake that does not answer it even when its
+// stdin closes) fails the answered rule once the server is seen stopped,
+// with the evidence.
+func TestAnsweredRule(t *testing.T) {
+	t.Parallel()
+	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-no-handshake", "-ignore-eof"), rec, replay.Patience(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.SplitN(rep.String(), "\n", 2)[0]
+	if rep.Err() == nil || !strings.HasPrefix(head, "replay: FAIL answered at seq ") || !strings.Contains(head, "the server is stopped") {
+		t.Errorf("a server that never answers the handshake: want the answered rule failed, with the evidence, in the first line:\n%s", rep)
+	}
+	t.Log(rep)
+}
