@@ -142,10 +142,10 @@ func waitRecordEvent(t *testing.T, ctx context.Context, log, ev string) {
 }
 
 // TestReplayStallCycle: a stall-cancel-resume session recorded through the
-// built proxy replays against the same server (the Go SDK's) with no
-// departure and every stall verified, and against the server with the fix
-// (a bounded result) reports stall-not-blocking, found before the cancel
-// was sent.
+// built proxy replays, compared message by message (Same), against the
+// same server (the Go SDK's) with no departure and every stall verified,
+// and against the server with the fix (a bounded result) reports
+// stall-not-blocking, found before the cancel was sent.
 func TestReplayStallCycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -159,7 +159,7 @@ func TestReplayStallCycle(t *testing.T) {
 		})
 	}
 	t.Run("same server", func(t *testing.T) {
-		rep := replay.TestServer(t, mcptest.Helper("go-sdk"), log, replay.Strict())
+		rep := replay.TestServer(t, mcptest.Helper("go-sdk"), log, replay.Same(), replay.Strict())
 		if !rep.Complete() || len(rep.Stalls) == 0 {
 			t.Errorf("want every message checked and every stall (at least one) verified: %s", rep)
 		}
@@ -169,7 +169,7 @@ func TestReplayStallCycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk-bounded"), rec)
+		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk-bounded"), rec, replay.Same())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestReplayStallCycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := replay.Host(ctx, other.target, rec)
+			rep, err := replay.Host(ctx, other.target, rec, replay.Same())
 			t.Logf("%s", rep)
 			if err != nil || rep.Stopped != nil {
 				t.Fatalf("the replay did not run to the end: %v", err)
@@ -231,7 +231,7 @@ func TestReplayStallCycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk"), rec, replay.Strict())
+		rep, err := replay.Host(ctx, mcptest.Helper("go-sdk"), rec, replay.Same(), replay.Strict())
 		head := strings.SplitN(rep.String(), "\n", 2)[0]
 		t.Logf("%s", rep)
 		if err != nil || rep.Count(replay.Unchecked) == 0 || strings.Contains(head, "as recorded:") || !strings.Contains(head, "heads") || rep.Err() == nil {
