@@ -21,7 +21,8 @@ import (
 // same order: it writes the host's bytes cut into the recorded chunks
 // (requests, notifications, cancels), stops reading stdout where the
 // recorded host did — and where the proxy's stop fault stopped reading it —
-// for as long as it did, and closes stdin when it did. By default the
+// for as long as it did, and closes stdin when it did (by the rules, once
+// the watches of the cancels sent before have ended). By default the
 // replay is causal, each action waiting, up to Patience and the recorded
 // times, for what the recorded host had received before it; Timed adds the
 // recorded gaps. ctx bounds it all.
