@@ -16,15 +16,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// A cancel can be judged only by what shows the work: progress
-// notifications for the request's token, the server's CPU time and the
-// processes it started (Linux, child servers: /proc), and the response. The
-// criteria first learn what the Slow call looks like while it works (its
-// signature), then cancel and watch: work that goes on shows in one of them;
-// work that stopped shows as the signature going quiet. When the signature
-// has nothing to go quiet (no progress, no CPU use, no processes, unknown
-// duration), the verdict is "unverified", never "stopped".
-
 // cancelled is what was seen of a cancelled request: samples at the cancel,
 // after the grace and at the end of the watch.
 type cancelled struct {
@@ -235,16 +226,23 @@ func newProgressToken() string { return fmt.Sprintf("mcpstdio-%d", tokens.Add(1)
 // work before it cancels.
 func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 10*c.CancelGrace) }
 
-// CheckCancelStopsWork watches p, a request at work, cancels it and judges
-// by its progress, CPU demand and processes (Linux) whether the work stopped;
-// a late response or work that goes on fails in 2026-07-28 and warns before.
-// Without evidence either way it warns "unverified".
+// CheckCancelStopsWork watches p, a request at work, for a while (until it
+// has sent three progress notifications, or min(Within, 10×CancelGrace)),
+// to learn what its work looks like; then cancels it, lets CancelGrace
+// pass, watches on (SlowDuration, see ServerConfig) and judges whether the
+// work stopped.
+//
+// A cancel can be judged only by what shows the work: progress
+// notifications for the request's token, the server's CPU time and the
+// processes it started (Linux, child servers: /proc), and the response.
+// Work that goes on shows in one of them; work that stopped shows as what
+// was learned going quiet. When there is nothing to go quiet (no progress,
+// no CPU use, no processes, unknown duration), the verdict is a warning
+// that says "unverified", never "stopped". A response after the cancel
+// fails in 2026-07-28 (MUST NOT) and warns before it (SHOULD NOT), as does
+// work that went on. Processes the server already ran when
+// CheckCancelStopsWork was called are not taken for the call's.
 func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig) Result {
-	// It watches until p has sent three progress notifications, or for
-	// min(Within, 10×CancelGrace), to learn what its work looks like. A response
-	// after the cancel is a MUST NOT in 2026-07-28 and a SHOULD NOT before.
-	// Processes the server already ran when it was called are not taken for the
-	// call's.
 	return cancelStopsWork(ctx, s, p, cfg.withDefaults(), sampleWork(s, nil))
 }
 
@@ -317,13 +315,14 @@ func AssertCancelDuringWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) 
 	report(t, CheckCancelDuringWork(testContext(t), s, cfg))
 }
 
-// CheckCancelBeforeWork sends the Slow call with notifications/cancelled
-// right behind it and watches that no work follows; then a second request
-// must complete.
+// CheckCancelBeforeWork sends the Slow call and notifications/cancelled
+// right behind it, before the server can have done any work worth speaking
+// of, and watches, as CheckCancelStopsWork does, that no work follows. The
+// first call's silence is evidence only where work is visible: unless the
+// watch already showed the work going on, it then sends the Slow call
+// again, watches it at work for a while and cancels it too, to know what
+// the work would have looked like. A second request must complete.
 func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The first call's silence is evidence only where work is visible: to know
-	// what it would have looked like, the Slow call is sent again, watched at
-	// work for a while and cancelled too.
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured (ServerConfig.Slow)")
