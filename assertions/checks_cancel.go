@@ -167,8 +167,9 @@ func (c cancelled) judge(s *mcptest.Session, g signature, cfg ServerConfig, ctx 
 		stopped = append(stopped, fmt.Sprintf("no response within the Slow call's own duration (%v)", cfg.SlowDuration))
 	}
 	if answer != "" {
-		// The seed allows the race: what is required is that the work
-		// stops; the answer is a SHOULD NOT (a MUST NOT in 2026-07-28).
+		// The specification allows the race of a cancel with the answer:
+		// what is required is that the work stops; the answer is a SHOULD
+		// NOT (a MUST NOT in 2026-07-28).
 		must := "the specification says SHOULD NOT"
 		if isModernEra(era) {
 			must = "the 2026-07-28 stdio transport says MUST NOT"

@@ -120,7 +120,8 @@ type Faults struct {
 //   - RespondAfterCancel: -32603 "context canceled" is how mcp-go writes it.
 //   - NaiveLoop: it reads a message, handles it and writes its response
 //     before reading the next, so it cannot see a cancel or a second request
-//     while a stdout write is blocked (the seed article's victim).
+//     while a stdout write is blocked: the server that back-pressure
+//     freezes.
 //   - InvalidJSONAfter: the line is the start of an object that never ends.
 //   - RawNewline: the newline is right after the leading {"jsonrpc":"2.0",.
 //   - OversizedAfter: exactly OversizedSize bytes without the newline, and at
