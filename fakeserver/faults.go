@@ -85,8 +85,8 @@ type Faults struct {
 	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
 
-	// The host faults (faults_host.go): what a host's own timeout, cancel
-	// and restart logic is judged by.
+	// The host faults: what a host's own timeout, cancel and restart
+	// logic is judged by.
 
 	// Call makes the first tools/call, whatever tool it names, behave as
 	// one of callModes, or as the fake tool of that name with CallArgs;
