@@ -121,7 +121,7 @@ var ratios = func() []ratio {
 	return append(rs,
 		ratio{"host", "host round trip, trivial call, in-process raw server (ns/op)", "pipe ping-pong of the same two lines", "≤ 3×", "×",
 			over("BenchmarkRoundTrip/host", "BenchmarkRoundTrip/pingpong", "ns/op")},
-		ratio{"host", "host ingest, 100,000 notifications live (MB/s)", "bare Framer on the same live flood", "", "×", // no target: no real server writes a tenth as fast (README, issue 34)
+		ratio{"host", "host ingest, 100,000 notifications live (MB/s)", "bare Framer on the same live flood", "", "×", // no target: no real server writes a tenth as fast (README)
 			over("BenchmarkIngest/host", "BenchmarkIngest/framer-live", "MB/s")},
 		ratio{"host", "host ingest, live (MB/s)", "Framer + ParseMessage, same bytes in memory", "", "×",
 			over("BenchmarkIngest/host", "BenchmarkIngest/framer", "MB/s")},
