@@ -1,0 +1,249 @@
+package mcpstdio_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestDocComments keeps contracts where go doc shows them. Over every
+// non-test Go file of the main module it reports:
+//
+//   - a comment block that ends one blank line above an exported
+//     declaration (or above its doc comment): go doc drops it, so what it
+//     says about that name is lost to its readers. Its text belongs in the
+//     doc comment of the name it describes, or beside the code it explains.
+//     A top-level declaration is exported when go doc shows it: an exported
+//     function, an exported method of an exported type, a type, const or
+//     var declaration that names at least one exported identifier.
+//   - a comment that opens the body of an exported function or method:
+//     any comment between the body's "{" and its first statement (or its
+//     "}" when it has none). Such a comment is what a reader takes for the
+//     function's contract, and go doc does not show it: what a caller needs
+//     goes in the doc comment, and a note on the code sits beside the
+//     statement it explains, after the first. The rule is syntactic and
+//     strict on purpose: it cannot tell a contract from a note on the first
+//     statement, so it asks for neither there.
+//   - an exported package-level variable whose type is or holds a function
+//     type, or is any (interface{}): another package can set it, which is a
+//     bridge between packages hidden from go doc, gopls and the compiler's
+//     type checks. What another package needs is an exported function,
+//     method or type; a hook a caller sets is a field of a config struct.
+func TestDocComments(t *testing.T) {
+	fset, files := moduleSource(t)
+	for _, f := range files {
+		for _, p := range docProblems(fset, f.ast) {
+			t.Errorf("%s:%s", f.path, p)
+		}
+	}
+}
+
+// docProblems returns what TestDocComments reports of one file, as
+// "line: what".
+func docProblems(fset *token.FileSet, f *ast.File) []string {
+	line := func(p token.Pos) int { return fset.Position(p).Line }
+	var out []string
+	endsAt := map[int]*ast.CommentGroup{} // comment blocks by their last line
+	for _, c := range f.Comments {
+		endsAt[line(c.End())] = c
+	}
+	prevEnd := line(f.Name.End())
+	for _, d := range f.Decls {
+		start := d.Pos()
+		var doc *ast.CommentGroup
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			doc = d.Doc
+		case *ast.GenDecl:
+			doc = d.Doc
+		}
+		if doc != nil {
+			start = doc.Pos()
+		}
+		if name, ok := exportedDecl(d); ok {
+			if c := endsAt[line(start)-2]; c != nil && line(c.Pos()) > prevEnd {
+				out = append(out, fmt.Sprintf("%d: a comment block one blank line above %s, which go doc does not show: move what it says into %s's doc comment, or beside the code it explains", line(c.Pos()), name, name))
+			}
+		}
+		prevEnd = line(d.End())
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if c := bodyOpening(f, d); c != nil {
+				out = append(out, fmt.Sprintf("%d: the body of %s opens with a comment (%q): what a caller needs goes in the doc comment; a note on the code goes beside the statement it explains", line(c.Pos()), funcName(d), firstWords(c.Text())))
+			}
+		case *ast.GenDecl:
+			if d.Tok != token.VAR {
+				continue
+			}
+			for _, s := range d.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !n.IsExported() {
+						continue
+					}
+					if bridgeType(vs, i) {
+						out = append(out, fmt.Sprintf("%d: exported variable %s holds a function (or is any): another package can set it, a bridge hidden from go doc and the type checker; export a function, a method or a type instead", line(n.Pos()), n.Name))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// exportedDecl returns the first exported name a top-level declaration
+// gives go doc to show, if any.
+func exportedDecl(d ast.Decl) (string, bool) {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if exportedFunc(d) {
+			return funcName(d), true
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() {
+					return s.Name.Name, true
+				}
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() {
+						return n.Name, true
+					}
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// funcName names a function or method as go doc does: F or T.M.
+func funcName(d *ast.FuncDecl) string {
+	if r := receiverName(d.Recv); r != "" {
+		return r + "." + d.Name.Name
+	}
+	return d.Name.Name
+}
+
+// bodyOpening returns the comment that opens the body of an exported
+// function or method, or nil.
+func bodyOpening(f *ast.File, d *ast.FuncDecl) *ast.CommentGroup {
+	if d.Body == nil || !exportedFunc(d) {
+		return nil
+	}
+	end := d.Body.Rbrace
+	if len(d.Body.List) > 0 {
+		end = d.Body.List[0].Pos()
+	}
+	i := sort.Search(len(f.Comments), func(i int) bool { return f.Comments[i].Pos() > d.Body.Lbrace })
+	if i < len(f.Comments) && f.Comments[i].End() <= end {
+		return f.Comments[i]
+	}
+	return nil
+}
+
+// bridgeType reports whether the i-th variable of vs is a function, holds
+// one, or is any: declared so, or, without a declared type, given a
+// function literal or a composite literal of such a type.
+func bridgeType(vs *ast.ValueSpec, i int) bool {
+	if vs.Type != nil {
+		return holdsFunc(vs.Type)
+	}
+	if i < len(vs.Values) {
+		switch v := vs.Values[i].(type) {
+		case *ast.FuncLit:
+			return true
+		case *ast.CompositeLit:
+			return v.Type != nil && holdsFunc(v.Type)
+		}
+	}
+	return false
+}
+
+// holdsFunc reports whether a type expression is or contains a function
+// type, or is any (interface{}).
+func holdsFunc(e ast.Expr) bool {
+	if id, ok := e.(*ast.Ident); ok && id.Name == "any" {
+		return true
+	}
+	if it, ok := e.(*ast.InterfaceType); ok && len(it.Methods.List) == 0 {
+		return true
+	}
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncType); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// firstWords returns the start of a comment's text, for a message.
+func firstWords(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return s
+}
+
+// TestDocCommentsFinds checks that TestDocComments' rules fire on what they
+// describe, and not on a doc comment, a note after the first statement or
+// a hook field.
+func TestDocCommentsFinds(t *testing.T) {
+	src := `package p
+
+// Detached says what F does, one blank line too far up.
+
+// F does a thing.
+func F() {
+	// The caller must hold the lock.
+	g()
+}
+
+// G is fine.
+func G() {
+	g()
+	// A note on the next statement.
+	g()
+}
+
+// H is fine too: unexported methods and functions are not go doc's.
+func (h) m() {
+	// anything
+}
+
+// Hook is a bridge.
+var Hook func(any) any
+
+// Table holds one.
+var Table = struct{ F func() }{}
+
+// Config is fine: its hooks are fields a caller sets.
+type Config struct{ OnStatus func() error }
+
+// Err is fine.
+var Err = errorsNew("x")
+`
+	fset := token.NewFileSet()
+	f := parseString(t, fset, src)
+	got := strings.Join(docProblems(fset, f), "\n")
+	for _, want := range []string{
+		"3: a comment block one blank line above F",
+		"7: the body of F opens with a comment",
+		"24: exported variable Hook",
+		"27: exported variable Table",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("docProblems does not report %q; it reports:\n%s", want, got)
+		}
+	}
+	if n := len(docProblems(fset, f)); n != 4 {
+		t.Errorf("docProblems reports %d problems, want 4:\n%s", n, got)
+	}
+}
