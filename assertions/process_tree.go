@@ -16,7 +16,7 @@ func peakMemoryKB(pid int) (int64, error) {
 	if pid <= 0 {
 		return 0, errors.New("not a child process")
 	}
-	return proc.PeakMemory(pid)
+	return proc.StatusKB(pid, "VmHWM")
 }
 
 // cpuRun returns the time pid's threads have run on a CPU (schedstat, in

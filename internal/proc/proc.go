@@ -1,7 +1,8 @@
 // Package proc is the one reader of what Linux /proc shows of processes —
 // stat, schedstat, status, syscall, wchan, children, fd links, cmdline and
 // environ — for the diagnoses and the evidence of every package that needs
-// them, and the one way to walk a process tree (Descendants). Elsewhere its
+// them, and of the machine (load average, CPU model) for the benchmark
+// tool; and the one way to walk a process tree (Descendants). Elsewhere its
 // functions report that they cannot tell: false, "?", nil or an error
 // wrapping errors.ErrUnsupported.
 package proc

@@ -226,9 +226,9 @@ func descendantsByParent(pid, limit int) []int {
 	return out
 }
 
-// PeakMemory returns process pid's peak resident set size (VmHWM in
-// /proc/<pid>/status), in KiB.
-func PeakMemory(pid int) (int64, error) {
+// StatusKB returns a field of process pid's /proc/<pid>/status counted in
+// kB, such as VmHWM (its peak resident set size), RssAnon or RssFile.
+func StatusKB(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -236,11 +236,40 @@ func PeakMemory(pid int) (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 		}
 	}
-	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// LoadAverage returns the machine's 1-, 5- and 15-minute load averages
+// (/proc/loadavg).
+func LoadAverage() ([3]float64, error) {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l, err
+	}
+	if _, err := fmt.Sscan(string(b), &l[0], &l[1], &l[2]); err != nil {
+		return l, fmt.Errorf("/proc/loadavg: %w", err)
+	}
+	return l, nil
+}
+
+// CPUModel returns the model name of the machine's first CPU
+// (/proc/cpuinfo), or "" if it does not say.
+func CPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // Stopped reports whether every thread of process pid is stopped (state T

@@ -39,10 +39,18 @@ func PipeLink(*os.File) string { return "" }
 // Descendants: without /proc, a process's descendants are unknown.
 func Descendants(int, int) []int { return nil }
 
-// PeakMemory: without /proc, a process's peak memory is unknown.
-func PeakMemory(int) (int64, error) {
-	return 0, fmt.Errorf("proc: peak memory: %w", errors.ErrUnsupported)
+// StatusKB: without /proc, a process's memory is unknown.
+func StatusKB(int, string) (int64, error) {
+	return 0, fmt.Errorf("proc: status: %w", errors.ErrUnsupported)
 }
+
+// LoadAverage: without /proc, the load average is unknown.
+func LoadAverage() ([3]float64, error) {
+	return [3]float64{}, fmt.Errorf("proc: load average: %w", errors.ErrUnsupported)
+}
+
+// CPUModel: without /proc, the CPU's model is unknown.
+func CPUModel() string { return "" }
 
 // Stopped: without /proc, whether a process is stopped is unknown.
 func Stopped(int) (stopped, known bool) { return false, false }

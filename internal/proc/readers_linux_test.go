@@ -42,8 +42,14 @@ func TestReaders(t *testing.T) {
 	if run, _, ok := proc.Schedstat(self, self); ok && run <= 0 {
 		t.Errorf("Schedstat(self, main thread) = run %v; want more than 0", run)
 	}
-	if kb, err := proc.PeakMemory(self); err != nil || kb <= 0 {
-		t.Errorf("PeakMemory(self) = %d, %v; want more than 0 KiB", kb, err)
+	if kb, err := proc.StatusKB(self, "VmHWM"); err != nil || kb <= 0 {
+		t.Errorf("StatusKB(self, VmHWM) = %d, %v; want more than 0 KiB", kb, err)
+	}
+	if _, err := proc.StatusKB(self, "NoSuchField"); err == nil {
+		t.Error("StatusKB(self, NoSuchField): no error")
+	}
+	if l, err := proc.LoadAverage(); err != nil || l[0] < 0 || l[1] < 0 || l[2] < 0 {
+		t.Errorf("LoadAverage() = %v, %v; want three averages", l, err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
