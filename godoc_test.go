@@ -247,3 +247,32 @@ var Err = errorsNew("x")
 		t.Errorf("docProblems reports %d problems, want 4:\n%s", n, got)
 	}
 }
+
+// TestRootDocListsPackages checks that the module's package comment (the
+// root doc.go) names every public package and every command, so that a
+// package added later is not missing from the first page a reader opens.
+func TestRootDocListsPackages(t *testing.T) {
+	_, files := moduleSource(t)
+	var doc string
+	want := map[string]bool{}
+	for _, f := range files {
+		if f.dir == "." && f.ast.Doc != nil {
+			doc = f.ast.Doc.Text()
+		}
+		switch {
+		case f.dir == ".":
+		case publicPackage(f):
+			want["[github.com/mcpstdio/mcpstdio/"+f.dir+"]"] = true
+		case f.ast.Name.Name == "main" && strings.HasPrefix(f.dir, "cmd/") && !strings.Contains(f.dir, "internal"):
+			want["github.com/mcpstdio/mcpstdio/"+f.dir] = true
+		}
+	}
+	if doc == "" {
+		t.Fatal("the root package has no package comment")
+	}
+	for name := range want {
+		if !strings.Contains(doc, name) {
+			t.Errorf("the root package comment does not name %s", name)
+		}
+	}
+}
