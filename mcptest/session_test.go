@@ -35,8 +35,8 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 }
 
 // TestBlockedWriter reproduces the blocked server of the article this project
-// grew from: host reads stop while a naive server writes a big response (8
-// MiB, 2 MiB under -race) in one Write.
+// grew from: host reads stop while a naive server writes a big response
+// (8 MiB, 2 MiB under -race) in one Write.
 func TestBlockedWriter(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {
