@@ -47,9 +47,10 @@ type Pending struct {
 func (p *Pending) ID() int64 { return p.id }
 
 // Progress returns how many notifications/progress have arrived for the
-// request's progress token (params._meta.progressToken, compared as JSON
-// values), whether they were kept for TakeNotifications or dropped from its
-// bounded store; 0 for a request without a token. It counts arrivals at
+// request's progress token (params._meta.progressToken), whether they were
+// kept for TakeNotifications or dropped from its bounded store; 0 for a
+// request without a token. Tokens compare as JSON values, so a server that
+// writes "a&b" for the token "a\u0026b" is counted. It counts arrivals at
 // the host: with reads stalled, progress the server has written waits in
 // the pipe and is not counted yet.
 func (p *Pending) Progress() int64 {
