@@ -89,8 +89,9 @@ type Faults struct {
 	// logic is judged by.
 
 	// Call makes the first tools/call, whatever tool it names, behave as
-	// one of callModes, or as the fake tool of that name with CallArgs;
-	// later calls of a tool the fake does not have are answered as echo.
+	// one of CallHang, CallProgress and CallCrash, or as the fake tool of
+	// that name with CallArgs; later calls of a tool the fake does not
+	// have are answered as echo.
 	Call string `flag:"call" usage:"the first tools/call, whatever its tool: hang, progress, crash, or a tool's name (with -call-args)"`
 	// CallArgs are the JSON arguments the -call tool runs with, in place
 	// of the host's own.
