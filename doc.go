@@ -19,6 +19,9 @@
 //     stall its stdout, cancel, count, diagnose.
 //   - [github.com/mcpstdio/mcpstdio/fakeserver]: an MCP server that
 //     misbehaves on demand, for testing hosts.
+//   - [github.com/mcpstdio/mcpstdio/cancelrule]: whether a server stopped
+//     the work of a request it was told to cancel, judged by what shows the
+//     work (progress, CPU demand, the processes it started).
 //   - [github.com/mcpstdio/mcpstdio/assertions]: the release criteria as
 //     checks and batteries (ServerCriteria, HostCriteria).
 //   - [github.com/mcpstdio/mcpstdio/proxy]: a faithful stdio

@@ -1,23 +1,14 @@
-package assertions
+package cancelrule
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
-// treeLimit bounds the descendants of a server the cancel criteria look at.
+// treeLimit bounds the descendants of a server the rule looks at.
 const treeLimit = 1024
-
-// peakMemoryKB returns a process's peak resident set size (VmHWM) in KiB.
-func peakMemoryKB(pid int) (int64, error) {
-	if pid <= 0 {
-		return 0, errors.New("not a child process")
-	}
-	return proc.StatusKB(pid, "VmHWM")
-}
 
 // cpuRun returns the time pid's threads have run on a CPU (schedstat, in
 // nanoseconds, where stat counts 10ms ticks), and adds each thread's run
@@ -54,8 +45,7 @@ func runOr(pid int, cpu time.Duration, threads map[string][2]time.Duration) time
 // descended from it (the server and what it started, including what has
 // exited and been reaped), each live thread's run time and run-queue wait,
 // and the live descendants with their command lines. ok is false where
-// /proc cannot tell (off Linux: the cancel criteria then judge by the wire
-// alone).
+// /proc cannot tell (off Linux: the rule then judges by the wire alone).
 func processTree(pid int) (cpu time.Duration, descendants map[int]string, threads map[string][2]time.Duration, ok bool) {
 	if pid <= 0 {
 		return 0, nil, nil, false
