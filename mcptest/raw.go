@@ -45,8 +45,9 @@ func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pend
 func (s *Session) TakeNotifications() []Notification { return s.takeNotifications() }
 
 // Changed returns a channel that is closed at the next change a waiter may
-// care about: a frame dispatched, a request ended, stdout ended, the
-// session closed. Bytes that arrive inside a frame change nothing: a caller
+// care about: a frame dispatched (or one over the transport limit
+// discarded), a request ended, stdout ended, the server exited, the
+// session ended or closed. Bytes that arrive inside a frame change nothing: a caller
 // waiting for bytes polls Stdout as well (or calls WaitStdoutBytes). Call
 // Changed again after each close for the next change.
 func (s *Session) Changed() <-chan struct{} {
