@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -32,13 +34,64 @@ import (
 //     bridge between packages hidden from go doc, gopls and the compiler's
 //     type checks. What another package needs is an exported function,
 //     method or type; a hook a caller sets is a field of a config struct.
+//
+// And in what go doc shows of the public packages (their package comments,
+// the doc comments of exported names and the comments inside exported
+// types), it reports a source file's name (pkg.go.dev readers cannot open
+// one), "seed" (a word only the project's history explains) and an issue
+// number of this project's tracker, which the repository does not hold.
 func TestDocComments(t *testing.T) {
 	fset, files := moduleSource(t)
 	for _, f := range files {
 		for _, p := range docProblems(fset, f.ast) {
 			t.Errorf("%s:%s", f.path, p)
 		}
+		if publicPackage(f) {
+			for _, p := range publicDocProblems(fset, f.ast) {
+				t.Errorf("%s:%s", f.path, p)
+			}
+		}
 	}
+}
+
+// privateWords are what public docs must not say: a source file's name,
+// "seed", a tracker's issue number.
+var privateWords = regexp.MustCompile(`\b[a-z0-9_]+\.go\b|(?i)\bseed\b|(?i)\bissues? #?[0-9]+`)
+
+// publicDocProblems returns the private words in what go doc shows of one
+// file of a public package, as "line: what".
+func publicDocProblems(fset *token.FileSet, f *ast.File) []string {
+	var groups []*ast.CommentGroup
+	if f.Doc != nil {
+		groups = append(groups, f.Doc)
+	}
+	for _, d := range f.Decls {
+		if _, ok := exportedDecl(d); !ok {
+			continue
+		}
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			groups = append(groups, d.Doc)
+		case *ast.GenDecl:
+			groups = append(groups, d.Doc)
+			groups = append(groups, shownInside(f, d)...)
+		}
+	}
+	var out []string
+	for _, c := range groups {
+		if c == nil {
+			continue
+		}
+		for _, l := range c.List {
+			for _, m := range privateWords.FindAllString(l.Text, -1) {
+				if strings.HasSuffix(m, "_test.go") {
+					continue // the Go convention, not a file of ours
+				}
+				out = append(out, fmt.Sprintf("%d: go doc shows %q: say what is meant instead", fset.Position(l.Pos()).Line, m))
+			}
+		}
+	}
+	return out
 }
 
 // docProblems returns what TestDocComments reports of one file, as
@@ -183,6 +236,49 @@ func holdsFunc(e ast.Expr) bool {
 	return found
 }
 
+// shownInside returns the comments inside a declaration that go doc shows
+// with its source: those of its exported specs, and inside an exported
+// struct or interface type every comment but those of unexported fields
+// and methods (go doc leaves those out).
+func shownInside(f *ast.File, d *ast.GenDecl) []*ast.CommentGroup {
+	var out []*ast.CommentGroup
+	for _, spec := range d.Specs {
+		switch s := spec.(type) {
+		case *ast.ValueSpec:
+			if slices.ContainsFunc(s.Names, (*ast.Ident).IsExported) {
+				out = append(out, s.Doc, s.Comment)
+			}
+		case *ast.TypeSpec:
+			if !s.Name.IsExported() {
+				continue
+			}
+			out = append(out, s.Doc, s.Comment)
+			hidden := map[*ast.CommentGroup]bool{}
+			var fields *ast.FieldList
+			switch t := s.Type.(type) {
+			case *ast.StructType:
+				fields = t.Fields
+			case *ast.InterfaceType:
+				fields = t.Methods
+			}
+			if fields == nil {
+				continue
+			}
+			for _, fl := range fields.List {
+				if len(fl.Names) > 0 && !slices.ContainsFunc(fl.Names, (*ast.Ident).IsExported) {
+					hidden[fl.Doc], hidden[fl.Comment] = true, true
+				}
+			}
+			for _, c := range f.Comments {
+				if c.Pos() > fields.Opening && c.End() < fields.Closing && !hidden[c] {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // firstWords returns the start of a comment's text, for a message.
 func firstWords(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -273,6 +369,44 @@ func TestRootDocListsPackages(t *testing.T) {
 	for name := range want {
 		if !strings.Contains(doc, name) {
 			t.Errorf("the root package comment does not name %s", name)
+		}
+	}
+}
+
+// TestPublicDocProblemsFinds checks that the private words are found where
+// go doc shows them, and only there.
+func TestPublicDocProblemsFinds(t *testing.T) {
+	src := `// Package p is documented (see doc.go).
+package p
+
+// F is described in reader.go.
+func F() {}
+
+// T is fine.
+type T struct {
+	// A is the seed's number.
+	A int
+	// b is hidden: framer.go may be named here.
+	b int
+	// The faults (faults_host.go):
+
+	// C is fine; a _test.go file is the Go convention.
+	C int
+}
+
+// g is unexported: issue 12 may be named here.
+func g() {}
+`
+	fset := token.NewFileSet()
+	got := strings.Join(publicDocProblems(fset, parseString(t, fset, src)), "\n")
+	for _, want := range []string{`1: go doc shows "doc.go"`, `4: go doc shows "reader.go"`, `9: go doc shows "seed"`, `13: go doc shows "faults_host.go"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("publicDocProblems does not report %s; it reports:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"framer.go", "issue 12", "_test.go"} {
+		if strings.Contains(got, not) {
+			t.Errorf("publicDocProblems reports %q, which go doc does not show:\n%s", not, got)
 		}
 	}
 }
