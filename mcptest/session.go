@@ -100,16 +100,17 @@ type Session struct {
 // negotiation, with the session's diagnosis, after closing it.
 //
 // Negotiation follows the stdio backward-compatibility rule of protocol
-// 2026-07-28: a server/discover probe with the modern _meta; a result, or
-// an UnsupportedProtocolVersionError that lists a modern version this host
+// 2026-07-28: a server/discover probe with the modern _meta; a result, or an
+// UnsupportedProtocolVersionError that lists a modern version this host
 // knows, means the modern era, where every request carries the _meta fields;
 // any other error, or no answer within the probe timeout (WithProbeTimeout),
-// means an earlier era: initialize offering 2025-11-25, accepting the
-// version the server answers, then notifications/initialized. A server that
-// lists only earlier versions is offered 2025-11-25 if it lists it, else
-// its latest. WithProtocolVersion(v) skips the probe: a modern v is used
-// without any exchange, an older v is offered in initialize. A probe or
-// initialize given up on when the handshake's bound ends is cancelled
+// means an earlier era: initialize offering 2025-11-25, accepting the version
+// the server answers, then notifications/initialized. A server that lists
+// only earlier versions is offered 2025-11-25 if it lists it, else its
+// latest; one whose versions are all modern and unknown to this host fails
+// Start. WithProtocolVersion(v) skips the probe: a modern v is used without
+// any exchange, an older v is offered in initialize. A probe or initialize
+// given up on when the handshake's bound ends is cancelled
 // (notifications/cancelled). The probe and its outcome are noted in the
 // transcript.
 func Start(ctx context.Context, target Target, opts ...Option) (*Session, error) {
