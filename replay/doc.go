@@ -21,10 +21,15 @@
 //
 //     replay.TestServer(t, mcptest.Command("./myserver"), "testdata/hang.ndjson")
 //
-// Both players share one scheduler: each action comes once what it
-// depended on in the record has happened; Timed also keeps the recorded
-// gaps. Report gives the rules' findings (or the departures), what was done
-// with each recorded stall and what was not played; Strict fails on what
-// was not played or judged. Redact hashes or drops fields, so that a
-// redacted record can be committed as test data.
+// Both players share one scheduler: by default each action comes as soon as
+// what it depended on in the record has happened (the messages the recorded
+// side had received before acting); Timed also keeps the recorded gaps.
+// Report gives the rules' findings (Finding; or, under Same and for Serve,
+// the departures: Missing, Extra, Different, StallNotBlocking, and
+// Unchecked where the record has only a message's head, a record made
+// without -log-bodies), what was done with each recorded stall
+// (Report.Stalls) and what was not played (Report.Unplayed); Strict fails
+// on what was not played, judged or checked. Redact hashes or drops fields
+// by JSON path at load and save (Record.Write), so that a redacted record
+// can be committed as test data.
 package replay
