@@ -132,7 +132,7 @@ func TestCutRecord(t *testing.T) {
 			if rec.Cut == "" {
 				t.Fatal("Record.Cut is empty")
 			}
-			rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec)
+			rep, err := replay.Host(ctxFor(t), fakeTarget(t), rec, replay.Same())
 			if err != nil {
 				t.Fatal(err)
 			}
