@@ -193,6 +193,14 @@ func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) host
 	case <-ctx.Done():
 		run.killed = true
 	}
+	return r.commandOutcome()
+}
+
+// commandOutcome says how the host command ended, once it has, or, if the
+// criterion gave up on it (run.killed), kills it with its process group
+// first.
+func (r *hostFixture) commandOutcome() hostOutcome {
+	run := r.run
 	if run.killed {
 		killProcessGroup(run.cmd)
 		<-run.done // endHolders bounds it
@@ -265,17 +273,31 @@ func (r *hostFixture) startCheck(ctx context.Context, first *firstRun) error {
 		return err
 	}
 	o := r.waitCommand(ctx, r.cfg.StartTimeout)
+	// The fake writes its report as it goes, on a goroutine of its own: a
+	// host that exits as soon as it has its answer can be gone before the
+	// report shows the handshake or the call. The report is whole once the
+	// fake has ended, which a fake whose host is gone does at stdin's end
+	// (bounded by Within: the host may have left it something to read).
+	if !r.run.killed {
+		r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+	}
 	rep, _ := r.fakeReport()
 	first.sent = requestMethods(rep)
-	shook := false
 	for _, q := range rep.Requests {
 		first.called = first.called || q.Method == wire.MethodToolsCall
-		shook = shook || (q.Method == wire.MethodInitialize || q.Method == wire.MethodDiscover) && q.State == fakeserver.StateDone && q.ResponseBytes > 0
 	}
-	if !shook {
+	if !shookHands(rep) {
 		return fmt.Errorf("the host finished no handshake with the fake (requests the fake saw: %s); it ended with %s", first.sent, o.how())
 	}
 	return nil
+}
+
+// shookHands reports whether the fake answered an initialize or a
+// server/discover.
+func shookHands(rep fakeserver.Report) bool {
+	return slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
+		return (q.Method == wire.MethodInitialize || q.Method == wire.MethodDiscover) && q.State == fakeserver.StateDone && q.ResponseBytes > 0
+	})
 }
 
 // firstRun is what a host command sent in the battery's first run.

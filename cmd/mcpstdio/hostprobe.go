@@ -42,8 +42,9 @@ that read their servers from a config file:
 
 Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
 shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
-for the host's own timeout, then at most -within for the fake's last
-report; the other criteria 3×-within in all. The first run gets
+for the host's own timeout (shutdown-ladder: -host-cap from the first step
+of the ladder the fake sees, once it sees one), then at most -within for
+the fake's last report; the other criteria 3×-within in all. The first run gets
 -start-timeout. A host still running at its bound
 is killed with its process group.
 
