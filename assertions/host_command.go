@@ -276,10 +276,9 @@ func (r *hostFixture) startCheck(ctx context.Context, first *firstRun) error {
 	// The fake writes its report as it goes, on a goroutine of its own: a
 	// host that exits as soon as it has its answer can be gone before the
 	// report shows the handshake or the call. The report is whole once the
-	// fake has ended, which a fake whose host is gone does at stdin's end
-	// (bounded by Within: the host may have left it something to read).
+	// fake has ended (see fakeEnded).
 	if !r.run.killed {
-		r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+		r.waitReport(ctx, fakeEnded)
 	}
 	rep, _ := r.fakeReport()
 	first.sent = requestMethods(rep)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -138,7 +140,7 @@ func furtherNote(made bool) string {
 func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	if r.command != nil {
 		if !r.run.killed { // a killed host's fake was killed with it
-			r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+			r.waitReport(ctx, fakeEnded)
 		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
@@ -147,6 +149,23 @@ func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	}
 	rep, _ := r.fakeReport()
 	return rep
+}
+
+// fakeEnded reports whether the fake's report is its last: the fake has
+// ended (Exit), or, on Linux, it is gone without saying so (killed with
+// SIGKILL, as some hosts end their servers). Elsewhere only Exit tells, and
+// waitReport's bound ends the wait for a killed fake. A fake whose host is
+// gone ends at stdin's end; the bound also ends the wait for one the host
+// left something to read.
+func fakeEnded(rep fakeserver.Report) bool {
+	if rep.Exit != "" {
+		return true
+	}
+	if runtime.GOOS != "linux" || rep.PID <= 0 {
+		return false
+	}
+	id, ok := proc.Identify(rep.PID)
+	return !ok || !id.Running()
 }
 
 // deaf reports whether the fake, by its report, reads nothing more: it
