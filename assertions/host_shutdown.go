@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,11 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 	)
 	if r.command != nil {
 		o, first := r.waitShutdown(ctx)
+		// The fake writes its report on a goroutine of its own, which a
+		// loaded machine can leave behind the host's exit: wait until the
+		// report shows the fake ended, or what it got from its host (a fake
+		// the host left running sees at least its stdin's end).
+		r.waitReport(ctx, func(rep fakeserver.Report) bool { return fakeEnded(rep) || rep.EOF || len(rep.Signals) > 0 })
 		// The servers it left: the fakes among what ran on after it
 		// (anything else it left is named when the criterion closes).
 		pids := map[int]bool{}
@@ -48,6 +54,11 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 		}
 		for _, p := range r.run.left {
 			if pids[p.id.PID] {
+				left = append(left, p)
+			}
+		}
+		for _, p := range r.fakeIDs() { // running still, so at its exit too
+			if !slices.ContainsFunc(left, func(l leftProc) bool { return l.id == p.id }) {
 				left = append(left, p)
 			}
 		}
