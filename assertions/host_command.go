@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/child"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -23,7 +24,9 @@ import (
 // HostCommand is a host under test given as a command, in any language: it
 // is run once per criterion against a fresh fake server, makes its own
 // calls (the fake answers whatever tool it calls as the criterion needs),
-// and is judged by what the fake saw and by how it ended.
+// and is judged by what the fake saw and by how it ended. It runs in a
+// process group of its own (Unix) and, on Linux, with a parent-death
+// signal: it is killed (SIGKILL) if the process running the criteria dies.
 type HostCommand struct {
 	// Argv is the host's command. A word {server} becomes the fake's
 	// command line; in any word, {server_json}, {server_command_json} and
@@ -155,19 +158,10 @@ func (r *hostFixture) startCommand(flags []string) error {
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setProcessGroup(cmd)
 	run.begin = time.Now()
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return fmt.Errorf("starting the host command: %w", err)
-	}
-	r.run = run
 	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = io.Copy(run.out, pr)
-	}()
-	go func() {
+	// Started and waited for on a thread kept for the host's life, which
+	// its parent-death signal needs (see child.Start).
+	err = child.Start(cmd, func() {
 		err := cmd.Wait()
 		run.ended = time.Now()
 		run.left = r.leftRunning(run)
@@ -176,6 +170,16 @@ func (r *hostFixture) startCommand(flags []string) error {
 		<-copied
 		run.err = err
 		close(run.done)
+	})
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return fmt.Errorf("starting the host command: %w", err)
+	}
+	r.run = run
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(run.out, pr)
 	}()
 	return nil
 }

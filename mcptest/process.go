@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/internal/child"
 )
 
 // ExitHow says how a server ended; the zero value means it is still
@@ -118,18 +119,11 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = s.cfg.grace
 	}
-	err := cmd.Start()
-	// The child has its own copies now; holding ours would hide its exit
-	// (no EOF on stdout, no EPIPE on stdin).
-	s.stdin.R.Close()
-	s.stdout.W.Close()
-	s.stderr.W.Close()
-	if err != nil {
-		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
-	}
 	c := &childProc{cmd: cmd, exited: make(chan struct{}), marker: marker}
 	s.wg.Add(1)
-	go func() {
+	// Started and waited for on a thread kept for the child's life, which
+	// its parent-death signal needs (see child.Start).
+	err := child.Start(cmd, func() {
 		defer s.wg.Done()
 		err := cmd.Wait()
 		c.mu.Lock()
@@ -162,7 +156,16 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 		killGroup(cmd)
 		close(c.exited)
 		s.bump()
-	}()
+	})
+	// The child has its own copies now; holding ours would hide its exit
+	// (no EOF on stdout, no EPIPE on stdin).
+	s.stdin.R.Close()
+	s.stdout.W.Close()
+	s.stderr.W.Close()
+	if err != nil {
+		s.wg.Done()
+		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
+	}
 	return c, nil
 }
 

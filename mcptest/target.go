@@ -43,15 +43,17 @@ type Target interface {
 }
 
 // Command returns a Target that runs the named program with args as a child
-// process, like exec.Command.
+// process, like exec.Command: on Unix in a process group of its own, and on
+// Linux with a parent-death signal, so that it is killed (SIGKILL) if this
+// process dies.
 func Command(name string, args ...string) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
 }
 
 // Exec returns a Target that runs cmd, once; its standard streams must be nil.
-// Start sets a zero WaitDelay and, on Unix, a process group.
+// Start sets a zero WaitDelay and, if cmd.SysProcAttr is nil, what Command
+// sets: a process group of its own (Unix) and a parent-death signal (Linux).
 func Exec(cmd *exec.Cmd) Target {
-	// The process group is set only if SysProcAttr is nil.
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
 }
 
