@@ -354,12 +354,17 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 			}
 			begin := time.Now()
 			err = f.startCheck(ctx, first)
-			f.close()
+			took := time.Since(begin)
+			_, cerr := f.close()
 			if err != nil {
 				res := failErr(startRule(command), "the host did not start against the fake", err)
 				return res
 			}
-			return pass("the host started against the fake in %v", time.Since(begin).Round(time.Millisecond))
+			res := pass("the host started against the fake in %v", took.Round(time.Millisecond))
+			if left := (leftBehind("")); errors.As(cerr, &left) {
+				res.Evidence += "; " + string(left)
+			}
+			return res
 		},
 		budget: func(name string) time.Duration { return cfg.StartTimeout + hostBudget(name, cfg) },
 		run:    cfg.Run,

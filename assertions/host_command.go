@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/child"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -27,6 +28,14 @@ import (
 // and is judged by what the fake saw and by how it ended. It runs in a
 // process group of its own (Unix) and, on Linux, with a parent-death
 // signal: it is killed (SIGKILL) if the process running the criteria dies.
+// What it leaves running is ended and named in the criterion's evidence:
+// what holds its output, what carries the run's mark in its environment
+// and, on Linux when the process running the criteria is a child subreaper
+// (prctl PR_SET_CHILD_SUBREAPER, as mcpstdio hostprobe is), every child of
+// that process that appeared during the run, which is where an orphan or a
+// detached daemon of the host ends up. Make a test binary a subreaper only
+// if nothing else in it starts processes while the criteria run: those
+// would be taken for the host's.
 type HostCommand struct {
 	// Argv is the host's command. A word {server} becomes the fake's
 	// command line; in any word, {server_json}, {server_command_json} and
@@ -80,6 +89,7 @@ type commandRun struct {
 	marker string        // KEY=value in the host's environment, and its servers'
 	left   []leftProc    // processes of the run still running when the host exited
 	held   []leftProc    // processes that held the host's output after it exited: ended
+	before []proc.ID     // this process's children before the run (see adopted)
 }
 
 // fakeWords is the fake's command line with flags appended.
@@ -157,6 +167,7 @@ func (r *hostFixture) startCommand(flags []string) error {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setProcessGroup(cmd)
+	run.before = ownChildren()
 	run.begin = time.Now()
 	copied := make(chan struct{})
 	// Started and waited for on a thread kept for the host's life, which
@@ -234,7 +245,8 @@ func (r *hostFixture) endCommand() error {
 	}
 	killProcessGroup(r.run.cmd)
 	<-r.run.done
-	if note := leftNote(r.run.held, endMarked(r.run.marker, r.run.cmd.Process.Pid)); note != "" {
+	escaped := endMarked(r.run.marker, r.run.cmd.Process.Pid)
+	if note := leftNote(r.run.held, escaped, endAdopted(r.run)); note != "" {
 		return leftBehind(note)
 	}
 	return nil

@@ -21,3 +21,6 @@ func Find(*os.File, string) []ID { return nil }
 
 // Group: without /proc, a process's group is unknown.
 func (ID) Group() int { return 0 }
+
+// Children: without /proc, no child is found.
+func Children(int) []ID { return nil }
