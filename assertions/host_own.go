@@ -192,6 +192,31 @@ func cancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) 
 	return rep.Cancels[i], true
 }
 
+// unreadCancelOf returns the cancel of id the fake found unread in its
+// stdin (Report.UnreadCancels).
+func unreadCancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) {
+	i := slices.IndexFunc(rep.UnreadCancels, func(c fakeserver.CancelRecord) bool { return c.ID == id })
+	if i < 0 {
+		return fakeserver.CancelRecord{}, false
+	}
+	return rep.UnreadCancels[i], true
+}
+
+// serverEnd says how the host began ending the fake, and when after the
+// call arrived: its first signal or its stdin's end; "" for neither.
+func serverEnd(rep fakeserver.Report, call fakeserver.RequestRecord) string {
+	what, at := "its stdin's end", rep.EOFAt
+	for _, s := range rep.Signals {
+		if at.IsZero() || s.At.Before(at) {
+			what, at = s.Name, s.At
+		}
+	}
+	if at.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%s %v after the call", what, at.Sub(call.Arrived).Round(time.Millisecond))
+}
+
 func noCall(rep fakeserver.Report, o hostOutcome) Result {
 	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", requestMethods(rep), o.how())
 }
@@ -212,7 +237,14 @@ func requestMethods(rep fakeserver.Report) string {
 // itself within the cap, when, how, and whether it cancelled; fault is what
 // the fake did.
 func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule string, atCap Verdict) Result {
-	rep := r.settled(ctx)
+	return r.judgeGiveUp(r.settled(ctx), o, fault, rule, atCap)
+}
+
+// judgeGiveUp is giveUp's verdict from the fake's settled report. A cancel
+// the fake found unread in its stdin when the host ended it counts as sent
+// (the host ended the server before it could read it); with none, read or
+// unread, the host did not send one before the server's end, which is said.
+func (r *hostFixture) judgeGiveUp(rep fakeserver.Report, o hostOutcome, fault, rule string, atCap Verdict) Result {
 	call, ok := firstCall(rep)
 	if !ok {
 		return noCall(rep, o)
@@ -232,8 +264,27 @@ func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule str
 		return res
 	}
 	after := o.ended.Sub(call.Arrived).Round(time.Millisecond)
+	if u, unread := unreadCancelOf(rep, call.ID); !cancelled && unread {
+		// Sent, and lost to the server only because the host ended it
+		// before it could read it: the host did cancel.
+		return pass("%s: the host %s %v after the call (%s) and sent notifications/cancelled (reason %q), which the server never read: it was still in its stdin when the host ended it (%s)",
+			fault, r.gaveUp(), after, o.how(), u.Reason, serverEnd(rep, call))
+	}
 	if !cancelled {
-		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: the server is left working", fault, r.gaveUp(), after, o.how())
+		left := "the server is left working"
+		if end := serverEnd(rep, call); end != "" {
+			left = "the host ended the server instead (" + end + ")"
+			// The fake looks for unread cancels at each signal and as it
+			// ends (Linux): say at which look none was there.
+			switch n := len(rep.Signals); {
+			case runtime.GOOS != "linux":
+			case rep.Exit != "":
+				left += ", and none was left unread in its stdin when it ended: the host had not written one"
+			case n > 0:
+				left += fmt.Sprintf(", and none was unread in its stdin at %s, its last look before it was killed", rep.Signals[n-1].Name)
+			}
+		}
+		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: %s", fault, r.gaveUp(), after, o.how(), left)
 		res.Verdict = Warn
 		return res
 	}
@@ -282,6 +333,9 @@ func hostLateAfterCancel(ctx context.Context, r *hostFixture) Result {
 		return noCall(rep, o)
 	}
 	if _, cancelled := cancelOf(rep, call.ID); !cancelled {
+		if _, unread := unreadCancelOf(rep, call.ID); unread {
+			return skip("the host's notifications/cancelled reached the server's stdin but was still unread when the host ended it (%s): there was nothing to answer late (see host-timeout)", serverEnd(rep, call))
+		}
 		if o.atLimit {
 			return skip("the host sent no notifications/cancelled for its call within %v: there was nothing to answer late (see host-timeout)", r.cfg.Cap)
 		}

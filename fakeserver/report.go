@@ -77,6 +77,17 @@ type Report struct {
 	// (Faults.DropPendingAtEOF).
 	DroppedAtEOF int
 	Exit         string // why Serve returned; empty while it runs
+
+	// StdinUnread is how many bytes the host had written to stdin that the
+	// server had not read when it last looked: at each signal it caught
+	// and as it ended (ServeStdio, Linux; zero elsewhere). A server ended
+	// by a signal never reads them.
+	StdinUnread int64
+	// UnreadCancels are the notifications/cancelled found among those
+	// unread bytes, in the order found, each once; Arrived is when it was
+	// found, State is StateUnknown. One that the server read after all is
+	// in Cancels too.
+	UnreadCancels []CancelRecord
 }
 
 // RequestRecord is one request read from stdin.
@@ -122,6 +133,7 @@ func (s *Server) Report() Report {
 	r.Cancels = slices.Clone(r.Cancels)
 	r.Panics = slices.Clone(r.Panics)
 	r.Signals = slices.Clone(r.Signals)
+	r.UnreadCancels = slices.Clone(r.UnreadCancels)
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -53,6 +54,7 @@ type Server struct {
 
 	logCh  chan string
 	stderr io.Writer
+	stdin  *os.File // the process's stdin under ServeStdio, for noteUnread
 }
 
 // New returns a Server configured by opts. It does nothing until Serve.
