@@ -2,6 +2,8 @@ package assertions
 
 import (
 	"errors"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -29,6 +31,12 @@ func TestGiveUpTellsLostCancel(t *testing.T) {
 	cancel := fakeserver.CancelRecord{ID: "2", Reason: "MCP request cancelled by caller", Arrived: t0.Add(5001 * time.Millisecond)}
 	o := hostOutcome{ended: t0.Add(5100 * time.Millisecond), exit: "exit status 1", err: errors.New("exit status 1"), output: "timed out"}
 	r := &hostFixture{command: &HostCommand{}, cfg: HostConfig{Cap: time.Minute}}
+	// The pid of a process that has ended and been reaped.
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Skip("no true command:", err)
+	}
+	gone := ended.Process.Pid
 	for _, c := range []struct {
 		name string
 		rep  fakeserver.Report
@@ -43,11 +51,18 @@ func TestGiveUpTellsLostCancel(t *testing.T) {
 			Warn, "without sending notifications/cancelled: the host ended the server instead (SIGTERM 5.003s after the call), and none was left unread in its stdin when it ended: the host had not written one"},
 		{"none, killed after the signal", fakeserver.Report{Requests: []fakeserver.RequestRecord{call}, Signals: term},
 			Warn, "without sending notifications/cancelled: the host ended the server instead (SIGTERM 5.003s after the call), and none was unread in its stdin at SIGTERM, its last look before it was killed"},
+		{"none, killed before it looked", fakeserver.Report{Requests: []fakeserver.RequestRecord{call}, PID: gone},
+			Warn, "without sending notifications/cancelled: the host killed the server before it recorded a signal or its stdin's end"},
+		{"none, left running", fakeserver.Report{Requests: []fakeserver.RequestRecord{call}, PID: os.Getpid()},
+			Warn, "without sending notifications/cancelled: the server is left working"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := r.judgeGiveUp(c.rep, o, "a call the fake never answers", ruleHostTimeout, Fail)
 			says := c.says
 			if runtime.GOOS != "linux" && c.want == Warn {
+				if c.rep.PID != 0 {
+					t.Skip("whether the fake is gone is read from /proc: Linux only")
+				}
 				says, _, _ = strings.Cut(says, ", and none")
 			}
 			if res.Verdict != c.want || !strings.Contains(res.Evidence, says) {

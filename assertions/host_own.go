@@ -272,6 +272,9 @@ func (r *hostFixture) judgeGiveUp(rep fakeserver.Report, o hostOutcome, fault, r
 	}
 	if !cancelled {
 		left := "the server is left working"
+		if rep.Exit == "" && fakeEnded(rep) {
+			left = "the host killed the server before it recorded a signal or its stdin's end (SIGKILL, or a signal it had no time to take in), so it never looked for a cancel on its way: unverified"
+		}
 		if end := serverEnd(rep, call); end != "" {
 			left = "the host ended the server instead (" + end + ")"
 			// The fake looks for unread cancels at each signal and as it

@@ -92,12 +92,18 @@ var agents = []agent{
 			"idle-notifications":    cell(assertions.Skip, "one call, then it ends"),
 			"era-legacy":            cell(assertions.Pass, "initialize 2025-06-18"),
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: -32022 from a modern-only server"),
-			"host-timeout":          cell(assertions.Pass, "gives up at 5 s (`tool_timeout_sec`), sends `notifications/cancelled`; with no setting it waited over 200 s"),
-			"progress-forever":      cell(assertions.Pass, "5 s, progress does not reset it; cancels"),
-			"late-after-cancel":     cell(assertions.Pass, "late answer ignored"),
-			"crash-mid-call":        cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
-			"stdin-not-read":        cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
-			"large-tools-list":      cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
+			// Codex's cancel races its kill of the server (docs/hosts.md,
+			// "Codex without a model"): in 1 of 20 runs of a raw harness it
+			// ended the server without writing notifications/cancelled, so
+			// the fake saw none (warn; late-after-cancel has nothing to
+			// answer late: skip). A cancel written but unread when the
+			// server was ended counts as sent (pass).
+			"host-timeout":      {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "gives up at 5 s (`tool_timeout_sec`); sends `notifications/cancelled` in CANCELN of 20 runs, in the others it ends the server first (warn); with no setting it waited over 200 s"},
+			"progress-forever":  {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "5 s, progress does not reset it; cancels, as in host-timeout"},
+			"late-after-cancel": {[]assertions.Verdict{assertions.Pass, assertions.Skip}, "late answer ignored; skip when it sent no cancel (host-timeout)"},
+			"crash-mid-call":    cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
+			"stdin-not-read":    cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
+			"large-tools-list":  cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
 			// Codex closes stdin and sends SIGTERM within a few ms of each
 			// other, in either order (the fake saw stdin first, the raw
 			// server SIGTERM first): warn when SIGTERM came first.
