@@ -93,12 +93,13 @@ var agents = []agent{
 			"era-legacy":            cell(assertions.Pass, "initialize 2025-06-18"),
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: -32022 from a modern-only server"),
 			// Codex's cancel races its kill of the server (docs/hosts.md,
-			// "Codex without a model"): in 1 of 20 runs of a raw harness it
+			// "Codex without a model"): in 2 of 40 runs of a raw harness it
 			// ended the server without writing notifications/cancelled, so
 			// the fake saw none (warn; late-after-cancel has nothing to
-			// answer late: skip). A cancel written but unread when the
-			// server was ended counts as sent (pass).
-			"host-timeout":      {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "gives up at 5 s (`tool_timeout_sec`); sends `notifications/cancelled` in CANCELN of 20 runs, in the others it ends the server first (warn); with no setting it waited over 200 s"},
+			// answer late: skip), and under load the fake can be killed
+			// before it looks (warn, unverified). A cancel written but
+			// unread when the server was ended counts as sent (pass).
+			"host-timeout":      {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "gives up at 5 s (`tool_timeout_sec`); sends `notifications/cancelled` in 19 of 20 runs (38 of 40); in the others it ends the server without one (warn); with no setting it waited over 200 s"},
 			"progress-forever":  {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "5 s, progress does not reset it; cancels, as in host-timeout"},
 			"late-after-cancel": {[]assertions.Verdict{assertions.Pass, assertions.Skip}, "late answer ignored; skip when it sent no cancel (host-timeout)"},
 			"crash-mid-call":    cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
@@ -106,8 +107,9 @@ var agents = []agent{
 			"large-tools-list":  cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
 			// Codex closes stdin and sends SIGTERM within a few ms of each
 			// other, in either order (the fake saw stdin first, the raw
-			// server SIGTERM first): warn when SIGTERM came first.
-			"shutdown-ladder":   {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "stdin close and SIGTERM within 5 ms, either first; SIGKILL ~25 ms later; no orphan"},
+			// server SIGTERM first): warn when SIGTERM came first, or when
+			// the SIGKILL 4-53 ms later came before the fake saw either.
+			"shutdown-ladder":   {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "stdin close and SIGTERM within a few ms, either first; SIGKILL 4–53 ms later; no orphan"},
 			"handshake-timeout": cell(assertions.Warn, "30 s (`startup_timeout_sec`), SIGKILL, no cancel; the call's error says \"timed out handshaking\""),
 		}},
 	{name: "claude", short: "Claude Code 2.1.332", title: "Claude Code 2.1.332 (`@anthropic-ai/claude-code`, `claude mcp get fake`)",
