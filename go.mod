@@ -8,4 +8,4 @@ require (
 	golang.org/x/sys v0.41.0
 )
 
-require github.com/pelletier/go-toml/v2 v2.4.3 // indirect
+require github.com/pelletier/go-toml/v2 v2.4.3

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Targets. Command and Exec run a child process; GoBuild builds a main
+// Targets. Command, CommandFunc and Exec run a child process; GoBuild builds a main
 // package once per test binary and runs it; InProcess runs a ServeFunc in
 // a goroutine, on the same kind of pipes; Helper re-executes the test
 // binary as a child serving a ServeFunc registered with RegisterHelper,
@@ -35,7 +35,8 @@ import (
 // ctx is done: the shape of the Go SDK's mcp.IOTransport and mcp-go's Listen.
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
-// Target is a server to start: a child (Command, Exec, Helper) or InProcess.
+// Target is a server to start: a child (Command, CommandFunc, Exec, Helper)
+// or InProcess.
 type Target interface {
 	// String describes the target in diagnoses.
 	String() string
@@ -53,6 +54,16 @@ func Command(name string, args ...string) Target {
 func Exec(cmd *exec.Cmd) Target {
 	// The process group is set only if SysProcAttr is nil.
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
+}
+
+// CommandFunc returns a Target that runs the command build returns, a new
+// one for each server it starts (a battery starts one per criterion), so
+// that a command with an environment or a working directory of its own can
+// start again and again. The command's standard streams must be nil; Start
+// sets a zero WaitDelay and, on Unix, a process group, as for Exec. build
+// is also called once by CommandFunc, to describe the target.
+func CommandFunc(build func() *exec.Cmd) Target {
+	return &cmdTarget{build: build, desc: build().String()}
 }
 
 type cmdTarget struct {
