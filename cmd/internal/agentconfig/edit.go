@@ -35,17 +35,18 @@ type array struct {
 // splitProxy splits an entry's command line into the proxy's part, up to
 // its "--", and the server's, when the command is mcpstdio's proxy
 // ("mcpstdio proxy [flags] -- server..." or "mcpstdio-proxy [flags] --
-// server..."); proxy is nil otherwise.
+// server...", the program's name holding "mcpstdio" and ".exe" or not);
+// proxy is nil otherwise.
 func splitProxy(command string, args []string) (proxy []string, cmd string, rest []string) {
 	argv := append([]string{command}, args...)
 	base := command[strings.LastIndexAny(command, `/\`)+1:]
 	base = strings.TrimSuffix(strings.ToLower(base), ".exe")
 	var flags []string
 	switch {
-	case base == "mcpstdio" && len(argv) > 1 && argv[1] == "proxy":
-		flags = argv[2:]
-	case base == "mcpstdio-proxy":
+	case strings.HasSuffix(base, "mcpstdio-proxy"):
 		flags = argv[1:]
+	case strings.Contains(base, "mcpstdio") && len(argv) > 1 && argv[1] == "proxy":
+		flags = argv[2:]
 	default:
 		return nil, command, args
 	}

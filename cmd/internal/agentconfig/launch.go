@@ -3,6 +3,7 @@ package agentconfig
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,13 +74,14 @@ func within(dir, root string) bool {
 //   - Codex: none.
 //
 // A variable only the host can fill in (${input:...}, a ${NAME} that is
-// not set) is an error that names it.
+// not set) is an error that names it; so is an entry that is not a stdio
+// server, or that cannot be used (Bad).
 func (f *File) Launch(s *Server) (Launch, error) {
 	if !s.Stdio() {
 		if s.Bad != "" {
-			return Launch{}, fmt.Errorf("%s: %s", s.Label(), s.Bad)
+			return Launch{}, errors.New(s.Bad)
 		}
-		return Launch{}, fmt.Errorf("%s is %w (url %s)", s.Label(), errNotStdio, s.URL)
+		return Launch{}, fmt.Errorf("%w (url %s)", errNotStdio, s.URL)
 	}
 	x := &expansion{f: f}
 	var l Launch
@@ -105,7 +107,7 @@ func (f *File) Launch(s *Server) (Launch, error) {
 		l.Env = append(l.Env, k+"="+x.expand(s.Env[k], true))
 	}
 	if x.err != nil {
-		return Launch{}, fmt.Errorf("%s: %w", s.Label(), x.err)
+		return Launch{}, x.err
 	}
 	return l, nil
 }

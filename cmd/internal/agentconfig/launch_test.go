@@ -32,7 +32,7 @@ func TestLaunch(t *testing.T) {
 				"a": {"command": "${HOME_BIN}/srv", "args": ["--token", "${TOKEN}", "${LEVEL:-info}"], "env": {"K": "${TOKEN}", "J": "x"}},
 				"b": {"command": "srv", "args": ["${NOPE}"]}}}`,
 			want: map[string]Launch{"a": {Argv: []string{"/opt/bin/srv", "--token", "t0k", "info"}, Env: []string{"J=x", "K=t0k"}, Dir: proj}},
-			errs: map[string]string{"b": "b: ${NOPE} is not set in this environment"},
+			errs: map[string]string{"b": "${NOPE} is not set in this environment"},
 		},
 		{
 			name: "Claude Code's projects", path: ".claude.json",
@@ -46,7 +46,7 @@ func TestLaunch(t *testing.T) {
 				"b": {"command": "srv", "env": {"T": "${input:token}"}},
 				"c": {"type": "sse", "url": "http://x"}}}`,
 			want: map[string]Launch{"a": {Argv: []string{proj + "/bin/srv", "t0k", "", home()}, Env: []string{"A=1", "B=two words", "B=b"}, Dir: proj}},
-			errs: map[string]string{"b": "b: ${input:token} is filled in by the host", "c": "c is not a stdio server (url http://x)"},
+			errs: map[string]string{"b": "${input:token} is filled in by the host", "c": "not a stdio server (url http://x)"},
 		},
 		{
 			name: "Gemini CLI", path: filepath.Join(".gemini", "settings.json"),
@@ -58,7 +58,7 @@ func TestLaunch(t *testing.T) {
 			text: `{"mcp": {"o": {"type": "local", "command": ["srv", "{env:TOKEN}", "${TOKEN}"], "environment": {"S": "{file:secret.txt}"}},
 				"x": {"type": "local", "command": ["srv"], "environment": {"S": "{file:missing.txt}"}}}}`,
 			want: map[string]Launch{"o": {Argv: []string{"srv", "t0k", "${TOKEN}"}, Env: []string{"S=s3cret"}, Dir: proj}},
-			errs: map[string]string{"x": "x: {file:missing.txt}: open"},
+			errs: map[string]string{"x": "{file:missing.txt}: open"},
 		},
 		{
 			name: "Codex", path: filepath.Join(".codex", "config.toml"),
