@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/agentconfig"
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 )
 
@@ -122,4 +123,51 @@ func TestProbeConfig(t *testing.T) {
 func cmdtestRun(t *testing.T, env []string, args ...string) cmdtest.Result {
 	t.Helper()
 	return cmdtest.Run(t, 2*time.Minute, env, nil, binary, args...)
+}
+
+// TestDocsConfigTable checks the table docs/config.md shows against the
+// one probe -config prints for the same verdicts: every line the page
+// shows ("…" stands for lines left out) is one of the table's, in order.
+func TestDocsConfigTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```\ncriterion ")
+	doc, _, ok2 := strings.Cut("criterion "+rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/config.md shows no table of probe -config")
+	}
+	report := func(fail string) *assertions.Report {
+		rep := &assertions.Report{}
+		for _, n := range assertions.ServerCriterionNames() {
+			v := assertions.Pass
+			if n == fail {
+				v = assertions.Fail
+			}
+			rep.Results = append(rep.Results, assertions.Result{Name: n, Verdict: v})
+		}
+		return rep
+	}
+	rows := []configRow{
+		{server: &agentconfig.Server{Name: "files"}, report: report("oversized-input")},
+		{server: &agentconfig.Server{Name: "github"}, report: report("")},
+		{server: &agentconfig.Server{Name: "docs"}, skip: "a remote server (https://example.com/mcp), not stdio"},
+	}
+	var out strings.Builder
+	printConfigTable(&out, rows, assertions.ServerConfig{})
+	got := strings.Split(out.String(), "\n")
+	i := 0
+	for _, line := range strings.Split(strings.TrimSpace(doc), "\n") {
+		if line == "…" {
+			continue
+		}
+		for i < len(got) && got[i] != line {
+			i++
+		}
+		if i == len(got) {
+			t.Errorf("docs/config.md's table has the line %q, which probe -config does not print (in that order):\n%s", line, out.String())
+			return
+		}
+	}
 }
