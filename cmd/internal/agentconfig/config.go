@@ -9,7 +9,8 @@
 //     servers too, and a project's .mcp.json), Claude Desktop
 //     (claude_desktop_config.json), Cursor (mcp.json), Gemini CLI and Qwen
 //     Code (settings.json, where comments are allowed);
-//   - "servers" (JSON with comments and trailing commas): VS Code's mcp.json;
+//   - "servers" (JSON with comments and trailing commas): VS Code's mcp.json
+//     (and "mcp": {"servers": ...} in its settings.json);
 //   - "mcp" (JSON with comments and trailing commas): opencode.json(c),
 //     whose command is one array;
 //   - [mcp_servers.NAME] (TOML): Codex's config.toml.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +125,12 @@ var formatCases = []formatCase{
 }
 `,
 		servers: map[string][]string{"mine": {"${workspaceFolder}/bin/server"}, "web": {"url"}},
+	},
+	{
+		name: "VS Code user settings", path: "settings.json", format: VSCode,
+		text: "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"srv\", \"args\": [\"-v\"],},},},\n}\n",
+		want: "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"/usr/local/bin/mcpstdio\", \"args\": [\"proxy\", \"-dir\", \"/state\", \"--\", \"srv\", \"-v\"],},},},\n}\n",
+		servers: map[string][]string{"s": {"srv", "-v"}},
 	},
 	{
 		name: "opencode", path: "opencode.jsonc", format: OpenCode,
@@ -492,11 +499,12 @@ func TestRefuse(t *testing.T) {
 
 // TestCodexEntries checks what Codex's entries say beyond the command.
 func TestCodexEntries(t *testing.T) {
-	f, err := Parse("config.toml", []byte(formatCases[5].text))
+	tc := formatCases[slices.IndexFunc(formatCases, func(c formatCase) bool { return c.name == "Codex" })]
+	f, err := Parse("config.toml", []byte(tc.text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := toml.Unmarshal([]byte(formatCases[5].want), new(map[string]any)); err != nil {
+	if err := toml.Unmarshal([]byte(tc.want), new(map[string]any)); err != nil {
 		t.Errorf("the wrapped Codex config is not TOML: %v", err)
 	}
 	got := map[string]string{}

@@ -33,6 +33,12 @@ func (f *File) parseJSONFile() error {
 		f.Format = MCPServers
 	case servers != nil:
 		f.Format = VSCode
+	case base == "settings.json" && mcp != nil && mcp.kind == '{':
+		// VS Code's user settings: "mcp": {"servers": {...}}.
+		if servers, _ = mcp.member("servers"); servers == nil {
+			return errNoServers
+		}
+		f.Format = VSCode
 	case mcp != nil:
 		f.Format = OpenCode
 	default:
