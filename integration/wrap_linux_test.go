@@ -20,9 +20,10 @@ import (
 
 // TestWrapAgents: `mcpstdio wrap` puts the proxy in front of the server in
 // the config of a real agent CLI (Claude Code's ~/.claude.json, Codex's
-// config.toml, as each writes them, with other settings around); the CLI
-// then connects to the server through the proxy (Claude Code's `mcp list`
-// says it connected, Codex's app server answers a tool call), and `mcpstdio
+// config.toml, opencode's opencode.jsonc, with other settings around); the CLI
+// then connects to the server through the proxy (Claude Code's and
+// opencode's `mcp list` say it connected, Codex's app server answers a
+// tool call), and `mcpstdio
 // status` shows the proxy while it does; `mcpstdio unwrap` gives back the
 // original file, byte for byte (for Claude Code, which rewrites the whole
 // file in its own format as it runs, the file as it wrote it before the
@@ -34,7 +35,8 @@ func TestWrapAgents(t *testing.T) {
 		name, bin, file, text string
 		run                   func(t *testing.T, bin, home string) *exec.Cmd
 		connected             string
-		rewrites              bool // the CLI rewrites the file whole, in its own format
+		rewrites              bool     // the CLI rewrites the file whole, in its own format
+		env                   []string // more environment; {home} is HOME
 	}{
 		{
 			name: "claude", bin: ".bin/claude", file: ".claude.json",
@@ -83,6 +85,26 @@ enabled = false
 			},
 			connected: `"text":"hi"`,
 		},
+		{
+			name: "opencode", bin: "opencode-linux-x64/bin/opencode", file: "opencode.jsonc",
+			text: `{
+  "$schema": "https://opencode.ai/config.json",
+  // opencode reads JSON with comments
+  "autoupdate": false,
+  "mcp": {
+    "fake": {
+      "type": "local",
+      "command": {server_argv},
+    },
+  },
+}
+`,
+			env: []string{"OPENCODE_CONFIG={home}/opencode.jsonc"},
+			run: func(t *testing.T, bin, home string) *exec.Cmd {
+				return exec.Command(bin, "mcp", "list")
+			},
+			connected: "✓ fake",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin, err := filepath.Abs(filepath.Join("agents", tc.name, "node_modules", tc.bin))
@@ -99,7 +121,11 @@ enabled = false
 			// The server: wait for the file start, then run the fake.
 			script := `while [ ! -e "$1" ]; do sleep 0.05; done; shift; exec "$@"`
 			args, _ := json.Marshal([]string{"-c", script, "sh", start, mcpstdio, "fake"})
-			text := strings.ReplaceAll(tc.text, "{server_args}", string(args))
+			argv, _ := json.Marshal([]string{"sh", "-c", script, "sh", start, mcpstdio, "fake"})
+			text := strings.NewReplacer("{server_args}", string(args), "{server_argv}", string(argv)).Replace(tc.text)
+			for _, e := range tc.env {
+				env = append(env, strings.ReplaceAll(e, "{home}", home))
+			}
 			path := filepath.Join(home, tc.file)
 			os.MkdirAll(filepath.Dir(path), 0o700)
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
