@@ -128,8 +128,8 @@ var formatCases = []formatCase{
 	},
 	{
 		name: "VS Code user settings", path: "settings.json", format: VSCode,
-		text: "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"srv\", \"args\": [\"-v\"],},},},\n}\n",
-		want: "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"/usr/local/bin/mcpstdio\", \"args\": [\"proxy\", \"-dir\", \"/state\", \"--\", \"srv\", \"-v\"],},},},\n}\n",
+		text:    "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"srv\", \"args\": [\"-v\"],},},},\n}\n",
+		want:    "{\n\t\"editor.fontSize\": 14,\n\t\"mcp\": {\"servers\": {\"s\": {\"command\": \"/usr/local/bin/mcpstdio\", \"args\": [\"proxy\", \"-dir\", \"/state\", \"--\", \"srv\", \"-v\"],},},},\n}\n",
 		servers: map[string][]string{"s": {"srv", "-v"}},
 	},
 	{
