@@ -56,6 +56,7 @@ func TestNPMPackages(t *testing.T) {
 	}
 	root := t.TempDir()
 	out := filepath.Join(root, "packages")
+	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output() // what build.sh stamps
 	build := exec.Command("sh", filepath.Join("..", "npm", "build.sh"), version[1], out)
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("npm/build.sh: %v\n%s", err, b)
@@ -65,7 +66,6 @@ func TestNPMPackages(t *testing.T) {
 	for _, pkg := range []string{"linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64", "win32-x64", "win32-arm64", "mcpstdio"} {
 		shell(t, env, filepath.Join(out, pkg), 0, "npm publish --access public")
 	}
-	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output()
 
 	t.Run("workflow", func(t *testing.T) {
 		// A Node project: integration/ts's package files and server.
