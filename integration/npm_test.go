@@ -58,9 +58,11 @@ func TestNPMPackages(t *testing.T) {
 	out := filepath.Join(root, "packages")
 	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output() // what build.sh stamps
 	build := exec.Command("sh", filepath.Join("..", "npm", "build.sh"), version[1], out)
+	began := time.Now()
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("npm/build.sh: %v\n%s", err, b)
 	}
+	t.Logf("npm/build.sh %s: %v", version[1], time.Since(began).Round(time.Second))
 	reg := startRegistry(t, verdaccio, filepath.Join(root, "registry"))
 	env := npmEnv(t, root, reg)
 	for _, pkg := range []string{"linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64", "win32-x64", "win32-arm64", "mcpstdio"} {
