@@ -24,13 +24,18 @@ import (
 // binary is the command under test, built once by TestMain.
 var binary string
 
-// TestMain builds the command and runs the tests under goleak. The tests
+// TestMain builds the command and runs the tests under goleak, with a
+// state directory of their own (testkit.PrivateState). The tests
 // mostly wait for the command's criteria (their windows and bounds), not
 // compute, and the command is built without the race detector: four per
 // CPU run at once, with the detector too (testkit.ParallelForWaits; under
 // it, 32 s → 19 s here, the same CPU).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 4)
+	if err := testkit.PrivateState(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
