@@ -94,7 +94,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			where = strings.Join(fset.Args(), ", ")
 		}
 		if stale > 0 {
-			fmt.Fprintf(stdout, "no running mcpstdio proxy in %s; %d stale status %s of proxies that are gone (killed): mcpstdio status -all shows %s\n", where, stale, plural(stale, "file", "files"), plural(stale, "it", "them"))
+			fmt.Fprintf(stdout, "no running mcpstdio proxy in %s; %s\n", where, staleNote(stale))
 			return 0
 		}
 		fmt.Fprintf(stdout, "no running mcpstdio proxy: no status file in %s (a proxy keeps one in its state directory, whatever -log says; point at another with -dir DIR or %s=DIR, or name status files)\n", where, state.EnvStateDir)
@@ -107,7 +107,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printStatus(stdout, e, now)
 	}
 	if stale > 0 {
-		fmt.Fprintf(stdout, "\n%d stale status %s of proxies that are gone (killed): mcpstdio status -all shows %s\n", stale, plural(stale, "file", "files"), plural(stale, "it", "them"))
+		fmt.Fprintf(stdout, "\n%s\n", staleNote(stale))
 	}
 	return 0
 }
@@ -118,6 +118,13 @@ type jsonStatus struct {
 	QuietUS int64  `json:"quiet_us,omitempty"` // the proxy runs but has not updated its status for this long
 	Stopped bool   `json:"stopped,omitempty"`  // the proxy is stopped (SIGSTOP)
 	state.Status
+}
+
+// staleNote says that n stale status files were left out, and how to see
+// them.
+func staleNote(n int) string {
+	return fmt.Sprintf("%d stale status %s (the %s gone: killed): mcpstdio status -all shows %s",
+		n, plural(n, "file", "files"), plural(n, "proxy is", "proxies are"), plural(n, "it", "them"))
 }
 
 // plural is one for n == 1, else many.

@@ -23,10 +23,20 @@ func PrivateState() error {
 		return err
 	}
 	stateRoot = root
+	// TMPDIR is like /tmp: any user may make a directory in it (tests act
+	// as a second user there), so root is open to be passed through.
+	if err := os.Chmod(root, 0o711); err != nil {
+		return err
+	}
 	for k, sub := range map[string]string{"MCPSTDIO_STATE_DIR": "mcpstdio", "XDG_STATE_HOME": "xdg-state", "TMPDIR": "tmp"} {
 		d := filepath.Join(root, sub)
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return err
+		}
+		if k == "TMPDIR" {
+			if err := os.Chmod(d, 0o1777); err != nil {
+				return err
+			}
 		}
 		os.Setenv(k, d)
 	}
