@@ -9,8 +9,12 @@ import "time"
 // spare). Events carry the forwarders' timestamps, so no precision is
 // lost; their copies wait in the pool meanwhile.
 // A forwarder whose copies fill half its pool nudges the observer to come
-// sooner, so that fast traffic loses no detail.
-const batchEvery = 10 * time.Millisecond
+// sooner, so that fast traffic loses no detail. It also bounds how long an
+// event waits to be written to the record (a killed proxy loses at most
+// that much): 2 ms against 10 ms took the median delay from event to
+// record file from 9 ms to 2–4 ms on a loaded 2-core machine (load 20),
+// with no change in the round trip or the throughput measurable there.
+const batchEvery = 2 * time.Millisecond
 
 // idleAfter: after this long without events, the observer sleeps until the
 // next one instead of waking every batchEvery.

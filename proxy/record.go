@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,8 +37,9 @@ type recorder struct {
 	w     io.Writer
 	start time.Time
 	seq   int64
-	err   error  // the first write error; later events are not written
-	out   []byte // encoded lines not written yet (see flush)
+	err   error     // the first write error; later events are not written
+	out   []byte    // encoded lines not written yet (see flush)
+	last  time.Time // when the last event happened (see tick)
 }
 
 // flushAt is how many bytes of encoded lines the recorder holds before it
@@ -96,6 +98,7 @@ func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	if e.T == 0 {
 		e.T = r.since(at)
 	}
+	r.last = at
 	line := len(r.out)
 	var b []byte
 	var err error
@@ -140,10 +143,34 @@ func (r *recorder) flushLocked() {
 	}
 	if _, err := r.w.Write(r.out); err != nil {
 		r.err = fmt.Errorf("proxy: writing the record: %w", err)
+		r.cut(err, bytes.Count(r.out, []byte{'\n'}))
 	}
 	if r.out = r.out[:0]; cap(r.out) > maxOut {
 		r.out = nil
 	}
+}
+
+// cut writes the record's last line after a failed Write of lost events:
+// a record.EvCut event that says why the record ends there. Whether it
+// can be written or not, nothing more is.
+func (r *recorder) cut(err error, lost int) {
+	e := record.Event{Seq: r.seq, T: r.since(time.Now()), Ev: record.EvCut, Events: int64(lost), Err: err.Error(),
+		Text: "the record ends here: writing it failed, and nothing after this was recorded; the proxy went on forwarding"}
+	r.seq++
+	if b, merr := json.Marshal(&e); merr == nil {
+		_, _ = r.w.Write(append(b, '\n'))
+	}
+}
+
+// lastEvent returns when the last event written happened, and whether the
+// record is still written.
+func (r *recorder) lastEvent() (time.Time, bool) {
+	if r == nil || r.w == nil {
+		return time.Time{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last, r.err == nil
 }
 
 func marshalEvent(b []byte, e record.Event) ([]byte, error) {

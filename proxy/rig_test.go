@@ -187,6 +187,8 @@ type rig struct {
 	stdout  *os.File // the host reads the server's stdout here
 	stderr  *os.File // and its stderr here
 	closers []io.Closer
+	// recordFails: the test's record fails on purpose, and Close says so.
+	recordFails bool
 }
 
 // startRig starts cmd behind a proxy configured by cfg, recording into a
@@ -219,7 +221,7 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg proxy.Config) *rig {
 	r.p = p
 	t.Cleanup(func() {
 		defer cancel()
-		if err := p.Close(); err != nil {
+		if err := p.Close(); err != nil && !r.recordFails {
 			t.Errorf("Close: %v", err)
 		}
 		for _, c := range r.closers {

@@ -29,12 +29,36 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 	for _, v := range o.liveVerdicts(now) {
 		o.recordVerdict(now, v)
 	}
+	o.tickEvent(now)
 	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
 	o.mu.Unlock()
 	if due {
 		*nextStatus = now.Add(o.cfg.StatusInterval)
 		o.reportStatus(now)
 	}
+}
+
+// tickIdle is how long the record of a proxy with nothing waiting may be
+// quiet before a tick event (record.EvTick) says it still runs.
+const tickIdle = time.Minute
+
+// tickEvent writes a tick event with the metrics so far when nothing has
+// been written for StatusInterval while a request is pending, a write is
+// blocked or a fault holds a direction, or for tickIdle. o.mu is held.
+func (o *observer) tickEvent(now time.Time) {
+	last, ok := o.p.rec.lastEvent()
+	if !ok || now.Sub(last) < o.cfg.StatusInterval {
+		return
+	}
+	busy := len(o.pending) > 0
+	for _, d := range o.dirs {
+		busy = busy || d.fw.writeStart.Load() != 0 || d.fw.stopped.Load() != 0
+	}
+	if !busy && now.Sub(last) < tickIdle {
+		return
+	}
+	m := o.metrics()
+	o.emit(now, record.Event{Ev: record.EvTick, Metrics: &m})
 }
 
 // recordVerdict writes a verdict the first time it appears.

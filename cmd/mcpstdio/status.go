@@ -185,7 +185,9 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	for _, p := range s.Problems {
 		sline(w, "  problem %s", p)
 	}
-	if s.Log != "" {
+	if s.Log != "" && s.RecordError != "" {
+		sline(w, "  record  %s, CUT SHORT: %s", s.Log, s.RecordError)
+	} else if s.Log != "" {
 		sline(w, "  record  %s", s.Log)
 	} else {
 		sline(w, "  record  none")
