@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,7 +129,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		p.note(time.Now(), record.Event{Ev: record.EvError, Err: err.Error(), Text: "the server did not start"})
 		p.obs.drain() // the observer never runs: write the header and this now
 		p.closePipes()
-		return nil, fmt.Errorf("proxy: starting %s: %w", cmd, err)
+		return nil, fmt.Errorf("proxy: starting %s: %w", strings.Join(p.argv, " "), err)
 	}
 	p.note(time.Now(), record.Event{Ev: record.EvSpawn, PID: cmd.Process.Pid})
 
