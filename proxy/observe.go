@@ -84,6 +84,7 @@ type dirObs struct {
 
 	blockSeen int64 // writeStart of the write a block event was written for
 	lastByte  time.Time
+	lastWrite time.Time // when the last write of this direction returned
 	frames    int64
 	largest   int64
 	blocked   time.Duration // total time of blocked writes
@@ -324,6 +325,7 @@ func (o *observer) noteDrops(d *dirObs, t time.Time) {
 func (o *observer) written(d *dirObs, ev obsEvent) {
 	o.chunkGap(d, ev.off, ev.since)
 	d.wend = ev.off + int64(ev.n)
+	d.lastWrite = ev.t
 	ce := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
 	if ev.reads > 1 {
 		ce.Reads = ev.reads
