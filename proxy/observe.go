@@ -263,9 +263,18 @@ func (o *observer) dirEnded(d *dirObs) {
 	fw.mu.Lock()
 	srcErr, srcEnd := fw.srcErr, fw.srcEnd
 	fw.mu.Unlock()
+	fw.mu.Lock()
+	failed := fw.dstErr != nil
+	fw.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.chunkGap(d, fw.written.Load(), srcEnd)
+	// The forwarder's writes all returned before its source ended; if one
+	// failed, which of the bytes got through is not known.
+	wt := srcEnd
+	if failed {
+		wt = time.Time{}
+	}
+	o.chunkGap(d, fw.written.Load(), srcEnd, wt)
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
@@ -323,7 +332,7 @@ func (o *observer) noteDrops(d *dirObs, t time.Time) {
 // written handles the end of a write: the chunk event, a block that ended,
 // and the frames whose last byte it carried.
 func (o *observer) written(d *dirObs, ev obsEvent) {
-	o.chunkGap(d, ev.off, ev.since)
+	o.chunkGap(d, ev.off, ev.since, ev.since) // written before this write began
 	d.wend = ev.off + int64(ev.n)
 	d.lastWrite = ev.t
 	ce := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
@@ -366,10 +375,15 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 }
 
 // chunkGap writes a chunk event marked Gap for bytes written on whose
-// own chunk events were lost, so that chunk events cover every byte.
-func (o *observer) chunkGap(d *dirObs, upto int64, t time.Time) {
+// own chunk events were lost, so that chunk events cover every byte: at
+// t, their write having returned by wt (zero if not known).
+func (o *observer) chunkGap(d *dirObs, upto int64, t, wt time.Time) {
 	if upto > d.wend {
-		o.emitChunk(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
+		e := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true}
+		if !wt.IsZero() {
+			e.WT = o.since(wt)
+		}
+		o.emitChunk(t, e)
 		d.wend = upto
 	}
 }

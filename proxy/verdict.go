@@ -229,6 +229,36 @@ func (o *observer) responseUnderway(r *request) bool {
 	return ok && method == "" && len(id) > 0 && wire.Key(id) == wire.Key(r.id)
 }
 
+// exitedOpen finds the requests of the host's that the server ended
+// without answering: those whose response the observer could not have
+// missed, and, apart, those whose response may have passed unseen (it
+// lost detail of the server's output since they were written).
+func (o *observer) exitedOpen() (record.Verdict, bool) {
+	var open, unseen []string
+	for _, r := range o.sortedPending() {
+		if r.d != dIn || !r.respStart.IsZero() || !r.cancelFwd.IsZero() {
+			continue
+		}
+		if o.lostSince(r) {
+			unseen = append(unseen, r.name())
+		} else {
+			open = append(open, r.name())
+		}
+	}
+	var parts []string
+	if len(open) > 0 {
+		parts = append(parts, fmt.Sprintf("with %d %s unanswered: %s", len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", ")))
+	}
+	if len(unseen) > 0 {
+		parts = append(parts, fmt.Sprintf("with %d %s whose response may have passed unseen (the observer lost detail of its output): %s",
+			len(unseen), plural(len(unseen), "request", "requests"), strings.Join(first(unseen, 5), ", ")))
+	}
+	if len(parts) == 0 {
+		return record.Verdict{}, false
+	}
+	return record.Verdict{Kind: record.VerdictExited, Text: fmt.Sprintf("the server ended (%s) %s", o.exit.Text, strings.Join(parts, "; and "))}, true
+}
+
 // stdinReading says what is known of whether the server reads its stdin,
 // for a verdict about request r, which was written to it: only bytes
 // written after r and taken since are evidence that it reads; bytes that
@@ -377,15 +407,8 @@ func (o *observer) finalVerdicts(now time.Time) []record.Verdict {
 	}
 	vs = append(vs, o.verdicts...)
 	if o.exit != nil {
-		var open []string
-		for _, r := range o.sortedPending() {
-			if r.d == dIn && r.respStart.IsZero() && r.cancelFwd.IsZero() {
-				open = append(open, r.name())
-			}
-		}
-		if len(open) > 0 {
-			vs = append(vs, record.Verdict{Kind: record.VerdictExited, Text: fmt.Sprintf("the server ended (%s) with %d %s unanswered: %s",
-				o.exit.Text, len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", "))})
+		if v, ok := o.exitedOpen(); ok {
+			vs = append(vs, v)
 		}
 	}
 	// One verdict per kind and id: a later one replaces an earlier one.

@@ -71,6 +71,10 @@ type Event struct {
 	WT   int64  `json:"wt,omitempty"`
 	Data string `json:"data,omitempty"`
 	B64  []byte `json:"b64,omitempty"`
+	// A chunk marked Gap stands for bytes whose own chunk events the
+	// observer lost (see EvDrop): T is when that was found, and WT, if
+	// set, a time by which their writes had all returned.
+	//
 	// Reads > 1: the chunk stands for that many small reads and writes,
 	// merged while the observer was behind (T is the first read, WT the
 	// last write): every byte is there, the boundaries between them are
