@@ -158,9 +158,9 @@ func (o *observer) emitFrame(t time.Time, e record.Event) {
 }
 
 // emitChunk emits chunk event e, by recorder.emitChunk when it has no
-// bodies.
+// bodies and nothing waited.
 func (o *observer) emitChunk(t time.Time, e record.Event) {
-	if e.Data != "" || e.B64 != nil {
+	if e.Data != "" || e.B64 != nil || e.Waited != 0 {
 		o.emit(t, e)
 		return
 	}
@@ -341,6 +341,9 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 	}
 	if d.hasChunk && d.chunk.off == ev.off {
 		ce.T = o.since(d.chunk.t)
+		if d.chunk.waited > 1 {
+			ce.Waited, ce.RT = int64(d.chunk.waited-1), o.since(d.chunk.issued)
+		}
 		if o.cfg.LogBodies && d.dataOK {
 			setData(&ce, d.data)
 		} else if o.cfg.LogBodies {

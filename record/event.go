@@ -71,6 +71,19 @@ type Event struct {
 	WT   int64  `json:"wt,omitempty"`
 	Data string `json:"data,omitempty"`
 	B64  []byte `json:"b64,omitempty"`
+	// T is when the proxy read the bytes, not when they were written: a
+	// write that found the proxy not reading (its write on was blocked, a
+	// fault held it) waited in the pipe, and T is late for it. Waited
+	// says so (Linux, pipes): set when the proxy had not read the source
+	// for a millisecond or more, it is how many bytes were already in the
+	// source's pipe when this read was issued, at RT. Those bytes (the
+	// first Waited of this chunk and, past N, of the next ones) were
+	// written before RT, since the previous read, while the proxy was not
+	// reading: a host's write that waited so is itself evidence that the
+	// proxy, hence the server, was not reading. Waited is 0 (absent) when
+	// nothing waited or it was not measured.
+	Waited int64 `json:"waited,omitempty"`
+	RT     int64 `json:"rt,omitempty"`
 	// A chunk marked Gap stands for bytes whose own chunk events the
 	// observer lost (see EvDrop): T is when that was found, and WT, if
 	// set, a time by which their writes had all returned.
