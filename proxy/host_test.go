@@ -254,9 +254,10 @@ func TestVerdicts(t *testing.T) {
 		}
 		// The naive server is blocked writing a response the host does
 		// not read; the ping written after it waits in its stdin pipe,
-		// unread. Its big call's response is under way: not unanswered.
+		// unread. Its big call's response is under way: not unanswered
+		// (Unanswered gives a loaded machine time to read its start).
 		var rec *recSink
-		v := verdictScenario(t, proxy.Config{}, record.VerdictUnanswered, "(ping)", []string{"fake", "-naive"}, nil, func(s *mcptest.Session, h *proxied) {
+		v := verdictScenario(t, proxy.Config{Unanswered: 2 * time.Second}, record.VerdictUnanswered, "(ping)", []string{"fake", "-naive"}, nil, func(s *mcptest.Session, h *proxied) {
 			rec = h.rec
 			s.StallReads()
 			s.Send("tools/call", bigCall(4<<20))

@@ -70,7 +70,7 @@ func TestExitVerdictLostDetail(t *testing.T) {
 	r.stdin.Close()
 	ended := make(chan *proxy.Result, 1)
 	go func() { ended <- r.wait() }()
-	waitStack(t, "proxy.(*observer).finish(", "chan send")
+	waitStack(t, "proxy.(*observer).finish(", "select")
 	r.rec.unblock()
 	res := <-ended
 	for _, v := range res.Verdicts {

@@ -41,6 +41,8 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
+	done      chan struct{} // closed when the observer's goroutine returns
+	abandon   chan struct{} // closed when Wait gives up on the observer (finish)
 	cutoff    atomic.Int64  // UnixNano set by finish: past it, traffic events are counted as lost, not handled
 	nudge     chan struct{} // a forwarder's pool is half used, or an event was noted
 	notes     notes
@@ -119,6 +121,8 @@ func newObserver(p *Proxy, pol *redactPolicy) *observer {
 	o := &observer{
 		p: p, cfg: p.cfg, start: p.start,
 		finishReq: make(chan chan *Result),
+		done:      make(chan struct{}),
+		abandon:   make(chan struct{}),
 		nudge:     make(chan struct{}, 1),
 		pending:   map[pkey]*request{},
 		tokens:    map[string]*request{},

@@ -24,7 +24,18 @@ const idleAfter = 100 * time.Millisecond
 // directions in batches, oldest first, and ticks to notice blocked writes,
 // find verdicts and rewrite the status file.
 func (o *observer) run() {
-	defer o.p.wg.Done()
+	defer close(o.done)
+	defer func() {
+		select {
+		case <-o.abandon: // Wait went on without the observer: it closes its own ends
+			for _, d := range o.dirs {
+				if d.fw != nil {
+					d.fw.sp.closeRead()
+				}
+			}
+		default:
+		}
+	}()
 	l := &obsLoop{tick: time.NewTicker(min(o.cfg.BlockEvent/2, 50*time.Millisecond)), batch: time.NewTimer(batchEvery), nextStatus: time.Now(), active: true, last: time.Now()}
 	defer l.tick.Stop()
 	defer l.batch.Stop()
@@ -60,6 +71,8 @@ func (o *observer) loop(l *obsLoop) {
 			case reply := <-o.finishReq:
 				reply <- o.finish1()
 				return
+			case <-o.abandon:
+				return
 			}
 			continue
 		}
@@ -77,6 +90,8 @@ func (o *observer) loop(l *obsLoop) {
 			continue
 		case reply := <-o.finishReq:
 			reply <- o.finish1()
+			return
+		case <-o.abandon:
 			return
 		}
 		l.active, l.last = true, time.Now()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -40,6 +41,9 @@ type recorder struct {
 	err   error     // the first write error; later events are not written
 	out   []byte    // encoded lines not written yet (see flush)
 	last  time.Time // when the last event happened (see tick)
+	// failedErr is err for failed, which must not wait for mu: a Write
+	// that does not return holds it.
+	failedErr atomic.Pointer[error]
 }
 
 // flushAt is how many bytes of encoded lines the recorder holds before it
@@ -114,7 +118,7 @@ func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	}
 	if err != nil {
 		r.out = b[:line]
-		r.err = fmt.Errorf("proxy: encoding a record event: %w", err)
+		r.setErr(fmt.Errorf("proxy: encoding a record event: %w", err))
 		return
 	}
 	r.out = append(b, '\n')
@@ -142,7 +146,7 @@ func (r *recorder) flushLocked() {
 		return
 	}
 	if _, err := r.w.Write(r.out); err != nil {
-		r.err = fmt.Errorf("proxy: writing the record: %w", err)
+		r.setErr(fmt.Errorf("proxy: writing the record: %w", err))
 		r.cut(err, bytes.Count(r.out, []byte{'\n'}))
 	}
 	if r.out = r.out[:0]; cap(r.out) > maxOut {
@@ -178,14 +182,21 @@ func marshalEvent(b []byte, e record.Event) ([]byte, error) {
 	return append(b, j...), err
 }
 
-// failed returns the first error writing the record.
+// setErr records the first error writing the record. r.mu is held.
+func (r *recorder) setErr(err error) {
+	r.err = err
+	r.failedErr.Store(&err)
+}
+
+// failed returns the first error writing the record. It never waits.
 func (r *recorder) failed() error {
 	if r == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	if p := r.failedErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setData puts b into e as Data or B64.

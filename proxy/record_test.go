@@ -226,7 +226,7 @@ func TestEndLostAtExitMarked(t *testing.T) {
 	// The observer's time runs out once Wait is in finish, past setting
 	// its cutoff (ExitGrace is 1ns), waiting to hand it the end: then let
 	// the record take writes again.
-	waitStack(t, "proxy.(*observer).finish(", "chan send")
+	waitStack(t, "proxy.(*observer).finish(", "select")
 	r.rec.unblock()
 	res := <-ended
 	m := res.Status.Metrics
@@ -251,7 +251,7 @@ func TestEndLostAtExitMarked(t *testing.T) {
 }
 
 // waitStack waits until a goroutine whose stack holds s waits in state
-// (as runtime.Stack names it, "chan send"). Nothing announces that a
+// (as runtime.Stack names it, "chan send", "select"). Nothing announces that a
 // goroutine has reached a blocking send, so it looks every 5ms, bounded.
 func waitStack(t *testing.T, s, state string) {
 	t.Helper()

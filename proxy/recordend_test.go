@@ -96,3 +96,43 @@ func TestRecordTick(t *testing.T) {
 	r.stdin.Close()
 	r.wait()
 }
+
+// TestWaitRecordStuck: a record whose Write does not return (a hung file
+// system) does not keep the proxy from ending: Wait returns, bounded,
+// with the server's exit and an error saying the summary is missing; the
+// observer ends once the Write returns.
+func TestWaitRecordStuck(t *testing.T) {
+	t.Parallel()
+	r := startRig(t, helperCmd(t, "exit", "3"), proxy.Config{ExitGrace: 100 * time.Millisecond})
+	r.recordFails = true // Close returns Wait's error
+	r.rec.wait(t, "spawn", isEv(record.EvSpawn))
+	held := r.rec.block()
+	defer r.rec.unblock()
+	io.WriteString(r.stdin, "a line for the record to hold\n")
+	select {
+	case <-held:
+	case <-time.After(bound(t)):
+		t.Fatalf("the observer wrote nothing within %v", bound(t))
+	}
+	r.stdin.Close() // the server exits 3
+	start := time.Now()
+	done := make(chan struct{})
+	var res *proxy.Result
+	var err error
+	go func() {
+		res, err = r.p.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(bound(t)):
+		t.Fatalf("Wait did not return within %v with the record's Write stuck", bound(t))
+	}
+	t.Logf("Wait returned %v after the server's stdin closed", time.Since(start).Round(time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "without the record's summary") {
+		t.Errorf("Wait: %v, want an error saying the summary is missing", err)
+	}
+	if res == nil || res.Exit.Code != 3 {
+		t.Errorf("Wait's result %+v: want the server's exit code 3", res)
+	}
+}

@@ -4,6 +4,7 @@ package proxy
 // appear, the status hook, and the summary.
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -92,16 +93,34 @@ func (o *observer) noteExit(t time.Time, info ExitInfo) {
 	o.m.Terminations++
 }
 
+// recordGrace is how long, beyond ExitGrace, finish waits for an
+// observer that is stuck: in a Write of the record or in OnStatus that
+// does not return (a hung file system).
+const recordGrace = 2 * time.Second
+
 // finish is called by Wait once the forwarders that will end have ended:
-// the observer drains what is left, writes the summary and stops.
-func (o *observer) finish() *Result {
-	// The proxy must end: a backlog (a flood of short lines behind a
-	// record that is slow to write) gets ExitGrace, and what is left then
-	// is counted as lost detail.
+// the observer drains what is left, writes the summary and stops. The
+// proxy must end: a backlog (a flood of short lines behind a record that
+// is slow to write) gets ExitGrace, and what is left then is counted as
+// lost detail; an observer that does not answer within ExitGrace plus
+// recordGrace is left behind (abandon), and finish returns an error.
+func (o *observer) finish() (*Result, error) {
 	o.cutoff.Store(time.Now().Add(o.cfg.ExitGrace).UnixNano())
-	reply := make(chan *Result)
-	o.finishReq <- reply
-	return <-reply
+	reply := make(chan *Result, 1)
+	limit := o.cfg.ExitGrace + recordGrace
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case o.finishReq <- reply:
+		select {
+		case r := <-reply:
+			return r, nil
+		case <-t.C:
+		}
+	case <-t.C:
+	}
+	close(o.abandon)
+	return nil, fmt.Errorf("proxy: the record's writer or the status hook has not returned for %v: the proxy ends without the record's summary", limit)
 }
 
 func (o *observer) finish1() *Result {
