@@ -299,4 +299,11 @@ func TestExpect(t *testing.T) {
 	if errors.Is(rep.Err(), nil) != true {
 		t.Error("an empty report has an error")
 	}
+	// An expected warn that came out skip is stale too, and the text says
+	// so where a person reads it: the criterion's line and the summary.
+	rep.Results = []assertions.Result{{Name: "result-bounded", Verdict: assertions.Skip, Expected: assertions.Warn, Evidence: "no Bounded call"}, {Name: "era", Verdict: assertions.Pass}}
+	if rep.Err() == nil || !strings.Contains(rep.Results[0].Line(), "expected warn, got skip: update Expect; no Bounded call") ||
+		!strings.HasSuffix(rep.Summary(), "; 1 expectation failed (result-bounded): update Expect") {
+		t.Errorf("an expected warn that came out skip: Err() = %v, line %q, summary %q; want an error, and both to say so", rep.Err(), rep.Results[0].Line(), rep.Summary())
+	}
 }

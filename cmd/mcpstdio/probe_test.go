@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -266,6 +267,12 @@ func TestProbeExpect(t *testing.T) {
 	reps := jsonReports(t, res.stdout)
 	if len(reps) != 1 || passedField(t, res.stdout) || reps[0].Err() == nil || !strings.Contains(reps[0].Err().Error(), "update Expect") {
 		t.Errorf("report:\n%s\nwant not passed, saying to update the expectation of era", res.stdout)
+	}
+	// The text a person reads says it where JUnit and go test do: on the
+	// criterion's line, and counted apart on the closing line.
+	if !regexp.MustCompile(`(?m)^  PASS +era .*expected fail, got pass: update -expect; `).MatchString(res.stderr) ||
+		!regexp.MustCompile(`(?m)^1 passed, 1 failed, 0 warned, 0 skipped in .* \(1 as expected, marked \*\); 1 expectation failed \(era\): update -expect$`).MatchString(res.stderr) {
+		t.Errorf("text output:\n%s\nwant the era line to say \"expected fail, got pass: update -expect\" and the closing line to count the expectation apart", res.stderr)
 	}
 }
 
