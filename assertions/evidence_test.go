@@ -1,12 +1,15 @@
 package assertions_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,5 +308,33 @@ func TestExpect(t *testing.T) {
 	if rep.Err() == nil || !strings.Contains(rep.Results[0].Line(), "expected warn, got skip: update Expect; no Bounded call") ||
 		!strings.HasSuffix(rep.Summary(), "; 1 expectation failed (result-bounded): update Expect") {
 		t.Errorf("an expected warn that came out skip: Err() = %v, line %q, summary %q; want an error, and both to say so", rep.Err(), rep.Results[0].Line(), rep.Summary())
+	}
+}
+
+// TestEOFDrainsRepeated: a drop at stdin's end is a race, so
+// eof-drains-pending looks again in fresh sessions and fails at the first
+// drop, saying how many sessions it took. Here the fake drops from its
+// fourth session on: the battery's first start, the criterion's own
+// session and one fresh one answer all, the criterion's third drops.
+func TestEOFDrainsRepeated(t *testing.T) {
+	t.Parallel()
+	var sessions atomic.Int32
+	serve := func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		var args []string
+		if sessions.Add(1) >= 4 {
+			args = append(args, "-drop-pending-at-eof")
+		}
+		return serveFake(args)(ctx, stdin, stdout, stderr)
+	}
+	cfg := fakeConfig()
+	cfg.Run = regexp.MustCompile(`^eof-drains-pending$`)
+	rep := assertions.CheckServer(t.Context(), mcptest.InProcess(serve), cfg)
+	res := rep.Results[len(rep.Results)-1]
+	if res.Verdict != assertions.Fail || !strings.HasPrefix(res.Evidence, "1 of 3 sessions dropped requests: ") {
+		t.Errorf("eof-drains-pending of a server that drops in its third session = %s (%s), want fail, \"1 of 3 sessions dropped requests: \"", res.Verdict, res.Evidence)
+	}
+	good := assertions.CheckServer(t.Context(), target(t, false), cfg).Results
+	if res := good[len(good)-1]; res.Verdict != assertions.Pass || !regexp.MustCompile(`answered in each of [2-8] sessions`).MatchString(res.Evidence) {
+		t.Errorf("eof-drains-pending of the fake = %s (%s), want pass in more than one session", res.Verdict, res.Evidence)
 	}
 }

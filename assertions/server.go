@@ -250,7 +250,7 @@ func serverCriterion(name string, rule func(era string) string, check func(ctx c
 		}
 		cfg := f.cfg
 		cfg.fresh = func(ctx context.Context) (*mcptest.Session, error) {
-			return mcptest.Start(ctx, f.target, f.cfg.options(f.cfg.start.options(f.cfg)...)...)
+			return mcptest.Start(ctx, f.target, f.cfg.options(append(f.cfg.start.options(f.cfg), opts...)...)...)
 		}
 		res := slowIsWarn(check(ctx, s, cfg))
 		res.Era = s.ProtocolVersion()
@@ -311,8 +311,11 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 			// cancel windows): a criterion past a generous multiple of them
 			// is stuck.
 			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 2*cfg.cancelWatch()
-			if name == "oversized-input" {
+			switch name {
+			case "oversized-input":
 				b += 2 * oversizedAllowance(cfg)
+			case "eof-drains-pending": // fresh sessions after the first, started within Within
+				b += cfg.StartTimeout + cfg.Within + cfg.ShutdownGrace
 			}
 			return b
 		},
