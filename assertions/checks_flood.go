@@ -21,8 +21,9 @@ import (
 // Where the server's threads cannot be seen, the bound decides, unverified:
 // two bounds (Within) in a row with nothing taken from stdin are "stopped
 // reading". A flood that fails is written once more to a fresh server with
-// the host reading all the time: if it fails there too, the server cannot
-// take this flood at all, which says nothing of back-pressure.
+// the host reading all the time, judged by the same rule: if the server
+// stops there too, it cannot take this flood at all, which says nothing of
+// back-pressure; if it takes it there, even slowly, the failure stands.
 
 // floodCap is how long a flood that keeps progressing may take.
 func (c ServerConfig) floodCap() time.Duration { return 6 * c.Within }
@@ -230,7 +231,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	s.ResumeReads()
 	if o.stopped != "" {
 		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked", o.stopped)
-		res.Details = o.detail
+		res.Details, res.bound = o.detail, !o.seen
 		return floodFailed(ctx, cfg, lines, res)
 	}
 	if o.cappedOut {
@@ -249,7 +250,9 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 		return res
 	}
 	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
-		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took))
+		res := fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
+		res.bound = true
+		return floodFailed(ctx, cfg, lines, res)
 	}
 	how := fmt.Sprintf("were read from stdin (%.1f KB/s)", o.rate()/1000)
 	if o.slow {
@@ -260,10 +263,12 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 }
 
 // floodFailed writes the same flood once to a fresh server with the host
-// reading all the time: if it fails there too, the server cannot take this
-// flood at all, and res (a back-pressure failure) becomes a skip that says
-// so. Without a fresh server (a Check called on a caller's session), res
-// stands.
+// reading all the time, judged by the same rule: if the server stops there
+// too, it cannot take this flood at all, and res (a back-pressure failure)
+// becomes a skip that says so, with both rates; if it takes the flood
+// there, quickly or slowly, it did not stop for want of work, and res
+// stands with the control's rate. Without a fresh server (a Check called
+// on a caller's session), res stands.
 func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Result) Result {
 	if cfg.fresh == nil {
 		return res
@@ -275,20 +280,25 @@ func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Resu
 	defer s.Close()
 	base := s.Stats().UnknownIDs
 	o := writeFlood(ctx, s, lines, cfg)
+	total := floodBytes(lines)
 	control := ""
 	switch {
 	case o.stopped != "":
 		control = o.stopped
 	case o.cappedOut:
-		return res // slow even with the host reading: the stall was not the cause
+		res.Evidence += fmt.Sprintf("; with the host reading all the time the same flood was taken slowly (%.1f KB/s, %d of its %d bytes in %v, not stopped), so the stalled stdout is the cause", o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond))
+		return res
 	default:
 		if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
 			control = fmt.Sprintf("%d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
 		}
 	}
 	if control == "" {
-		res.Evidence += "; with the host reading all the time the same flood went through, so the stalled stdout is the cause"
+		// The same server took the same flood when read: that, not the
+		// bound alone, is the evidence, in-process too.
+		res.Evidence += fmt.Sprintf("; with the host reading all the time the same flood went through (%.1f KB/s), so the stalled stdout is the cause", o.rate()/1000)
+		res.bound = false
 		return res
 	}
-	return skip("the server cannot take this flood at all: with the host reading all the time too, %s; this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, res.Evidence)
+	return skip("the server cannot take this flood at all: with the host reading all the time too, %s (%.1f KB/s until then); this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, o.rate()/1000, res.Evidence)
 }

@@ -26,13 +26,13 @@ func testContext(t testing.TB) context.Context {
 // error answer to a configured call does not (configure one that works).
 func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, call *ToolCall) error {
 	start := time.Now()
-	what := "Ping"
+	what := pingMethod(s) // ping or server/discover, as sent
 	var p *mcptest.Pending
 	if call != nil {
 		what = "tools/call " + call.Name
 		p = s.Send(wire.MethodToolsCall, call.params(nil))
 	} else {
-		p = s.Send(pingMethod(s), nil)
+		p = s.Send(what, nil)
 	}
 	resp, err := waitProgressing(ctx, s, p, within)
 	if err == nil && resp.Error != nil {

@@ -141,7 +141,9 @@ func TestCancelBeforeWorkEvidence(t *testing.T) {
 }
 
 // TestInvalidJSONSameRead: a server that drops the rest of a read after an
-// invalid line loses the request written behind it; the criterion sees it.
+// invalid line loses the request written behind it; the criterion sees it
+// (a failure as a child; in-process, where only the bound tells, a warning
+// that says unverified).
 func TestInvalidJSONSameRead(t *testing.T) {
 	t.Parallel()
 	cfg := quietConfig()
@@ -162,11 +164,17 @@ func TestInvalidJSONSameRead(t *testing.T) {
 				rep = reports[1][i]
 			}
 			res := rep.Results[0]
+			want := tt.want
+			if want == assertions.Fail && !child {
+				// In-process, the lost request is a bound that ran out
+				// with no view of the server's threads: unverified.
+				want = assertions.Warn
+			}
 			// Depending on what the server's read held, the request behind
 			// the invalid line or the next one is lost: either way the
 			// verdict names the write that held both.
-			if res.Verdict != tt.want || tt.want == assertions.Fail && !strings.Contains(res.Evidence, "in one write") && !strings.Contains(res.Evidence, "same write as an invalid JSON line") {
-				t.Errorf("%q: invalid-json-input = %s (%s), want %s", tt.args, res.Verdict, res.Evidence, tt.want)
+			if res.Verdict != want || tt.want == assertions.Fail && !strings.Contains(res.Evidence, "in one write") && !strings.Contains(res.Evidence, "same write as an invalid JSON line") {
+				t.Errorf("%q: invalid-json-input = %s (%s), want %s", tt.args, res.Verdict, res.Evidence, want)
 			}
 		}
 	})

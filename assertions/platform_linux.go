@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
+	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
 // pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
@@ -146,3 +147,7 @@ func processTree(pid int) (cpu time.Duration, descendants map[int]string, thread
 	}
 	return cpu, descendants, threads, true
 }
+
+// threadsSeen reports whether mcptest can see the server's threads (its
+// rule can call it stopped): a child process, on Linux.
+func threadsSeen(s *mcptest.Session) bool { return s.PID() > 0 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
 // pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
@@ -20,3 +22,6 @@ func peakMemoryKB(int) (int64, error) {
 func processTree(int) (time.Duration, map[int]string, map[string][2]time.Duration, bool) {
 	return 0, nil, nil, false
 }
+
+// threadsSeen: without /proc, no server's threads can be seen.
+func threadsSeen(*mcptest.Session) bool { return false }

@@ -31,6 +31,8 @@ type Result struct {
 	Details  string        // the full evidence and the session's diagnosis, when useful
 	Duration time.Duration // how long the criterion took
 	Era      string        // the protocol revision the session negotiated
+
+	bound bool // the failure rests on a bound that ran out, not on evidence of the server (see unseenBound)
 }
 
 // Err returns nil when the result is acceptable, and otherwise an error
@@ -94,7 +96,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = Result{j.Name, j.Verdict, j.Expected, j.Evidence, j.Rule, j.Details, fromMs(j.DurationMs), j.Protocol}
+	*r = Result{Name: j.Name, Verdict: j.Verdict, Expected: j.Expected, Evidence: j.Evidence, Rule: j.Rule, Details: j.Details, Duration: fromMs(j.DurationMs), Era: j.Protocol}
 	return nil
 }
 

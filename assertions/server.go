@@ -252,7 +252,7 @@ func serverCriterion(name string, rule func(era string) string, check func(ctx c
 		cfg.fresh = func(ctx context.Context) (*mcptest.Session, error) {
 			return mcptest.Start(ctx, f.target, f.cfg.options(append(f.cfg.start.options(f.cfg), opts...)...)...)
 		}
-		res := slowIsWarn(check(ctx, s, cfg))
+		res := unseenBound(slowIsWarn(check(ctx, s, cfg)), threadsSeen(s))
 		res.Era = s.ProtocolVersion()
 		if res.Era == "" && f.cfg.start != nil { // a session without a handshake
 			res.Era = f.cfg.start.version

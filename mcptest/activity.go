@@ -11,20 +11,24 @@ import (
 )
 
 // Stopped or slow: the one rule, used by WaitStopped, WaitWriterBlocked and
-// the assertions criteria. Over a window of activityWindow the server is
-// stopped when it took nothing from stdin, wrote nothing to stdout, its CPU
-// demand (run time plus run-queue wait, which load does not starve: see
-// demandBetween) stayed under demandFloor of a CPU, no thread was runnable
-// at the last look without having run over the window (starved by a loaded
-// machine: Linux counts its wait only once it runs), and at the last look a
-// thread of it was blocked writing stdout, or every thread was asleep or
-// had not run at all over the window. It is busy when it took or wrote
-// bytes or its demand reached the floor: callers then watch on, up to their
-// bound, and report the rate. The server's threads are those of its process
-// and its descendants (Linux /proc, child servers); where they cannot be
-// seen (another system, an in-process server) nothing is conclusive:
-// Activity.Known is false, and callers keep their bounds and say
-// "unverified".
+// the assertions criteria. The server is stopped when, over its quiet time
+// (since it last took a byte from stdin or wrote one to stdout), at least
+// activityWindow long and at least twice the longest gap between two of
+// its reads of stdin seen in the same wait (a window shorter than the
+// server's own gap between reads cannot tell slow from stopped: a server
+// that takes 64 KiB every 8 s is slow), its CPU demand (run time plus
+// run-queue wait, which load does not starve: see demandBetween) counted
+// over the whole quiet time stayed under demandFloor of a CPU, no thread
+// was runnable at the last look without having run over the quiet time
+// (starved by a loaded machine: Linux counts its wait only once it runs),
+// and at the last look a thread of it was blocked writing stdout, or every
+// thread was asleep or had not run at all over the quiet time. It is busy
+// when it took or wrote bytes or its demand reached the floor: callers then
+// watch on, up to their bound, and report the rate. The server's threads
+// are those of its process and its descendants (Linux /proc, child
+// servers); where they cannot be seen (another system, an in-process server) nothing
+// is conclusive: Activity.Known is false, and callers keep their bounds and
+// say "unverified".
 const (
 	activityWindow = 500 * time.Millisecond
 	activityLook   = 50 * time.Millisecond
@@ -48,6 +52,7 @@ type Activity struct {
 	StdoutWritten int64         // bytes written to stdout over Window
 	Demand        float64       // CPU demand over Window, in CPUs (run time plus run-queue wait per wall-clock time); -1 where unknown
 	Threads       string        // what the threads did at the end: "thread 12: syscall 1 (write fd 1), wchan pipe_write", "all 7 threads asleep"
+	Gap           time.Duration // the longest time between two reads of stdin seen before Window in the same wait; a Window under twice it is never Stopped
 }
 
 // String says what was seen, with the evidence.
@@ -66,6 +71,9 @@ func (a Activity) String() string {
 		return "unverified (its threads cannot be seen here): " + s
 	}
 	s += fmt.Sprintf("; CPU demand %.0f%% of a CPU; %s", 100*a.Demand, a.Threads)
+	if a.Gap >= activityWindow/2 {
+		s += fmt.Sprintf("; it had gone %v between two reads of stdin before", a.Gap.Round(time.Millisecond))
+	}
 	if a.Stopped {
 		return "stopped: " + s
 	}
@@ -169,9 +177,42 @@ func activityOf(from, to sight) Activity {
 // errUnseen is WaitStopped's error where the server's threads cannot be seen.
 var errUnseen = errors.New("the server's threads cannot be seen (an in-process server, or no /proc here): whether it stopped is unverified")
 
+// watch applies the rule to the looks of one wait, in order: it keeps the
+// look that began the server's quiet time and the longest gap between two
+// reads of stdin seen so far.
+type watch struct {
+	prev, quiet sight
+	lastRead    time.Time // the look that last saw stdin taken; zero before one
+	gap         time.Duration
+}
+
+func newWatch(first sight) *watch { return &watch{prev: first, quiet: first} }
+
+// add takes the next look and returns the activity over the quiet time up
+// to it, Stopped only by the whole rule.
+func (w *watch) add(l sight) Activity {
+	read := w.prev.taken >= 0 && l.taken > w.prev.taken
+	if read || l.written > w.prev.written {
+		w.quiet = l
+	}
+	if read {
+		if !w.lastRead.IsZero() {
+			w.gap = max(w.gap, l.at.Sub(w.lastRead))
+		}
+		w.lastRead = l.at
+	}
+	w.prev = l
+	a := activityOf(w.quiet, l)
+	a.Gap = w.gap
+	if a.Window < 2*w.gap {
+		a.Stopped = false
+	}
+	return a
+}
+
 // WaitStopped returns once the server is stopped by the rule above (the
-// Activity over the last half second says so, with the evidence), or with
-// an error when ctx or the session timeout ends first (the Activity is then
+// Activity over its quiet time says so, with the evidence), or with an
+// error when ctx or the session timeout ends first (the Activity is then
 // the whole watch), the server ends, or its threads cannot be seen (at once,
 // the error saying so).
 func (s *Session) WaitStopped(ctx context.Context) (Activity, error) {
@@ -181,27 +222,27 @@ func (s *Session) WaitStopped(ctx context.Context) (Activity, error) {
 	if !first.known {
 		return activityOf(first, first), errUnseen
 	}
-	looks := []sight{first}
+	w := newWatch(first)
+	last := first
 	t := time.NewTicker(activityLook)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return activityOf(first, s.sight()), s.waitError("waiting for the server to stop", ctx.Err())
+			a := activityOf(first, s.sight())
+			a.Gap = w.gap
+			return a, s.waitError("waiting for the server to stop", ctx.Err())
 		}
 		if s.Stats().Exit.How != "" {
-			return activityOf(first, looks[len(looks)-1]), fmt.Errorf("mcptest: the server ended (%s)", s.Stats().Exit)
+			return activityOf(first, last), fmt.Errorf("mcptest: the server ended (%s)", s.Stats().Exit)
 		}
 		l := s.sight()
 		if !l.known {
-			return activityOf(first, looks[len(looks)-1]), errUnseen
+			return activityOf(first, last), errUnseen
 		}
-		looks = append(looks, l)
-		for len(looks) > 1 && l.at.Sub(looks[1].at) >= activityWindow {
-			looks = looks[1:] // keep the latest look at least a window old
-		}
-		if a := activityOf(looks[0], l); a.Stopped {
+		last = l
+		if a := w.add(l); a.Stopped {
 			return a, nil
 		}
 	}

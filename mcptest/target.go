@@ -264,6 +264,10 @@ func ServeHelper() {
 
 // Main is the TestMain of a package with helpers: a helper child serves
 // (ServeHelper), else the tests run under goleak.VerifyTestMain with opts.
+// Before goleak looks, Main waits up to a minute for the in-process
+// servers whose Close gave up (still working on something, such as a large
+// request under the race detector) to return; those that do not are named,
+// and goleak reports their goroutines.
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
 func Main(m *testing.M, opts ...goleak.Option) {
@@ -273,9 +277,16 @@ func Main(m *testing.M, opts ...goleak.Option) {
 
 type runner struct{ m *testing.M }
 
+// lingerBound is how long Main waits for in-process servers still running
+// after the tests.
+const lingerBound = time.Minute
+
 func (r runner) Run() int {
 	code := r.m.Run()
 	defer removeBuilt()
+	if left := lingering.wait(lingerBound); len(left) > 0 {
+		fmt.Printf("mcptest: still running %v after the tests ended (Close gave up on them): %s\n", lingerBound, strings.Join(left, ", "))
+	}
 	if code != 0 || testing.Short() || flagSet("test.run") || flagSet("test.skip") || flagSet("test.list") {
 		return code
 	}
