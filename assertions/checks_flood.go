@@ -244,7 +244,7 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	}
 	resp, err := waitProgressing(ctx, s, big, cfg.Within)
 	if err != nil {
-		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
+		return stoppedOrBusy(ctx, s, cfg.Within, failErr(ruleReadsBlocked, "the large response after resuming reads", err))
 	}
 	if res, bad := notLarge(s, resp, cfg.Large); bad {
 		return res
@@ -252,6 +252,9 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
 		res := fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
 		res.bound = true
+		if res = stoppedOrBusy(ctx, s, cfg.Within, res); res.Verdict != Fail {
+			return res
+		}
 		return floodFailed(ctx, cfg, lines, res)
 	}
 	how := fmt.Sprintf("were read from stdin (%.1f KB/s)", o.rate()/1000)
@@ -301,4 +304,27 @@ func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Resu
 		return res
 	}
 	return skip("the server cannot take this flood at all: with the host reading all the time too, %s (%.1f KB/s until then); this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, o.rate()/1000, res.Evidence)
+}
+
+// stoppedOrBusy judges res, a failure because an answer did not come
+// within a bound, by mcptest's rule, watching the server up to within
+// more: stopped, the failure stands with that evidence; busy (CPU demand,
+// bytes) to the end, it is slow, not stopped: unverified, with what was
+// seen. Where the threads cannot be seen, res is returned as it is (the
+// battery makes a bound alone unverified there).
+func stoppedOrBusy(ctx context.Context, s *mcptest.Session, within time.Duration, res Result) Result {
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	a, err := s.WaitStopped(wctx)
+	switch {
+	case !a.Known || s.Stats().Exit.How != "":
+		return res
+	case err == nil:
+		res.Evidence += "; " + a.String()
+		res.bound = false
+		return res
+	case a.Busy:
+		return Result{Verdict: Warn, Rule: res.Rule, Evidence: "unverified: " + res.Evidence + "; slow, not stopped: " + a.String(), Details: res.Details}
+	}
+	return res
 }
