@@ -206,31 +206,39 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 	}
 }
 
-// CheckReadsWhileBlocked blocks the server's stdout with the Large call,
-// floods its stdin with requests (Flood, Cheap), and checks that it keeps
-// reading them (slow is not stopped) and answers all once reads resume.
+// CheckReadsWhileBlocked blocks the server's stdout with the Large call
+// (without one, with its own answers to a flood of its cheapest request,
+// ping or server/discover), floods its stdin with requests (Flood, Cheap),
+// and checks that it keeps reading them (slow is not stopped) and answers
+// all once reads resume.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	// The README's criteria table says how slow and stopped are told apart.
 	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured (ServerConfig.Large)")
-	}
-	s.StallReads()
-	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	if err := s.WaitWriterBlocked(ctx); err != nil {
-		return largeNotBlocking(ctx, s, big, cfg, err)
+	base := s.Stats().UnknownIDs
+	var big *mcptest.Pending
+	var f filled
+	if cfg.Large != nil {
+		s.StallReads()
+		big = s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+		if err := s.WaitWriterBlocked(ctx); err != nil {
+			return largeNotBlocking(ctx, s, big, cfg, err)
+		}
+	} else {
+		var err error
+		if f, err = fillStdout(ctx, s); err != nil {
+			return fillNotBlocking(s, f, err)
+		}
 	}
 	capacity := cfg.PipeCapacity
 	if capacity <= 0 {
 		capacity = 64 << 10 // Linux's default, the largest of the usual ones
 	}
 	lines, total := floodLines(s.ProtocolVersion(), cfg, capacity)
-	base := s.Stats().UnknownIDs
 	o := writeFlood(ctx, s, lines, cfg)
 	evidence := s.Stats().WriterEvidence
 	s.ResumeReads()
 	if o.stopped != "" {
-		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked", o.stopped)
+		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked%s", o.stopped, fillNote(f))
 		res.Details, res.bound = o.detail, !o.seen
 		return floodFailed(ctx, cfg, lines, res)
 	}
@@ -242,15 +250,20 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 		return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("slow, not stopped: the server takes stdin at %.1f KB/s while its stdout is blocked (%d of the flood's %d bytes in %v); the flood needs %v, past the cap of %v (6×Within): raise Within to about %v, or lower Flood",
 			o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond), need.Round(100*time.Millisecond), cfg.floodCap(), (need / 6).Round(100*time.Millisecond))}
 	}
-	resp, err := waitProgressing(ctx, s, big, cfg.Within)
-	if err != nil {
-		return stoppedOrBusy(ctx, s, cfg.Within, failErr(ruleReadsBlocked, "the large response after resuming reads", err))
+	blocked := "a Large call (" + cfg.Large.describe() + ")"
+	if big != nil {
+		resp, err := waitProgressing(ctx, s, big, cfg.Within)
+		if err != nil {
+			return stoppedOrBusy(ctx, s, cfg.Within, failErr(ruleReadsBlocked, "the large response after resuming reads", err))
+		}
+		if res, bad := notLarge(s, resp, cfg.Large); bad {
+			return res
+		}
+	} else {
+		blocked = f.describe()
 	}
-	if res, bad := notLarge(s, resp, cfg.Large); bad {
-		return res
-	}
-	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
-		res := fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
+	if got, ok := waitFloodAnswers(ctx, s, base, f.sent+len(lines), cfg.Within+o.took); !ok {
+		res := fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests (and %d %s) were answered within %v", max(got-int64(f.sent), 0), len(lines), f.sent, f.method, cfg.Within+o.took)
 		res.bound = true
 		if res = stoppedOrBusy(ctx, s, cfg.Within, res); res.Verdict != Fail {
 			return res
@@ -261,8 +274,8 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 	if o.slow {
 		how = fmt.Sprintf("were read from stdin, slowly (%.1f KB/s),", o.rate()/1000)
 	}
-	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) %s in %v while stdout was blocked (%s); all answered after resuming",
-		len(lines), o.sent, float64(o.sent)/float64(capacity), capacity, how, o.took.Round(time.Millisecond), evidence)
+	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) %s in %v while stdout was blocked by %s (%s); all answered after resuming",
+		len(lines), o.sent, float64(o.sent)/float64(capacity), capacity, how, o.took.Round(time.Millisecond), blocked, evidence)
 }
 
 // floodFailed writes the same flood once to a fresh server with the host
@@ -327,4 +340,12 @@ func stoppedOrBusy(ctx context.Context, s *mcptest.Session, within time.Duration
 		return Result{Verdict: Warn, Rule: res.Rule, Evidence: "unverified: " + res.Evidence + "; slow, not stopped: " + a.String(), Details: res.Details}
 	}
 	return res
+}
+
+// fillNote names what blocked stdout when the fill did, for evidence.
+func fillNote(f filled) string {
+	if f.method == "" {
+		return ""
+	}
+	return " by " + f.describe()
 }

@@ -151,7 +151,7 @@ func TestProbeJUnit(t *testing.T) {
 	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	banner := "starting <up> ]]> & away"
-	res := mcpstdio(t, time.Minute, "probe", "-junit", junit, "-run", "^(stdout-clean|reads-while-blocked|era)$", "--", binary, "fake", "-banner", banner)
+	res := mcpstdio(t, time.Minute, "probe", "-junit", junit, "-run", "^(stdout-clean|result-bounded|era)$", "--", binary, "fake", "-banner", banner)
 	if res.code != 1 {
 		t.Errorf("exit %d, want 1 (stdout-clean fails)\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -183,9 +183,9 @@ func TestProbeJUnit(t *testing.T) {
 				!strings.Contains(c.Failure.Text, banner) || !strings.Contains(c.SystemOut, banner) {
 				t.Errorf("stdout-clean: failure %+v, skipped %v; want a failure quoting the banner %q", c.Failure, c.Skipped, banner)
 			}
-		case "reads-while-blocked":
-			if c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "no Large tool call") {
-				t.Errorf("reads-while-blocked: skipped %v, failure %v; want skipped with the reason", c.Skipped, c.Failure)
+		case "result-bounded":
+			if c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "no Bounded tool call") {
+				t.Errorf("result-bounded: skipped %v, failure %v; want skipped with the reason", c.Skipped, c.Failure)
 			}
 		case "era":
 			if c.Failure != nil || c.Skipped != nil || !strings.Contains(c.SystemOut, "verdict: pass") {
@@ -193,7 +193,7 @@ func TestProbeJUnit(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"stdout-clean", "reads-while-blocked", "era"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"stdout-clean", "result-bounded", "era"}, names); diff != "" {
 		t.Errorf("testcases mismatch (-want +got):\n%s", diff)
 	}
 	if total, err := strconv.ParseFloat(suite.Time, 64); err != nil || total < sum*0.9 {
@@ -232,7 +232,7 @@ func TestProbeNotAServerReports(t *testing.T) {
 // whatever its verdict.
 func TestProbeVerbose(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, time.Minute, "probe", "-v", "-run", "^(stdout-clean|reads-while-blocked|era)$", "--", binary, "fake", "-banner", "hi")
+	res := mcpstdio(t, time.Minute, "probe", "-v", "-run", "^(stdout-clean|result-bounded|era)$", "--", binary, "fake", "-banner", "hi")
 	lines := strings.Split(res.stdout, "\n")
 	seen := map[assertions.Verdict]bool{}
 	for i, line := range lines {
