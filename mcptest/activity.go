@@ -22,7 +22,9 @@ import (
 // was runnable at the last look without having run over the quiet time
 // (starved by a loaded machine: Linux counts its wait only once it runs),
 // and at the last look a thread of it was blocked writing stdout, or every
-// thread was asleep or had not run at all over the quiet time. It is busy
+// thread was asleep or had not run at all over the quiet time, none of
+// them waiting for a process the server started (wait4: its own work). The
+// CPU counted includes children that ended in between. It is busy
 // when it took or wrote bytes or its demand reached the floor: callers then
 // watch on, up to their bound, and report the rate. The server's threads
 // are those of its process and its descendants (Linux /proc, child
@@ -86,6 +88,7 @@ type sight struct {
 	taken, written int64 // stdin bytes taken and stdout bytes written so far; taken -1 where unknown
 	waiting        int   // bytes in the stdin pipe; -1 where unknown
 	threads        []threadState
+	reaped         time.Duration // CPU of the tree's children that ended
 	known          bool
 }
 
@@ -102,19 +105,20 @@ func (s *Session) sight() sight {
 		l.written += int64(b)
 	}
 	if pid := s.proc.pid(); pid > 0 {
-		l.threads, l.known = treeStates(pid, s.stdout.R)
+		l.threads, l.reaped, l.known = treeStates(pid, s.stdout.R)
 	}
 	return l
 }
 
 // demandBetween is the CPU the threads wanted between two looks: their run
-// time, plus each one's run-queue wait up to waitCap times its run time.
+// time, plus each one's run-queue wait up to waitCap times its run time,
+// plus the run time of children that ended in between.
 func demandBetween(from, to sight) time.Duration {
 	before := map[[2]int]threadState{}
 	for _, t := range from.threads {
 		before[[2]int{t.pid, t.tid}] = t
 	}
-	var d time.Duration
+	d := max(to.reaped-from.reaped, 0)
 	for _, t := range to.threads {
 		f := before[[2]int{t.pid, t.tid}] // a new thread counts from zero
 		if run, wait := t.run-f.run, t.wait-f.wait; run > 0 {
@@ -140,7 +144,7 @@ func activityOf(from, to sight) Activity {
 		before[[2]int{t.pid, t.tid}] = t
 	}
 	var writing []string
-	asleep, starved := 0, 0
+	asleep, starved, waiting := 0, 0, 0
 	wchans := map[string]int{}
 	for _, t := range to.threads {
 		if t.write {
@@ -153,6 +157,9 @@ func activityOf(from, to sight) Activity {
 		case t.state == 'S' || t.state == 'D' || t.state == 'I' || seen && t.run == f.run:
 			asleep++
 			wchans[t.wchan]++
+		}
+		if t.wchan == "do_wait" {
+			waiting++
 		}
 	}
 	switch {
@@ -170,7 +177,10 @@ func activityOf(from, to sight) Activity {
 	if starved > 0 {
 		a.Threads += fmt.Sprintf("; %d runnable but given no CPU over the window (a loaded machine: slow, not stopped)", starved)
 	}
-	a.Stopped = a.Window >= activityWindow && !a.Busy && starved == 0 && (len(writing) > 0 || asleep == len(to.threads))
+	if waiting > 0 && len(writing) == 0 {
+		a.Threads += "; waiting for a process it started (wait4): its own work, slow, not stopped"
+	}
+	a.Stopped = a.Window >= activityWindow && !a.Busy && starved == 0 && (len(writing) > 0 || asleep == len(to.threads) && waiting == 0)
 	return a
 }
 

@@ -74,3 +74,29 @@ func TestActivityGapAndWholeQuietTime(t *testing.T) {
 		t.Errorf("0.3 s of CPU over a 5 s quiet time (6%%): want stopped: %s", a)
 	}
 }
+
+// TestActivityOwnChild: a server asleep waiting for a process it started
+// (wait4, wchan do_wait: desktop-commander 0.2.52 once in a probe run, its
+// event loop in a synchronous child for over a second) is at its own work,
+// not stopped; and the CPU of children that ended between two looks
+// (cutime, cstime) is the server's demand.
+func TestActivityOwnChild(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	main := threadState{pid: 1, tid: 1, state: 'S', run: time.Second, syscall: -1, wchan: "do_wait"}
+	from := sight{at: at, taken: 100, waiting: 15000, threads: []threadState{main}, known: true}
+	to := from
+	to.at = at.Add(time.Second)
+	if a := activityOf(from, to); a.Stopped || !strings.Contains(a.Threads, "waiting for a process it started") {
+		t.Errorf("asleep in do_wait: Stopped %v (%s), want not stopped, saying so", a.Stopped, a.Threads)
+	}
+	main.wchan = "do_epoll_wait"
+	from.threads, to.threads = []threadState{main}, []threadState{main}
+	if a := activityOf(from, to); !a.Stopped {
+		t.Errorf("asleep in epoll, nothing reaped: want stopped (%s)", a)
+	}
+	to.reaped = 300 * time.Millisecond
+	if a := activityOf(from, to); a.Stopped || !a.Busy || a.Demand < 0.29 {
+		t.Errorf("300ms of CPU in children reaped over 1s: Stopped %v, Busy %v, Demand %.2f; want busy, 30%%", a.Stopped, a.Busy, a.Demand)
+	}
+}

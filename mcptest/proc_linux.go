@@ -165,9 +165,11 @@ func pipeHolders(f *os.File) []string {
 }
 
 // treeStates returns the threads of pid and of its descendants (found
-// through /proc/<pid>/task/*/children, at most 64 processes); ok is false
+// through /proc/<pid>/task/*/children, at most 64 processes) and the CPU
+// time of their children that ended and were reaped (cutime and cstime:
+// a child that ran between two looks is seen only there); ok is false
 // where pid cannot be seen.
-func treeStates(pid int, stdout *os.File) (ts []threadState, ok bool) {
+func treeStates(pid int, stdout *os.File) (ts []threadState, reaped time.Duration, ok bool) {
 	pids := []int{pid}
 	for i := 0; i < len(pids) && len(pids) < 64; i++ {
 		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pids[i]))
@@ -183,9 +185,30 @@ func treeStates(pid int, stdout *os.File) (ts []threadState, ok bool) {
 	for i, p := range pids {
 		t, err := threadStates(p, stdout)
 		if err != nil && i == 0 {
-			return nil, false
+			return nil, 0, false
 		}
 		ts = append(ts, t...)
+		reaped += reapedTime(p)
 	}
-	return ts, len(ts) > 0 && ts[0].run >= 0
+	return ts, reaped, len(ts) > 0 && ts[0].run >= 0
+}
+
+// reapedTime is cutime plus cstime of /proc/<pid>/stat (fields 16 and 17,
+// in ticks of 10 ms on every Linux Go supports); 0 where unknown.
+func reapedTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')') // the command may hold anything
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 15 {
+		return 0
+	}
+	cu, _ := strconv.ParseInt(f[13], 10, 64)
+	cs, _ := strconv.ParseInt(f[14], 10, 64)
+	return time.Duration(cu+cs) * 10 * time.Millisecond
 }
