@@ -387,3 +387,21 @@ func TestProbeInterrupt(t *testing.T) {
 		t.Errorf("criteria finished, then not finished, mismatch (-want +got):\n%s\nevidence: %s", diff, last.Evidence)
 	}
 }
+
+// TestProbeSkipHints: without call flags, probe names, after the summary,
+// the flag that would run each criterion it skipped, with an example call
+// from the server's own tools/list.
+func TestProbeSkipHints(t *testing.T) {
+	t.Parallel()
+	res := mcpstdio(t, time.Minute, "probe", "-run", "^(cancel-during-work|cancel-after-output-began|result-bounded|era)$", "--", binary, "fake")
+	for _, want := range []string{
+		"to run the criteria skipped for want of a tool call, give (examples from this server's tools/list; fill in the arguments):",
+		"  -large big   a call whose result is far larger than the pipe (cancel-after-output-began); its arguments: blocks, bytes, ",
+		"  -slow slow   a call that works for seconds unless cancelled (cancel-during-work); its arguments: intervalMs, steps",
+		"  -bounded search   a call that could return a lot (result-bounded); its arguments: ",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("probe's output does not say %q:\n%s", want, res.stdout)
+		}
+	}
+}
