@@ -346,3 +346,24 @@ func TestEOFDrainsRepeated(t *testing.T) {
 		t.Errorf("eof-drains-pending of the fake = %s (%s), want pass in more than one session", res.Verdict, res.Evidence)
 	}
 }
+
+// TestForcedEndOnItsOwnLine: a server that does not exit when its stdin
+// closes and ends on SIGTERM with exit code 0 is said so on the line of the
+// criterion whose server it was, in those words, and not on the next one
+// (which hears only of a kill).
+func TestForcedEndOnItsOwnLine(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig()
+	cfg.ShutdownGrace = 200 * time.Millisecond
+	cfg.Run = regexp.MustCompile(`^(stdout-clean|era)$`)
+	rep := assertions.CheckServer(t.Context(), target(t, true, "-ignore-eof"), cfg)
+	if len(rep.Results) != 2 {
+		t.Fatalf("ran %d criteria, want 2:\n%s", len(rep.Results), rep)
+	}
+	const said = "[at the end of this criterion, it did not exit within the grace after stdin closed; SIGTERM ended it (exit code 0)]"
+	for _, res := range rep.Results {
+		if !strings.Contains(res.Evidence, said) || strings.Contains(res.Evidence, "previous criterion") {
+			t.Errorf("%s: evidence %q, want %q and nothing of the previous criterion", res.Name, res.Evidence, said)
+		}
+	}
+}

@@ -220,7 +220,7 @@ func (f *serverFixture) close() (string, error) {
 	ex := s.Stats().Exit
 	forced := ""
 	if ex.How == mcptest.ExitForced || ex.How == mcptest.ExitStuck {
-		forced = ex.String()
+		forced = closedHow(ex)
 	}
 	if len(ex.Escaped) > 0 {
 		note := "the server left " + strings.Join(ex.Escaped, ", ") + " running outside its process group (setsid): killed"
@@ -230,6 +230,24 @@ func (f *serverFixture) close() (string, error) {
 		return forced, leftBehind(note)
 	}
 	return forced, err
+}
+
+// closedHow says, for evidence, how a server that did not end when its
+// stdin closed was ended: "it did not exit within the grace after stdin
+// closed; SIGTERM ended it (exit code 0)".
+func closedHow(ex mcptest.Exit) string {
+	if ex.How == mcptest.ExitStuck {
+		return "it did not end even after " + strings.Join(ex.Signals, ", ") + " (" + ex.String() + ")"
+	}
+	by := "a signal"
+	if n := len(ex.Signals); n > 0 {
+		by = ex.Signals[n-1]
+	}
+	how := "exit code " + fmt.Sprint(ex.Code)
+	if ex.Signal != "" {
+		how = "killed by " + ex.Signal
+	}
+	return fmt.Sprintf("it did not exit within the grace after stdin closed; %s ended it (%s)", by, how)
 }
 
 // serverCriterion makes a criterion that starts a session with the
