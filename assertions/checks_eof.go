@@ -94,21 +94,21 @@ func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerCo
 			of = fmt.Sprintf("1 of %d sessions dropped requests: ", n)
 		}
 		if len(o.missing) > 0 {
-			return fail(ruleEOFDrains, "%s%d of the %d requests written just before stdin closed got no answer (%s); %s", of, len(o.missing), o.written, joinIDs(o.missing), o.ended)
+			return fail(ruleEOFDrains, "%s%d of the %s written just before stdin closed got no answer (%s); %s", of, len(o.missing), o.written, joinIDs(o.missing), o.ended)
 		}
 		if cfg.fresh == nil || n == eofSessions || time.Since(begin) >= cfg.Within || ctx.Err() != nil {
 			sessions := ""
 			if n > 1 {
 				sessions = fmt.Sprintf(" in each of %d sessions", n)
 			}
-			return pass("all %d requests written just before stdin closed were answered%s; %s", o.written, sessions, o.ended)
+			return pass("the %s written just before stdin closed were all answered%s; %s", o.written, sessions, o.ended)
 		}
 		// One server at a time: an in-process one may keep state in its
 		// package (mcp-go's stdio session).
 		s.Close()
 		next, err := cfg.fresh(ctx)
 		if err != nil {
-			return pass("all %d requests written just before stdin closed were answered in each of %d sessions; %s (another session did not start: %v)", o.written, n, o.ended, firstLine(err.Error()))
+			return pass("the %s written just before stdin closed were all answered in each of %d sessions; %s (another session did not start: %v)", o.written, n, o.ended, firstLine(err.Error()))
 		}
 		defer next.Close()
 		s = next
@@ -117,7 +117,7 @@ func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerCo
 
 // eofOutcome is one session of eof-drains-pending.
 type eofOutcome struct {
-	written int      // requests written
+	written string   // the requests written, in words: "50 requests", "initialize and 50 requests"
 	missing []string // ids not answered
 	ended   string   // how the server ended, or that it had not
 	err     *Result  // the session could not be run
@@ -164,7 +164,11 @@ func eofSession(ctx context.Context, s *mcptest.Session, cfg ServerConfig) eofOu
 	} else if len(missing) == 0 {
 		ended = "it had not exited yet"
 	}
-	return eofOutcome{written: len(ids), missing: missing, ended: ended}
+	written := fmt.Sprintf("%d requests", eofRequests)
+	if len(ids) > eofRequests {
+		written = fmt.Sprintf("initialize and %d requests", eofRequests)
+	}
+	return eofOutcome{written: written, missing: missing, ended: ended}
 }
 
 // waitAnswered waits until every id is answered, or the server's stdout
