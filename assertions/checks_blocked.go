@@ -2,7 +2,6 @@ package assertions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -271,7 +270,7 @@ func afterCancel(ctx context.Context, p *mcptest.Pending) string {
 	case err != nil:
 		return "the cancelled request ended with: " + firstLine(err.Error())
 	case resp.Late:
-		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), responseKind(resp))
+		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), resp)
 	}
 	return "its response had arrived before the cancel"
 }
@@ -280,37 +279,6 @@ func afterCancel(ctx context.Context, p *mcptest.Pending) string {
 func AssertStallCancelRecover(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
 	t.Helper()
 	report(t, CheckStallCancelRecover(testContext(t), s, cfg))
-}
-
-// responseKind names what a response carried: an error code, an isError
-// result, or a plain result.
-func responseKind(r *mcptest.Response) string {
-	if r.Error != nil {
-		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
-	}
-	if isErrorResult(r.Result) {
-		return "an isError result: " + firstText(r.Result)
-	}
-	return fmt.Sprintf("a result of %d bytes", len(r.Result))
-}
-
-// firstText returns a result's first text content block whole (up to 1
-// KiB), quoted, or its size if it has none.
-func firstText(result json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(result, &r) == nil {
-		for _, c := range r.Content {
-			if c.Type == "text" {
-				return fmt.Sprintf("%q", boundText(c.Text, 1024))
-			}
-		}
-	}
-	return fmt.Sprintf("%d bytes, no text content", len(result))
 }
 
 // ended reports whether p has ended: answered, or failed.

@@ -328,7 +328,7 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 			// Every step inside is bounded by Within (or the shutdown and
 			// cancel windows): a criterion past a generous multiple of them
 			// is stuck.
-			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 2*cfg.cancelWatch()
+			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 8*cfg.CancelGrace + 2*cfg.cancelWatch()
 			switch name {
 			case "oversized-input":
 				b += 2 * oversizedAllowance(cfg)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -25,6 +26,49 @@ type Response struct {
 	// it began after Offset bytes and had Size bytes, without its
 	// newline (for StallReadsAfter arithmetic).
 	Offset, Size int64
+}
+
+// String names what the response carried, for evidence: `a JSON-RPC error
+// -32800 "Request cancelled"`, `an isError result: "the text"` (its first
+// text content block, quoted, cut to about 1 KiB) or `a result of 1048600
+// bytes`.
+func (r *Response) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
+	}
+	if string(wire.Member(r.Result, "isError")) != "true" {
+		return fmt.Sprintf("a result of %d bytes", len(r.Result))
+	}
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(r.Result, &res) == nil {
+		for _, c := range res.Content {
+			if c.Type == "text" {
+				return "an isError result: " + strconv.Quote(cutText(c.Text, 1024))
+			}
+		}
+	}
+	return fmt.Sprintf("an isError result: %d bytes, no text content", len(r.Result))
+}
+
+// cutText keeps the head and tail of a text longer than n bytes, cut at
+// rune starts, and says how much was cut between them.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*3/4, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", s[:head], len(s)-head-tail, s[len(s)-tail:])
 }
 
 // Pending is a request sent to the server and its response to come.
