@@ -18,7 +18,9 @@ import (
 // server's own gap between reads cannot tell slow from stopped: a server
 // that takes 64 KiB every 8 s is slow), its CPU demand (run time plus
 // run-queue wait, which load does not starve: see demandBetween) counted
-// over the whole quiet time stayed under demandFloor of a CPU, no thread
+// over the whole quiet time stayed under demandFloor of a CPU (and, unless
+// a thread is blocked writing stdout, over the whole wait too: a server
+// that works in bursts is asleep between them), no thread
 // was runnable at the last look without having run over the quiet time
 // (starved by a loaded machine: Linux counts its wait only once it runs),
 // and at the last look a thread of it was blocked writing stdout, or every
@@ -55,6 +57,9 @@ type Activity struct {
 	Demand        float64       // CPU demand over Window, in CPUs (run time plus run-queue wait per wall-clock time); -1 where unknown
 	Threads       string        // what the threads did at the end: "thread 12: syscall 1 (write fd 1), wchan pipe_write", "all 7 threads asleep"
 	Gap           time.Duration // the longest time between two reads of stdin seen before Window in the same wait; a Window under twice it is never Stopped
+	Whole         float64       // CPU demand over the whole wait, in CPUs; -1 where unknown or not yet judged
+
+	writing bool // a thread was blocked writing stdout at the end
 }
 
 // String says what was seen, with the evidence.
@@ -73,6 +78,9 @@ func (a Activity) String() string {
 		return "unverified (its threads cannot be seen here): " + s
 	}
 	s += fmt.Sprintf("; CPU demand %.0f%% of a CPU; %s", 100*a.Demand, a.Threads)
+	if a.Whole >= demandFloor {
+		s += fmt.Sprintf("; over the whole wait its CPU demand was %.0f%% of a CPU", 100*a.Whole)
+	}
 	if a.Gap >= activityWindow/2 {
 		s += fmt.Sprintf("; it had gone %v between two reads of stdin before", a.Gap.Round(time.Millisecond))
 	}
@@ -130,7 +138,7 @@ func demandBetween(from, to sight) time.Duration {
 
 // activityOf applies the rule to the looks from and to.
 func activityOf(from, to sight) Activity {
-	a := Activity{Known: from.known && to.known, Window: to.at.Sub(from.at), StdinTaken: -1, StdinWaiting: to.waiting, StdoutWritten: to.written - from.written, Demand: -1}
+	a := Activity{Known: from.known && to.known, Window: to.at.Sub(from.at), StdinTaken: -1, StdinWaiting: to.waiting, StdoutWritten: to.written - from.written, Demand: -1, Whole: -1}
 	if from.taken >= 0 && to.taken >= 0 {
 		a.StdinTaken = to.taken - from.taken
 	}
@@ -180,6 +188,7 @@ func activityOf(from, to sight) Activity {
 	if waiting > 0 && len(writing) == 0 {
 		a.Threads += "; waiting for a process it started (wait4): its own work, slow, not stopped"
 	}
+	a.writing = len(writing) > 0
 	a.Stopped = a.Window >= activityWindow && !a.Busy && starved == 0 && (len(writing) > 0 || asleep == len(to.threads) && waiting == 0)
 	return a
 }
@@ -191,12 +200,13 @@ var errUnseen = errors.New("the server's threads cannot be seen (an in-process s
 // look that began the server's quiet time and the longest gap between two
 // reads of stdin seen so far.
 type watch struct {
+	first       sight
 	prev, quiet sight
 	lastRead    time.Time // the look that last saw stdin taken; zero before one
 	gap         time.Duration
 }
 
-func newWatch(first sight) *watch { return &watch{prev: first, quiet: first} }
+func newWatch(first sight) *watch { return &watch{first: first, prev: first, quiet: first} }
 
 // add takes the next look and returns the activity over the quiet time up
 // to it, Stopped only by the whole rule.
@@ -216,6 +226,14 @@ func (w *watch) add(l sight) Activity {
 	a.Gap = w.gap
 	if a.Window < 2*w.gap {
 		a.Stopped = false
+	}
+	if a.Stopped && !a.writing {
+		// Asleep is weaker evidence than a thread in write: a server
+		// that works in bursts (a child it forks, a timer) is asleep
+		// between them. Its demand over the whole wait must be low too.
+		if whole := activityOf(w.first, l); whole.Demand >= demandFloor {
+			a.Stopped, a.Whole = false, whole.Demand
+		}
 	}
 	return a
 }

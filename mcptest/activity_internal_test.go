@@ -73,6 +73,32 @@ func TestActivityGapAndWholeQuietTime(t *testing.T) {
 	if a := w.add(look(5*time.Second, 16000, 300*time.Millisecond)); !a.Stopped {
 		t.Errorf("0.3 s of CPU over a 5 s quiet time (6%%): want stopped: %s", a)
 	}
+
+	// Asleep between bursts (desktop-commander at load 20: 30 KB of the
+	// flood in 21 s, then 1.1 s asleep at 10%, a thread forking): with 2.5 s
+	// of CPU over the 21 s before, the whole wait's demand says busy. A
+	// thread blocked writing stdout is stopped all the same.
+	bursts := func(look func(time.Duration, int64, time.Duration) sight) *watch {
+		w := newWatch(look(0, 0, 0))
+		for i := 1; i <= 40; i++ { // a read every half second, 62.5 ms of CPU each
+			d := time.Duration(i) * 500 * time.Millisecond
+			w.add(look(d, int64(i)*750, d/8))
+		}
+		return w
+	}
+	w = bursts(look)
+	if a := w.add(look(21200*time.Millisecond, 30000, 2500*time.Millisecond)); a.Stopped || !strings.Contains(a.String(), "over the whole wait its CPU demand was") {
+		t.Errorf("asleep 1.2 s after 2.5 s of CPU in 20 s: want not stopped, the whole wait's demand named: %s", a)
+	}
+	writer := func(d time.Duration, taken int64, run time.Duration) sight {
+		l := look(d, taken, run)
+		l.threads = []threadState{{pid: 1, tid: 1, state: 'S', run: run, syscall: 1, fd: 1, wchan: "pipe_write", write: true}}
+		return l
+	}
+	w = bursts(writer)
+	if a := w.add(writer(21200*time.Millisecond, 30000, 2500*time.Millisecond)); !a.Stopped {
+		t.Errorf("blocked writing stdout 1.2 s after 2.5 s of CPU in 20 s: want stopped: %s", a)
+	}
 }
 
 // TestActivityOwnChild: a server asleep waiting for a process it started
