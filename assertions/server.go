@@ -334,6 +334,8 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 				b += 2 * oversizedAllowance(cfg)
 			case "eof-drains-pending": // fresh sessions after the first, started within Within
 				b += cfg.StartTimeout + cfg.Within + cfg.ShutdownGrace
+			case "reads-while-blocked": // the flood up to its cap, and the control flood on a fresh server
+				b += cfg.StartTimeout + 2*cfg.floodCap()
 			}
 			return b
 		},

@@ -308,7 +308,7 @@ func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
 	p.stage, p.ex.How = ExitStuck, ExitStuck // also if it returns later
 	p.mu.Unlock()
 	lingering.add(p)
-	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed (still working, or stuck; Main waits for it before looking for leaks); its goroutines:\n%s", 2*grace, p.stacks())
+	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed (still working, or stuck; mcptest.Main waits for it before looking for leaks); its goroutines:\n%s", 2*grace, p.stacks())
 }
 
 // lingering holds the in-process servers a Close gave up on until they
@@ -343,6 +343,13 @@ func (l *lingerSet) drop(p *inProc) {
 		close(l.changed)
 		l.changed = make(chan struct{})
 	}
+}
+
+// waiting reports whether a server lingers.
+func (l *lingerSet) waiting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.servers) > 0
 }
 
 // wait waits up to d for every lingering server to return, and names those
