@@ -386,21 +386,23 @@ func TestEOFDrainsRepeated(t *testing.T) {
 }
 
 // TestForcedEndOnItsOwnLine: a server that does not exit when its stdin
-// closes and ends on SIGTERM with exit code 0 is said so on the line of the
-// criterion whose server it was, in those words, and not on the next one
-// (which hears only of a kill).
+// closes and ends on a signal (SIGTERM, exit code 0) is said so on the line
+// of the criterion whose server it was, in those words, and not on the next
+// one (which hears only of a kill).
 func TestForcedEndOnItsOwnLine(t *testing.T) {
 	t.Parallel()
 	cfg := fakeConfig()
-	cfg.ShutdownGrace = 200 * time.Millisecond
+	cfg.ShutdownGrace = 500 * time.Millisecond
 	cfg.Run = regexp.MustCompile(`^(stdout-clean|era)$`)
 	rep := assertions.CheckServer(t.Context(), target(t, true, "-ignore-eof"), cfg)
 	if len(rep.Results) != 2 {
 		t.Fatalf("ran %d criteria, want 2:\n%s", len(rep.Results), rep)
 	}
-	const said = "[at the end of this criterion, it did not exit within the grace after stdin closed; SIGTERM ended it (exit code 0)]"
+	// SIGTERM ends the fake with exit code 0; a loaded machine may take
+	// longer than the grace, and the next signal ends it.
+	said := regexp.MustCompile(`\[at the end of this criterion, it did not exit within the grace after stdin closed; SIG[A-Z]+ ended it \((exit code \d+|killed by \w+)\)\]$`)
 	for _, res := range rep.Results {
-		if !strings.Contains(res.Evidence, said) || strings.Contains(res.Evidence, "previous criterion") {
+		if !said.MatchString(res.Evidence) || strings.Contains(res.Evidence, "previous criterion") {
 			t.Errorf("%s: evidence %q, want %q and nothing of the previous criterion", res.Name, res.Evidence, said)
 		}
 	}
