@@ -79,21 +79,28 @@ func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig)
 	// Exercised with tools/list and a tool call (cfg.Cheap, else cfg.Large, if
 	// configured). Not clean: junk lines (banners, logs), parse errors, oversized
 	// frames.
+	// What stdout held before a call that failed is evidence all the same:
+	// junk seen is the verdict, the call's error a note.
 	steps := []string{"handshake (" + s.ProtocolVersion() + ")"}
+	var failed *Result
 	if _, err := s.Call(ctx, wire.MethodToolsList, map[string]any{}); err != nil {
-		return failErr(ruleStdoutClean, "tools/list", err)
+		r := failErr(ruleStdoutClean, "tools/list", err)
+		failed = &r
+	} else {
+		steps = append(steps, "tools/list")
 	}
-	steps = append(steps, "tools/list")
 	call := cfg.Cheap
 	if call == nil {
 		call = cfg.Large
 	}
-	if call != nil {
+	if call != nil && failed == nil {
 		// An error answer is still JSON-RPC on stdout.
 		if _, err := waitProgressing(ctx, s, s.Send(wire.MethodToolsCall, call.params(nil)), cfg.withDefaults().Within); err != nil {
-			return failErr(ruleStdoutClean, "tools/call "+call.Name, err)
+			r := failErr(ruleStdoutClean, "tools/call "+call.Name, err)
+			failed = &r
+		} else {
+			steps = append(steps, "tools/call "+call.Name)
 		}
-		steps = append(steps, "tools/call "+call.Name)
 	}
 	st := s.Stats()
 	var problems []string
@@ -123,7 +130,13 @@ func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig)
 		if len(junk) > 0 {
 			seen = "; junk seen: " + strings.Join(junk, ", ")
 		}
+		if failed != nil {
+			seen += " (then " + failed.Evidence + ")"
+		}
 		return fail(ruleStdoutClean, "after %s, stdout is not clean: %s%s", strings.Join(steps, ", "), strings.Join(problems, ", "), seen)
+	}
+	if failed != nil {
+		return *failed
 	}
 	return pass("%d frames, %d bytes, all JSON-RPC, through %s", st.Frames, st.StdoutBytes, strings.Join(steps, ", "))
 }
