@@ -11,11 +11,14 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// CheckNoDeadlock runs scenario under a watchdog: past the bound it closes the
-// session and fails with its diagnosis; otherwise the verdict is scenario's.
+// CheckNoDeadlock runs scenario under a watchdog. If scenario has not
+// returned within the bound, it records the session's diagnosis, closes the
+// session (which kills the server and closes every pipe, so whatever the
+// scenario is blocked on fails), waits for scenario to return (at most the
+// bound and 10 seconds more) and fails with the diagnosis. Otherwise the
+// verdict is scenario's: pass if it returns nil. The context scenario gets
+// ends at the bound too; well-behaved scenarios use it for every wait.
 func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) Result {
-	// Closing the session makes whatever the scenario is blocked on fail; the
-	// diagnosis is taken before. The context scenario gets ends at the bound too.
 	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	done := make(chan error, 1)
@@ -57,11 +60,11 @@ func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, sc
 	report(t, CheckNoDeadlock(testContext(t), s, within, scenario))
 }
 
-// CheckSecondRequestCompletes checks that Session.Ping, with a fresh id, is
-// answered within the bound; an error response counts as an answer.
+// CheckSecondRequestCompletes checks that Session.Ping (ping or
+// server/discover, by era), with a fresh id, is answered within the bound:
+// what is checked is that the server still responds, so an error response
+// counts as an answer.
 func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
-	// Ping is ping or server/discover, by era: what is checked is that the
-	// server still responds.
 	begin := time.Now()
 	if err := checkCheap(ctx, s, within, nil); err != nil {
 		return failErr(ruleSecondRequest, "second request", err)
@@ -76,10 +79,13 @@ func AssertSecondRequestCompletes(t testing.TB, s *mcptest.Session, within time.
 }
 
 // CheckWriterBlocked checks that, with the host's reads stalled, the server
-// ends up blocked writing its stdout within the bound.
+// ends up blocked writing its stdout within the bound: the reproduction step
+// of every back-pressure bug. It stalls reads if they are not stalled yet;
+// the caller has started something that writes a lot. The evidence is
+// mcptest.Session.WaitWriterBlocked's. A server still writing or busy at
+// the bound is a warning, "unverified", with the rate and the bound that
+// would do; the bound is the harness's, not the server's fault.
 func CheckWriterBlocked(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
-	// The reproduction step of every back-pressure bug. It stalls reads if they
-	// are not stalled yet; the caller has started something that writes a lot.
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	s.StallReads()
@@ -120,18 +126,9 @@ func tooSmall(resp *mcptest.Response, large *ToolCall, capacity int) (Result, bo
 	return Result{}, false
 }
 
-// The bound of WaitWriterBlocked is the harness's, never the server's
-// fault: when it runs out before the Large call blocks the server's
-// stdout, the verdict goes by what was seen. The pipe still filling, or
-// the server busy (CPU demand, a thread running or runnable), is
-// "unverified", with the fill level, its rate and the bound. The server
-// ended is that fact. Otherwise reads are resumed and the Large call's
-// response looked at: an error or one no larger than the pipe is the
-// configuration's failure, with that evidence; a larger one, or none within
-// Within, is "unverified" (the server produced slowly, or has not yet).
-
 // largeNotBlocking judges a check whose Large call (big) did not block the
-// server's stdout within WaitWriterBlocked's bound (err).
+// server's stdout within WaitWriterBlocked's bound (err), as
+// CheckStallCancelRecover's doc says.
 func largeNotBlocking(ctx context.Context, s *mcptest.Session, big *mcptest.Pending, cfg ServerConfig, err error) Result {
 	var nb *mcptest.NotBlockedError
 	if !errors.As(err, &nb) {
@@ -199,11 +196,24 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 	report(t, CheckReadsWhileBlocked(testContext(t), s, cfg))
 }
 
-// CheckStallCancelRecover is the seed's scenario: reads stalled → the Large
-// call → the writer blocked → notifications/cancelled → reads resumed → a
-// second request completes. Without a Large call, the server's own answers
-// to a flood of its cheapest request block its stdout, and the last of
-// those requests is the one cancelled.
+// CheckStallCancelRecover is the back-pressure scenario end to end: reads
+// stalled → the Large call → the writer blocked → notifications/cancelled
+// → reads resumed → a second request completes. More than a pipeful must
+// arrive after the writer is released (bytes handed to write(2) cannot be
+// recalled), or the Large call was too small to block anything. Without a
+// Large call, the server's own answers to a flood of its cheapest request
+// (ping, or server/discover in 2026-07-28) block its stdout, and the last
+// of those requests is the one cancelled.
+//
+// The bound of the wait for the writer to block (Within) is the harness's,
+// never the server's fault: when it runs out first, the verdict goes by
+// what was seen. The pipe still filling, or the server busy (CPU demand, a
+// thread running or runnable), is a warning, "unverified", with the fill
+// level, its rate and the bound. The server ended is that fact. Otherwise
+// reads are resumed and the Large call's response looked at: an error or
+// one no larger than the pipe is the configuration's failure, with that
+// evidence; a larger one, or none within Within, is "unverified" (the
+// server produced slowly, or has not yet).
 func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	before := s.Stats().StdoutBytes

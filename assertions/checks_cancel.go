@@ -55,16 +55,21 @@ func (c ServerConfig) baselineWindow() time.Duration { return 2 * c.CancelGrace 
 // work before it cancels.
 func (c ServerConfig) calibrationWindow() time.Duration { return min(c.Within, 10*c.CancelGrace) }
 
-// CheckCancelStopsWork watches p, a request at work, cancels it and judges
-// by its progress, CPU demand and processes (Linux) whether the work stopped;
-// a late response or work that goes on fails in 2026-07-28 and warns before.
-// Without evidence either way it warns "unverified".
+// CheckCancelStopsWork watches p, a request at work, for a while (until it
+// has sent three progress notifications, or min(Within, 10×CancelGrace)),
+// to learn what its work looks like; then cancels it, lets CancelGrace
+// pass, watches on (SlowDuration, see ServerConfig) and judges whether the
+// work stopped.
+//
+// The judgement is package cancelrule's: work that went on fails; work
+// that stopped passes, or warns when the request was answered anyway (a
+// SHOULD NOT before the 2026-07-28 revision, a MUST NOT on its stdio
+// transport); when nothing shows the work either way (no progress, no CPU
+// use above the server's own, no processes, unknown duration), the verdict
+// is a warning that says "unverified", never "stopped". Processes the
+// server already ran when CheckCancelStopsWork was called are not taken
+// for the call's.
 func CheckCancelStopsWork(ctx context.Context, s *mcptest.Session, p *mcptest.Pending, cfg ServerConfig) Result {
-	// It watches until p has sent three progress notifications, or for
-	// min(Within, 10×CancelGrace), to learn what its work looks like. A response
-	// after the cancel is a MUST NOT in 2026-07-28 and a SHOULD NOT before.
-	// Processes the server already ran when it was called are not taken for the
-	// call's.
 	return cancelStopsWork(ctx, s, p, cfg.withDefaults(), cancelrule.Measure(ctx, s, 0))
 }
 
@@ -137,13 +142,15 @@ func AssertCancelDuringWork(t testing.TB, s *mcptest.Session, cfg ServerConfig) 
 	report(t, CheckCancelDuringWork(testContext(t), s, cfg))
 }
 
-// CheckCancelBeforeWork sends the Slow call with notifications/cancelled
-// right behind it and watches that no work follows; then a second request
-// must complete.
+// CheckCancelBeforeWork sends the Slow call and notifications/cancelled
+// right behind it, before the server can have done any work worth speaking
+// of, and watches, as CheckCancelStopsWork does, that no work follows. The
+// first call's silence is evidence only where work is visible: when the
+// watch shows the work stopped, or nothing either way, it then sends the
+// Slow call again, watches it at work for a while and cancels it too, to
+// know what the work would have looked like. A second request must
+// complete.
 func CheckCancelBeforeWork(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The first call's silence is evidence only where work is visible: to know
-	// what it would have looked like, the Slow call is sent again, watched at
-	// work for a while and cancelled too.
 	cfg = cfg.withDefaults()
 	if cfg.Slow == nil {
 		return skip("no Slow tool call configured (ServerConfig.Slow)")

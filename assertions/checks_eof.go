@@ -73,15 +73,20 @@ func eofBatch(s *mcptest.Session, cfg ServerConfig) ([]byte, []string) {
 	return b, ids
 }
 
-// CheckEOFDrainsPending writes requests in one write, closes stdin, and
-// requires an answer (an error counts) to each before the server exits.
-// Called by the battery, it repeats that in fresh sessions of the same
+// CheckEOFDrainsPending writes 50 requests (tools/call of Cheap, else of a
+// tool that does not exist, every second one ping or server/discover by
+// era) in one write, with the handshake before them if the session has not
+// negotiated (start it with mcptest.WithoutHandshake), closes stdin at
+// once, and requires an answer to each before the server exits (an error
+// answer counts: work cancelled by the end of stdin may be answered so). It
+// waits for the answers, or the end of the server's stdout, within Within
+// plus ShutdownGrace, plus StartTimeout when the write holds the handshake
+// (the server's start-up is then in the wait). A drop at stdin's end is a
+// race: called by the battery, it looks again in fresh sessions of the same
 // server while none dropped a request, up to 8 sessions or Within, and
-// fails at the first drop; on a caller's session it runs once.
+// fails at the first drop, saying in how many sessions and how the server
+// ended; on a caller's session it runs once.
 func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The requests follow the handshake if the session has none
-	// (mcptest.WithoutHandshake); each session is bounded by Within,
-	// ShutdownGrace, and StartTimeout if the server starts too.
 	cfg = cfg.withDefaults()
 	begin := time.Now()
 	for n := 1; ; n++ {
