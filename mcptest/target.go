@@ -28,10 +28,10 @@ import (
 // stdout)).
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
-// Target is a server to start: a child process (Command, Exec, GoBuild,
-// Helper) or a goroutine of this process (InProcess). A child runs in a
-// process group of its own (Unix), so that the signals Close sends also
-// reach what it starts.
+// Target is a server to start: a child process (Command, CommandFunc,
+// Exec, GoBuild, Helper) or a goroutine of this process (InProcess). A
+// child runs in a process group of its own (Unix), so that the signals
+// Close sends also reach what it starts.
 type Target interface {
 	// String describes the target in diagnoses.
 	String() string
@@ -52,6 +52,16 @@ func Command(name string, args ...string) Target {
 // started once only, so the Target can be too.
 func Exec(cmd *exec.Cmd) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
+}
+
+// CommandFunc returns a Target that runs the command build returns, calling
+// build for each server it starts (a battery starts one per criterion), so
+// that a command with an environment or a working directory of its own can
+// start any number of times, as Exec's cannot. Each command is started as
+// Exec starts its cmd (its streams must be nil; WaitDelay, process group).
+// CommandFunc also calls build once itself, to describe the target.
+func CommandFunc(build func() *exec.Cmd) Target {
+	return &cmdTarget{build: build, desc: build().String()}
 }
 
 type cmdTarget struct {
