@@ -198,7 +198,7 @@ func TestProbeNaive(t *testing.T) {
 // tool call is not given is skipped without failing the probe.
 func TestProbeRun(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(reads-while-blocked|era)$", "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(cancel-during-work|era)$", "--", binary, "fake")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
@@ -206,7 +206,7 @@ func TestProbeRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
 	}
-	wantV := map[string]assertions.Verdict{"reads-while-blocked": assertions.Skip, "era": assertions.Pass}
+	wantV := map[string]assertions.Verdict{"cancel-during-work": assertions.Skip, "era": assertions.Pass}
 	if diff := cmp.Diff(wantV, rep.Verdicts()); diff != "" {
 		t.Errorf("verdicts with -run mismatch (-want +got):\n%s", diff)
 	}
