@@ -70,6 +70,7 @@ func TestCrashOnBrokenPipe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s.Close() // waits for stderr's end: all of the trace is read
 			stderr := string(s.Stderr())
 			switch {
 			case !fault && ex.Code != 0:
