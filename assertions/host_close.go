@@ -80,11 +80,11 @@ func hostCloseBounded(ctx context.Context, r *hostFixture) Result {
 	defer t.Stop()
 	select {
 	case c := <-done:
-		how := "returned"
+		how := fmt.Sprintf("returned after %v", time.Since(t0).Round(time.Millisecond))
 		if c.err != nil {
-			how = "returned " + truncate(firstLine(c.err.Error()), 200)
+			how += ": " + truncate(firstLine(c.err.Error()), 200)
 		}
-		return pass("the call the host abandoned returned %v after the fake stopped reading, with %s; Close, %v later, %s after %v", returned, fill, closePause, how, time.Since(t0).Round(time.Millisecond))
+		return pass("the call the host abandoned returned %v after the fake stopped reading, with %s; Close, %v later, %s", returned, fill, closePause, how)
 	case <-t.C:
 	}
 	where := waiting(label)

@@ -106,7 +106,7 @@ func TestCloseBounded(t *testing.T) {
 		want assertions.Verdict
 		says []string
 	}{
-		{"session", assertions.SessionHost(mcptest.WithGrace(300 * time.Millisecond)), assertions.Pass,
+		{"session", assertions.SessionHost(mcptest.WithGrace(time.Second)), assertions.Pass,
 			[]string{"the call the host abandoned returned ", "Close, 200ms later, returned after ", "stdin pipe holding "}},
 		{"close waits for the cancel", newLockedHost(false), assertions.Fail,
 			[]string{"Close did not return within 2s", "stdin pipe holding ", "(*lockedHost).Close", "(*lockedHost).CallTool.func1", "returned once the criterion killed the fake"}},
