@@ -18,12 +18,13 @@ const ruleCRLFInput = `stdio: messages are delimited by newlines; a line ending 
 // CheckCRLFInput writes, in one write, a request whose line ends in
 // "\r\n", a line holding only "\r\n" and a request ending in "\n", and
 // requires both requests answered (the blank line may get an error answer
-// or none) and then a further request, each within Within.
+// or none) and then a further request (the Cheap call, or the era's ping),
+// each within Within. The two requests are the era's ping (ping, or
+// server/discover).
 func CheckCRLFInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The requests are the era's ping (ping, or server/discover), with ids the
-	// host does not route: their answers are found in the transcript.
 	cfg = cfg.withDefaults()
 	t0 := time.Now()
+	// Ids the host does not route: their answers are found in the transcript.
 	const crlfID, afterID = "mcpstdio-crlf", "mcpstdio-after-crlf"
 	b := bytes.TrimSuffix(gluedRequest(s, crlfID), []byte("\n"))
 	b = append(b, "\r\n\r\n"...)

@@ -29,11 +29,10 @@ const ruleHostGone = "a server whose host went away (the reader of its stdout cl
 // or by that SIGTERM; it fails a crash (a non-zero exit with a crash trace on
 // stderr, whose first line it quotes; another signal; a panic in process)
 // and a server still running; a non-zero exit without a trace it can
-// recognise is a warning. It ends with the session closed (Close), once
-// the server has ended or the bound has passed.
+// recognise (Go's, Node's, Python's, Rust's, Java's and .NET's are) is a
+// warning. It ends with the session closed (Close), once the server has
+// ended or the bound has passed.
 func CheckHostGone(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The traces recognised are those of Go, Node, Python, Rust, Java and
-	// .NET (crashTrace).
 	cfg = cfg.withDefaults()
 	what, res, ok := startWriting(ctx, s, cfg)
 	if !ok {
