@@ -56,9 +56,11 @@ func tsSDKServerVerdicts() map[string]assertions.Verdict {
 	return want("child",
 		// The stdio transport buffers at most 10 MiB of an unfinished line
 		// (TSSDK shared/stdio.js ReadBuffer.append); past it append
-		// throws, the transport closes (TSSDK server/stdio.js _ondata) and
-		// node, with nothing left to do, exits 0 without a word. Measured:
-		// a 17 MiB line, then a ping: no answer, exit 0 within 1 s.
+		// throws and the transport closes (TSSDK server/stdio.js _ondata).
+		// Measured: a 17 MiB line, then a ping: no answer, exit 0 within
+		// 1 s. (node exits while more of the line is still to come; a
+		// line just over the limit that has fully arrived leaves it alive
+		// and silent until stdin closes: docs/sdk-history.md.)
 		"oversized-input", assertions.Fail,
 		// The stdio transport has no handler for an error on stdout (TSSDK
 		// server/stdio.js: only stdin's 'error' is listened to): when its
