@@ -54,6 +54,7 @@ type Server struct {
 
 	logCh  chan string
 	stderr io.Writer
+	stdio  bool     // started by ServeStdio: the process's own stdio
 	stdin  *os.File // the process's stdin under ServeStdio, for noteUnread
 }
 

@@ -44,7 +44,7 @@ that read their servers from a config file:
   mcpstdio hostprobe -config mcp.json.tmpl=mcp.json -- myhost --config mcp.json ask "call a tool"
 
 Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
-shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
+close-bounded, shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
 for the host's own timeout (shutdown-ladder: -host-cap from the first step
 of the ladder the fake sees, once it sees one), then at most -within for
 the fake's last report; the other criteria 3×-within in all. The first run gets
