@@ -171,12 +171,12 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			if e.Stale && !all {
 				continue
 			}
-			log := e.Status.Log
+			log, noLog := e.Status.Log, ""
 			if e.LogErr != nil { // never read a record the status file has no say over
-				log = ""
+				log, noLog = "", e.LogErr.Error()+" (mcpstdio show reads it)"
 				e.Status.Problems = append(e.Status.Problems, e.LogErr.Error())
 			}
-			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, Status: e.Status})
+			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, NoLog: noLog, Status: e.Status})
 		}
 		return ps, errors.Join(errs...)
 	}

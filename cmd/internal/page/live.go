@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 //go:embed assets/live.js
@@ -19,11 +22,14 @@ var liveJS string
 // Proxy is one running proxy as the live page shows it: its status file's
 // path and content (Status, shown as it is), and where its record is.
 type Proxy struct {
-	Path   string    `json:"path"`
-	Stale  bool      `json:"stale,omitempty"`
-	Start  time.Time `json:"-"` // the record's time 0
-	Log    string    `json:"-"` // the record, "" if none
-	Status any       `json:"status"`
+	Path  string    `json:"path"`
+	Stale bool      `json:"stale,omitempty"`
+	Start time.Time `json:"-"` // the record's time 0
+	Log   string    `json:"-"` // the record, "" if none or not to be read
+	// NoLog says why there is no record to read when Log is "": the proxy
+	// records nothing, or its record is not to be read (and where it is).
+	NoLog  string `json:"-"`
+	Status any    `json:"status"`
 }
 
 // Server serves the live page of the running proxies and the same data as
@@ -52,10 +58,32 @@ type LiveProxy struct {
 	Timeline string    `json:"timeline,omitempty"`
 	Folded   []string  `json:"folded,omitempty"`
 	Frames   []Frame   `json:"frames,omitempty"`   // what a click on the timeline shows
-	Requests []Request `json:"requests,omitempty"` // the latest and the unfinished, from the record
-	Blocks   []Span    `json:"blocks,omitempty"`   // the latest blocked writes and stalls
-	Record   string    `json:"record"`             // the record's state in words
+	Requests []Request `json:"requests,omitempty"` // the latest unfinished ones and the latest ten, from the record
+	// RequestsMore counts the unfinished requests not in Requests.
+	RequestsMore int    `json:"requests_more,omitempty"`
+	Blocks       []Span `json:"blocks,omitempty"` // the latest blocked writes and stalls
+	Record       string `json:"record"`           // the record's state in words
+	HasRecord    bool   `json:"has_record"`       // a record is read: Requests and Blocks are its
+	// Ending says where the record of a proxy whose status file is stale
+	// ends, and that the proxy was killed, when the record has no summary;
+	// Verdicts and Metrics are then the record's, worked out from its
+	// events to that end (the status file's are as of its last update).
+	Ending   string           `json:"ending,omitempty"`
+	Verdicts []record.Verdict `json:"verdicts,omitempty"`
+	Metrics  *record.Metrics  `json:"metrics,omitempty"`
+	// More counts what was left out of the status's lists (the pending
+	// requests, the verdicts) to keep each poll small: at most
+	// maxStatusItems of each are kept, the oldest half and the latest half.
+	More map[string]int `json:"more,omitempty"`
 }
+
+// maxLiveRequests is how many unfinished requests of a record status.json
+// lists (the latest); maxStatusItems how many items of each list of a
+// status file.
+const (
+	maxLiveRequests = 50
+	maxStatusItems  = 100
+)
 
 // Live is the whole of status.json.
 type Live struct {
@@ -123,7 +151,8 @@ func (s *Server) Snapshot(now time.Time) Live {
 	}
 	seen := map[string]bool{}
 	for _, p := range ps {
-		lp := LiveProxy{Proxy: p, NowUS: min(max(now.Sub(p.Start).Microseconds(), 0), MaxTime), Record: "no record (-no-log): no timeline"}
+		lp := LiveProxy{Proxy: p, NowUS: min(max(now.Sub(p.Start).Microseconds(), 0), MaxTime), Record: "no record: " + cmp.Or(p.NoLog, "the proxy records nothing (-no-log)") + "; no timeline"}
+		lp.Status, lp.More = capLists(p.Status, maxStatusItems)
 		if p.Log != "" {
 			seen[p.Log] = true
 			t := s.tails[p.Log]
@@ -147,8 +176,16 @@ func (s *Server) Snapshot(now time.Time) Live {
 func (lp *LiveProxy) fill(t *tail, window int64) {
 	sess := t.sess
 	now := max(lp.NowUS, sess.End)
+	lp.HasRecord = true
 	if lp.Stale {
 		now = sess.End
+		sess.SetProxyState(ProxyGone)
+		if !sess.Summary {
+			lp.Ending, lp.Metrics = sess.Unended, sess.Metrics
+			lp.Verdicts = sess.Verdicts
+		}
+	} else {
+		sess.SetProxyState(ProxyRunning)
 	}
 	lp.Record = fmt.Sprintf("record %s (%s read)", t.path, size(t.off))
 	if t.err != nil {
@@ -160,12 +197,21 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	if lp.Frames == nil {
 		lp.Frames = []Frame{}
 	}
-	// The unfinished requests and the latest ten.
+	// The latest unfinished requests and the latest ten, newest first.
 	var reqs []Request
-	for i, r := range sess.Requests {
-		if r.State != "delivered" || i >= len(sess.Requests)-10 {
-			reqs = append(reqs, r)
+	unfinished := 0
+	for i := len(sess.Requests) - 1; i >= 0; i-- {
+		r := sess.Requests[i]
+		switch {
+		case r.State != "delivered":
+			if unfinished++; unfinished > maxLiveRequests {
+				lp.RequestsMore++
+				continue
+			}
+		case i < len(sess.Requests)-10:
+			continue
 		}
+		reqs = append(reqs, r)
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Sent > reqs[j].Sent })
 	lp.Requests = reqs
@@ -174,6 +220,38 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	} else {
 		lp.Blocks = append([]Span(nil), sess.Blocks...)
 	}
+}
+
+// capLists returns status with each list it holds (a JSON array as a
+// field of the object) cut to its first max/2 and last max/2 items, and
+// how many items were left out of each, by field name. A status that is
+// not a JSON object is returned as it is.
+func capLists(status any, max int) (any, map[string]int) {
+	b, err := json.Marshal(status)
+	if err != nil {
+		return status, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return status, nil
+	}
+	var more map[string]int
+	for k, v := range m {
+		var items []json.RawMessage
+		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &items) != nil || len(items) <= max {
+			continue
+		}
+		if more == nil {
+			more = map[string]int{}
+		}
+		more[k] = len(items) - max
+		kept := append(items[:max/2:max/2], items[len(items)-max/2:]...)
+		m[k], _ = json.Marshal(kept)
+	}
+	if more == nil {
+		return status, nil
+	}
+	return m, more
 }
 
 // loopbackHost reports whether a Host header names a loopback address or

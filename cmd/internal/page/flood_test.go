@@ -1,0 +1,173 @@
+package page
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
+)
+
+// flood returns a record of a server that stops answering while the host
+// sends n calls and then cancels each, and the server answers the last
+// ten after their cancel: every call unfinished, every cancel and late
+// answer a mark. No summary (the proxy still runs). Made once per n.
+func flood(n int) []byte {
+	if b, ok := floodMade.Load(n); ok {
+		return b.([]byte)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	seq := int64(0)
+	emit := func(e record.Event) {
+		e.Seq = seq
+		seq++
+		enc.Encode(e)
+	}
+	emit(record.Event{Ev: record.EvHeader, Header: &record.Header{V: record.SchemaVersion, Schema: record.SchemaName, Argv: []string{"srv"}, Head: 256}})
+	var off int64
+	for i := 1; i <= n; i++ {
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo"}}`, i)
+		t := int64(1000 + i*10)
+		emit(record.Event{Ev: record.EvFrame, Dir: record.DirIn, T: t, T0: t, Off: off, N: int64(len(req)), Kind: record.KindRequest, ID: json.RawMessage(fmt.Sprint(i)), Method: "tools/call", Tool: "echo", Head: req})
+		emit(record.Event{Ev: record.EvChunk, Dir: record.DirIn, T: t, Off: off, N: int64(len(req) + 1), WT: t + 2})
+		off += int64(len(req) + 1)
+	}
+	t0 := int64(1000 + n*10 + 1000)
+	for i := 1; i <= n; i++ {
+		emit(record.Event{Ev: record.EvCancel, Dir: record.DirIn, T: t0 + int64(i), ID: json.RawMessage(fmt.Sprint(i)), Method: "tools/call", Tool: "echo", State: "waiting", Reason: "timeout"})
+	}
+	var out int64
+	for i := n - 9; i <= n; i++ {
+		t := t0 + int64(n) + 5000
+		resp := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i)
+		emit(record.Event{Ev: record.EvLate, Dir: record.DirOut, T: t, ID: json.RawMessage(fmt.Sprint(i)), Method: "tools/call", After: 5000})
+		emit(record.Event{Ev: record.EvFrame, Dir: record.DirOut, T: t, T0: t, Off: out, N: int64(len(resp)), Kind: record.KindResponse, ID: json.RawMessage(fmt.Sprint(i)), Head: resp})
+		emit(record.Event{Ev: record.EvChunk, Dir: record.DirOut, T: t, Off: out, N: int64(len(resp) + 1), WT: t + 2})
+		out += int64(len(resp) + 1)
+	}
+	made, _ := floodMade.LoadOrStore(n, b.Bytes())
+	return made.([]byte)
+}
+
+var floodMade sync.Map // n → flood(n)
+
+// TestFloodBounded: the report, the terminal summary and the live page of
+// a record with 20,000 unfinished calls and 20,000 cancels (4,000 under
+// the race detector) stay small: the latest few of each per-item list one
+// by one and a count, the rest binned or folded, as ordinary frames are.
+// Without the bounds the report was 15 MiB and status.json 19 MiB a poll.
+func TestFloodBounded(t *testing.T) {
+	t.Parallel()
+	n := 20_000
+	if raceEnabled {
+		n = 4_000
+	}
+	rec := flood(n)
+	s, err := Read(bytes.NewReader(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pending) != n-10 {
+		t.Fatalf("%d pending, want %d", len(s.Pending), n-10)
+	}
+	var html, text bytes.Buffer
+	start := time.Now()
+	if err := s.WriteHTML(&html, "flood"); err != nil {
+		t.Fatal(err)
+	}
+	s.WriteText(&text)
+	t.Logf("%d calls and cancels: report %d bytes, summary %d bytes, in %v", n, html.Len(), text.Len(), time.Since(start))
+	out := html.String()
+	for _, c := range []struct {
+		what string
+		n    int
+		max  int
+	}{
+		{"report bytes", html.Len(), 1 << 20},
+		{"summary bytes", text.Len(), 100 << 10},
+		{"summary lines", strings.Count(text.String(), "\n"), 700},
+		{"request spans", strings.Count(out, `<g class="req `), maxSpans},
+		{"frame marks", strings.Count(out, `<rect class="frame `), 2 * maxSpans},
+		{"cancel marks", strings.Count(out, `<g class="mark cancel"`), maxItemMarks},
+		{"pending rows", strings.Count(out, `<tr class="stuck">`), maxPendingListed},
+	} {
+		if c.n > c.max {
+			t.Errorf("%s: %d, want at most %d", c.what, c.n, c.max)
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%d cancels in the window: the latest %d drawn one by one, %d earlier ones as columns of counts", n, maxItemMarks, n-maxItemMarks),
+		fmt.Sprintf("… %d more pending requests, sent from", n-10-maxPendingListed),
+	} {
+		if !strings.Contains(out, esc(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(out, `class="bin markbin cancel"`) {
+		t.Errorf("report draws no column of cancels")
+	}
+	if !strings.Contains(text.String(), "lines folded") || !strings.Contains(text.String(), "cancel") {
+		t.Errorf("summary does not fold the cancels:\n%.3000s", text.String())
+	}
+
+	// The live page: one poll's data.
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	if err := os.WriteFile(log, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pending := make([]map[string]any, n)
+	for i := range pending {
+		pending[i] = map[string]any{"dir": "in", "id": i + 1, "method": "tools/call", "state": "cancelled"}
+	}
+	srv := &Server{Token: "t", List: func(now time.Time) ([]Proxy, error) {
+		return []Proxy{{Path: log + ".status.json", Start: now.Add(-time.Second), Log: log, Status: map[string]any{"proxy_pid": 7, "pending": pending}}}, nil
+	}}
+	b, err := json.Marshal(srv.Snapshot(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live Live
+	json.Unmarshal(b, &live)
+	t.Logf("status.json: %d bytes", len(b))
+	if len(b) > 1<<20 {
+		t.Errorf("status.json of %d bytes, want under 1 MiB", len(b))
+	}
+	p := live.Proxies[0]
+	if len(p.Requests) > maxLiveRequests+10 || p.RequestsMore != n-10-maxLiveRequests || p.More["pending"] != n-maxStatusItems {
+		t.Errorf("status.json: %d requests, %d more, %v more of the status: want %d listed and the rest counted", len(p.Requests), p.RequestsMore, p.More, maxLiveRequests)
+	}
+}
+
+// TestMarkLabelsApart: cancels and late answers at one time share one
+// label that counts them, instead of labels drawn over each other.
+func TestMarkLabelsApart(t *testing.T) {
+	t.Parallel()
+	s := New()
+	s.Add(record.Event{Ev: record.EvHeader, Header: &record.Header{V: 1, Schema: record.SchemaName, Argv: []string{"srv"}}})
+	for i := 1; i <= 3; i++ {
+		id := json.RawMessage(fmt.Sprint(i))
+		s.Add(record.Event{Ev: record.EvFrame, Dir: record.DirIn, T: 100, T0: 100, N: 60, Kind: record.KindRequest, ID: id, Method: "tools/call"})
+		s.Add(record.Event{Ev: record.EvCancel, Dir: record.DirIn, T: 5_000_000, ID: id, State: "waiting"})
+		s.Add(record.Event{Ev: record.EvLate, Dir: record.DirOut, T: 9_000_000, ID: id, After: 4_000_000})
+	}
+	s.Add(record.Event{Ev: record.EvCancel, Dir: record.DirIn, T: 9_900_000, ID: json.RawMessage("9"), State: "unknown"})
+	s.Finish()
+	v := s.timeline(0, 10_000_000, 0)
+	labels := regexp.MustCompile(`<text class="marklabel (cancel|late)"[^>]*>([^<]*)</text>`).FindAllStringSubmatch(v.SVG, -1)
+	var got []string
+	for _, l := range labels {
+		got = append(got, l[1]+": "+l[2])
+	}
+	want := "cancel: cancel 1 +2, cancel: cancel 9, late: late answer 1 +2"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("labels %q, want %q", strings.Join(got, ", "), want)
+	}
+}
