@@ -178,7 +178,7 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	now := max(lp.NowUS, sess.End)
 	lp.HasRecord = true
 	if lp.Stale {
-		now = sess.End
+		now, lp.NowUS = sess.End, sess.End
 		sess.SetProxyState(ProxyGone)
 		if !sess.Summary {
 			lp.Ending, lp.Metrics = sess.Unended, sess.Metrics

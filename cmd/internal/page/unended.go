@@ -143,7 +143,7 @@ func (s *Session) unendedVerdicts() []record.Verdict {
 		if b.Kind == "block" || b.End != 0 || s.End-b.Since < stuckUS {
 			continue
 		}
-		text := fmt.Sprintf("the proxy's fault %s:%s has held %s for %s, until the record ends (from %s)", b.Dir, b.Kind, srcName(b.Dir), dur(s.End-b.Since), at(b.Since))
+		text := fmt.Sprintf("the proxy's fault %s:%s has held %s for %s at least, still when the record ends (from %s)", b.Dir, b.Kind, srcName(b.Dir), dur(s.End-b.Since), at(b.Since))
 		seen, _ := seenText(record.VerdictFaultHolding, b.Since, s.End)
 		vs = append(vs, record.Verdict{Kind: record.VerdictFaultHolding, Text: text + seen})
 	}
@@ -153,7 +153,7 @@ func (s *Session) unendedVerdicts() []record.Verdict {
 			if b.Kind != "block" || b.Dir != dir || b.End != 0 || s.End-b.Since < stuckUS {
 				continue
 			}
-			text := fmt.Sprintf("%s for %s, until the record ends (a write of %s to %s blocked from %s)", h.now, dur(s.End-b.Since), size(b.N), destName(dir), at(b.Since))
+			text := fmt.Sprintf("%s for %s at least, still when the record ends (a write of %s to %s blocked from %s)", h.now, dur(s.End-b.Since), size(b.N), destName(dir), at(b.Since))
 			seen, lv := seenText(h.kind, b.Since, s.End)
 			vs = append(vs, record.Verdict{Kind: h.kind, ID: lv.ID, Text: text + seen})
 		}
@@ -257,7 +257,7 @@ func (s *Session) unanswered() []record.Verdict {
 				vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, Text: fmt.Sprintf("%s %d more requests, sent from %s to %s (see pending at the end)", g.who, len(g.rs)-i, at(r.Sent), at(g.rs[len(g.rs)-1].Sent))})
 				break
 			}
-			vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.ID, Text: fmt.Sprintf("%s %s for %s, until the record ends (sent at %s)", g.who, describe(r.ID, r.Method, r.Tool), dur(s.End-r.Sent), at(r.Sent))})
+			vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.ID, Text: fmt.Sprintf("%s %s for %s at least, still when the record ends (sent at %s)", g.who, describe(r.ID, r.Method, r.Tool), dur(s.End-r.Sent), at(r.Sent))})
 		}
 	}
 	return vs

@@ -24,7 +24,7 @@ func TestKilledRecord(t *testing.T) {
 		{"killed-hoststall.ndjson", ProxyGone, []string{
 			"end     the record ends at +3.423s (2026-12-04 19:24:44.346 UTC) without the proxy's summary: the proxy (pid 28730) is gone: it was killed (or died) before it could finish the record; its last event is a signal: SIGTERM (passed on to the server);",
 			"verdicts (worked out from the events up to +3.423s: the record has no summary)\n",
-			"  - host is not reading the server's output for 3.3s, until the record ends (a write of 64 KiB to the host's stdout blocked from +0.159s); at +1.201s the proxy saw: the response to id 2 (tools/call big), 1.1 MiB of it read from the server so far, is waiting for 1s;",
+			"  - host is not reading the server's output for 3.3s at least, still when the record ends (a write of 64 KiB to the host's stdout blocked from +0.159s); at +1.201s the proxy saw: the response to id 2 (tools/call big), 1.1 MiB of it read from the server so far, is waiting for 1s;",
 			"metrics (worked out from the events up to +3.423s: the record has no summary)\n  requests 3, responses 1, notifications 0, server requests 0, cancels 1,",
 			"stdout 1.1 MiB in 1 frames",
 			"blocked writes: server's stdin 0s, host's stdout 3.3s, host's stderr 0s",
@@ -32,7 +32,7 @@ func TestKilledRecord(t *testing.T) {
 		}},
 		{"killed-fault.ndjson", ProxyRunning, []string{
 			"the proxy (pid 746) is still running, and the record still growing",
-			"  - the proxy's fault out:stop has held the server's stdout for 6.1s, until the record ends (from +0.153s); at +1.201s the proxy saw: 62 KiB waiting in the server's stdout pipe;",
+			"  - the proxy's fault out:stop has held the server's stdout for 6.1s at least, still when the record ends (from +0.153s); at +1.201s the proxy saw: 62 KiB waiting in the server's stdout pipe;",
 			"held by faults (not in the blocked writes): fault stop on server → host 6.1s",
 			"server → host: a message in progress, 1843 bytes read from +0.150s on (1843 bytes of it delivered); its end is not in the record\n",
 		}},
@@ -95,7 +95,7 @@ func TestUnendedFlood(t *testing.T) {
 	if len(s.Verdicts) != maxUnansweredVerdicts+1 {
 		t.Fatalf("%d verdicts, want %d named and one that counts the rest: %v", len(s.Verdicts), maxUnansweredVerdicts, s.Verdicts[:min(len(s.Verdicts), 8)])
 	}
-	if want := "server has not answered id 1 (tools/call echo) for 30s, until the record ends (sent at +0.000s)"; s.Verdicts[0].Text != want {
+	if want := "server has not answered id 1 (tools/call echo) for 30s at least, still when the record ends (sent at +0.000s)"; s.Verdicts[0].Text != want {
 		t.Errorf("first verdict %q, want %q", s.Verdicts[0].Text, want)
 	}
 	if last := s.Verdicts[maxUnansweredVerdicts].Text; !strings.Contains(last, "server has not answered 19995 more requests") {

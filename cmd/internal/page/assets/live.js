@@ -45,7 +45,7 @@
   function blocked(p, updatedAgoUS) {
     var out = [], st = p.status || {};
     (st.streams || []).forEach(function (s) {
-      if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
+      if (p.ending || !s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
       var t = s.spliced ?
         reader(s.dir) + ": a splice of " + size(s.blocked_bytes) + " (still in " + pipe(s.dir, 0) + ", the proxy holds none) blocked for " + dur(s.blocked_us + updatedAgoUS) :
         reader(s.dir) + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
@@ -58,8 +58,8 @@
     // seen yet.
     (p.blocks || []).forEach(function (b) {
       if (b.kind !== "block" || b.end) return;
-      var seen = (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
-      if (!seen) out.push(reader(b.dir) + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
+      var seen = !p.ending && (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
+      if (!seen) out.push(reader(b.dir) + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + (p.ending ? ", still when the record ends" : " (from the record)"));
     });
     return out;
   }
@@ -82,12 +82,14 @@
     return t;
   }
   function card(p, now) {
-    var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000), m = p.more || {};
+    // ago is how old the status file is; run how far its durations have
+    // run on since (none for a stale one: its proxy is gone or stopped).
+    var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000), run = p.stale ? 0 : ago, m = p.more || {};
     var state = p.ending ? "GONE: " + p.ending : p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
-    var stuck = blocked(p, p.stale ? 0 : ago), verdicts = (p.ending ? p.verdicts : st.verdicts) || [];
+    var stuck = blocked(p, run), verdicts = (p.ending ? p.verdicts : st.verdicts) || [];
     var h = '<div class="card' + (stuck.length || verdicts.length ? " stuckcard" : "") + '" data-proxy="' + esc(st.proxy_pid) + '">';
     h += "<h2>proxy " + esc(st.proxy_pid) + " → server " + esc(st.server_pid) + ' <span class="mono">' + esc((st.argv || []).join(" ")) + "</span></h2>";
-    h += '<div class="folded">' + esc(state) + ", up " + dur((now - Date.parse(st.start)) * 1000) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
+    h += '<div class="folded">' + esc(state) + (p.stale ? "" : ", up " + dur((now - Date.parse(st.start)) * 1000)) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
     stuck.forEach(function (t) { h += '<div class="banner blocked">STUCK: ' + esc(t) + "</div>"; });
     if (!stuck.length && !verdicts.length) h += '<div class="banner ok">nothing is stuck</div>';
     // At most five verdicts of a kind (a flood of unanswered requests has
@@ -120,7 +122,7 @@
     var updatedUS = (Date.parse(st.updated) - Date.parse(st.start)) * 1000;
     (p.requests || []).forEach(function (r) {
       if (r.state === "delivered" || m.pending && r.sent <= updatedUS || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
-      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - ago, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - ago : 0 });
+      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - run, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - run : 0 });
     });
     // The oldest ten and the latest ten; the others are counted.
     var pendMore = Number(m.pending || 0);
@@ -131,14 +133,14 @@
       pend.forEach(function (q) {
         if (!q) { h += '<tr class="more"><td colspan="7">… ' + pendMore + " more pending requests, not listed</td></tr>"; return; }
         h += '<tr class="stuck"><td>' + esc(dirName(q.dir)) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
-          '</td><td class="num">' + dur(q.age_us + ago) + '</td><td class="num">' + esc(q.response_bytes ? size(q.response_bytes) + " read" : inProgress(p, q) || "none") +
-          '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
+          '</td><td class="num">' + dur(q.age_us + run) + '</td><td class="num">' + esc(q.response_bytes ? size(q.response_bytes) + " read" : inProgress(p, q) || "none") +
+          '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + run) + (p.stale ? " before the status's last update" : " ago") : "") + "</td></tr>";
       });
       h += "</table>";
     }
     h += '</section><section><h3>pipes</h3><table class="streams"><tr><th>direction</th><th>read</th><th>delivered</th><th>write in progress</th><th>waiting in source pipe</th><th>unread in destination pipe</th><th>idle</th></tr>';
     (st.streams || []).forEach(function (s) {
-      var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + ago) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
+      var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + run) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
       var done = s.blocked_us && ended(p, s);
       if (done) w = "none (the record shows the write ended)";
       h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirName(s.dir)) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
@@ -172,7 +174,7 @@
       h += '<table class="blocks"><tr><th>what</th><th>bytes held</th><th>from</th><th>outcome</th></tr>';
       p.blocks.forEach(function (b) {
         var block = b.kind === "block";
-        var o = b.end ? "ended after " + dur(b.end - b.since) : (block ? "still blocked, " : "still in effect, ") + dur(p.now_us - b.since) + " so far";
+        var o = b.end ? "ended after " + dur(b.end - b.since) : (block ? "still blocked, " : "still in effect, ") + dur(p.now_us - b.since) + (p.ending ? " when the record ends" : " so far");
         h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(block ? reader(b.dir).replace("is not reading", "not reading") : "the proxy's fault " + b.dir + ":" + b.kind + " holds " + pipe(b.dir, 0)) +
           '</td><td class="num">' + (block ? size(b.n) : "(in the pipe)") + '</td><td class="num">' + at(b.since) + "</td><td>" + esc(o) + "</td></tr>";
       });
