@@ -53,7 +53,7 @@ func (s *Server) gotSignal(sig syscall.Signal, end context.CancelFunc) {
 	s.update(func(r *Report) { r.Signals = append(r.Signals, signalRecord{signalName(sig), at, ignored}) })
 	if s.cfg.reportFile != "" {
 		// At once: a SIGKILL may follow any moment.
-		s.writeReportFile()
+		s.writeReportFile(false)
 	}
 	switch {
 	case sig == syscall.SIGQUIT:
