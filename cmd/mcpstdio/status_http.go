@@ -112,6 +112,8 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 	srv := &http.Server{
 		Handler:           &page.Server{Token: hex.EncodeToString(tok), List: list},
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second, // every request's read, its body too (the handler reads none)
+		WriteTimeout:      30 * time.Second, // a client that does not read its answer
 		IdleTimeout:       30 * time.Second, // the page asks twice a second
 		ConnState:         lim.track,
 	}

@@ -92,21 +92,31 @@ type Live struct {
 	Error   string      `json:"error,omitempty"`
 }
 
-// ServeHTTP serves the page and its data.
+// ServeHTTP serves the page and its data. It never reads a request's
+// body: a request that announces one, and any request it refuses, is
+// answered and its connection closed without waiting for the body (a
+// client that announced a body and never sent it held its connection,
+// and with enough of them every connection the server keeps).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.ContentLength != 0 {
+		closeUnread(w)
+	}
 	if !loopbackHost(r.Host) {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: refused: the page is served to loopback host names only", http.StatusForbidden)
 		return
 	}
 	tok := r.URL.Query().Get("token")
 	if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: refused: this request has no valid token; open the URL the command printed", http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: read-only", http.StatusMethodNotAllowed)
 		return
 	}
@@ -129,6 +139,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// closeUnread makes the response close its connection, and a read of
+// the request's body (net/http reads what is left of it after the
+// handler, to reuse the connection) fail at once.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // Snapshot returns what the page shows at now: each proxy's status, and
