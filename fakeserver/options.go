@@ -124,7 +124,8 @@ func ParseArgs(args []string) ([]Option, error) {
 			var b strings.Builder
 			fs.SetOutput(&b)
 			fs.PrintDefaults()
-			return nil, fmt.Errorf("%w\nflags of the fake server:\n%s", flag.ErrHelp, b.String())
+			return nil, fmt.Errorf("%w\nflags of the fake server:\n%s\ntools (tools/call NAME with these arguments, a JSON object; the flag -call-args takes the same):\n%s"+
+				"  for example, the params of a 15 MiB result: {\"name\":\"big\",\"arguments\":{\"bytes\":15728640}}\n", flag.ErrHelp, b.String(), toolsHelp())
 		}
 		return nil, fmt.Errorf("fakeserver: %w", err)
 	}
