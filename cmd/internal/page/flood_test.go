@@ -171,3 +171,37 @@ func TestMarkLabelsApart(t *testing.T) {
 		t.Errorf("labels %q, want %q", strings.Join(got, ", "), want)
 	}
 }
+
+// TestLiveStaleLetsGo: a stale proxy's record (it no longer grows) is
+// read once: the page keeps what it showed and lets the Session go, and
+// shows the same on the next poll; once the record grows (the proxy was
+// only stopped) it is read again, from its start.
+func TestLiveStaleLetsGo(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	rec := flood(2000)
+	if err := os.WriteFile(log, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Token: "t", List: func(now time.Time) ([]Proxy, error) {
+		return []Proxy{{Path: log + ".status.json", Stale: true, Start: now.Add(-time.Hour), Log: log, Status: map[string]any{"proxy_pid": 7}}}, nil
+	}}
+	first := srv.Snapshot(time.Now()).Proxies[0]
+	if tl := srv.tails[log]; tl == nil || tl.card == nil || len(tl.sess.Frames) != 0 || tl.off != 0 {
+		t.Fatalf("after the first snapshot of a stale proxy: tail %+v; want its card kept and its Session let go", tl)
+	}
+	second := srv.Snapshot(time.Now()).Proxies[0]
+	if second.Timeline != first.Timeline || second.Ending != first.Ending || !strings.Contains(first.Ending, "the proxy (pid 0) is gone") || len(second.Requests) != len(first.Requests) {
+		t.Errorf("second snapshot differs from the first, or says no end: ending %q", first.Ending)
+	}
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewEncoder(f).Encode(record.Event{Seq: 1 << 30, T: 99_000_000, Ev: record.EvSignal, Signal: "SIGTERM", Text: "passed on to the server"})
+	f.Close()
+	third := srv.Snapshot(time.Now()).Proxies[0]
+	if !strings.Contains(third.Ending, "the record ends at +99.000s") {
+		t.Errorf("after the record grew: ending %q, want it read again to its new end", third.Ending)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -178,8 +179,13 @@ func (s *Server) Snapshot(now time.Time) Live {
 				t = newTail(p.Log)
 				s.tails[p.Log] = t
 			}
-			t.update(window.Microseconds())
-			lp.fill(t, window.Microseconds())
+			if p.Stale {
+				lp.fillStale(t, window.Microseconds())
+			} else {
+				t.card = nil
+				t.update(window.Microseconds())
+				lp.fill(t, window.Microseconds())
+			}
 		}
 		live.Proxies = append(live.Proxies, lp)
 	}
@@ -189,6 +195,29 @@ func (s *Server) Snapshot(now time.Time) Live {
 		}
 	}
 	return live
+}
+
+// fillStale fills lp for a proxy whose status file is stale: its record
+// no longer grows, so what the page shows of it is made once, kept, and
+// the record's Session let go (ten stale sessions with large records held
+// their whole Sessions, and redrew them each poll). If the record grows
+// again (the proxy was only stopped), it is read again from its start.
+func (lp *LiveProxy) fillStale(t *tail, window int64) {
+	fi, err := os.Stat(t.path)
+	if c := t.card; c != nil && err == nil && os.SameFile(fi, t.cardInfo) && fi.Size() == t.cardInfo.Size() {
+		p := lp.Proxy
+		status, more := lp.Status, lp.More
+		*lp = *c
+		lp.Proxy, lp.Status, lp.More = p, status, more
+		return
+	}
+	t.update(window)
+	lp.fill(t, window)
+	if err == nil && t.err == nil {
+		card := *lp
+		t.card, t.cardInfo = &card, fi
+		*t = tail{path: t.path, sess: New(), card: t.card, cardInfo: t.cardInfo}
+	}
 }
 
 func (lp *LiveProxy) fill(t *tail, window int64) {

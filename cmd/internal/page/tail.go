@@ -27,6 +27,10 @@ type tail struct {
 	skip   int64  // bytes so far of a line over record.MaxLine being skipped, 0 if none
 	gap    error  // the first line skipped
 	err    error  // the last reading error, shown on the page
+	// card is what the page showed of the record when its proxy was
+	// stale, and cardInfo the file then; the Session is let go meanwhile.
+	card     *LiveProxy
+	cardInfo os.FileInfo
 }
 
 // maxLiveFrames is how many frames a live Session keeps before compact
