@@ -205,3 +205,29 @@ func TestLiveStaleLetsGo(t *testing.T) {
 		t.Errorf("after the record grew: ending %q, want it read again to its new end", third.Ending)
 	}
 }
+
+// TestSummaryVerdictsCapped: a summary with a verdict per unanswered
+// request of a flood (the proxy writes one each) lists five of a kind and
+// counts the rest, in the terminal and the report.
+func TestSummaryVerdictsCapped(t *testing.T) {
+	t.Parallel()
+	s := New()
+	s.Add(record.Event{Ev: record.EvHeader, Header: &record.Header{V: 1, Schema: record.SchemaName, Argv: []string{"srv"}}})
+	var vs []record.Verdict
+	for i := range 20_000 {
+		vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: json.RawMessage(fmt.Sprint(i)), Text: fmt.Sprintf("server has not answered id %d", i)})
+	}
+	vs = append(vs, record.Verdict{Kind: record.VerdictHostNotReading, Text: "host is not reading"})
+	s.Add(record.Event{Ev: record.EvSummary, T: 1, Verdicts: vs, Metrics: &record.Metrics{}})
+	s.Finish()
+	var text, html bytes.Buffer
+	s.WriteText(&text)
+	s.WriteHTML(&html, "r")
+	if n := strings.Count(text.String(), "  - server has not answered"); n != maxVerdictsOfAKind || !strings.Contains(text.String(), "  - host is not reading\n") ||
+		!strings.Contains(text.String(), "… and more verdicts, not listed: 19995 unanswered") {
+		t.Errorf("summary lists %d unanswered verdicts, want %d and the rest counted:\n%.2000s", n, maxVerdictsOfAKind, text.String())
+	}
+	if n := strings.Count(html.String(), `<li data-kind="unanswered">`); n != maxVerdictsOfAKind {
+		t.Errorf("report lists %d unanswered verdicts, want %d", n, maxVerdictsOfAKind)
+	}
+}

@@ -107,10 +107,14 @@ func (s *Session) htmlVerdicts(b *strings.Builder) {
 	if len(s.Verdicts) == 0 {
 		b.WriteString("<li class=\"ok\">nothing was found stuck</li>")
 	}
-	for _, v := range s.Verdicts {
+	shown, more := s.shownVerdicts()
+	for _, v := range shown {
 		fmt.Fprintf(b, "<li data-kind=\"%s\">%s</li>", esc(v.Kind), esc(v.Text))
 	}
 	b.WriteString("</ul>\n")
+	if more != "" {
+		fmt.Fprintf(b, "<p class=\"folded\">%s</p>\n", esc(more))
+	}
 }
 
 func (s *Session) htmlPending(b *strings.Builder) {

@@ -213,7 +213,7 @@ func (lp *LiveProxy) fillStale(t *tail, window int64) {
 	}
 	t.update(window)
 	lp.fill(t, window)
-	if err == nil && t.err == nil {
+	if err == nil && t.err == nil && t.off == fi.Size() { // read to its end (an update reads at most maxTailRead)
 		card := *lp
 		t.card, t.cardInfo = &card, fi
 		*t = tail{path: t.path, sess: New(), card: t.card, cardInfo: t.cardInfo}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpstdio/mcpstdio/internal/term"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // WriteText writes the summary of s for a terminal: the header, the
@@ -20,8 +21,12 @@ func (s *Session) WriteText(w io.Writer) error {
 	if len(s.Verdicts) == 0 {
 		b.WriteString("  nothing was found stuck\n")
 	}
-	for _, v := range s.Verdicts {
+	shown, more := s.shownVerdicts()
+	for _, v := range shown {
 		tline(&b, "  - %s", v.Text)
+	}
+	if more != "" {
+		tline(&b, "  %s", more)
 	}
 	if m := s.Metrics; m != nil {
 		b.WriteString("\nmetrics" + s.fromEvents() + "\n")
@@ -77,6 +82,34 @@ func (s *Session) WriteText(w io.Writer) error {
 func tline(b *strings.Builder, format string, a ...any) {
 	b.WriteString(term.Line(fmt.Sprintf(format, a...)))
 	b.WriteByte('\n')
+}
+
+// maxVerdictsOfAKind is how many verdicts of one kind a summary lists (a
+// proxy writes one per request unanswered: a flood has thousands).
+const maxVerdictsOfAKind = 5
+
+// shownVerdicts returns the verdicts a summary lists, the first
+// maxVerdictsOfAKind of each kind, and a line counting the others ("" if
+// none is left out).
+func (s *Session) shownVerdicts() ([]record.Verdict, string) {
+	var shown []record.Verdict
+	n := map[string]int{}
+	var order []string
+	for _, v := range s.Verdicts {
+		if n[v.Kind]++; n[v.Kind] <= maxVerdictsOfAKind {
+			shown = append(shown, v)
+		} else if n[v.Kind] == maxVerdictsOfAKind+1 {
+			order = append(order, v.Kind)
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k]-maxVerdictsOfAKind, k))
+	}
+	if len(parts) == 0 {
+		return shown, ""
+	}
+	return shown, "… and more verdicts, not listed: " + strings.Join(parts, ", ") + " (show -json lists them all)"
 }
 
 // maxPendingListed is how many pending requests a list shows: the oldest
