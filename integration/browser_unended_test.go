@@ -42,7 +42,7 @@ func TestLivePageKilledProxy(t *testing.T) {
 	h.cmd.Process.Signal(syscall.SIGKILL)
 	h.cmd.Wait()
 	took := waitPage(t, ctx, "the proxy gone, where its record ends, the stall's full duration",
-		`/GONE: the record ends at \+[0-9.]+s \(.*\) without the proxy's summary: the proxy \(pid \d+\) is gone/.test(t) && /host is not reading the server's output for [0-9.]+(s|ms) at least, still when the record ends/.test(t) && t.includes("from the record's events:")`, time.Minute)
+		`/STALE: the record ends at \+[0-9.]+s \(.*\) without the proxy's summary: the proxy \(pid \d+\) is gone/.test(t) && /host is not reading the server's output for [0-9.]+(s|ms) at least, still when the record ends/.test(t) && t.includes("from the record's events:")`, time.Minute)
 	t.Logf("the page said the proxy was gone %v after the kill", took)
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 	if strings.Contains(text, "NaN") {

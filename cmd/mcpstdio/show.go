@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
-	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/internal/term"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -70,7 +69,7 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpstdio show: %s (showing what could be read)\n", term.Line(err.Error()))
 	}
 	if !s.Summary {
-		s.SetProxyState(proxyState(fset.Arg(0), s))
+		s.SetProxyState(s.ProxyStateOf(fset.Arg(0)))
 	}
 	switch {
 	case *html == "-":
@@ -121,29 +120,6 @@ func writeReport(path string, b []byte, inputs []string) error {
 		err = atomicfile.WriteInPlace(path, b)
 	}
 	return err
-}
-
-// proxyState tells whether the proxy that wrote the record at path still
-// runs: its process (the header's pid) holds the file open, or no such
-// process runs. A process of that pid that does not hold it (another
-// process since, or the proxy writing the record elsewhere) or one that
-// cannot be looked at (off Linux, another user's) leaves it unknown.
-func proxyState(path string, s *page.Session) page.ProxyState {
-	fi, err := os.Stat(path)
-	if s.Header == nil || s.Header.PID <= 0 || err != nil {
-		return page.ProxyUnknown
-	}
-	open, known := proc.HasOpen(s.Header.PID, fi)
-	switch {
-	case !known:
-		return page.ProxyUnknown
-	case open:
-		return page.ProxyRunning
-	}
-	if id, ok := proc.Identify(s.Header.PID); ok && id.Running() {
-		return page.ProxyUnknown
-	}
-	return page.ProxyGone
 }
 
 // readRecordFiles reads the record at path and its rotated files, oldest

@@ -24,7 +24,7 @@ func TestShowTellsRunningFromKilled(t *testing.T) {
 		t.Fatalf("initialize through the proxy: %q", got)
 	}
 	running := mcpstdio(t, time.Minute, "show", log)
-	for _, want := range []string{"without the proxy's summary: the proxy (pid ", ") is still running, and the record still growing", "\nmetrics (worked out from the events up to "} {
+	for _, want := range []string{"without the proxy's summary: the proxy (pid ", ") is still running (it holds the record open)", "\nmetrics (worked out from the events up to "} {
 		if running.code != 0 || !strings.Contains(running.stdout, want) {
 			t.Errorf("show while the proxy runs: exit %d, lacks %q:\n%s%s", running.code, want, running.stdout, running.stderr)
 		}

@@ -191,7 +191,7 @@ func TestLiveStaleLetsGo(t *testing.T) {
 		t.Fatalf("after the first snapshot of a stale proxy: tail %+v; want its card kept and its Session let go", tl)
 	}
 	second := srv.Snapshot(time.Now()).Proxies[0]
-	if second.Timeline != first.Timeline || second.Ending != first.Ending || !strings.Contains(first.Ending, "the proxy (pid 0) is gone") || len(second.Requests) != len(first.Requests) {
+	if second.Timeline != first.Timeline || second.Ending != first.Ending || !strings.Contains(first.Ending, "without the proxy's summary: the proxy was killed, or is still running") || len(second.Requests) != len(first.Requests) {
 		t.Errorf("second snapshot differs from the first, or says no end: ending %q", first.Ending)
 	}
 	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)

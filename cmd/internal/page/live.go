@@ -204,7 +204,7 @@ func (s *Server) Snapshot(now time.Time) Live {
 // again (the proxy was only stopped), it is read again from its start.
 func (lp *LiveProxy) fillStale(t *tail, window int64) {
 	fi, err := os.Stat(t.path)
-	if c := t.card; c != nil && err == nil && os.SameFile(fi, t.cardInfo) && fi.Size() == t.cardInfo.Size() {
+	if c := t.card; c != nil && err == nil && os.SameFile(fi, t.cardInfo) && fi.Size() == t.cardInfo.Size() && proxyStateOf(t.path, t.cardPID) == t.cardState {
 		p := lp.Proxy
 		status, more := lp.Status, lp.More
 		*lp = *c
@@ -215,8 +215,11 @@ func (lp *LiveProxy) fillStale(t *tail, window int64) {
 	lp.fill(t, window)
 	if err == nil && t.err == nil && t.off == fi.Size() { // read to its end (an update reads at most maxTailRead)
 		card := *lp
-		t.card, t.cardInfo = &card, fi
-		*t = tail{path: t.path, sess: New(), card: t.card, cardInfo: t.cardInfo}
+		pid := 0
+		if t.sess.Header != nil {
+			pid = t.sess.Header.PID
+		}
+		*t = tail{path: t.path, sess: New(), card: &card, cardInfo: fi, cardPID: pid, cardState: t.sess.ProxyState}
 	}
 }
 
@@ -225,8 +228,14 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	now := max(lp.NowUS, sess.End)
 	lp.HasRecord = true
 	if lp.Stale {
+		// A stale status file: the proxy was killed, or it is stopped
+		// (SIGSTOP) and still holds its record.
 		now, lp.NowUS = sess.End, sess.End
-		sess.SetProxyState(ProxyGone)
+		state := ProxyGone
+		if sess.Header != nil {
+			state = proxyStateOf(t.path, sess.Header.PID)
+		}
+		sess.SetProxyState(state)
 		if !sess.Summary {
 			lp.Ending, lp.Metrics = sess.Unended, sess.Metrics
 			lp.Verdicts = sess.Verdicts

@@ -2,10 +2,12 @@ package page
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -31,6 +33,37 @@ const (
 func (s *Session) SetProxyState(p ProxyState) {
 	s.ProxyState = p
 	s.Unended = s.unendedText()
+}
+
+// ProxyStateOf tells whether the proxy that wrote s, the record at path,
+// still runs: its process (the header's pid) holds the file open, or no
+// such process runs. A process of that pid that does not hold it (another
+// process since, or the proxy writing the record elsewhere), one that
+// cannot be looked at (another user's), or a system without /proc leaves
+// it unknown.
+func (s *Session) ProxyStateOf(path string) ProxyState {
+	if s.Header == nil {
+		return ProxyUnknown
+	}
+	return proxyStateOf(path, s.Header.PID)
+}
+
+func proxyStateOf(path string, pid int) ProxyState {
+	fi, err := os.Stat(path)
+	if pid <= 0 || err != nil {
+		return ProxyUnknown
+	}
+	open, known := proc.HasOpen(pid, fi)
+	switch {
+	case !known:
+		return ProxyUnknown
+	case open:
+		return ProxyRunning
+	}
+	if id, ok := proc.Identify(pid); ok && id.Running() {
+		return ProxyUnknown
+	}
+	return ProxyGone
 }
 
 // liveVerdict is a verdict as the proxy wrote it while the session ran:
@@ -78,7 +111,7 @@ func (s *Session) unendedText() string {
 	t += " without the proxy's summary"
 	switch s.ProxyState {
 	case ProxyRunning:
-		t += ": the proxy" + pid + " is still running, and the record still growing"
+		t += ": the proxy" + pid + " is still running (it holds the record open)"
 	case ProxyGone:
 		t += ": the proxy" + pid + " is gone: it was killed (or died) before it could finish the record"
 	default:

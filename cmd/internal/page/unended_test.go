@@ -31,7 +31,7 @@ func TestKilledRecord(t *testing.T) {
 			"host → server id 2 (tools/call big): responding, sent at +0.012s, 3.4s before the record ends, response in progress: 1.1 MiB read so far, 1.0 MiB of it delivered, its end not in the record, cancelled at +3.211s\n",
 		}},
 		{"killed-fault.ndjson", ProxyRunning, []string{
-			"the proxy (pid 746) is still running, and the record still growing",
+			"the proxy (pid 746) is still running (it holds the record open)",
 			"  - the proxy's fault out:stop has held the server's stdout for 6.1s at least, still when the record ends (from +0.153s); at +1.201s the proxy saw: 62 KiB waiting in the server's stdout pipe;",
 			"held by faults (not in the blocked writes): fault stop on server → host 6.1s",
 			"server → host: a message in progress, 1843 bytes read from +0.150s on (1843 bytes of it delivered); its end is not in the record\n",

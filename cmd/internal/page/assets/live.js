@@ -85,7 +85,7 @@
     // ago is how old the status file is; run how far its durations have
     // run on since (none for a stale one: its proxy is gone or stopped).
     var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000), run = p.stale ? 0 : ago, m = p.more || {};
-    var state = p.ending ? "GONE: " + p.ending : p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
+    var state = p.ending ? "STALE: " + p.ending : p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
     var stuck = blocked(p, run), verdicts = (p.ending ? p.verdicts : st.verdicts) || [];
     var h = '<div class="card' + (stuck.length || verdicts.length ? " stuckcard" : "") + '" data-proxy="' + esc(st.proxy_pid) + '">';
     h += "<h2>proxy " + esc(st.proxy_pid) + " → server " + esc(st.server_pid) + ' <span class="mono">' + esc((st.argv || []).join(" ")) + "</span></h2>";
