@@ -238,10 +238,10 @@ func TestReadsWhileBlocked(t *testing.T) {
 }
 `
 
-// TestREADMEShape checks what issue 33 asks of the README and docs/: a
-// README a newcomer reads in five minutes (at most 300 lines and 3,000
-// words) whose first test is within its first 120 lines, every docs/ page
-// linked from it and at most 600 lines long.
+// TestREADMEShape checks the shape of the README and docs/: a README a
+// newcomer reads in five minutes (at most 300 lines and 3,000 words) whose
+// first test is within its first 120 lines, every docs/ page linked from it
+// and at most 600 lines long.
 func TestREADMEShape(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	if err != nil {

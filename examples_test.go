@@ -88,7 +88,7 @@ func TestFirstTestFailsOnTheNaiveLoop(t *testing.T) {
 	}
 }
 
-// Example checks the bug the seed article is about: while its stdout is
+// Example checks the bug this library is about: while its stdout is
 // blocked, does the server still read stdin? The naive loop (it reads stdin
 // only between writes) does not; the fake's correct core does.
 func Example() {
@@ -113,11 +113,11 @@ func Example() {
 	// naive=false: pass
 }
 
-// Example_stallCancelRecover is the seed's scenario step by step: the host
-// stops reading, the server blocks writing a large result, the host cancels
-// it and resumes, and a second request completes. The naive loop passes
-// this one (its blocked write finishes once the host reads again, and then
-// it reads the cancel): it is Example's check that catches it.
+// Example_stallCancelRecover is the back-pressure scenario step by step: the
+// host stops reading, the server blocks writing a large result, the host
+// cancels it and resumes, and a second request completes. The naive loop
+// passes this one (its blocked write finishes once the host reads again, and
+// then it reads the cancel): it is Example's check that catches it.
 func Example_stallCancelRecover() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -2,7 +2,6 @@ package assertions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,11 +11,14 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// CheckNoDeadlock runs scenario under a watchdog: past the bound it closes the
-// session and fails with its diagnosis; otherwise the verdict is scenario's.
+// CheckNoDeadlock runs scenario under a watchdog. If scenario has not
+// returned within the bound, it records the session's diagnosis, closes the
+// session (which kills the server and closes every pipe, so whatever the
+// scenario is blocked on fails), waits for scenario to return (at most the
+// bound and 10 seconds more) and fails with the diagnosis. Otherwise the
+// verdict is scenario's: pass if it returns nil. The context scenario gets
+// ends at the bound too; well-behaved scenarios use it for every wait.
 func CheckNoDeadlock(ctx context.Context, s *mcptest.Session, within time.Duration, scenario func(ctx context.Context) error) Result {
-	// Closing the session makes whatever the scenario is blocked on fail; the
-	// diagnosis is taken before. The context scenario gets ends at the bound too.
 	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	done := make(chan error, 1)
@@ -58,11 +60,11 @@ func AssertNoDeadlock(t testing.TB, s *mcptest.Session, within time.Duration, sc
 	report(t, CheckNoDeadlock(testContext(t), s, within, scenario))
 }
 
-// CheckSecondRequestCompletes checks that Session.Ping, with a fresh id, is
-// answered within the bound; an error response counts as an answer.
+// CheckSecondRequestCompletes checks that Session.Ping (ping or
+// server/discover, by era), with a fresh id, is answered within the bound:
+// what is checked is that the server still responds, so an error response
+// counts as an answer.
 func CheckSecondRequestCompletes(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
-	// Ping is ping or server/discover, by era: what is checked is that the
-	// server still responds.
 	begin := time.Now()
 	if err := checkCheap(ctx, s, within, nil); err != nil {
 		return failErr(ruleSecondRequest, "second request", err)
@@ -77,10 +79,13 @@ func AssertSecondRequestCompletes(t testing.TB, s *mcptest.Session, within time.
 }
 
 // CheckWriterBlocked checks that, with the host's reads stalled, the server
-// ends up blocked writing its stdout within the bound.
+// ends up blocked writing its stdout within the bound: the reproduction step
+// of every back-pressure bug. It stalls reads if they are not stalled yet;
+// the caller has started something that writes a lot. The evidence is
+// mcptest.Session.WaitWriterBlocked's. A server still writing or busy at
+// the bound is a warning, "unverified", with the rate and the bound that
+// would do; the bound is the harness's, not the server's fault.
 func CheckWriterBlocked(ctx context.Context, s *mcptest.Session, within time.Duration) Result {
-	// The reproduction step of every back-pressure bug. It stalls reads if they
-	// are not stalled yet; the caller has started something that writes a lot.
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	s.StallReads()
@@ -121,18 +126,9 @@ func tooSmall(resp *mcptest.Response, large *ToolCall, capacity int) (Result, bo
 	return Result{}, false
 }
 
-// The bound of WaitWriterBlocked is the harness's, never the server's
-// fault: when it runs out before the Large call blocks the server's
-// stdout, the verdict goes by what was seen. The pipe still filling, or
-// the server busy (CPU demand, a thread running or runnable), is
-// "unverified", with the fill level, its rate and the bound. The server
-// ended is that fact. Otherwise reads are resumed and the Large call's
-// response looked at: an error or one no larger than the pipe is the
-// configuration's failure, with that evidence; a larger one, or none within
-// Within, is "unverified" (the server produced slowly, or has not yet).
-
 // largeNotBlocking judges a check whose Large call (big) did not block the
-// server's stdout within WaitWriterBlocked's bound (err).
+// server's stdout within WaitWriterBlocked's bound (err), as
+// CheckStallCancelRecover's doc says.
 func largeNotBlocking(ctx context.Context, s *mcptest.Session, big *mcptest.Pending, cfg ServerConfig, err error) Result {
 	var nb *mcptest.NotBlockedError
 	if !errors.As(err, &nb) {
@@ -200,9 +196,21 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 	report(t, CheckReadsWhileBlocked(testContext(t), s, cfg))
 }
 
-// CheckStallCancelRecover is the seed's scenario: reads stalled → the Large
-// call → the writer blocked → notifications/cancelled → reads resumed → a
-// second request completes.
+// CheckStallCancelRecover is the back-pressure scenario end to end: reads
+// stalled → the Large call → the writer blocked → notifications/cancelled
+// → reads resumed → a second request completes. More than a pipeful must
+// arrive after the writer is released (bytes handed to write(2) cannot be
+// recalled), or the Large call was too small to block anything.
+//
+// The bound of the wait for the writer to block (Within) is the harness's,
+// never the server's fault: when it runs out first, the verdict goes by
+// what was seen. The pipe still filling, or the server busy (CPU demand, a
+// thread running or runnable), is a warning, "unverified", with the fill
+// level, its rate and the bound. The server ended is that fact. Otherwise
+// reads are resumed and the Large call's response looked at: an error or
+// one no larger than the pipe is the configuration's failure, with that
+// evidence; a larger one, or none within Within, is "unverified" (the
+// server produced slowly, or has not yet).
 func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
@@ -240,7 +248,7 @@ func afterCancel(ctx context.Context, p *mcptest.Pending) string {
 	case err != nil:
 		return "the cancelled request ended with: " + firstLine(err.Error())
 	case resp.Late:
-		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), responseKind(resp))
+		return fmt.Sprintf("its response arrived late, %d bytes: %s", p.Received(), resp)
 	}
 	return "its response had arrived before the cancel"
 }
@@ -249,37 +257,6 @@ func afterCancel(ctx context.Context, p *mcptest.Pending) string {
 func AssertStallCancelRecover(t testing.TB, s *mcptest.Session, cfg ServerConfig) {
 	t.Helper()
 	report(t, CheckStallCancelRecover(testContext(t), s, cfg))
-}
-
-// responseKind names what a response carried: an error code, an isError
-// result, or a plain result.
-func responseKind(r *mcptest.Response) string {
-	if r.Error != nil {
-		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
-	}
-	if isErrorResult(r.Result) {
-		return "an isError result: " + firstText(r.Result)
-	}
-	return fmt.Sprintf("a result of %d bytes", len(r.Result))
-}
-
-// firstText returns a result's first text content block whole (up to 1
-// KiB), quoted, or its size if it has none.
-func firstText(result json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(result, &r) == nil {
-		for _, c := range r.Content {
-			if c.Type == "text" {
-				return fmt.Sprintf("%q", boundText(c.Text, 1024))
-			}
-		}
-	}
-	return fmt.Sprintf("%d bytes, no text content", len(result))
 }
 
 // ended reports whether p has ended: answered, or failed.

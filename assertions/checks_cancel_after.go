@@ -111,13 +111,18 @@ func holdInResponse(ctx context.Context, s *mcptest.Session, p *mcptest.Pending,
 	}
 }
 
-// CheckCancelAfterOutputBegan cancels the Large call after CancelAfter
-// bytes of its response, then checks that a second request completes. A
-// shorter response is a skip naming its size.
+// CheckCancelAfterOutputBegan sends the Large call with the host's reads
+// stalled, lets exactly CancelAfter bytes of its response through (the
+// first frame after the request that is neither a notification nor a
+// server request), holds reads there and cancels it; a server that ends
+// then fails, and the verdict says whether the frame was still unfinished
+// at the cancel. It resumes reads and checks that the session goes on: the
+// rest of the response (or its end) comes while stdout grows, and a second
+// request completes. The cancel
+// may be ignored (the response is already on the wire) or answered; it
+// must not break anything. A response shorter than CancelAfter is a skip
+// naming its size. Each step is bounded by Within.
 func CheckCancelAfterOutputBegan(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// Host reads are stalled, CancelAfter bytes let through and reads held there
-	// before the cancel, then resumed. The cancel may be ignored or answered; it
-	// must not break anything.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
 		return skip("no Large tool call configured (ServerConfig.Large)")

@@ -58,12 +58,17 @@ func eofBatch(s *mcptest.Session, cfg ServerConfig) ([]byte, []string) {
 	return b, ids
 }
 
-// CheckEOFDrainsPending writes cheap requests in one write, closes stdin, and
-// requires an answer (an error counts) to each before the server exits.
+// CheckEOFDrainsPending writes several cheap requests (Cheap, else ping or
+// server/discover by era) in one write, with the handshake before them if
+// the session has not negotiated (start it with mcptest.WithoutHandshake),
+// closes stdin at once, and requires an answer to each before the server
+// exits (an error answer counts: work cancelled by the end of stdin may be
+// answered so). It waits for the answers, or the end of the server's
+// stdout, within Within plus ShutdownGrace, plus StartTimeout when the
+// write holds the handshake (the server's start-up is then in the wait);
+// the failure says how many requests were dropped and how the server
+// ended.
 func CheckEOFDrainsPending(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The requests follow the handshake if the session has none
-	// (mcptest.WithoutHandshake); it is bounded by Within, ShutdownGrace, and
-	// StartTimeout if the server starts too.
 	cfg = cfg.withDefaults()
 	limit := cfg.Within + cfg.ShutdownGrace
 	if s.ProtocolVersion() == "" {

@@ -12,19 +12,8 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Slow is not stopped (mcptest.Session.WaitStopped has the rule). While the
-// flood is written, the server is watched: stopped (nothing taken from stdin
-// while requests wait in the pipe, no CPU demand, a thread blocked writing
-// stdout or every thread asleep) fails at once, with that evidence; busy or
-// slow, the flood goes on up to floodCap, and a flood still progressing
-// there is a warning that gives the rate and what the bound would need.
-// Where the server's threads cannot be seen, the bound decides, unverified:
-// two bounds (Within) in a row with nothing taken from stdin are "stopped
-// reading". A flood that fails is written once more to a fresh server with
-// the host reading all the time: if it fails there too, the server cannot
-// take this flood at all, which says nothing of back-pressure.
-
-// floodCap is how long a flood that keeps progressing may take.
+// floodCap is how long a flood that keeps progressing may take (see
+// CheckReadsWhileBlocked for how a flood is judged).
 func (c ServerConfig) floodCap() time.Duration { return 6 * c.Within }
 
 // floodIDBase is the first flood request's id, less one: integers (some
@@ -205,11 +194,27 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 	}
 }
 
-// CheckReadsWhileBlocked blocks the server's stdout with the Large call,
-// floods its stdin with requests (Flood, Cheap), and checks that it keeps
-// reading them (slow is not stopped) and answers all once reads resume.
+// CheckReadsWhileBlocked blocks the server's stdout with the Large call
+// (reads stalled), then writes a flood of tools/call requests to its stdin
+// (Flood, Cheap) and checks that the server keeps reading them while its
+// stdout is still blocked. After reads resume, the large response and an
+// answer to every flood request (a result or an error) must arrive. When
+// the Large call does not block stdout within Within, the verdict is
+// CheckStallCancelRecover's.
+//
+// Slow is not stopped (mcptest.Activity states the rule). While the flood
+// is written, the server is watched: stopped (nothing taken from stdin
+// while requests wait in the pipe, no CPU demand, a thread blocked writing
+// stdout or every thread asleep) fails at once, with that evidence; busy or
+// slow, the flood goes on up to 6×Within, and a flood still progressing
+// there is a warning that gives the rate and what the bound would need.
+// Where the server's threads cannot be seen, the bound decides, unverified:
+// two bounds (Within) in a row with nothing taken from stdin are "stopped
+// reading". A flood that fails is written once more to a fresh server with
+// the host reading all the time (in a battery; not on a caller's session):
+// if it fails there too, the server cannot take this flood at all, which
+// says nothing of back-pressure, and the criterion is a skip that says so.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The README's criteria table says how slow and stopped are told apart.
 	cfg = cfg.withDefaults()
 	if cfg.Large == nil {
 		return skip("no Large tool call configured (ServerConfig.Large)")

@@ -72,13 +72,12 @@ func serverEnded(s *mcptest.Session) string {
 	return msg
 }
 
-// CheckStdoutClean exercises the session and checks that all the server
-// wrote to stdout was JSON-RPC within the transport limit, with no
+// CheckStdoutClean exercises the session with tools/list and a tool call
+// (cfg.Cheap, else cfg.Large, if configured) and checks that everything the
+// server wrote to stdout so far was JSON-RPC within the transport limit: no
+// junk lines (banners, logs), no parse errors, no oversized frames, no
 // requests in the 2026-07-28 era.
 func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// Exercised with tools/list and a tool call (cfg.Cheap, else cfg.Large, if
-	// configured). Not clean: junk lines (banners, logs), parse errors, oversized
-	// frames.
 	steps := []string{"handshake (" + s.ProtocolVersion() + ")"}
 	if _, err := s.Call(ctx, wire.MethodToolsList, map[string]any{}); err != nil {
 		return failErr(ruleStdoutClean, "tools/list", err)
@@ -147,13 +146,13 @@ func gluedRequest(s *mcptest.Session, id string) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":%q}`+"\n", id, wire.MethodPing)
 }
 
-// CheckInvalidJSONInput writes an invalid JSON line to stdin twice, each
-// time with a request behind it, and requires both requests be answered; the
-// invalid line may be answered with an error or not at all.
+// CheckInvalidJSONInput writes an invalid JSON line to stdin twice: once
+// with a valid request behind it in the same write, so that a server reading
+// both at once must still handle the request, and once alone, followed by a
+// request of the session's own in a second write. Both requests must be
+// answered; the invalid line itself may be answered with an error or not at
+// all.
 func CheckInvalidJSONInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// The first time the request is in the same write, so that a server reading
-	// both at once must still handle it; the second time the line is alone,
-	// followed by a request of the session's own in a second write.
 	cfg = cfg.withDefaults()
 	t0 := time.Now()
 	// One write: the invalid line and a request the host does not route,
@@ -243,12 +242,14 @@ func oversizedRequest(size int) []byte {
 	return append(b, tail...)
 }
 
-// CheckOversizedInput writes a cfg.OversizedRequest-byte request line to
-// stdin and checks that the next request completes within Within plus 250ms
-// per MiB.
+// CheckOversizedInput writes a request line of cfg.OversizedRequest bytes to
+// stdin, in 1 MiB writes so that the server's reading can be followed, and
+// checks that the server survives it: the next request completes. It allows
+// Within plus 250ms per MiB in all (the session's WithTimeout must allow a
+// write that long; the battery sets it so); a server still reading when
+// that runs out is reported as still reading, with its rate, not as
+// stopped.
 func CheckOversizedInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
-	// It writes in 1 MiB writes; a server still reading at the bound is reported
-	// with its rate, not as stopped.
 	cfg = cfg.withDefaults()
 	line := oversizedRequest(cfg.OversizedRequest)
 	total := int64(len(line))

@@ -14,8 +14,15 @@
 //     fake server (package fakeserver), as a child of the test binary,
 //     whose TestMain must call mcptest.Main, unless HostCommand.Fake says.
 //
-// A verdict says only what was observed, with its evidence; without
-// evidence it says "unverified", and slow is not stopped. Expect names the
-// verdicts a server or host is known to get, so that a known failure does
-// not keep a CI red and a fixed one is noticed.
+// A verdict says only what was observed: "stopped", "blocked" and
+// "survived" come with their evidence, numbers are taken when they are
+// seen, and without evidence a verdict says "unverified"; slow is not
+// stopped, and a bound the harness ran out of is never the server's fault.
+// Warn is for SHOULD-level rules, named with their spec revision, and for
+// what could not be verified. Expect (in ServerConfig and HostConfig) names
+// the verdicts a server or host is known to get, so that a known failure
+// does not keep a CI red and a fixed one is noticed.
+//
+// Result.Evidence carries no package prefix; Result.Err and Report.Err
+// prefix it with the criterion's name.
 package assertions

@@ -29,48 +29,56 @@ type Host interface {
 }
 
 // HostFactory starts a host against the server that cmd runs: the host must
-// start cmd itself (its stdio handling is part of what is tested) and be
-// ready to call tools when it returns. A host returned with an error is
+// start cmd itself (with its own stdin, stdout and stderr handling, which is
+// part of what is tested) and be ready to call tools when it returns. Its
+// result is used only if err is nil; a host it returns with an error is
 // closed if it is not a nil pointer.
 type HostFactory func(ctx context.Context, cmd *exec.Cmd) (Host, error)
 
 // HostConfig configures HostCriteria and CheckHost.
 type HostConfig struct {
-	// MaxFrame is the host's transport limit in bytes. Zero skips the two
-	// criteria about it.
+	// MaxFrame is the host's transport limit: the most bytes of one
+	// JSON-RPC message it accepts. Zero skips the two criteria about it.
 	MaxFrame int
-	// Within bounds each call the battery makes, and Close. Default 10s.
+	// Within bounds each call the battery makes, and the host's Close. A
+	// call still running at the bound is given half the bound again (at
+	// least 2s) to notice its context before the host is called hung.
+	// Default 10s.
 	Within time.Duration
-	// StartTimeout bounds starting the host, never counted in Within.
-	// Default 30s.
+	// StartTimeout bounds the HostFactory starting the host against the
+	// fake, never counted in Within. Default 30s.
 	StartTimeout time.Duration
-	// HugeField is the size of the one-huge-text-field response, and
-	// Blocks the number of 64-byte text blocks. Default 8 MiB and 10000,
-	// or less to fit under MaxFrame.
+	// HugeField is the size in bytes of the response that is one huge text
+	// field. Default 8 MiB, or less under a MaxFrame: at most 64 KiB under
+	// it and at most half of it (at least 1 KiB).
 	HugeField int
-	Blocks    int
+	// Blocks is the number of small content blocks, 64 bytes of text each
+	// (about 110 on the wire). Default 10000, or as many as fit 64 KiB
+	// under MaxFrame.
+	Blocks int
 	// StderrNoise is how many bytes the fake writes to stderr. Default 64 MiB.
 	StderrNoise int64
 	// IdleNotifications is how many bytes of notifications the fake writes
 	// while the host is idle. Default 1 MiB.
 	IdleNotifications int64
 	// Cap bounds the wait for the host's own bounds (a call's, the
-	// handshake's, its shutdown's): still waiting, it fails. Default 2 min.
+	// handshake's, its shutdown's) in the criteria that wait for them
+	// (host-timeout, progress-forever, late-after-cancel, stdin-not-read,
+	// shutdown-ladder, handshake-timeout): a host still waiting past it
+	// fails. Default 2 min (DefaultHostCap).
 	Cap time.Duration
 	// ToolsListBytes is the size of large-tools-list's tools/list. Default
 	// 300 KB.
 	ToolsListBytes int
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names each criterion's known verdict, as ServerConfig.Expect;
-	// keys are HostCriterionNames.
+	// Expect names the verdicts a host is known to get, as
+	// ServerConfig.Expect does; keys are HostCriterionNames.
 	Expect map[string]Verdict
 }
 
-// withDefaults fills the zero fields. Under a MaxFrame, HugeField is at
-// most 64 KiB under it and at most half of it (at least 1 KiB), and Blocks
-// as many as fit 64 KiB under it (each is about 110 bytes on the wire).
-// Cap is the wait of capCriteria (host_own.go).
+// withDefaults fills the zero fields with the defaults the fields' docs
+// name.
 func (c HostConfig) withDefaults() HostConfig {
 	if c.Within <= 0 {
 		c.Within = 10 * time.Second
@@ -363,12 +371,17 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 	}
 }
 
-// CheckHost runs the host release criteria, each against a fresh fake server
-// with the criterion's faults and a host started by newHost, judged by the
-// fake's report. The TestMain must call mcptest.Main.
+// CheckHost runs the host release criteria: for each, it starts a fresh fake
+// server (package fakeserver, as a child process of this test binary) with
+// the criterion's faults, starts a host against it with newHost, and judges
+// what the host did, using the fake's report and the call's outcome. The
+// test binary's TestMain must call mcptest.Main, so that the fake can run
+// as a child. A host that does not start fails "start" once, the report's
+// only result (see HostConfig.StartTimeout). A factory or a host that
+// panics, returns a nil host, or does not return within its bound is a
+// failed criterion with what it did; the other criteria run. ctx bounds
+// the whole run.
 func CheckHost(ctx context.Context, newHost HostFactory, cfg HostConfig) *Report {
-	// The fake is a child process of this test binary, hence mcptest.Main. A
-	// host that does not start fails "start" once (see HostConfig.StartTimeout).
 	return hostBattery(ctx, newHost, nil, cfg).all(ctx, nil)
 }
 

@@ -35,9 +35,12 @@ type HostCommand struct {
 	// Fake is the fake server's command, to which each criterion appends
 	// its flags. Empty: this test binary (its TestMain is mcptest.Main).
 	Fake []string
-	// ExpectOutput, if set, must match the host's output for a run to have
-	// worked: exit 0 without it is a failure shown only in the output ("mcp
-	// list" commands). large-tools-list passes on it: match the last tool.
+	// ExpectOutput, if set, must match the host's stdout and stderr for a
+	// run to count as having worked: a host that exits 0 without it has
+	// failed, with the failure only in its output (agent CLIs whose "mcp
+	// list" exits 0 either way). large-tools-list passes on it, so give a
+	// pattern that names the last of the fake's tools there, unless the
+	// host calls a filler tool.
 	ExpectOutput *regexp.Regexp
 }
 
@@ -53,7 +56,13 @@ const hostOutputLimit = 8 << 10
 
 // CheckHostCommand runs the host criteria against a host command (see
 // HostCommand and CheckHost); progress, if set, gets each result as soon
-// as it is known.
+// as it is known. The criteria run as they do against a Go Host: the fake
+// gets the criterion's faults, the host makes its call (a command calls
+// whatever tool it calls, and the fake makes its first call behave as the
+// criterion needs), and the verdict comes from the fake's report and how
+// the command ended. What only one kind of host can show is a skip on the
+// other, with the reason; a criterion about a call is a skip, naming what
+// the command's first run sent, when that run made no tools/call.
 func CheckHostCommand(ctx context.Context, h HostCommand, cfg HostConfig, progress func(Result)) *Report {
 	return hostBattery(ctx, nil, &h, cfg).all(ctx, progress)
 }

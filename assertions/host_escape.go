@@ -13,12 +13,12 @@ import (
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
-// What a host command leaves behind (issue 37's setsid escapes, and the
-// orphans of shutdown-ladder): the processes of its run still running when
-// it exits are facts the criteria report, never a reason for every
+// What a host command leaves behind (processes that escaped with setsid, and
+// the orphans of shutdown-ladder): the processes of its run still running
+// when it exits are facts the criteria report, never a reason for every
 // criterion to fail. A run's processes are the fakes it started (by their
-// reports' pids) and whatever carries the run's marker in its environment;
-// on Linux they are found in /proc, elsewhere not at all.
+// reports' pids) and whatever carries the run's marker in its environment; on
+// Linux they are found in /proc, elsewhere not at all.
 
 // runMarker is the environment variable that marks a host command's run,
 // inherited by the fakes and whatever else it starts.

@@ -13,14 +13,6 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// The host criteria run the same way against a Go Host (through its
-// adapter) and a HostCommand: the fake gets the criterion's faults, the
-// host makes its call (a Go Host calls hostWorkTool; a command calls
-// whatever tool it calls, and the fake's -call makes its first call behave
-// as the criterion needs), and the verdict comes from the fake's report and
-// the call's outcome. What only one kind of host can show is a skip on the
-// other, with the reason.
-
 // DefaultHostCap is HostConfig.Cap's default: how long a host's own
 // timeout is waited for.
 const DefaultHostCap = 2 * time.Minute

@@ -80,7 +80,7 @@ func TestCheckHostSession(t *testing.T) {
 	t.Logf("\n%s", rep)
 }
 
-// naiveHost is the host the seed article warns about: it reads the server's
+// naiveHost is the host that back-pressure freezes: it reads the server's
 // stdout only while it waits for a response, with no limit on a line, never
 // reads stderr, ignores its context and never cancels.
 type naiveHost struct {

@@ -2,21 +2,5 @@
 
 package assertions
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
-
 // pipeCapacitySettable reports whether mcptest.WithPipeCapacity works here.
 const pipeCapacitySettable = false
-
-func peakMemoryKB(int) (int64, error) {
-	return 0, fmt.Errorf("peak memory: %w", errors.ErrUnsupported)
-}
-
-// processTree: without /proc, a server's CPU time and the processes it
-// started cannot be seen; the cancel criteria then judge by the wire alone.
-func processTree(int) (time.Duration, map[int]string, map[string][2]time.Duration, bool) {
-	return 0, nil, nil, false
-}

@@ -34,10 +34,12 @@ type Result struct {
 }
 
 // Err returns nil when the result is acceptable, and otherwise an error
-// saying why: a failure Expect does not name, or a verdict other than Expect's.
+// prefixed with the criterion's name ("check" for a Check… call) saying
+// why: a failure Expect does not name, or a verdict other than the one
+// Expect names — even a failure that now passes, which must be updated so
+// that stale expectations surface ("update Expect"). A warning or a skip
+// is acceptable.
 func (r Result) Err() error {
-	// An expectation that no longer holds, even a failure that now passes, must
-	// be updated, so that stale expectations surface.
 	name := r.Name
 	if name == "" {
 		name = "check"

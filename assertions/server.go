@@ -19,71 +19,94 @@ import (
 // the reason. The zero value runs what needs no tool call.
 type ServerConfig struct {
 	// Large is a tools/call whose response is much larger than the pipe
-	// capacity (a few hundred KiB is plenty with 16 KiB pipes).
+	// capacity (a few hundred KiB is plenty with the default 16 KiB pipes).
 	Large *ToolCall
-	// Slow is a tools/call that works a while unless cancelled; its
-	// progress notifications, CPU time and children are cancel evidence.
+	// Slow is a tools/call that works for a while unless cancelled and
+	// honours cancellation. If it sends progress notifications when the
+	// request carries a progressToken, the cancel criteria use them as
+	// evidence; so do (Linux, child servers) its CPU time and the processes
+	// it starts.
 	Slow *ToolCall
-	// SlowDuration is how long Slow works uncancelled, the cancel criteria's
-	// watch for a late response. Zero: unknown, 5×CancelGrace.
+	// SlowDuration is how long the Slow call works when not cancelled, if
+	// known. After a cancel the cancel criteria watch this long (at most
+	// 4×Within) for a late response, and "no response within the call's
+	// own duration" is then evidence that the work stopped. Zero: unknown;
+	// the criteria watch for 5×CancelGrace.
 	SlowDuration time.Duration
-	// Bounded is a tools/call that could return a lot; see
-	// CheckResultContract. ContentBudget is what its result must fit.
-	// Default 64 KiB.
-	Bounded       *ToolCall
+	// Bounded is a tools/call that could return a lot (a search over many
+	// records); the result contract says it returns a bounded page and
+	// says how to continue. See CheckResultContract.
+	Bounded *ToolCall
+	// ContentBudget is the content budget in bytes the Bounded call's
+	// result must fit. Default 64 KiB.
 	ContentBudget int
-	// CancelAfter is how many bytes of Large's response pass before
-	// cancel-after-output-began cancels. Default 32 KiB.
+	// CancelAfter is how many bytes of the Large call's response
+	// cancel-after-output-began lets through before it holds reads and
+	// cancels. Default 32 KiB; a response shorter than that is a skip.
 	CancelAfter int
-	// Cheap is the small request of second-request and of the
-	// reads-while-blocked flood. Nil: Session.Ping, or an unknown tool.
+	// Cheap is the small request of "a second request completes", and what
+	// reads-while-blocked floods stdin with. Nil means Session.Ping (ping or
+	// server/discover, by era) for the second request, and a tools/call of
+	// a tool that does not exist for the flood: either way the flood goes
+	// through the server's tool-call path.
 	Cheap *ToolCall
 
-	// OversizedRequest is the size in bytes of the oversized request line.
-	// Default 32 MiB.
+	// OversizedRequest is the size in bytes of the oversized request line
+	// sent to stdin. Default 32 MiB. Its criterion allows Within plus 250ms
+	// per MiB for the server to read it and answer the next request.
 	OversizedRequest int
-	// Flood is the least number of requests written to a server whose
-	// stdout is blocked. Default 500.
+	// Flood is the least number of tools/call requests written to stdin
+	// while the server's stdout is blocked; more are written if needed to
+	// make the flood at least 8 times the stdin pipe's capacity in bytes.
+	// Default 500.
 	Flood int
-	// PipeCapacity is the stdin and stdout pipes' capacity. Default 16 KiB
-	// on Linux, elsewhere (or if negative) the system's.
+	// PipeCapacity is the capacity of the stdin and stdout pipes. Default
+	// (0) 16 KiB on Linux, so that modest responses block the writer;
+	// elsewhere the capacity cannot be set and the system's default is
+	// used. A negative value keeps the system's default on Linux too. Not a
+	// single page: a pipe of one slot can hold a writer blocked behind a
+	// few bytes of an earlier small message, which no fill level shows
+	// (see pipes.EffectivelyFull).
 	PipeCapacity int
-	// Within bounds each step of a criterion. Default 5s.
+	// Within bounds each step of a criterion (a response, a blocked writer,
+	// a second request); it is each criterion's session's
+	// mcptest.WithTimeout (oversized-input's adds its allowance). Default
+	// 5s.
 	Within time.Duration
-	// CancelGrace is how long work may go on after a cancel. Default 200ms.
+	// CancelGrace is how long work may go on after a cancel before it
+	// counts as not stopped. Default 200ms.
 	CancelGrace time.Duration
-	// ShutdownGrace is how long the server has to exit after stdin EOF or
-	// SIGTERM. Default 2s.
+	// ShutdownGrace is how long the server has to exit after stdin is
+	// closed or after SIGTERM, and how long each criterion's server is
+	// given at each step of closing it (mcptest.WithGrace). Default 2s.
 	ShutdownGrace time.Duration
-	// StartTimeout bounds each start and negotiation, never counted in
-	// Within. Default 30s.
+	// StartTimeout bounds starting the server and negotiating MCP, for the
+	// battery's first start and for each criterion's; it is never counted
+	// in Within. Default 30s.
 	StartTimeout time.Duration
-	// Protocol, if set, pins every session's protocol version
-	// (mcptest.WithProtocolVersion).
+	// Protocol, if set, pins the protocol version every session uses
+	// (mcptest.WithProtocolVersion): a 2026-07-28 one without a handshake,
+	// an older one offered in initialize.
 	Protocol string
-	// Options are passed to every mcptest.Start after the battery's own.
+	// Options are passed to every mcptest.Start, after the battery's own
+	// (WithTimeout, WithGrace, WithPipeCapacity), so they can override
+	// them.
 	Options []mcptest.Option
 	// Run, if set, selects the criteria whose names it matches.
 	Run *regexp.Regexp
-	// Expect names each criterion's known verdict: it does not fail the
-	// battery; any other verdict, even a pass, fails with "update Expect".
+	// Expect names the verdicts a server is known to get: a criterion with
+	// the verdict Expect names is reported but does not fail the battery,
+	// and a criterion whose verdict differs from it (even a failure that
+	// now passes) fails with "update Expect", so that expectations stay
+	// true. Keys are criterion names (ServerCriterionNames).
 	Expect map[string]Verdict
 
 	start *serverStart                                    // what the battery's first start learned
 	fresh func(context.Context) (*mcptest.Session, error) // starts another session of the criterion's server
 }
 
-// withDefaults fills the zero fields. How the criteria use them:
-// oversized-input allows Within plus 250ms per MiB of OversizedRequest for
-// the server to read it and answer the next request; the flood writes more
-// than Flood requests if needed to make it at least 8 times the stdin
-// pipe's capacity in bytes; the 16 KiB pipes on Linux make modest
-// responses block the writer; ShutdownGrace is also how long each
-// criterion's server is given to exit on stdin EOF before it is sent
-// signals; StartTimeout covers the battery's first start and each
-// criterion's; a 2026-07-28 Protocol runs without a handshake,
-// an older one is offered in initialize; Options come after the battery's
-// own, so they can override them.
+// withDefaults fills the zero fields with the defaults the fields' docs
+// name.
 func (c ServerConfig) withDefaults() ServerConfig {
 	if c.OversizedRequest <= 0 {
 		c.OversizedRequest = 32 << 20
@@ -310,7 +333,7 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 			// Every step inside is bounded by Within (or the shutdown and
 			// cancel windows): a criterion past a generous multiple of them
 			// is stuck.
-			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 4*cfg.CancelGrace + 2*cfg.cancelWatch()
+			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 8*cfg.CancelGrace + 2*cfg.cancelWatch()
 			if name == "oversized-input" {
 				b += 2 * oversizedAllowance(cfg)
 			}
@@ -322,24 +345,30 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 }
 
 // CheckServer runs the server release criteria against target, each with a
-// fresh server started from it, and returns the report: every problem is a
-// verdict (a server that does not start fails "start"). ctx bounds the run.
+// fresh server started from it under a watchdog, and returns the report. It
+// never fails itself: every problem, including a server that does not
+// start, is a criterion's verdict (a server that does not start fails
+// "start", the report's only result). ctx bounds the whole run. The target
+// must be startable many times (Command, GoBuild, InProcess, Helper; not
+// Exec).
 func CheckServer(ctx context.Context, target mcptest.Target, cfg ServerConfig) *Report {
 	return CheckServerStream(ctx, target, cfg, nil)
 }
 
-// CheckServerStream is CheckServer that also calls progress with each
-// result as soon as it is known, first with "start".
+// CheckServerStream is CheckServer that also calls progress (if not nil)
+// with each result as soon as it is known, first with "start": the result
+// of the battery's first start, a pass saying how long it took (which the
+// report leaves out) or the failure that is then the report's only result.
 func CheckServerStream(ctx context.Context, target mcptest.Target, cfg ServerConfig, progress func(Result)) *Report {
-	// "start" is the result of the battery's first start: a pass (saying how
-	// long it took), which the report leaves out, or the failure that is then
-	// the report's only result.
 	return serverBattery(target, cfg).all(ctx, progress)
 }
 
 // ServerCriteria runs the server release criteria against target as named
-// subtests of t, each with a fresh server and a watchdog: a failure is
-// t.Error, a skip t.Skip, a warning a log line that starts with WARN.
+// subtests of t, each with a fresh server and a watchdog: a criterion that
+// fails reports its evidence with t.Error, a skipped one t.Skip with the
+// reason, a warning (a log line that starts with WARN) or an expected
+// verdict (Expect) is logged. The target must be startable many times
+// (Command, GoBuild, InProcess, Helper; not Exec).
 func ServerCriteria(t *testing.T, target mcptest.Target, cfg ServerConfig) {
 	t.Helper()
 	serverBattery(target, cfg).tests(t)

@@ -123,7 +123,8 @@ func TestCheckServerVerdicts(t *testing.T) {
 		}, ""},
 		{"response after cancel, modern", []string{"-respond-after-cancel"}, 0, 0, func(p string) map[string]assertions.Verdict {
 			// A MUST NOT on the 2026-07-28 stdio transport, yet the work
-			// stopped: the seed allows the race (warn, with both facts).
+			// stopped: the specification allows the race (warn, with both
+			// facts).
 			return with(allPass(p), "cancel-before-work", assertions.Warn, "cancel-during-work", assertions.Warn)
 		}, ""},
 		{"response after cancel, legacy", []string{"-respond-after-cancel", "-era", "legacy"}, 0, 0, func(p string) map[string]assertions.Verdict {

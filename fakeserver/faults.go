@@ -85,12 +85,13 @@ type Faults struct {
 	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
 
-	// The host faults (faults_host.go): what a host's own timeout, cancel
-	// and restart logic is judged by.
+	// The host faults: what a host's own timeout, cancel and restart
+	// logic is judged by.
 
 	// Call makes the first tools/call, whatever tool it names, behave as
-	// one of callModes, or as the fake tool of that name with CallArgs;
-	// later calls of a tool the fake does not have are answered as echo.
+	// one of CallHang, CallProgress and CallCrash, or as the fake tool of
+	// that name with CallArgs; later calls of a tool the fake does not
+	// have are answered as echo.
 	Call string `flag:"call" usage:"the first tools/call, whatever its tool: hang, progress, crash, or a tool's name (with -call-args)"`
 	// CallArgs are the JSON arguments the -call tool runs with, in place
 	// of the host's own.
@@ -120,7 +121,8 @@ type Faults struct {
 //   - RespondAfterCancel: -32603 "context canceled" is how mcp-go writes it.
 //   - NaiveLoop: it reads a message, handles it and writes its response
 //     before reading the next, so it cannot see a cancel or a second request
-//     while a stdout write is blocked (the seed article's victim).
+//     while a stdout write is blocked: the server that back-pressure
+//     freezes.
 //   - InvalidJSONAfter: the line is the start of an object that never ends.
 //   - RawNewline: the newline is right after the leading {"jsonrpc":"2.0",.
 //   - OversizedAfter: exactly OversizedSize bytes without the newline, and at

@@ -91,11 +91,11 @@ func WithConcurrency(n int) Option { return optionFunc(func(c *config) { c.concu
 func WithReportFile(path string) Option { return optionFunc(func(c *config) { c.reportFile = path }) }
 
 // WithSubprocessCommand sets the command the subprocess tool runs instead of
-// the default sh script. The command must honour its environment:
-// FAKESERVER_SUBPROCESS_STDOUT and FAKESERVER_SUBPROCESS_STDERR are the
-// numbers of bytes it writes to stdout and to stderr, and
-// FAKESERVER_SUBPROCESS_HOLD is "1" when it must then keep running until it
-// is killed (it may block reading its stdin, which stays open).
+// the default sh script. The command gets the byte counts in the
+// environment variables named by EnvSubprocessStdout, EnvSubprocessStderr
+// and EnvSubprocessHold and must honour them: the numbers of bytes it
+// writes to stdout and to stderr, and "1" when it must then keep running
+// until it is killed (it may block reading its stdin, which stays open).
 func WithSubprocessCommand(name string, args ...string) Option {
 	return optionFunc(func(c *config) { c.subprocess = append([]string{name}, args...) })
 }

@@ -263,15 +263,15 @@ func testBinary(t *testing.T) string {
 // tool runs when TestSubprocessTestBinaryChild points it at the test binary
 // (the os/exec pattern). Run normally, it returns at once.
 func TestHelperSubprocessChild(t *testing.T) {
-	out := os.Getenv(envSubprocessStdout)
+	out := os.Getenv(EnvSubprocessStdout)
 	if out == "" {
 		return
 	}
-	errBytes, _ := strconv.Atoi(os.Getenv(envSubprocessStderr))
+	errBytes, _ := strconv.Atoi(os.Getenv(EnvSubprocessStderr))
 	outBytes, _ := strconv.Atoi(out)
 	os.Stdout.Write([]byte(strings.Repeat("c", outBytes)))
 	os.Stderr.Write([]byte(strings.Repeat("e", errBytes)))
-	if os.Getenv(envSubprocessHold) == "1" {
+	if os.Getenv(EnvSubprocessHold) == "1" {
 		io.Copy(io.Discard, os.Stdin) // until killed
 	}
 	os.Exit(0) // before the testing package prints anything on stdout

@@ -18,17 +18,18 @@ import (
 // stdin whose Close does not interrupt a blocked Read (os.Stdin in blocking
 // mode) keeps Serve waiting until that Read returns (ServeStdio avoids it).
 //
+// The read loop never waits on a stdout write: each request runs in its own
+// goroutine with its own context, and frames are written under one write
+// lock. A notifications/cancelled that arrives before the response write
+// began cancels the work and suppresses the response; one that arrives
+// after stops further work (a big response is closed early at the next
+// chunk, still valid JSON) but cannot recall bytes already written. When
+// stdin reaches EOF, all running work is cancelled as if by a cancel.
+//
 // Serve returns nil on EOF or cancellation, ErrExited when a fault made it
-// exit. A Server serves once; a second call returns an error.
+// exit, and an error if stdin or stdout is nil. A Server serves once; a
+// second call returns an error.
 func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
-	// The read loop never waits on a stdout write: each request runs in its own
-	// goroutine with its own context, and frames are written under one write lock.
-	// A notifications/cancelled that arrives before the response write began
-	// cancels the work and suppresses the response; one that arrives after stops
-	// further work (a big response is closed early at the next chunk, still valid
-	// JSON) but cannot recall bytes already written. When stdin reaches EOF, all
-	// running work is cancelled as if by a cancel. Serve ends its own stdin read
-	// by closing stdin.
 	if stdin == nil || stdout == nil {
 		return errors.New("fakeserver: Serve needs a stdin and a stdout")
 	}

@@ -11,20 +11,25 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// Environment variables through which the subprocess tool tells its child
-// what to do (see WithSubprocessCommand).
+// The environment variables through which the subprocess tool tells its
+// child what to do. A command given to WithSubprocessCommand must honour
+// them.
 const (
-	envSubprocessStdout = "FAKESERVER_SUBPROCESS_STDOUT"
-	envSubprocessStderr = "FAKESERVER_SUBPROCESS_STDERR"
-	envSubprocessHold   = "FAKESERVER_SUBPROCESS_HOLD"
+	// EnvSubprocessStdout is the number of bytes the child writes to stdout.
+	EnvSubprocessStdout = "FAKESERVER_SUBPROCESS_STDOUT"
+	// EnvSubprocessStderr is the number of bytes the child writes to stderr.
+	EnvSubprocessStderr = "FAKESERVER_SUBPROCESS_STDERR"
+	// EnvSubprocessHold is "1" when the child must then keep running until
+	// it is killed (it may block reading its stdin, which stays open).
+	EnvSubprocessHold = "FAKESERVER_SUBPROCESS_HOLD"
 )
 
 // defaultSubprocessScript is the sh script the subprocess tool runs unless
 // WithSubprocessCommand says otherwise: exact byte counts of 'x' to stdout
 // and 'y' to stderr, then, when held, it blocks reading stdin.
-const defaultSubprocessScript = `head -c "$` + envSubprocessStdout + `" /dev/zero | tr '\0' x; ` +
-	`head -c "$` + envSubprocessStderr + `" /dev/zero | tr '\0' y >&2; ` +
-	`if [ "$` + envSubprocessHold + `" = 1 ]; then exec cat >/dev/null; fi`
+const defaultSubprocessScript = `head -c "$` + EnvSubprocessStdout + `" /dev/zero | tr '\0' x; ` +
+	`head -c "$` + EnvSubprocessStderr + `" /dev/zero | tr '\0' y >&2; ` +
+	`if [ "$` + EnvSubprocessHold + `" = 1 ]; then exec cat >/dev/null; fi`
 
 // subprocessWaitDelay bounds how long Wait waits for the child's output
 // pipes after the child exited or was killed (a grandchild may hold them).
@@ -58,9 +63,9 @@ func (s *Server) toolSubprocess(w *work, a subprocessArgs) (*frame, error) {
 		hold = "1"
 	}
 	cmd.Env = append(os.Environ(),
-		envSubprocessStdout+"="+strconv.FormatInt(a.StdoutBytes, 10),
-		envSubprocessStderr+"="+strconv.FormatInt(a.StderrBytes, 10),
-		envSubprocessHold+"="+hold)
+		EnvSubprocessStdout+"="+strconv.FormatInt(a.StdoutBytes, 10),
+		EnvSubprocessStderr+"="+strconv.FormatInt(a.StderrBytes, 10),
+		EnvSubprocessHold+"="+hold)
 	stdout, stderr := pipes.NewCapture(limit), pipes.NewCapture(limit)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// The child's stdin is a pipe we hold open, so a held child blocks on it

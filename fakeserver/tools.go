@@ -150,7 +150,8 @@ func (s *Server) toolSlow(w *work, a slowArgs) (*frame, error) {
 // Search limits.
 const (
 	// searchDefaultTotal is how many records the search tool's data set has
-	// unless the call says otherwise (the seed article's example).
+	// unless the call says otherwise (the totalEstimate of the paged search
+	// result the project's source article shows).
 	searchDefaultTotal = 4382
 	// searchDefaultPage and searchMaxPage bound a page of results.
 	searchDefaultPage = 50

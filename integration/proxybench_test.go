@@ -4,43 +4,48 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
-	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
-	"github.com/mcpstdio/mcpstdio/internal/pollable"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
-// The fake server and the proxy in front of it as helper children, for
-// BenchmarkProxyToolsCall.
+// The fake server as a helper child, for BenchmarkProxyToolsCall.
 func init() {
 	mcptest.RegisterHelper("bench-fake", func(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 		return fakeserver.ServeStdio(ctx, mcptest.HelperArgs())
 	})
-	mcptest.RegisterHelper("bench-proxy", benchProxy)
 }
 
-// benchProxy is `mcpstdio proxy` in a child: the proxy between its own
-// stdio (non-blocking duplicates, as the command uses, where the system
-// has them) and the helper its args name, recording as the command does.
-func benchProxy(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
-	args := mcptest.HelperArgs()
-	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
+// behindProxy returns the command that runs the fake server behind
+// `mcpstdio proxy`, the built command ($MCPSTDIO_BIN, which benchratios
+// sets, else built into tb's temporary directory), recording as it does
+// in a state directory of tb's.
+func behindProxy(tb testing.TB, ctx context.Context) *exec.Cmd {
+	tb.Helper()
+	fake, err := mcptest.HelperCommand(ctx, "bench-fake")
 	if err != nil {
-		return err
+		tb.Fatal(err)
 	}
-	nb := func(f *os.File) *os.File {
-		if d := pollable.Dup(f); d != nil {
-			return d
+	bin := os.Getenv("MCPSTDIO_BIN")
+	if bin == "" {
+		bin = filepath.Join(tb.TempDir(), "mcpstdio")
+		if runtime.GOOS == "windows" {
+			bin += ".exe"
 		}
-		return f
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/mcpstdio/mcpstdio/cmd/mcpstdio").CombinedOutput(); err != nil {
+			tb.Fatalf("building the command: %v\n%s", err, out)
+		}
 	}
-	return benchproxy.Run(ctx, cmd, proxy.Streams{Stdin: nb(os.Stdin), Stdout: nb(os.Stdout), Stderr: nb(os.Stderr)}, "")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"proxy", "--", fake.Path}, fake.Args[1:]...)...)
+	cmd.Env = append(fake.Env, "MCPSTDIO_STATE_DIR="+tb.TempDir())
+	return cmd
 }
 
 // BenchmarkProxyToolsCall: 1 MiB tools/call responses to the official Go
@@ -49,16 +54,19 @@ func benchProxy(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Wri
 // per sub-benchmark, one after the other in the same run.
 func BenchmarkProxyToolsCall(b *testing.B) {
 	args := fakeserver.BigArgs{Bytes: 1 << 20}.Map()
-	for _, m := range []struct{ name, helper string }{{"direct", ""}, {"proxy", "bench-proxy"}} {
+	for _, m := range []struct {
+		name    string
+		proxied bool
+	}{{"direct", false}, {"proxy", true}} {
 		b.Run(m.name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 			defer cancel()
 			cmd, err := mcptest.HelperCommand(ctx, "bench-fake")
-			if m.helper != "" {
-				cmd, err = mcptest.HelperCommand(ctx, m.helper, "bench-fake")
-			}
 			if err != nil {
 				b.Fatal(err)
+			}
+			if m.proxied {
+				cmd = behindProxy(b, ctx)
 			}
 			cmd.Stderr = os.Stderr
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
@@ -79,16 +87,19 @@ func BenchmarkProxyToolsCall(b *testing.B) {
 }
 
 // TestProxyToolsCallHarness runs the benchmark's harness once each way:
-// a 1 MiB tools/call to the Go SDK client, directly and through the proxy
-// helper.
+// a 1 MiB tools/call to the Go SDK client, directly and through the
+// command's proxy.
 func TestProxyToolsCallHarness(t *testing.T) {
-	for _, way := range [][]string{{"bench-fake"}, {"bench-proxy", "bench-fake"}} {
-		t.Run(way[0], func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	for _, proxied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "proxy"}[proxied], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd, err := mcptest.HelperCommand(ctx, way[0], way[1:]...)
+			cmd, err := mcptest.HelperCommand(ctx, "bench-fake")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if proxied {
+				cmd = behindProxy(t, ctx)
 			}
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
 			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

@@ -10,21 +10,9 @@ import (
 	"time"
 )
 
-// Stopped or slow: the one rule, used by WaitStopped, WaitWriterBlocked and
-// the assertions criteria. Over a window of activityWindow the server is
-// stopped when it took nothing from stdin, wrote nothing to stdout, its CPU
-// demand (run time plus run-queue wait, which load does not starve: see
-// demandBetween) stayed under demandFloor of a CPU, no thread was runnable
-// at the last look without having run over the window (starved by a loaded
-// machine: Linux counts its wait only once it runs), and at the last look a
-// thread of it was blocked writing stdout, or every thread was asleep or
-// had not run at all over the window. It is busy when it took or wrote
-// bytes or its demand reached the floor: callers then watch on, up to their
-// bound, and report the rate. The server's threads are those of its process
-// and its descendants (Linux /proc, child servers); where they cannot be
-// seen (another system, an in-process server) nothing is conclusive:
-// Activity.Known is false, and callers keep their bounds and say
-// "unverified".
+// The numbers of the stopped-or-slow rule that Activity's doc states: its
+// window, how often it looks, and the CPU demand (demandBetween) under which
+// a server may be stopped.
 const (
 	activityWindow = 500 * time.Millisecond
 	activityLook   = 50 * time.Millisecond
@@ -38,6 +26,21 @@ const (
 
 // Activity is what a server did over a window of time: the bytes it took
 // from stdin and wrote to stdout, its CPU demand, and its threads.
+//
+// Stopped or slow is one rule, used by WaitStopped, WaitWriterBlocked and
+// the criteria of package assertions. Over a window of half a second the
+// server is stopped when it took nothing from stdin, wrote nothing to
+// stdout, its CPU demand (run time plus run-queue wait, which load does not
+// starve) stayed under a tenth of a CPU, no thread was runnable at the last
+// look without having run over the window (starved by a loaded machine:
+// Linux counts its wait only once it runs), and at the last look a thread
+// of it was blocked writing stdout, or every thread was asleep or had not
+// run at all over the window. It is busy when it took or wrote bytes or its
+// demand reached the floor: callers then watch on, up to their bound, and
+// report the rate. The server's threads are those of its process and its
+// descendants (Linux /proc, child servers); where they cannot be seen
+// (another system, an in-process server) nothing is conclusive: Known is
+// false, and callers keep their bounds and say "unverified".
 type Activity struct {
 	Known         bool          // the server's threads could be seen (Linux, a child process); without, Stopped is never set
 	Stopped       bool          // stopped by the rule: nothing taken or written, CPU demand under 10% of a CPU, a thread blocked writing stdout or every thread asleep
@@ -169,11 +172,13 @@ func activityOf(from, to sight) Activity {
 // errUnseen is WaitStopped's error where the server's threads cannot be seen.
 var errUnseen = errors.New("the server's threads cannot be seen (an in-process server, or no /proc here): whether it stopped is unverified")
 
-// WaitStopped returns once the server is stopped by the rule above (the
-// Activity over the last half second says so, with the evidence), or with
-// an error when ctx or the session timeout ends first (the Activity is then
-// the whole watch), the server ends, or its threads cannot be seen (at once,
-// the error saying so).
+// WaitStopped returns once the server is stopped by the rule Activity
+// describes (the Activity over the last half second says so, with the
+// evidence), looking every 50ms. It returns an error with the Activity so
+// far when ctx or the session timeout ends first (a *WaitError; the
+// Activity is then the whole watch: slow is not stopped), when the server
+// ends, or, at once, when its threads cannot be seen (an in-process server,
+// a system without /proc): whether it stopped is then unverified.
 func (s *Session) WaitStopped(ctx context.Context) (Activity, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -7,8 +7,9 @@ import (
 	"os"
 )
 
-// Signal sends sig to a child-process server (not its group); an in-process
-// server gives errors.ErrUnsupported.
+// Signal sends sig to a child-process server: the process itself, not its
+// process group. For an in-process server it returns an error wrapping
+// errors.ErrUnsupported; after Close, one wrapping ErrClosed.
 func (s *Session) Signal(sig os.Signal) error {
 	s.mu.Lock()
 	err := s.closedErrLocked(fmt.Sprintf("Signal(%v)", sig))
@@ -27,11 +28,12 @@ func (s *Session) Signal(sig os.Signal) error {
 	return nil
 }
 
-// WaitExit waits until the server has ended and returns how, bounded by ctx
-// and the session timeout (a *WaitError); after Close it returns at once.
+// WaitExit waits until the server has ended, bounded by ctx and the session
+// timeout, and returns how it ended. When the bound runs out first, the
+// error is a *WaitError with a diagnosis and the server is left running
+// (Close ends it). Once Close has begun it returns at once: how the server
+// ended, or, if it has not, an error wrapping ErrClosed.
 func (s *Session) WaitExit(ctx context.Context) (Exit, error) {
-	// A timed-out wait leaves the server running. After Close the error is
-	// ErrClosed if Close could not end it.
 	if isClosed(s.proc.done()) {
 		return s.proc.exit(), nil
 	}

@@ -10,22 +10,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// Lifecycle and diagnosis. A failed wait returns a *WaitError whose
-// Diagnosis says which side looks stuck and shows the evidence: pipe fill
-// levels, stalled reads, the last frame, whether the server is alive,
-// (Linux) what its threads wait in, the transcript tail, junk, the stderr
-// tail and, for in-process servers, their goroutines. A server that exits
-// while a process it started holds its stdout open fails pending requests
-// within the grace period, naming the holder (Linux). Close escalates from
-// closing stdin to SIGTERM, SIGQUIT and SIGKILL, and reports what it could
-// not end; after Close, every operation fails at once with an error
-// wrapping ErrClosed. A panic in an in-process server or a server-request
-// handler is recovered and reported with its stack. Linux gives the most
-// evidence (pipe capacity and fill level, /proc thread states, pipe
-// holders); elsewhere WithPipeCapacity fails with errors.ErrUnsupported and
-// WaitWriterBlocked has no evidence to find.
-
-// WaitError is the error of a bounded wait that failed, with a diagnosis.
+// WaitError is the error of a bounded wait that failed: what was waited
+// for, why it ended, and a diagnosis of the session at that moment
+// (Session.Diagnose), which says which side looks stuck and shows the
+// evidence. The waits of a Session return one when their bound runs out
+// or ctx ends.
 type WaitError struct {
 	Op        string // what was waited for
 	Err       error  // why the wait ended, often context.DeadlineExceeded
@@ -85,12 +74,16 @@ func fullWord(b, c int) string {
 	return ""
 }
 
-// Diagnose describes the session: which side looks stuck, then the evidence
-// (see diagnose.go for what it shows).
+// Diagnose describes the state of the session as text: a first line, after
+// "verdict:", saying which side looks stuck, then the evidence — pipe fill
+// levels, whether host reads are stalled and since when, the last frame, the
+// server's liveness and (Linux) what its threads wait in, who holds stdout
+// open after the server exited, pending requests, what the host's bounds
+// dropped, the transcript tail, junk, the stderr tail and, for an in-process
+// server, its goroutines. Linux gives the most evidence (pipe capacity and
+// fill level, /proc thread states, pipe holders). It does not block on the
+// server and may be called at any time, after Close too.
 func (s *Session) Diagnose() string {
-	// The evidence: pipe levels, stalled reads, liveness, threads, pending
-	// requests, what the bounds dropped, the transcript, junk and stderr tails,
-	// goroutines.
 	d := s.look()
 	var b strings.Builder
 	b.WriteString("verdict: " + d.verdict() + "\n")

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-// TestCloseKillsEscaped (issue 37.15): a server that starts a process in a
+// TestCloseKillsEscaped: a server that starts a process in a
 // session of its own (setsid) leaves it outside its process group; Close
 // finds it by the environment it inherited, kills it and says so in Exit.
 // Before, it ran on after every session.

@@ -20,17 +20,16 @@ var (
 	built    = map[string]string{} // package → its binary in buildDir
 )
 
-// GoBuild's build is bounded by the test's deadline, so a test never runs a
-// stale binary and the second test to ask pays nothing. The binaries live in
-// a temporary directory that Main removes when the tests end (without Main,
-// it is left in os.TempDir).
-
 // GoBuild builds the main package pkg once per test binary and returns a
-// Target that runs it with args; a failed build fails the test with its output.
-// pkg is as go build takes it where go test runs the test: a relative path
-// is from the test's package directory, not the module root (in
-// server/server_test.go, "../cmd/myserver"), or give the import path
-// ("example.com/myserver/cmd/myserver").
+// Target that runs it with args: a test therefore never runs a stale binary,
+// and the second test to ask pays nothing. pkg is as go build takes it where
+// go test runs the test: a relative path is from the test's package
+// directory, not the module root (in server/server_test.go,
+// "../cmd/myserver"), or give the import path
+// ("example.com/myserver/cmd/myserver"). The build is bounded by the test's
+// deadline; a failed build fails the test with the compiler's output. The
+// binaries live in a temporary directory that Main removes when the tests
+// end (without Main, it is left in os.TempDir).
 func GoBuild(t testing.TB, pkg string, args ...string) Target {
 	t.Helper()
 	exe, err := goBuild(t, pkg)

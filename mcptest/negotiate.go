@@ -10,13 +10,11 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Protocol eras. By default Start negotiates as the 2026-07-28 stdio
-// backward-compatibility rule says: a server/discover probe with the
-// modern _meta, then, for a legacy server, initialize offering 2025-11-25.
-// In the modern era every request carries the _meta fields.
-
-// ProtocolVersion returns the negotiated protocol version, or "" if none was
-// (WithoutHandshake).
+// ProtocolVersion returns the protocol version the session speaks: the one
+// the server chose in initialize, or the modern one negotiated or pinned
+// (WithProtocolVersion); "" if none was (WithoutHandshake). A
+// version of 2026-07-28 or later is the modern era, in which every request
+// carries the _meta fields; see Start for how it is negotiated.
 func (s *Session) ProtocolVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -32,7 +30,7 @@ func (s *Session) ProtocolVersion() string {
 // server/discover with the modern _meta; a result, or an
 // UnsupportedProtocolVersionError that lists a modern version it knows, means
 // the modern era; any other error, or no answer within the probe timeout
-// (the probe timeout), means legacy: initialize offering 2025-11-25,
+// (WithProbeTimeout), means legacy: initialize offering 2025-11-25,
 // accepting the version the server answers, then
 // notifications/initialized. A probe or initialize given up on when the
 // handshake's bound ends is cancelled (notifications/cancelled). The probe

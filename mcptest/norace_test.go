@@ -10,7 +10,8 @@ import (
 
 const raceEnabled = false
 
-// big is the size of the blocked writer's response: the seed's 8 MiB.
+// big is the size of the blocked writer's response: the 8 MiB of the
+// article this project grew from.
 const big = 8 << 20
 
 // childTarget is the test server with opts as a child process: the test

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -25,6 +26,49 @@ type Response struct {
 	// it began after Offset bytes and had Size bytes, without its
 	// newline (for StallReadsAfter arithmetic).
 	Offset, Size int64
+}
+
+// String names what the response carried, for evidence: `a JSON-RPC error
+// -32800 "Request cancelled"`, `an isError result: "the text"` (its first
+// text content block, quoted, cut to about 1 KiB) or `a result of 1048600
+// bytes`.
+func (r *Response) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("a JSON-RPC error %d %q", r.Error.Code, r.Error.Message)
+	}
+	if string(wire.Member(r.Result, "isError")) != "true" {
+		return fmt.Sprintf("a result of %d bytes", len(r.Result))
+	}
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(r.Result, &res) == nil {
+		for _, c := range res.Content {
+			if c.Type == "text" {
+				return "an isError result: " + strconv.Quote(cutText(c.Text, 1024))
+			}
+		}
+	}
+	return fmt.Sprintf("an isError result: %d bytes, no text content", len(r.Result))
+}
+
+// cutText keeps the head and tail of a text longer than n bytes, cut at
+// rune starts, and says how much was cut between them.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*3/4, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return fmt.Sprintf("%s … (%d bytes cut) … %s", s[:head], len(s)-head-tail, s[len(s)-tail:])
 }
 
 // Pending is a request sent to the server and its response to come.
@@ -47,9 +91,10 @@ type Pending struct {
 func (p *Pending) ID() int64 { return p.id }
 
 // Progress returns how many notifications/progress have arrived for the
-// request's progress token (params._meta.progressToken, compared as JSON
-// values), whether they were kept for TakeNotifications or dropped from its
-// bounded store; 0 for a request without a token. It counts arrivals at
+// request's progress token (params._meta.progressToken), whether they were
+// kept for TakeNotifications or dropped from its bounded store; 0 for a
+// request without a token. Tokens compare as JSON values, so a server that
+// writes "a&b" for the token "a\u0026b" is counted. It counts arrivals at
 // the host: with reads stalled, progress the server has written waits in
 // the pipe and is not counted yet.
 func (p *Pending) Progress() int64 {
@@ -63,10 +108,14 @@ func (p *Pending) Progress() int64 {
 }
 
 // Received returns how many bytes of the request's response the host has
-// read so far: 0 until the response's top-level "id" has been read, then
-// the bytes from the id on, and the whole frame's size once it is routed.
-// A response is known by its id, so one that writes its id after a long
-// result (the TypeScript SDK does) counts only from the id on.
+// read so far: the whole frame (without its newline) once it has arrived,
+// the part read of one still arriving, 0 before it begins. A response is
+// recognized by its top-level "id" as its bytes pass, and only in a line
+// longer than 4 KiB (a shorter one is counted once it has arrived whole):
+// one whose id comes after a long result (the TypeScript SDK writes its
+// responses so) shows 0 until the id arrives, then every byte read from
+// the frame's start. With StallReadsAfter it shows how much of a response
+// was on the host's side when the test acted.
 func (p *Pending) Received() int64 {
 	if n := p.respSize.Load(); n > 0 {
 		return n
@@ -89,11 +138,19 @@ func (p *Pending) complete(r *Response, err error) {
 	})
 }
 
-// Wait waits for the response, bounded by ctx and the session timeout. Its
-// error means none came: oversized, a bad id, ErrClosed, a *WaitError.
+// Wait waits for the response, bounded by ctx, the session's timeout and,
+// under StartServer, the test deadline. It returns the response whatever it
+// holds, a result or a JSON-RPC error (see Response.Error), and an error
+// only when no response can be had: the response frame was over the
+// transport limit (the error wraps the *pipes.FrameTooLargeError), the
+// server answered with the id written otherwise ("2" for 2), in a batch or
+// with a duplicate envelope key, or sent the request back; the request
+// could not be written; the session ended or was closed (the error wraps
+// ErrClosed after Close); or the wait's bound ran out (a *WaitError with a
+// diagnosis). A response that arrives as the bound runs out is returned.
+// Wait may be called any number of times, from any goroutine; a wait that
+// timed out leaves the request pending.
 func (p *Pending) Wait(ctx context.Context) (*Response, error) {
-	// The errors: an oversized frame (*pipes.FrameTooLargeError), a bad id or
-	// batch, a failed write, ErrClosed, or a *WaitError.
 	select {
 	case <-p.done:
 		return p.resp, p.err
@@ -121,10 +178,11 @@ func (p *Pending) Wait(ctx context.Context) (*Response, error) {
 	return nil, p.s.waitError(fmt.Sprintf("waiting for the response to %s id=%d", p.method, p.id), err)
 }
 
-// Cancel sends notifications/cancelled for the request with reason and returns
-// the write's error; a later response still comes, with Late set.
+// Cancel sends notifications/cancelled for the request with reason ("" for
+// none) and returns the error of writing it (bounded as Notify is). A
+// response that arrives afterwards is still delivered, with Late set, and
+// counted in Stats.LateResponses; Cancel does not wait for it.
 func (p *Pending) Cancel(reason string) error {
-	// Late responses are counted in Stats.LateResponses.
 	p.markCancelled()
 	params := strconv.AppendInt([]byte(`{"requestId":`), p.id, 10)
 	if reason != "" {
@@ -142,15 +200,27 @@ func (p *Pending) markCancelled() {
 	p.s.mu.Unlock()
 }
 
-// Send writes a request and returns its Pending; the write blocks while the
-// server does not read, at most the session timeout (Wait returns its error).
+// Send writes a request to stdin and returns its Pending without waiting
+// for the response. The write itself takes as long as the server takes to
+// read it: a request larger than the pipe, or sent to a server that is not
+// reading its stdin, blocks Send until it is written, at most the session
+// timeout (send from another goroutine to do something meanwhile); a write
+// that fails or times out is what Wait returns. A write that timed out
+// part-way leaves the request pending: its rest is written first by the
+// next write, so the server still gets it whole. params is encoded with
+// encoding/json, except a json.RawMessage, which is sent as it is
+// (compacted if it spans lines). In the modern era the _meta fields are
+// added to params (which must then be a JSON object or nil); keys the
+// caller set in params._meta win. Requests are numbered 1, 2, 3, … in the
+// order they are sent, the handshake's included.
 func (s *Session) Send(method string, params any) *Pending {
-	// params go through encoding/json; _meta is added in the modern era.
 	return s.send(context.Background(), method, params, s.isModern())
 }
 
 // Call sends a request and waits for its response, bounded by ctx and the
-// session timeout; a JSON-RPC error (*wire.RPCError) is also its error.
+// session timeout; ctx bounds the write too. Unlike Wait, it also returns
+// the response's JSON-RPC error (a *wire.RPCError) as its error, along with
+// the response.
 func (s *Session) Call(ctx context.Context, method string, params any) (*Response, error) {
 	return s.call(ctx, method, params, s.isModern())
 }
@@ -205,14 +275,23 @@ func plainString(s string) bool {
 
 // ToolResult is a tools/call result, decoded.
 type ToolResult struct {
-	Text              string          // the text content blocks, joined by newlines
-	IsError           bool            // a tool error: the tool ran and failed (a result, not a JSON-RPC error)
-	StructuredContent json.RawMessage // the result's structuredContent, if any
-	Raw               json.RawMessage // the whole result as the server sent it
+	// Text is the text of the result's text content blocks, joined by
+	// newlines.
+	Text string
+	// IsError reports a tool error: the tool ran and failed, which MCP
+	// sends as a result, not as a JSON-RPC error.
+	IsError bool
+	// StructuredContent is the result's structuredContent, if any.
+	StructuredContent json.RawMessage
+	// Raw is the whole result as the server sent it.
+	Raw json.RawMessage
 }
 
-// CallTool calls the tool name with args (nil for none) and decodes its result;
-// a tool error has IsError set, the error is for no tool result.
+// CallTool calls the tool name with args (encoded with encoding/json; nil
+// for none) and decodes its result, bounded as Call is. A tool error is a
+// result with IsError set, not an error; the error is for a call that got
+// no tool result: a JSON-RPC error (*wire.RPCError), a result that is not a
+// tool result, or what Call fails with.
 func (s *Session) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
 	params, err := toolParams(name, args)
 	if err != nil {
@@ -303,7 +382,8 @@ func (s *Session) addPending(p *Pending, params json.RawMessage) error {
 }
 
 // Notify sends a notification, bounded by the session timeout; params are
-// encoded as for Send, without _meta.
+// encoded as for Send, without _meta. Like Send's, a write that timed out
+// part-way is finished by the next write.
 func (s *Session) Notify(method string, params any) error {
 	raw, err := s.encodeParams(params, false)
 	if err != nil {
@@ -312,8 +392,10 @@ func (s *Session) Notify(method string, params any) error {
 	return s.writeRaw(context.Background(), method, appendRequest(nil, -1, method, raw))
 }
 
-// Ping makes the cheapest round trip of the negotiated era (ping, or
-// server/discover in the modern era) and fails on an error answer.
+// Ping makes the cheapest round trip of the negotiated era: ping in the
+// legacy era (and when nothing was negotiated), server/discover in the
+// modern one, bounded as Call is. It fails if the server answers with an
+// error.
 func (s *Session) Ping(ctx context.Context) error {
 	var err error
 	if s.isModern() {

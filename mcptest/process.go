@@ -25,20 +25,37 @@ type ExitHow string
 
 // How a server ended.
 const (
-	ExitOnItsOwn        ExitHow = "exited"       // before Close asked it to
-	ExitAfterStdinClose ExitHow = "stdin closed" // once Close closed stdin (and cancelled an in-process server's context)
-	ExitForced          ExitHow = "forced"       // by the last step in Exit.Signals
-	ExitStuck           ExitHow = "stuck"        // not at all (Close reports it)
-	ExitPanicked        ExitHow = "panicked"     // an in-process server panicked; Exit.Err holds the panic and its stack
+	// ExitOnItsOwn: it ended before Close asked it to.
+	ExitOnItsOwn ExitHow = "exited"
+	// ExitAfterStdinClose: it ended once Close closed its stdin (and, for
+	// an in-process server, cancelled its context).
+	ExitAfterStdinClose ExitHow = "stdin closed"
+	// ExitForced: it ended once Close forced it, by the last step in
+	// Exit.Signals: a signal (SIGTERM, SIGQUIT, SIGKILL) for a process,
+	// "close pipes" for an in-process server, whose pipes Close closed.
+	ExitForced ExitHow = "forced"
+	// ExitStuck: it did not end at all (Close reports it).
+	ExitStuck ExitHow = "stuck"
+	// ExitPanicked: an in-process server panicked; Exit.Err holds the
+	// panic and its stack.
+	ExitPanicked ExitHow = "panicked"
 )
 
 // Exit says how a server ended.
 type Exit struct {
-	How     ExitHow
-	Code    int      // the exit code; -1 when killed by a signal and for in-process servers
-	Signal  string   // the signal that killed the process, if one did
-	Err     error    // the ServeFunc's error or panic, or cmd.Wait's
-	Signals []string // what Close sent, in order: SIGTERM, SIGQUIT, SIGKILL, or "close pipes" in process
+	How ExitHow
+	// Code is the exit code, or -1 for a process killed by a signal and
+	// for an in-process server.
+	Code int
+	// Signal is the signal that killed the process, if one did.
+	Signal string
+	// Err is the in-process ServeFunc's error (or its panic, with its
+	// stack), or the error of cmd.Wait other than a non-zero exit.
+	Err error
+	// Signals lists what Close sent, in order: SIGTERM, SIGQUIT and SIGKILL
+	// to a process's group, "close pipes" for an in-process server whose
+	// pipes Close closed.
+	Signals []string
 	// Escaped lists the processes, "pid N (command line)", that Close found
 	// outside the server's process group (setsid) carrying the
 	// MCPSTDIO_SESSION environment variable it gave the server: it killed

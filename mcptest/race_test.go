@@ -13,11 +13,11 @@ import (
 // themselves down under it, and CI runs them at full size without it too.
 const raceEnabled = true
 
-// big is the size of the blocked writer's response: the seed's 8 MiB, and
-// under the race detector 2 MiB, still 32 times the default pipe and twice
-// TestBlockedWriterOverLimit's 1 MiB limit (moving 8 MiB through the host
-// costs about a CPU-second under the detector; .ci/run runs the tests that
-// send it at 8 MiB without it).
+// big is the size of the blocked writer's response: the 8 MiB of the article
+// this project grew from, and under the race detector 2 MiB, still 32 times
+// the default pipe and twice TestBlockedWriterOverLimit's 1 MiB limit (moving
+// 8 MiB through the host costs about a CPU-second under the detector; .ci/run
+// runs the tests that send it at 8 MiB without it).
 const big = 2 << 20
 
 // childTarget is the test server with opts as a child process. Under the

@@ -29,7 +29,9 @@ type StdoutState struct {
 // params (the request's params as written). A notifications/cancelled the
 // caller writes for it is not seen by the session, so its response is not
 // marked Late; use Pending.Cancel for that. Expect fails if the session has
-// ended or a request with id is already pending; it does not write.
+// ended or a request with id is already pending; it does not write. Send
+// numbers its own requests 1, 2, 3, …: a caller that mixes both picks ids
+// Send will not reach, or one of the two fails as a duplicate.
 func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pending, error) {
 	p := s.newPending(id, method)
 	if err := s.addPending(p, params); err != nil {
@@ -43,8 +45,9 @@ func (s *Session) Expect(id int64, method string, params json.RawMessage) (*Pend
 func (s *Session) TakeNotifications() []Notification { return s.takeNotifications() }
 
 // Changed returns a channel that is closed at the next change a waiter may
-// care about: a frame dispatched, a request ended, stdout ended, the
-// session closed. Bytes that arrive inside a frame change nothing: a caller
+// care about: a frame dispatched (or one over the transport limit
+// discarded), a request ended, stdout ended, the server exited, the
+// session ended or closed. Bytes that arrive inside a frame change nothing: a caller
 // waiting for bytes polls Stdout as well (or calls WaitStdoutBytes). Call
 // Changed again after each close for the next change.
 func (s *Session) Changed() <-chan struct{} {

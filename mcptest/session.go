@@ -15,17 +15,21 @@ import (
 	"github.com/mcpstdio/mcpstdio/pipes"
 )
 
-// ErrClosed is wrapped by the error of every operation on a closed Session and
-// of every request pending at Close, saying how the server ended.
+// ErrClosed is what every operation on a closed Session fails with, and
+// every request still pending when Close was called: the errors wrap it and
+// say how the server ended.
 var ErrClosed = errors.New("mcptest: session closed")
-
-// One goroutine reads the server's stdout for the whole life of the server:
-// stall valve → framer (the transport limit) → dispatch (see reader.go).
-// Server-to-host requests are answered on a goroutine of their own; stderr is
-// drained on a third.
 
 // Session is a running server and the host connected to it. Its methods are
 // safe for concurrent use.
+//
+// One goroutine reads the server's stdout for the whole life of the server:
+// the stall valve (StallReads), then the framer (the transport limit,
+// WithMaxFrame), then dispatch, which routes each response to its Pending
+// and keeps notifications, junk and the transcript within Limits. It never
+// waits on the test: server-to-host requests are answered on a goroutine of
+// their own (WithServerRequests), and stderr is drained on a third, so a
+// server that logs much never blocks on it.
 type Session struct {
 	// Set by start, then read-only.
 	cfg       config
@@ -88,28 +92,37 @@ type Session struct {
 	handshaking atomic.Bool
 }
 
-// How Start negotiates: a server/discover probe with the modern _meta; a
-// result, or an UnsupportedProtocolVersionError that lists a modern version
-// this host knows, means the modern era; any other error, or no answer within
-// the probe timeout (the probe timeout), means legacy: initialize offering
-// 2025-11-25, accepting the version the server answers, then
-// notifications/initialized. WithProtocolVersion(v) skips the probe: a modern
-// v is used without any exchange, an older v is offered in initialize. The
-// probe and its outcome are noted in the transcript. An invalid option makes
-// Start fail with an error that names it.
-
-// Start starts target on new kernel pipes and negotiates the protocol unless
-// WithoutHandshake. ctx bounds the start, not the session: Close ends it.
+// Start starts target, connects its stdin, stdout and stderr to new kernel
+// pipes, starts the stdout reader, and negotiates the protocol unless
+// WithoutHandshake is given. ctx bounds the start and the negotiation, not
+// the session: the session lives until Close, which the caller must call.
+// An invalid option makes Start fail with an error that names it; a failed
+// negotiation, with the session's diagnosis, after closing it.
+//
+// Negotiation follows the stdio backward-compatibility rule of protocol
+// 2026-07-28: a server/discover probe with the modern _meta; a result, or an
+// UnsupportedProtocolVersionError that lists a modern version this host
+// knows, means the modern era, where every request carries the _meta fields;
+// any other error, or no answer within the probe timeout (WithProbeTimeout),
+// means an earlier era: initialize offering 2025-11-25, accepting the version
+// the server answers, then notifications/initialized. A server that lists
+// only earlier versions is offered 2025-11-25 if it lists it, else its
+// latest; one whose versions are all modern and unknown to this host fails
+// Start. WithProtocolVersion(v) skips the probe: a modern v is used without
+// any exchange, an older v is offered in initialize. A probe or initialize
+// given up on when the handshake's bound ends is cancelled
+// (notifications/cancelled). The probe and its outcome are noted in the
+// transcript.
 func Start(ctx context.Context, target Target, opts ...Option) (*Session, error) {
-	// Negotiation is as the 2026-07-28 stdio backward-compatibility rule says
-	// (negotiate.go); the stdout reader starts here.
 	return start(ctx, target, time.Time{}, opts)
 }
 
-// StartServer is Start for tests, bounded by the test's deadline, with Close
-// in t.Cleanup; a failed start or a problem at Close fails t.
+// StartServer is Start for tests: it bounds the start by the test's
+// deadline, which also bounds every later wait of the session, registers
+// Close with t.Cleanup (failing the test if Close reports a problem), and
+// calls t.Fatal with a diagnosis if the server fails to start or to
+// negotiate.
 func StartServer(t testing.TB, target Target, opts ...Option) *Session {
-	// A failed start or negotiation is t.Fatal with a diagnosis.
 	t.Helper()
 	ctx, cancel, dl := bound.Context(context.Background(), t)
 	defer cancel()
@@ -328,24 +341,29 @@ func holders(f *os.File) string {
 	return " (held by " + strings.Join(hs, ", ") + ")"
 }
 
-// How Close proceeds: reads resume (stdout is drained to the end); stdin is
-// closed; after the grace period SIGTERM, SIGQUIT (a Go server dumps its
-// goroutines into the stderr capture) and SIGKILL are sent, a grace period
-// apart; an in-process server has its context cancelled with its stdin
-// closed, and its pipes closed if it does not return. Then it waits, at most
-// the grace period, for stdout and stderr to end together; a process that
-// still holds them (one the server started in a session of its own, out of
-// reach of the process group) is named in the error, not killed. Every
-// goroutine the session started is waited for, within bounds. A server that
-// would not end, a goroutine that would not stop, a held pipe and a panic in
-// a server-request handler are reported.
-
-// Close stops the server and the host within about 7×grace, failing pending
-// and later operations with ErrClosed, and reports what it could not end (see
-// Stats.Exit); later calls return the first call's result.
+// Close stops the server and the host, within a bound of about 7×grace
+// (WithGrace). At once, every pending request fails with an error wrapping
+// ErrClosed, as does every later operation. Then it resumes host reads
+// (stdout is drained to the end), closes the server's stdin, waits the grace
+// period, then sends SIGTERM, SIGQUIT (a Go server dumps its goroutines into
+// the stderr capture) and SIGKILL to its process group, waiting the grace
+// period after each; an in-process server's context is cancelled with its
+// stdin closed, and its pipes closed if it does not return within the grace
+// period. It then waits, at most the grace period, for stdout and stderr to
+// end, together. What the server started in a session of its own
+// (setsid), out of reach of the process group, is found on Linux by a
+// marker in its environment and killed (Exit.Escaped); a process that still
+// holds stdout or stderr open is named in the error, and left running if it
+// was not found so. Every goroutine the session started is then waited
+// for, at most twice the grace period.
+//
+// Close reports a server that would not end, a goroutine that would not
+// stop (a WithServerRequests handler that ignores its context, a WithStderr
+// writer that blocks), a held pipe and a panic in a server-request handler,
+// instead of waiting forever. Stats.Exit says how the server ended. Close
+// is safe to call more than once and from several goroutines; later calls
+// return the first call's result.
 func (s *Session) Close() error {
-	// Stdout is drained, stdin closed, then SIGTERM, SIGQUIT and SIGKILL sent a
-	// grace apart.
 	s.closeOnce.Do(func() { s.closeErr = s.close() })
 	return s.closeErr
 }

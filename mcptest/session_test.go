@@ -34,9 +34,9 @@ func resultText(t *testing.T, r *mcptest.Response) string {
 	return v.Content[0].Text
 }
 
-// TestBlockedWriter reproduces the seed article's blocked server: host
-// reads stop while a naive server writes a big response (8 MiB, 2 MiB under
-// -race) in one Write.
+// TestBlockedWriter reproduces the blocked server of the article this project
+// grew from: host reads stop while a naive server writes a big response
+// (8 MiB, 2 MiB under -race) in one Write.
 func TestBlockedWriter(t *testing.T) {
 	t.Parallel()
 	testkit.EachWay(t, func(t *testing.T, child bool) {

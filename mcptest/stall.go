@@ -35,12 +35,17 @@ func (s *Session) StallReads() {
 	s.logf("host reads stalled at %d stdout bytes", s.valve.BytesRead())
 }
 
-// StallReadsAfter lets exactly n more bytes of the server's stdout through
-// and then stalls reads as StallReads does, until ResumeReads. It returns at
-// once; the stall itself happens when the n-th byte has been read, in the
-// middle of a frame if that is where it falls (Stdout().Stalled says when).
-// A criterion uses it to let the head of a response through and stop the
-// host inside it. On a closed session it does nothing.
+// StallReadsAfter lets exactly n more bytes of the server's stdout through,
+// counted from when it returns, and then stalls reads as StallReads does,
+// until ResumeReads; StallReadsAfter(0) is StallReads. Like StallReads it
+// first interrupts a read in flight and waits for it to end (that read was
+// sized before the call and could take more than n bytes); it does not wait
+// for the n bytes. The stall happens when the n-th byte has been read, in
+// the middle of a frame if that is where it falls (Stdout().Stalled says
+// when; Response.Offset and Pending.Received help place n). A criterion
+// uses it to let the head of a response through and stop the host inside
+// it. A later StallReads, StallReadsAfter or ResumeReads supersedes it. On
+// a closed session it does nothing.
 func (s *Session) StallReadsAfter(n int64) {
 	if s.isClosed() {
 		return
@@ -50,8 +55,9 @@ func (s *Session) StallReadsAfter(n int64) {
 	s.logf("host reads stall after %d more stdout bytes (at %d)", n, s.valve.BytesRead())
 }
 
-// ResumeReads lets the host read the server's stdout again. On a closed
-// session the stall calls do nothing (Close reads stdout to its end).
+// ResumeReads lets the host read the server's stdout again, without limit.
+// It never waits. On a closed session, StallReads, StallReadsAfter and
+// ResumeReads do nothing: Close reads stdout to its end.
 func (s *Session) ResumeReads() {
 	if s.isClosed() {
 		return
@@ -118,19 +124,24 @@ func (s *Session) monitor() {
 	}
 }
 
-// A WriterEvidence with PipeFull alone is what in-process servers give, and
-// servers that make stdout non-blocking and queue the rest in memory
-// (Node). Threads come from /proc/<pid>/task/<tid>/syscall showing write or
-// writev on a descriptor of the session's stdout pipe, with the wchan
-// (pipe_write, anon_pipe_write) beside it.
-
-// WriterEvidence is what showed that the server is blocked writing stdout.
+// WriterEvidence is what showed that the server is blocked writing its
+// stdout (WaitWriterBlocked).
 type WriterEvidence struct {
-	At       time.Time
-	PipeFull bool     // the stdout pipe effectively full on consecutive looks, reads stalled
-	Buffered int      // bytes in the stdout pipe, if known
-	Capacity int      // the stdout pipe's capacity, if known
-	Threads  []string // (Linux) threads blocked writing stdout: "tid: syscall N (write fd F), wchan W"
+	At time.Time
+	// PipeFull: the stdout pipe was effectively full (pipes.EffectivelyFull)
+	// with the same fill level on consecutive looks, with host reads
+	// stalled so it could not drain. This is the only evidence for
+	// in-process servers and for servers that make stdout non-blocking and
+	// queue the rest in memory (Node).
+	PipeFull bool
+	Buffered int // bytes in the stdout pipe, if known
+	Capacity int // the stdout pipe's capacity, if known
+	// Threads are the server process's threads seen blocked writing
+	// stdout, as "tid: syscall N (write fd F), wchan W": (Linux)
+	// /proc/<pid>/task/<tid>/syscall shows write or writev on a descriptor
+	// of the session's stdout pipe; the wchan (pipe_write,
+	// anon_pipe_write) is shown beside it.
+	Threads []string
 }
 
 // String lists the evidence, or says "none".
@@ -170,24 +181,30 @@ func (t threadState) String() string {
 	return fmt.Sprintf("%d: %s, wchan %s", t.tid, call, t.wchan)
 }
 
-// What WaitWriterBlocked cannot see: only the direct child's threads are
-// inspected (a server started through a shell shows only the pipe
-// evidence); a writer blocked on a pipe that very small writes filled in
-// fragments may not look full (see pipes.Pipe.Full) and is then only seen
-// through /proc; by the pipe evidence alone, a server that wrote within a
-// page of the pipe's capacity and then stopped looks like a blocked writer.
-// The pipe is effectively full within a page of its capacity
-// (pipes.EffectivelyFull); a one-page pipe must be entirely full.
-
-// WaitWriterBlocked returns once reads are stalled and the server is blocked
-// writing stdout, bounded by ctx and the session timeout. When the bound
-// runs out first, or the server stops (see WaitStopped) with output in the
-// pipe but short of blocking it, the error is a *NotBlockedError: what the
-// stdout pipe and the server did while it waited (a slow writer is not a
-// stopped one).
+// WaitWriterBlocked returns nil once host reads are stalled and the server
+// is blocked writing its stdout, bounded by ctx and the session timeout.
+// The evidence is either of: (Linux, child processes) a thread of the
+// server blocked writing the stdout pipe, or the stdout pipe effectively
+// full with the same fill level on two consecutive looks while reads are
+// stalled (pipes.EffectivelyFull: within a page of capacity; a one-page pipe
+// entirely full). What was seen is in Stats.WriterEvidence and Diagnose.
+// The pipe is looked at every 2ms, the threads every 16ms while the pipe
+// does not look full; neither state has an event to wait on. Call
+// StallReads first: with reads flowing it waits for the bound.
+//
+// When the bound runs out first, or the server stops (see WaitStopped) with
+// output in the pipe but short of blocking it, the error is a
+// *NotBlockedError: what the stdout pipe and the server did while it waited
+// (a slow writer is not a stopped one). A server that has ended gives one
+// at once. After Close the error wraps ErrClosed.
+//
+// Limits: only the direct child's threads are inspected (a server started
+// through a shell shows only the pipe evidence); a writer blocked on a pipe
+// that very small writes filled in fragments may not look full (see
+// pipes.Pipe.Full) and is then only seen through /proc; conversely, by the
+// pipe evidence alone, a server that wrote within a page of the pipe's
+// capacity and then stopped looks like a blocked writer.
 func (s *Session) WaitWriterBlocked(ctx context.Context) error {
-	// Blocked is a thread in write on the pipe (Linux), or the pipe full on two
-	// looks; the evidence is in Stats.WriterEvidence.
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	t := time.NewTicker(pollInterval)
@@ -340,12 +357,13 @@ func (e *NotBlockedError) Summary() string {
 
 // WaitStdoutBytes returns nil once the host has read at least n bytes of
 // the server's stdout in all (Stdout().Read, counted from the session's
-// start). It waits at most until ctx ends or the session's timeout
-// (WithTimeout) runs out. It returns a *WaitError naming the bytes
-// received so far if the bound runs out or stdout ends first, and an error
-// wrapping the session's end (ErrClosed after Close) if the session has
-// ended. Reads must be flowing for the count to grow: with
-// reads stalled it waits for the bound.
+// start), bounded by ctx and the session timeout. It returns a *WaitError
+// naming the bytes read so far if the bound runs out or stdout ends first
+// (bytes read by the bound count as a success), and an error wrapping
+// ErrClosed once Close has begun. Bytes that arrive inside a frame have no
+// event to wait on, so the count is looked at every 2ms as well. Reads must
+// be flowing for the count to grow: with reads stalled it waits for the
+// bound.
 func (s *Session) WaitStdoutBytes(ctx context.Context, n int64) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -160,16 +160,23 @@ func (s *Session) stdinError(what string, n, total int, err error) error {
 	return fmt.Errorf("mcptest: writing %s to server stdin: %w", what, err)
 }
 
-// WriteStdin writes b to the server's stdin as it is, bounded by ctx and the
-// session timeout; a server that stopped reading makes it fail saying so.
+// WriteStdin writes b to the server's stdin as it is, bypassing framing and
+// encoding: for feeding a server invalid JSON, an oversized line or any
+// other bytes a well-behaved host would never send, or a request cut in
+// pieces (see Expect). The write is bounded by ctx and the session timeout;
+// when the bound runs out, the error says whether the server is still
+// reading its stdin, slowly, or stopped. As for every write, bytes a
+// timed-out write could not deliver are written first by the next one.
 func (s *Session) WriteStdin(ctx context.Context, b []byte) error {
-	// b may be invalid JSON or an oversized line. Bytes a timed-out write left
-	// are written first by the next one.
 	return s.writeRaw(ctx, "raw bytes", b)
 }
 
-// CloseStdin closes the server's stdin, the stdio transport's shutdown signal;
-// stdout is still read. WaitExit tells whether the server ends.
+// CloseStdin closes the server's stdin, the graceful shutdown signal of the
+// stdio transport. Later writes fail; the stdout reader goes on, so
+// whatever the server writes while it shuts down is still read. The rest of
+// a message a timed-out write left unsent is dropped: the server gets a
+// truncated line (the transcript says so). Use WaitExit to see whether the
+// server ends.
 func (s *Session) CloseStdin() error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

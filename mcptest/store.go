@@ -8,10 +8,13 @@ import (
 	"time"
 )
 
-// Notification is a notification the server sent, as the session keeps it.
+// Notification is a notification the server sent, as the session keeps it
+// (see Limits).
 type Notification struct {
 	Method string
-	Params json.RawMessage // nil if longer than Limits.NotificationHead: then Head has its first bytes
+	// Params are the notification's params, or nil if it was longer than
+	// Limits.NotificationHead: then Head holds its first bytes.
+	Params json.RawMessage
 	Head   []byte
 	Size   int64     // the frame's bytes on the wire, without the newline
 	At     time.Time // when the host read it
@@ -62,10 +65,15 @@ func (s *Session) unshareLocked(seq int64) {
 }
 
 // WaitNotification returns the oldest kept notification with method that no
-// earlier call returned, waiting for one, bounded by ctx and the session
-// timeout; a closed session gives a kept one or ErrClosed at once.
+// earlier WaitNotification or TakeNotifications returned, waiting for one
+// to arrive, bounded by ctx and the session timeout (a *WaitError). The
+// session keeps the newest notifications within Limits (by default 1024 and
+// 16 MiB); older ones are counted in Stats.NotificationsDropped and cannot
+// be waited for. Once stdout has ended it fails at once with a *WaitError
+// if none is kept. On a closed session it returns a kept notification if
+// there is one, and otherwise fails at once with an error wrapping
+// ErrClosed.
 func (s *Session) WaitNotification(ctx context.Context, method string) (*Notification, error) {
-	// Only kept ones (Limits) can be had.
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for {
@@ -111,14 +119,17 @@ func (s *Session) takeNotifications() []Notification {
 	return out
 }
 
-// TranscriptEntry is a frame in the transcript, or an event of the session.
+// TranscriptEntry is one frame in the session's transcript, or an event of
+// the session's own.
 type TranscriptEntry struct {
 	Seq  int64 // 0, 1, 2, … in the order entries were added, dropped ones counted
 	At   time.Time
 	Dir  string // "→" host to server, "←" server to host, "!" an event (negotiation, errors, stalls)
 	Size int64  // bytes on the wire, without the newline
 	Head []byte // the first bytes of the frame (Limits.Head), or the event
-	Junk bool   // a frame from the server that is not a JSON-RPC message
+	// Junk marks a frame from the server that is not a JSON-RPC message
+	// (counted in Stats.JunkLines, ParseErrors or Batches).
+	Junk bool
 }
 
 // entry is a transcript entry as the transcript ring keeps it.
@@ -150,8 +161,10 @@ func (e TranscriptEntry) line() string {
 	return fmt.Sprintf("%s %s %s%s", e.At.Format("15:04:05.000"), e.Dir, e.Head, more)
 }
 
-// Transcript returns the newest entries of the transcript, oldest first
-// (Limits.Transcript, Limits.Head): frames both ways and the session's events.
+// Transcript returns the newest entries of the transcript
+// (Limits.Transcript, by default 256), oldest first: frames both ways, each
+// cut to Limits.Head bytes, and the session's events. The entries are
+// copies the caller owns.
 func (s *Session) Transcript() []TranscriptEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()

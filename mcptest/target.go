@@ -19,23 +19,19 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Targets. Command and Exec run a child process; GoBuild builds a main
-// package once per test binary and runs it; InProcess runs a ServeFunc in
-// a goroutine, on the same kind of pipes; Helper re-executes the test
-// binary as a child serving a ServeFunc registered with RegisterHelper,
-// for which the package's TestMain calls Main:
-//
-//	func init() { mcptest.RegisterHelper("naive", naiveServer) }
-//	func TestMain(m *testing.M) { mcptest.Main(m) } // helpers + goleak
-//
-// Children run in their own process group (Unix), so that signals from
-// Close also reach what they start.
-
-// ServeFunc serves MCP on the streams (real kernel pipes) until they end or
-// ctx is done: the shape of the Go SDK's mcp.IOTransport and mcp-go's Listen.
+// ServeFunc serves MCP on the given streams until they end or ctx is done.
+// For an in-process target (InProcess) the streams are the *os.File ends of
+// real kernel pipes, so its writes block when the host stops reading; for a
+// helper (Helper) they are the child's os.Stdin, os.Stdout and os.Stderr.
+// Its shape matches the official Go SDK (mcp.IOTransport{Reader: stdin,
+// Writer: stdout}) and mcp-go (server.NewStdioServer(s).Listen(ctx, stdin,
+// stdout)).
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
-// Target is a server to start: a child (Command, Exec, Helper) or InProcess.
+// Target is a server to start: a child process (Command, CommandFunc,
+// Exec, GoBuild, Helper) or a goroutine of this process (InProcess). A
+// child runs in a process group of its own (Unix), so that the signals
+// Close sends also reach what it starts.
 type Target interface {
 	// String describes the target in diagnoses.
 	String() string
@@ -48,11 +44,24 @@ func Command(name string, args ...string) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
 }
 
-// Exec returns a Target that runs cmd, once; its standard streams must be nil.
-// Start sets a zero WaitDelay and, on Unix, a process group.
+// Exec returns a Target that runs cmd. Start connects cmd's Stdin, Stdout
+// and Stderr to its pipes (they must be nil, or Start fails), sets
+// WaitDelay if it is zero and, on Unix, puts the child in a process group of
+// its own if SysProcAttr is nil (a caller that sets SysProcAttr keeps it as
+// it is, and Close's signals then reach the child alone). A Cmd can be
+// started once only, so the Target can be too.
 func Exec(cmd *exec.Cmd) Target {
-	// The process group is set only if SysProcAttr is nil.
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
+}
+
+// CommandFunc returns a Target that runs the command build returns, calling
+// build for each server it starts (a battery starts one per criterion), so
+// that a command with an environment or a working directory of its own can
+// start any number of times, as Exec's cannot. Each command is started as
+// Exec starts its cmd (its streams must be nil; WaitDelay, process group).
+// CommandFunc also calls build once itself, to describe the target.
+func CommandFunc(build func() *exec.Cmd) Target {
+	return &cmdTarget{build: build, desc: build().String()}
 }
 
 type cmdTarget struct {
@@ -70,13 +79,18 @@ func (t *cmdTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// InProcess returns a Target that runs serve in a goroutine of this process,
-// on real kernel pipes. A serve that ignores Close is reported stuck and left
-// running; servers with global state (mcp-go) need Helper.
+// InProcess returns a Target that runs serve in a goroutine of this
+// process, on real kernel pipes; its goroutine stacks appear in Diagnose. A
+// panic in serve is recovered and reported (ExitPanicked).
+//
+// A goroutine cannot be killed: if serve has not returned within the grace
+// period (WithGrace) after Close cancelled its context and closed its
+// stdin, Close closes its pipes; if it still does not return, Close reports
+// it as stuck and leaves it running, and a goleak check at the end of the
+// tests names it. Servers that keep global state (mcp-go's stdio server
+// does) cannot run twice at once in one process: use Helper for those.
 func InProcess(serve ServeFunc) Target { return &inProcessTarget{serve: serve} }
 
-// inProcessTarget is InProcess: its stacks appear in Diagnose. Servers with
-// global state cannot run twice at once in one process.
 type inProcessTarget struct{ serve ServeFunc }
 
 func (t *inProcessTarget) String() string { return "in-process server " + funcName(t.serve) }
@@ -96,11 +110,17 @@ var (
 	helpersUsed = map[string]bool{} // started by Helper or HelperCommand
 )
 
-// RegisterHelper registers serve under name for Helper(name), before TestMain
-// calls Main (from init). A duplicate or empty name panics.
+// RegisterHelper registers serve under name, to be run in a child process
+// started with Helper(name) or HelperCommand. Call it from init or a
+// package-level variable initializer, so that the child, which runs the same
+// binary, has registered it before TestMain calls Main:
+//
+//	func init() { mcptest.RegisterHelper("naive", naiveServer) }
+//	func TestMain(m *testing.M) { mcptest.Main(m) } // helpers + goleak
+//
+// A duplicate or empty name panics. A helper registered from a _test.go file
+// that no test starts fails the run (see Main).
 func RegisterHelper(name string, serve ServeFunc) {
-	// From init or a package-level initializer: the child must have it before
-	// TestMain calls Main.
 	helpersMu.Lock()
 	defer helpersMu.Unlock()
 	if name == "" {
@@ -118,10 +138,13 @@ func RegisterHelper(name string, serve ServeFunc) {
 	}
 }
 
-// Helper returns a Target that re-executes the test binary serving the helper
-// registered as name (TestMain must call Main); an unknown name panics.
+// Helper returns a Target that re-executes the running test binary as a
+// child process serving the helper registered under name on its own stdin,
+// stdout and stderr; args reach it through HelperArgs. The package's
+// TestMain must call Main (or ServeHelper), or Start fails saying so: the
+// child would run the tests instead of serving. Helper panics if name is
+// not registered in this process.
 func Helper(name string, args ...string) Target {
-	// args reach it through HelperArgs; ServeHelper in TestMain does as Main.
 	useHelper("Helper", name)
 	return &helperTarget{name: name, args: args}
 }
@@ -160,11 +183,15 @@ func (t *helperTarget) start(s *Session) (process, error) {
 	return startChild(s, cmd)
 }
 
-// HelperCommand returns the command Helper(name, args...) runs, killed when
-// ctx ends; it fails for an unknown name or a TestMain without Main.
+// HelperCommand returns the command that Helper(name, args...) runs: the
+// running test binary, re-executed to serve the registered helper. It is
+// for code that starts the server itself, such as a host under test (see
+// assertions.HostCriteria). Like exec.CommandContext, the process is killed
+// when ctx ends; the helper's own context ends at ctx's deadline.
+// HelperCommand fails if name is not registered, or if the package's
+// TestMain does not call Main (or ServeHelper): the child would then run
+// the tests instead of serving.
 func HelperCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
-	// For code that starts the server itself (a host under test); killed as
-	// exec.CommandContext kills. ServeHelper in TestMain does as Main does.
 	helpersMu.Lock()
 	_, ok := helpers[name]
 	if ok {
@@ -215,11 +242,15 @@ var helpersEnabled atomic.Bool
 // other process, nil.
 func HelperArgs() []string { return append([]string(nil), helperArgs...) }
 
-// A helper's context ends at the parent test's deadline; the child does not
-// catch signals, so SIGTERM ends it as it would any Go program.
-
-// ServeHelper, in a helper child, runs the registered helper on the standard
-// streams and exits; elsewhere it returns at once. It is Main without goleak.
+// ServeHelper, in a helper child, runs the registered helper on os.Stdin,
+// os.Stdout and os.Stderr and exits: 0 when it returns nil, 1 when it
+// returns an error (printed to stderr), 2 when the name is not registered.
+// In any other process it returns at once. Call it first in a TestMain that
+// cannot use Main; it is Main without goleak.
+//
+// The helper's context ends at the parent test's deadline (for
+// HelperCommand, at its ctx's deadline); the child does not catch signals,
+// so SIGTERM ends it as it would any Go program.
 func ServeHelper() {
 	helpersEnabled.Store(true)
 	name := os.Getenv(helperEnv)
@@ -257,15 +288,18 @@ func ServeHelper() {
 	os.Exit(0)
 }
 
-// A helper nothing uses is dead code that looks tested, so Main fails the
-// run for one when every test ran (no -run, -skip or -short), as os/exec's
-// own helper tests do. A package that needs more in its TestMain calls
-// ServeHelper first and then goleak.VerifyTestMain itself.
-
-// Main is the TestMain of a package with helpers: a helper child serves
-// (ServeHelper), else the tests run under goleak.VerifyTestMain with opts.
+// Main is a TestMain for packages that use Helper: in a helper child it
+// serves and exits (ServeHelper); otherwise it runs the tests under
+// goleak.VerifyTestMain with opts, so the package both has helpers and
+// checks for leaked goroutines, and removes the binaries GoBuild built:
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
+//
+// When every test ran (no -run, -skip, -list or -short), a helper registered
+// from a _test.go file that no test started fails the run, as os/exec's own
+// helper tests do: a helper nothing uses is dead code that looks tested. A
+// package that needs more in its TestMain calls ServeHelper first and then
+// goleak.VerifyTestMain itself.
 func Main(m *testing.M, opts ...goleak.Option) {
 	ServeHelper()
 	goleak.VerifyTestMain(runner{m}, opts...)

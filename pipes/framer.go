@@ -125,8 +125,6 @@ func (f *Framer) Limit() int { return f.limit }
 // frame is returned, Discarded as the bytes of an oversized frame stream
 // past, before its newline counts it in Oversized.
 func (f *Framer) Stats() FramerStats {
-	// Bytes are added to c.bytes before any of them is accounted, and
-	// every counter only grows: loading c.bytes last keeps Pending >= 0.
 	frames, frameBytes, crs := f.count.frames.load()
 	c := &f.count
 	s := FramerStats{
@@ -140,6 +138,8 @@ func (f *Framer) Stats() FramerStats {
 	}
 	// One '\n' per line, and a '\r' before some.
 	s.Terminators = s.Frames + s.EmptyLines + s.Oversized + crs
+	// Loaded last: bytes are added to c.bytes before any of them is
+	// accounted, and every counter only grows, so Pending stays >= 0.
 	s.Bytes = c.bytes.Load()
 	s.Pending = s.Bytes - s.FrameBytes - s.Terminators - s.Discarded
 	return s

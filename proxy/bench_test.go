@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
 	"github.com/mcpstdio/mcpstdio/proxy"
 
 	"github.com/mcpstdio/mcpstdio/mcptest"
@@ -104,14 +103,14 @@ func answerEach(stdin io.Reader, stdout io.Writer, resp []byte) error {
 // proxyProcess is `mcpstdio proxy` in a child process: it proxies its own
 // stdio to the helper named by its args, with the host's pipes in
 // non-blocking mode and recording to the file named by $PROXY_LOG, as the
-// command does (see internal/benchproxy), forced onto the forwarding path
+// command does (runProxy), forced onto the forwarding path
 // $PROXY_FORWARDING names, if set.
 func proxyProcess(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	args := mcptest.HelperArgs()
 	if mode := os.Getenv("PROXY_FORWARDING"); mode != "" {
 		defer proxy.SetForwarding(mode)()
 	}
-	return benchproxy.Run(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), os.Getenv("PROXY_LOG"))
+	return runProxy(ctx, mustHelper(ctx, args[0], args[1:]...), nonBlockingStdio(), os.Getenv("PROXY_LOG"))
 }
 
 // catProcess is the simplest relay, for comparison: io.Copy each way on

@@ -17,7 +17,7 @@ import (
 
 // BenchmarkHugeLineCommand: one 1 GiB line through the command a user
 // runs, `mcpstdio proxy` (the binary $MCPSTDIO_BIN names, as
-// internal/benchratios builds it; skipped without one), recording to a
+// cmd/internal/benchratios builds it; skipped without one), recording to a
 // state directory of its own: its peak resident memory (VmHWM, sampled
 // every 10ms with the most RssAnon and RssFile from /proc/PID/status, as
 // the command has no hook for it).

@@ -7,7 +7,8 @@
 //
 // Each direction is one goroutine that reads at most Config.ChunkSize
 // bytes and writes them all on before it reads again (on Linux, bulk
-// between two pipes goes by splice(2), held by no one: splice_linux.go):
+// between two pipes goes by splice(2) and is held by no one, the
+// observer's copy taken by tee(2)):
 // nothing is parsed, reordered or dropped (faults aside), and the proxy adds
 // at most one chunk plus one kernel pipe of buffering per direction. One
 // observer goroutine gets copies without ever making the traffic wait;
@@ -27,5 +28,5 @@
 //
 // It imports only the standard library, golang.org/x/sys and this module's
 // pipes, record, wire and internal packages, and never testing: it runs in
-// a user's live agent. See the files for the details of each part.
+// a user's live agent.
 package proxy

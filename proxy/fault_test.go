@@ -52,7 +52,7 @@ func TestParseFault(t *testing.T) {
 			t.Errorf("ParseFault(%q) = nil error, want one", bad)
 		}
 	}
-	// Misspellings get an error that names what is wrong (issue 19.10).
+	// Misspellings get an error that names what is wrong.
 	for bad, want := range map[string]string{
 		"OUT:STOP:after_bytes=1":              "directions are lower case",
 		"out:STOP":                            "kinds are lower case (stop)",

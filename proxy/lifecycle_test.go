@@ -155,7 +155,7 @@ func TestEOFServerStopsReading(t *testing.T) {
 	}
 }
 
-// TestRecordOrder (issue 19.8): the record is in the order things
+// TestRecordOrder: the record is in the order things
 // happened, for every kind of ending: one sequence without gaps, a
 // direction's traffic before its end, the summary last, and what caused
 // the server's exit before the exit.
@@ -232,7 +232,7 @@ func kinds(evs []record.Event) string {
 	return strings.Join(s, ", ")
 }
 
-// TestCloseWaitConcurrent (issue 19.2): Close and Wait called at once from
+// TestCloseWaitConcurrent: Close and Wait called at once from
 // several goroutines, repeatedly, all return, with the same result.
 func TestCloseWaitConcurrent(t *testing.T) {
 	t.Parallel()

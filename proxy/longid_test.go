@@ -9,7 +9,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// TestLongIDsComparedWhole (issue 37.9): ids longer than 128 bytes that
+// TestLongIDsComparedWhole: ids longer than 128 bytes that
 // share their first 128 bytes are told apart through the real proxy: two
 // pings answered (parsed), a call whose response is over the parse limit
 // (scanned only), and a cancel of a long id that is pending. No response

@@ -17,9 +17,11 @@ import (
 // read(2) and write(2), and waits for it in poll(2) in the calling
 // goroutine's own thread, instead of parking the goroutine in the Go
 // runtime's network poller: the kernel then wakes the waiting thread
-// directly when the pipe is ready, which on a busy 2-core machine halves
-// the latency and doubles the throughput of a relay (see the README's
-// benchmarks). A second pipe, written by stop, wakes the wait to end it.
+// directly when the pipe is ready. Measured against the runtime's poller
+// when it came in, it moved the proxy from below to above an io.Copy relay
+// in raw throughput; docs/benchmarks.md has the proxy's numbers today and
+// what this costs (a poll(2) before each read). A second pipe, written by
+// stop, wakes the wait to end it.
 type rawFile struct {
 	f    *os.File // kept alive while fd is used
 	fd   int

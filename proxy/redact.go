@@ -13,10 +13,10 @@ import (
 )
 
 // DefaultRedactKeys are the words that make an object key look secret: a
-// value whose key contains one of them is redacted, except the keys in
-// redactExempt, which MCP itself uses. Keys are matched as JSON decodes
-// them ("pass\u0077ord" is "password") and in any case (Unicode case
-// folding), at any depth.
+// value whose key contains one of them is redacted, except the keys
+// progressToken and maxTokens, MCP's own vocabulary, needed to follow a
+// session. Keys are matched as JSON decodes them ("pass\u0077ord" is
+// "password") and in any case (Unicode case folding), at any depth.
 var DefaultRedactKeys = []string{
 	"password", "passwd", "secret", "token", "apikey", "api_key", "api-key",
 	"authorization", "auth", "cookie", "credential", "private", "session",

@@ -13,7 +13,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// TestFaultHoldingVerdict (issue 19.6): a stop fault holding the server's
+// TestFaultHoldingVerdict: a stop fault holding the server's
 // output is named as the proxy's own, with the bytes waiting in the
 // server's pipe, and its time is counted apart from blocked writes.
 func TestFaultHoldingVerdict(t *testing.T) {
@@ -41,7 +41,7 @@ func TestFaultHoldingVerdict(t *testing.T) {
 	}
 }
 
-// TestHostResponseAttributed (issue 19.6): a response the host sends to
+// TestHostResponseAttributed: a response the host sends to
 // an id the server never used is the host's, not the server's.
 func TestHostResponseAttributed(t *testing.T) {
 	t.Parallel()
@@ -65,7 +65,7 @@ func TestHostResponseAttributed(t *testing.T) {
 	}
 }
 
-// TestTinyWritesKeepDetail (issue 19.9): a host that writes one byte at a
+// TestTinyWritesKeepDetail: a host that writes one byte at a
 // time loses no detail: small reads are copied, not given a pool buffer
 // each.
 func TestTinyWritesKeepDetail(t *testing.T) {
@@ -104,7 +104,7 @@ func TestBodiesBuffer(t *testing.T) {
 	r.wait()
 }
 
-// TestPacingFaultHolding (issue 19.6): a slice fault that paces the
+// TestPacingFaultHolding: a slice fault that paces the
 // server's output is named as the proxy's own fault holding it, like a
 // stop, with its time counted in held_out_us; a pace that would outlast
 // the server is ended by the proxy's bounded end.

@@ -2,8 +2,8 @@
 // line, written by package proxy as things happen and read by package
 // replay and `mcpstdio replay`. It holds the format only (the event kinds,
 // directions, frame kinds, verdicts, metrics and recorded faults) and
-// imports only the standard library, wire and pipes (whose Framer reads
-// the lines, bounded).
+// imports only the standard library and pipes (whose Framer reads the
+// lines, bounded).
 //
 // The first line of every file is a header (EvHeader) with the schema
 // version, the server's argv, the names (never the values) of its
@@ -15,8 +15,7 @@
 // the metrics at the end. Times are microseconds since the session
 // started, on the monotonic clock.
 //
-// Read reads a record; Files lists the files of a rotated one.
-// testdata/sample.ndjson is a record of a real session and pins the
-// format: a field that changes meaning or disappears changes
-// SchemaVersion.
+// Read reads a record; Files lists the files of a rotated one. A record of
+// a real session, kept with the package's tests, pins the format: a field
+// that changes meaning or disappears changes SchemaVersion.
 package record

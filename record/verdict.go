@@ -32,8 +32,10 @@ const (
 	VerdictFaultHolding     = "fault-holding"      // a fault of the proxy's own holds a direction's bytes
 )
 
-// Metrics are the per-session counters the seed article asks for, and the
-// proxy's own. Bytes are bytes on the wire; times are microseconds.
+// Metrics are the per-session counters a host should keep for each server
+// session (bytes each way, the largest frame, parse errors, cancels, time
+// spent blocked, terminations), and the proxy's own. Bytes are bytes on the
+// wire; times are microseconds.
 type Metrics struct {
 	StdinBytes       int64           `json:"stdin_bytes"`  // read from the host, for the server's stdin
 	StdoutBytes      int64           `json:"stdout_bytes"` // read from the server's stdout

@@ -16,9 +16,14 @@
 //
 //     replay.TestServer(t, mcptest.Command("./myserver"), "testdata/hang.ndjson")
 //
-// Both players share one scheduler (schedule.go): each action comes once
-// what it depended on in the record has happened; Timed also keeps the
-// recorded gaps. Report lists the departures and what was done with each
-// recorded stall; Strict fails on what was not checked. Redact hashes or
-// drops fields, so that a redacted record can be committed as test data.
+// Both players share one scheduler: by default each action comes as soon as
+// what it depended on in the record has happened (the messages the recorded
+// side had received before acting); Timed also keeps the recorded gaps.
+// Messages are compared as decoded JSON with go-cmp (Ignore, CmpOptions);
+// departures are Missing, Extra, Different, StallNotBlocking, and Unchecked
+// where the record has only a message's head (a record made without
+// -log-bodies). Report.Stalls says what was done with each recorded stall,
+// and Strict fails on what was not checked. Redact hashes or drops fields
+// by JSON path at load and save (Record.Write), so that a redacted record
+// can be committed as test data.
 package replay

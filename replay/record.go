@@ -13,11 +13,16 @@ import (
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
-// Record is a recording parsed for replay: the proxy's events, and what
-// they say about the session, with times since it started (the header's
-// Start). It holds only redacted content (see Redact), and keeps the
-// recorded bytes, but for short frames, in a temporary file (store.go).
-// Its fields may be read freely; it is not safe for concurrent changes.
+// Record is a recording parsed for replay: the proxy's events as they were
+// read, and what they say about the session — the frames each side sent,
+// how the bytes were cut into chunks, the stalls and the cancels, with
+// their times. Times are durations since the session started (the header's
+// Start).
+//
+// After Load or Read, a Record holds only redacted content (see Redact),
+// and its bytes on disk, in a temporary file, but for its events and
+// short frames, so that a large record costs little memory. Its fields may
+// be read freely; a Record is not safe for concurrent changes.
 type Record struct {
 	Header record.Header
 	// Events are every event of the record, in the order they were read,
@@ -96,8 +101,10 @@ type Frame struct {
 	// its newline; Scanned: it was too long for the proxy to parse, and
 	// only its top-level id and method are known.
 	CRLF, Unterminated, Scanned bool
-	// Gap: the proxy's observer lost detail here (record.EvDrop): the
-	// frame stands for any number of messages, of unknown kinds, which a
+	// Gap: the proxy's observer fell behind and lost bytes here (it never
+	// loses traffic, only detail; see record.EvDrop). The frame stands for
+	// the bytes from the line where the loss began to the next newline it
+	// saw: any number of messages, of unknown kinds, which a
 	// replay neither expects nor calls extra.
 	Gap bool
 
@@ -188,9 +195,14 @@ type Stall struct {
 	// the write was blocked, so its reads were stalled then.
 	Inferred bool
 	// At estimates how many bytes of the stream the reader had taken when
-	// it stopped: about Off+N less its pipe's capacity (the pipe was full
-	// when the write blocked), at the last frame end there if any, and
-	// past the frames it answered before the stall (build.go placeStall).
+	// it stopped. The record bounds it: the reader's pipe (its capacity in
+	// the header, or 64 KiB when unknown) was full of what it had not read
+	// when the write blocked, so it stopped about a write's size around
+	// Off+N less that capacity; At is the last end of a frame in that
+	// window (a reader most often stops between messages), else its
+	// middle; and at least the end of the frames read whole before the
+	// reader's last message the other way before the stall (it may have
+	// answered them).
 	At int64
 }
 

@@ -27,9 +27,13 @@ const (
 	// block writing as the recorded one did: it wrote less, or holds what
 	// it could not write.
 	StallNotBlocking Kind = "stall-not-blocking"
-	// Unchecked: a message the record has only the head of, or one not
-	// come or an exit unverified (the server still busy at the bound).
-	// Report.Err leaves these out.
+	// Unchecked: the record has only the head of a message, so it could
+	// not be sent or compared; or the proxy's observer lost detail there
+	// (Frame.Gap); or a recorded message had not come when the replay's
+	// bound (30 s) ran out while the server's output was still arriving
+	// (slow, not missing); or the server was still busy after its stdin
+	// closed when that bound ran out, so its exit is unverified. Not a
+	// failure: Report.Err leaves these out.
 	Unchecked Kind = "unchecked"
 )
 
@@ -46,8 +50,10 @@ type Departure struct {
 	Diff   string          // for Different: the cmp diff (-recorded +replayed)
 }
 
-// String formats the departure on one line, the diff indented below it,
-// control characters from the record or the server escaped.
+// String formats the departure on one line, the diff indented below it.
+// What came from the record or the server (method, id, text, diff) is
+// shown with its control characters escaped, so that it can neither drive
+// a terminal nor start a line of its own.
 func (d Departure) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:", d.Kind)
@@ -88,11 +94,16 @@ const (
 	// get the messages the recorded reader had: the other side wrote other
 	// output first; the state was not checked at the recorded point.
 	StallMoved StallOutcome = "moved"
-	// StallUnverifiable: played, but the state could not be seen (off
-	// Linux, stdin not a pipe) or the server was still busy at 30 s.
+	// StallUnverifiable: played, but the state could not be seen: the
+	// system shows neither pipe levels nor blocked threads (off Linux), or
+	// Serve's stdin is not a pipe file, or the server was still busy
+	// (working, not stopped) when the replay's watch of 30 s ran out
+	// (Text says which).
 	StallUnverifiable StallOutcome = "unverifiable"
-	// StallNotReached: the other side stopped short of the recorded
-	// state: the StallNotBlocking departure.
+	// StallNotReached: the other side never reached the recorded state
+	// within the bound and was not busy getting there (it stopped short of
+	// it, by mcptest's stopped-or-slow rule): the StallNotBlocking
+	// departure.
 	StallNotReached StallOutcome = "not-blocking"
 	// StallSkipped: not played (the replay stopped first; Text says why).
 	StallSkipped StallOutcome = "skipped"

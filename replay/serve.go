@@ -24,10 +24,14 @@ import (
 // stdin, it stops at the same byte and checks, before its next action, that
 // the host then blocks writing (Report.Stalls, StallNotBlocking).
 //
-// The host's messages are matched to the recorded host's by order and
-// compared (see Record.Compare); a request the record has not is answered
-// with error -32601 (Extra), a recorded host message that does not come
-// within Patience is Missing. The server ends as the recorded one did, or
+// The host's messages are matched to the recorded host's by order (the
+// n-th request of a method to the recorded n-th) and compared (see
+// Record.Compare); a request the record has not is answered with error
+// -32601 (Extra), a recorded host message that does not come within
+// Patience is Missing. A response is sent with the id the host gave its
+// request, and a progress notification with the host's progress token; a
+// response the record has only the head of is answered with error -32603
+// saying so (Unchecked). The server ends as the recorded one did, or
 // when the host closes stdin, or ctx ends, and returns the Report's Err: nil
 // when the host did as recorded.
 func Serve(rec *Record, opts ...Option) func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {

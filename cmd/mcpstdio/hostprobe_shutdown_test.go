@@ -50,7 +50,7 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 	}
 }
 
-// TestHostProbeSetsidDaemon (issue 37.15): a host that exits 0 but leaves
+// TestHostProbeSetsidDaemon: a host that exits 0 but leaves
 // a process of its own session holding its output is judged by its exit:
 // the criterion passes, its evidence names the process, and the process is
 // ended. Before, every criterion failed with "WaitDelay expired before I/O
@@ -114,7 +114,7 @@ func TestHostProbeHandshakeTimeout(t *testing.T) {
 	}
 }
 
-// TestProbeSetsidEscape (issue 37.15): a server that starts a process in a
+// TestProbeSetsidEscape: a server that starts a process in a
 // session of its own leaves it outside its process group; probe kills it
 // after each criterion and says so in that criterion's evidence. Before,
 // one sleep per criterion ran on, unmentioned.

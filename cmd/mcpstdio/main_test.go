@@ -308,6 +308,15 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "probe"}, 0, "-large tool call", ""},
 		{[]string{"probe", "-h"}, 0, "-within duration", ""},
 		{[]string{"help", "teleport"}, 2, "", "unknown command"},
+		{[]string{"version"}, 0, "mcpstdio (devel) go", ""}, // a test binary: no version, no commit
+		{[]string{"--version"}, 0, "mcpstdio (devel) go", ""},
+		{[]string{"help", "version"}, 0, "usage: mcpstdio version", ""},
+		{[]string{"help", "wrap"}, 0, "usage: mcpstdio wrap", ""},
+		{[]string{"help", "unwrap"}, 0, "mcpstdio unwrap FILE", ""},
+		{[]string{"wrap"}, 2, "", "no config file"},
+		{[]string{"unwrap"}, 2, "", "no config file"},
+		{[]string{"help", "probe"}, 0, "-config file", ""},
+		{[]string{"version", "x"}, 2, "", "unexpected argument"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

@@ -1,6 +1,6 @@
 package main
 
-// The reproductions of issue 19 that need the built command: a proxy that
+// The proxy's end-of-life reproductions that need the built command: a proxy that
 // must end whatever the host does, and must never keep the user's server
 // from running. Linux: they use sh, yes, FIONREAD and /proc.
 
@@ -85,7 +85,7 @@ func ended(t *testing.T, done chan error, limit time.Duration, stderr *bytes.Buf
 	}
 }
 
-// TestProxyEndsHostNotReading (issue 19.1): SIGTERM while the host has
+// TestProxyEndsHostNotReading: SIGTERM while the host has
 // stopped reading stdout: the server dies at once, and the proxy ends
 // ExitGrace later with the server's status, its blocked write interrupted.
 func TestProxyEndsHostNotReading(t *testing.T) {
@@ -122,7 +122,7 @@ func TestProxyEndsHostNotReading(t *testing.T) {
 	}
 }
 
-// TestProxySecondSignal (issue 19.2): the server exits on the first
+// TestProxySecondSignal: the server exits on the first
 // SIGTERM while a process it started holds its stdout; a second SIGTERM
 // ends the proxy at once.
 func TestProxySecondSignal(t *testing.T) {
@@ -165,7 +165,7 @@ func procHasChild(pid int, command string) bool {
 	return false
 }
 
-// TestProxyStopFaultEnds (issue 19.4): a stop fault without `for` does not
+// TestProxyStopFaultEnds: a stop fault without `for` does not
 // keep the proxy alive once the server has exited.
 func TestProxyStopFaultEnds(t *testing.T) {
 	t.Parallel()
@@ -175,7 +175,7 @@ func TestProxyStopFaultEnds(t *testing.T) {
 	}
 }
 
-// TestProxyUnusableStateDir (issue 19.3): a state directory that cannot
+// TestProxyUnusableStateDir: a state directory that cannot
 // be made does not keep the server from starting, with or without -no-log.
 func TestProxyUnusableStateDir(t *testing.T) {
 	t.Parallel()
@@ -207,7 +207,7 @@ func mcpstdioIn(t *testing.T, stdin string, args ...string) result {
 	return resultOf(cmdtest.Run(t, cmdtest.Bound(t), env, strings.NewReader(stdin), binary, args...))
 }
 
-// TestProxyStatusFindsLogFile (issue 19.7): a proxy whose record goes to
+// TestProxyStatusFindsLogFile: a proxy whose record goes to
 // -log FILE elsewhere is found by `mcpstdio status`, which names the
 // record; with none running, status says where it looked and how to look
 // elsewhere.
@@ -234,7 +234,7 @@ func TestProxyStatusFindsLogFile(t *testing.T) {
 	}
 }
 
-// TestProxyLogRefusesLink (issue 19.10): -log naming a symbolic link
+// TestProxyLogRefusesLink: -log naming a symbolic link
 // records nothing, truncates nothing, and the server runs; the refusal is
 // in the status file, and on stderr once with -v (never otherwise: the
 // host's stderr is the server's).
@@ -261,7 +261,7 @@ func TestProxyLogRefusesLink(t *testing.T) {
 	}
 }
 
-// TestProxyFlagMessages (issue 19.10): the help names each default once;
+// TestProxyFlagMessages: the help names each default once;
 // a bad flag value is one line, not the whole usage; -log-max -1 (no
 // rotation, as the record file documents) is taken.
 func TestProxyFlagMessages(t *testing.T) {

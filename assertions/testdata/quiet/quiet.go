@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,11 @@ import (
 //	work=burn      the work burns CPU
 //	work=spawn     the work runs "sleep 30" as a child process
 //	ignore-cancel  the work goes on after a cancel, and answers when done
+//	answer-cancel  a cancelled call is answered at once with -32800, as
+//	               servers that report their context's end do
+//	background=F   burn F of a CPU (0.5, 1.5) for the server's whole life,
+//	               call or no call: a language server indexing its
+//	               workspace
 //	for=D          the work lasts D (default 3s)
 //	drop-after-bad on an invalid JSON line, drop the rest of what was read
 //	answer-bad     answer an invalid JSON line with -32700 and no id
@@ -88,6 +94,15 @@ func Server(args []string) func(ctx context.Context, in io.ReadCloser, out io.Wr
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		defer stop() // before the wait
+		if f, err := strconv.ParseFloat(opts["background"], 64); err == nil && f > 0 {
+			for ; f > 0; f-- {
+				wg.Add(1)
+				go func(share float64) {
+					defer wg.Done()
+					burnBackground(sctx, min(share, 1))
+				}(f)
+			}
+		}
 		cancels := map[string]context.CancelFunc{}
 		calls := 0
 		for {
@@ -114,6 +129,9 @@ func Server(args []string) func(ctx context.Context, in io.ReadCloser, out io.Wr
 				if c := cancels[id]; c != nil {
 					if _, ignore := opts["ignore-cancel"]; !ignore {
 						c()
+						if _, answer := opts["answer-cancel"]; answer {
+							write(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{"code": -32800, "message": "Request cancelled"}})
+						}
 					}
 				}
 				continue
@@ -226,6 +244,26 @@ func quietWork(ctx context.Context, opts map[string]string) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// burnBackground burns share of a CPU, in 10ms periods, until ctx ends.
+func burnBackground(ctx context.Context, share float64) {
+	busy := time.Duration(share * float64(10*time.Millisecond))
+	for ctx.Err() == nil {
+		end := time.Now().Add(busy)
+		for time.Now().Before(end) {
+			for i := 0; i < 1e4; i++ { // spin
+			}
+		}
+		if rest := 10*time.Millisecond - busy; rest > 0 {
+			t := time.NewTimer(rest)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+	}
 }
 
 // slowWrite writes b chunk bytes every 50ms, holding mu for the whole

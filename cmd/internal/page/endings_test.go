@@ -8,7 +8,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// TestFaultHoldsAndEndings (issue 35): a stop fault that held the
+// TestFaultHoldsAndEndings: a stop fault that held the
 // server's stdout for 2 s is counted in the metrics as the fault's, beside
 // the proxy's own blocked writes (0 s); the summary says how the server
 // ended (a clean exit; killed by the proxy; after a signal passed on),

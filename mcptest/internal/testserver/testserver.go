@@ -19,8 +19,8 @@ import (
 )
 
 // testServer is a naive MCP server, one goroutine: it reads a line, handles
-// it, writes the answer in one Write and only then reads the next line,
-// the seed article's victim. Options:
+// it, writes the answer in one Write and only then reads the next line: the
+// server that back-pressure freezes. Options:
 //
 //	legacy (default)  initialize handshake; server/discover → -32601
 //	modern            server/discover; initialize → -32601; no ping

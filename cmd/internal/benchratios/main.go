@@ -1,10 +1,10 @@
 // Command benchratios prints every performance ratio docs/benchmarks.md quotes,
 // each figure beside its anchor, from one command:
 //
-//	go run ./internal/benchratios            # 5 rounds
-//	go run ./internal/benchratios -rounds 3 -only 'host|framer'
-//	go run ./internal/benchratios -calm 1   # first wait for a load average below 1
-//	go run ./internal/benchratios -busy 1   # with one core kept busy by a shell loop
+//	go run ./cmd/internal/benchratios            # 5 rounds
+//	go run ./cmd/internal/benchratios -rounds 3 -only 'host|framer'
+//	go run ./cmd/internal/benchratios -calm 1   # first wait for a load average below 1
+//	go run ./cmd/internal/benchratios -busy 1   # with one core kept busy by a shell loop
 //
 // It builds the test binaries of the packages with benchmarks once (pipes,
 // mcptest, proxy, this command's own relay anchors, and the nested
@@ -34,6 +34,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
 // A binary is one package's test binary and the benchmarks of it that a
@@ -53,7 +55,7 @@ var binaries = []*binary{
 	{name: "inflight", module: "integration", pkg: ".", bench: "^BenchmarkCallsInFlight$", benchtime: "20x"},
 	{name: "proxy", module: ".", pkg: "./proxy", bench: "^Benchmark(Throughput|RoundTrip|MCPHost|HugeLine|HugeLineCommand|HugeLineProxyCommand)$/^(direct|iocopy-relay|proxy|1x1024MiB)$", benchtime: "0.5s"},
 	{name: "proxy-client", module: "integration", pkg: ".", bench: "^BenchmarkProxyToolsCall$", benchtime: "1s"},
-	{name: "relay", module: ".", pkg: "./internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
+	{name: "relay", module: ".", pkg: "./cmd/internal/benchratios", bench: "^BenchmarkRelay", benchtime: "0.5s"},
 }
 
 // results are one round's output of one binary: benchmark name (without
@@ -121,7 +123,7 @@ var ratios = func() []ratio {
 	return append(rs,
 		ratio{"host", "host round trip, trivial call, in-process raw server (ns/op)", "pipe ping-pong of the same two lines", "≤ 3×", "×",
 			over("BenchmarkRoundTrip/host", "BenchmarkRoundTrip/pingpong", "ns/op")},
-		ratio{"host", "host ingest, 100,000 notifications live (MB/s)", "bare Framer on the same live flood", "", "×", // no target: no real server writes a tenth as fast (README, issue 34)
+		ratio{"host", "host ingest, 100,000 notifications live (MB/s)", "bare Framer on the same live flood", "", "×", // no target: no real server writes a tenth as fast (README)
 			over("BenchmarkIngest/host", "BenchmarkIngest/framer-live", "MB/s")},
 		ratio{"host", "host ingest, live (MB/s)", "Framer + ParseMessage, same bytes in memory", "", "×",
 			over("BenchmarkIngest/host", "BenchmarkIngest/framer", "MB/s")},
@@ -353,16 +355,10 @@ func moduleRoot() (string, error) {
 }
 
 func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "CPU unknown (" + runtime.GOOS + ")"
+	if m := proc.CPUModel(); m != "" {
+		return m
 	}
-	for line := range strings.Lines(string(b)) {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "CPU unknown"
+	return "CPU unknown (" + runtime.GOOS + ")"
 }
 
 // waitCalm waits until the 1-minute load average is below limit, or for
@@ -382,23 +378,21 @@ func waitCalm(limit float64, bound time.Duration) {
 
 // load1 is the 1-minute load average (a large number if it is unknown).
 func load1() float64 {
-	var l float64
-	if _, err := fmt.Sscan(loadavg(), &l); err != nil {
+	l, err := proc.LoadAverage()
+	if err != nil {
 		return 1e9
 	}
-	return l
+	return l[0]
 }
 
+// loadavg is the 1-, 5- and 15-minute load averages, as /proc/loadavg
+// writes them, or "unknown".
 func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
+	l, err := proc.LoadAverage()
 	if err != nil {
 		return "unknown"
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
+	return fmt.Sprintf("%.2f %.2f %.2f", l[0], l[1], l[2])
 }
 
 // keepBusy starts n shell loops, each keeping a core busy, and returns

@@ -1,17 +1,4 @@
-// Package benchproxy runs the proxy the way the benchmarks' proxy
-// processes do, as `mcpstdio proxy` runs it: recording to a file and
-// rewriting a status file beside it (JSON, written to a temporary file and
-// renamed, as the command's state package does; this package is below the
-// commands and does not import it). Environment variables a benchmark
-// sets for the process add measurements: PROXY_CPUPROFILE (a file for the
-// proxy's own CPU profile; a benchmark's -cpuprofile is the host's) and
-// PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon
-// RssFile" in kB, the last two the most sampled every 10ms, as VmHWM
-// counts the pages of the binary too) and PROXY_METRICS (a file for how much
-// detail the observer lost: "DroppedBytes StdinBytes StdoutBytes
-// StderrBytes" of the summary's metrics). It is shared by proxy/bench_test.go,
-// internal/benchratios and the integration module's benchmarks.
-package benchproxy
+package proxy_test
 
 import (
 	"context"
@@ -21,20 +8,31 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/proxy"
 )
 
-// Run proxies cmd to host until the server ends, recording to log (a
+// The proxy process of the benchmarks runs the proxy the way
+// `mcpstdio proxy` runs it: recording to a file and rewriting a status file
+// beside it (JSON, written to a temporary file and renamed, as the
+// command's state package does). Environment variables a benchmark sets
+// for the process add measurements: PROXY_CPUPROFILE (a file for the
+// proxy's own CPU profile; a benchmark's -cpuprofile is the host's),
+// PROXY_HWM (a file for its peak resident memory, Linux: "VmHWM RssAnon
+// RssFile" in kB, the last two the most sampled every 10ms, as VmHWM
+// counts the pages of the binary too) and PROXY_METRICS (a file for how
+// much detail the observer lost: "DroppedBytes StdinBytes StdoutBytes
+// StderrBytes" of the summary's metrics).
+
+// runProxy proxies cmd to host until the server ends, recording to log (a
 // file in a temporary directory, removed at the end, if log is ""), and
 // returns what Proxy.Wait returns.
-func Run(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) error {
+func runProxy(ctx context.Context, cmd *exec.Cmd, host proxy.Streams, log string) error {
 	if log == "" {
-		dir, err := os.MkdirTemp("", "benchproxy")
+		dir, err := os.MkdirTemp("", "proxybench")
 		if err != nil {
 			return err
 		}
@@ -119,14 +117,9 @@ func writeMetrics(res *proxy.Result, err error) error {
 	return err
 }
 
-// statusKB is a field of /proc/self/status in kB; 0 where there is none.
+// statusKB is a field of this process's /proc status in kB; 0 where there
+// is none.
 func statusKB(field string) int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for l := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
+	n, _ := proc.StatusKB(os.Getpid(), field)
+	return n
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,10 +20,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcpstdio/mcpstdio/internal/benchproxy"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
-	"github.com/mcpstdio/mcpstdio/proxy"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // The relay anchors the README's proxy figures are read against, which
@@ -32,7 +35,7 @@ import (
 // read with 64 KiB read(2)s, the traffic waiting for it when it is
 // behind: the least a recording proxy must do), each a process between the
 // host and a server, beside direct, an io.Copy relay and the proxy itself
-// (recording to a file, as `mcpstdio proxy` does) in the same run, one
+// (the code of mcpstdio-proxy, recording to a file) in the same run, one
 // after the other. Linux only: splice is.
 
 func init() {
@@ -151,22 +154,56 @@ func relay(copy func(dst, src *os.File) error, blocking bool) mcptest.ServeFunc 
 	}
 }
 
-// proxyRelay is the proxy between its own stdio (non-blocking, as
-// `mcpstdio proxy` makes it) and the server its args name, recording to a
-// file and rewriting a status file, as the command does.
+// proxyRelay is mcpstdio-proxy, the command's own code (proxycmd.Run),
+// between its own stdio and the server its args name, recording to a file
+// and keeping its status file in a temporary state directory. When
+// $PROXY_METRICS names a file, it writes there what the record's summary
+// says of the observer: "DroppedBytes StdinBytes StdoutBytes StderrBytes".
 func proxyRelay(ctx context.Context, _ io.ReadCloser, _ io.WriteCloser, _ io.Writer) error {
 	args := mcptest.HelperArgs()
 	cmd, err := mcptest.HelperCommand(ctx, args[0], args[1:]...)
 	if err != nil {
 		return err
 	}
-	for fd := range 3 {
-		if err := syscall.SetNonblock(fd, true); err != nil {
-			return err
+	dir, err := os.MkdirTemp("", "benchratios-proxy")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// The server is the helper cmd names: the proxy's child inherits this
+	// process's environment, which must name it.
+	for _, kv := range append(cmd.Env, state.EnvStateDir+"="+dir) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(k, v)
 		}
 	}
-	host := proxy.Streams{Stdin: os.NewFile(0, "stdin"), Stdout: os.NewFile(1, "stdout"), Stderr: os.NewFile(2, "stderr")}
-	return benchproxy.Run(ctx, cmd, host, "")
+	log := filepath.Join(dir, "rec.ndjson")
+	argv := append([]string{"-log", log, "--", cmd.Path}, cmd.Args[1:]...)
+	if code := proxycmd.Run(ctx, "mcpstdio-proxy", argv, os.Stdin, os.Stdout, os.Stderr); code != 0 {
+		return fmt.Errorf("mcpstdio-proxy exited with status %d", code)
+	}
+	path := os.Getenv("PROXY_METRICS")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(log)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var m *record.Metrics
+	if err := record.Read(f, func(e record.Event) error {
+		if e.Metrics != nil {
+			m = e.Metrics
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if m == nil {
+		return errors.New("the record has no summary")
+	}
+	return os.WriteFile(path, fmt.Appendf(nil, "%d %d %d %d", m.DroppedBytes, m.StdinBytes, m.StdoutBytes, m.StderrBytes), 0o600)
 }
 
 func copyIO(dst, src *os.File) error {
@@ -318,18 +355,13 @@ func start(tb testing.TB, relay string, server ...string) (io.WriteCloser, io.Re
 }
 
 // cpuTime is the CPU time process pid has used so far, all its threads
-// (Linux /proc/PID/task/*/schedstat, in ns), not its children's.
+// (schedstat, in ns), not its children's.
 func cpuTime(pid int) time.Duration {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	tids, _ := proc.Threads(pid)
 	var sum time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		var ns int64
-		if _, err := fmt.Sscan(string(b), &ns); err == nil {
-			sum += time.Duration(ns)
+	for _, tid := range tids {
+		if run, _, ok := proc.Schedstat(pid, tid); ok {
+			sum += run
 		}
 	}
 	return sum
