@@ -11,14 +11,12 @@ import (
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
-// A record without the proxy's summary: the proxy was killed (a host that
-// ends its tools with SIGKILL, an OOM killer), or it still runs. What the
-// summary would have said is worked out here, once, from the events, for
-// the terminal, the HTML report and the live page alike.
-
 // ProxyState says whether the proxy that writes a record still runs, as
 // the caller can tell (the status file, the process): it decides how a
-// record without a summary is described.
+// record without a summary is described. Such a record's proxy was killed
+// (a host that ends its tools with SIGKILL, an OOM killer), or it still
+// runs; what the summary would have said is worked out in this file, once,
+// from the events, for the terminal, the HTML report and the live page.
 type ProxyState string
 
 const (
