@@ -288,8 +288,12 @@ func hostCrashMidCall(ctx context.Context, r *hostFixture) Result {
 		restart = fmt.Sprintf("it restarted the server (%d starts)", starts)
 	}
 	switch {
+	case rep.CallCrashed.IsZero() && rep.StdoutLongestBlock >= 100*time.Millisecond && rep.StdoutBytes < fakeserver.CrashFrameSize/2:
+		// The crash comes half-way through the response: a host that
+		// stopped reading before it leaves the fake blocked short of it.
+		return fail(ruleHostReads, "the host stopped reading the server's stdout before the crash point: the fake wrote %d bytes to stdout in all and was blocked writing (%v at the longest), short of the %d-byte half of its response after which it exits; its exit: %q", rep.StdoutBytes, rep.StdoutLongestBlock.Round(time.Millisecond), fakeserver.CrashFrameSize/2, rep.Exit)
 	case rep.CallCrashed.IsZero():
-		return fail(ruleHostCrash, "the fake did not crash (its exit: %q)", rep.Exit)
+		return fail(ruleHostCrash, "the fake did not reach its crash point, half-way through a %d-byte response (%d bytes written to stdout in all; its exit: %q)", fakeserver.CrashFrameSize, rep.StdoutBytes, rep.Exit)
 	case o.atLimit:
 		return fail(ruleHostCrash, "the server exited half-way through a %d-byte response and the host was still waiting %v later; %s", fakeserver.CrashFrameSize, r.cfg.Within, restart)
 	case o.err == nil && r.command == nil:

@@ -141,7 +141,7 @@ var agents = []agent{
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: \"Disconnected\", exit 0"),
 			"large-tools-list":      cell(assertions.Skip, "`mcp list` sends no tools/list"),
 			"shutdown-ladder":       cell(assertions.Fail, "SIGTERM, stdin closed ~50 ms later, never SIGKILL: a server ignoring both is **left running**"),
-			"handshake-timeout":     cell(assertions.Warn, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM; exits 0 with \"Disconnected\""),
+			"handshake-timeout":     cell(assertions.Pass, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM; exits 0 with \"Disconnected\", not its \"Connected\" line"),
 		})},
 	{name: "qwen", short: "Qwen Code 0.24.4", title: "Qwen Code 0.24.4 (`@qwen-code/qwen-code`, Node 22, `qwen mcp list`)",
 		bin: ".bin/qwen", args: []string{"mcp", "list"}, configs: map[string]string{"settings.json.tmpl": ".qwen/settings.json"},
@@ -167,7 +167,7 @@ var agents = []agent{
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: \"Disconnected\", exit 0"),
 			"large-tools-list":      cell(assertions.Skip, "`mcp list` sends no tools/list"),
 			"shutdown-ladder":       cell(assertions.Pass, "stdin close, SIGTERM 2.0 s later, then SIGKILL; no orphan"),
-			"handshake-timeout":     cell(assertions.Warn, "5 s, sends `notifications/cancelled` (\"Request timed out\"); exits 0 with \"Disconnected\""),
+			"handshake-timeout":     cell(assertions.Pass, "5 s, sends `notifications/cancelled` (\"Request timed out\"); exits 0 with \"Disconnected\", not its \"Connected\" line"),
 		})},
 }
 

@@ -20,7 +20,7 @@ import (
 // tool that starts the server it is given and calls one tool:
 //
 //   - go-sdk: cmd/gohost -sdk go-sdk, the official Go SDK v1.8.0 client;
-//   - mcp-go: cmd/gohost -sdk mcp-go, mcp-go v1.2.1's client;
+//   - mcp-go: cmd/gohost -sdk mcp-go, mcp-go v1.6.0's client;
 //   - ts-sdk: ts/call.mjs, the official TypeScript SDK 1.32.2 client;
 //   - inspector: the MCP Inspector CLI 2.12.0 (inspector/, --cli), a
 //     config-file host (inspector/mcp.json.tmpl, written by -config).

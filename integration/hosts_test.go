@@ -85,7 +85,7 @@ func goSDKHostVerdicts() map[string]assertions.Verdict {
 }
 
 // mcpGoHostVerdicts is what the host criteria say about a client of mcp-go
-// v1.2.1.
+// v1.6.0.
 func mcpGoHostVerdicts() map[string]assertions.Verdict {
 	want := allHostPass()
 	// mcp-go's client has no transport limit: it reads stdout with

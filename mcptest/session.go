@@ -433,7 +433,7 @@ func (s *Session) close() error {
 	s.cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	if !bound.Wait(done, 2*s.cfg.grace) {
+	if !bound.Wait(done, 2*s.cfg.grace) && s.proc.exit().How != ExitStuck { // a stuck server is named above
 		errs = append(errs, fmt.Errorf("mcptest: session goroutines still running %v after the server ended (a WithServerRequests handler that ignores its context, or a WithStderr writer that blocks):\n%s", 2*s.cfg.grace, s.Diagnose()))
 	}
 	s.stdin.Close()

@@ -291,7 +291,11 @@ func ServeHelper() {
 // Main is a TestMain for packages that use Helper: in a helper child it
 // serves and exits (ServeHelper); otherwise it runs the tests under
 // goleak.VerifyTestMain with opts, so the package both has helpers and
-// checks for leaked goroutines, and removes the binaries GoBuild built:
+// checks for leaked goroutines, and removes the binaries GoBuild built.
+// Before goleak looks, Main waits for the in-process servers whose Close
+// gave up (still working on something, such as a large request under the
+// race detector) to return, up to 30 s before the test binary's timeout;
+// those that do not are named, and goleak reports their goroutines:
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
 //
@@ -307,9 +311,31 @@ func Main(m *testing.M, opts ...goleak.Option) {
 
 type runner struct{ m *testing.M }
 
+// lingerBound is how long Main waits for in-process servers still running
+// after the tests: until 30 s before the test binary's -test.timeout (go
+// test's default 10m), counted from the package's start.
+func lingerBound() time.Duration {
+	timeout := 10 * time.Minute
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
+			timeout = d
+		}
+	}
+	return max(time.Until(packageStart.Add(timeout))-30*time.Second, 0)
+}
+
+// packageStart is when the test binary started, near enough.
+var packageStart = time.Now()
+
 func (r runner) Run() int {
 	code := r.m.Run()
 	defer removeBuilt()
+	if d := lingerBound(); lingering.waiting() {
+		fmt.Printf("mcptest: waiting up to %v for in-process servers Close gave up on (still working) to return before looking for leaks\n", d.Round(time.Second))
+		if left := lingering.wait(d); len(left) > 0 {
+			fmt.Printf("mcptest: still running %v after the tests ended: %s\n", d.Round(time.Second), strings.Join(left, ", "))
+		}
+	}
 	if code != 0 || testing.Short() || flagSet("test.run") || flagSet("test.skip") || flagSet("test.list") {
 		return code
 	}

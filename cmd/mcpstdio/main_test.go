@@ -24,13 +24,18 @@ import (
 // binary is the command under test, built once by TestMain.
 var binary string
 
-// TestMain builds the command and runs the tests under goleak. The tests
+// TestMain builds the command and runs the tests under goleak, with a
+// state directory of their own (testkit.PrivateState). The tests
 // mostly wait for the command's criteria (their windows and bounds), not
 // compute, and the command is built without the race detector: four per
 // CPU run at once, with the detector too (testkit.ParallelForWaits; under
 // it, 32 s → 19 s here, the same CPU).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 4)
+	if err := testkit.PrivateState(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -193,7 +198,7 @@ func TestProbeNaive(t *testing.T) {
 // tool call is not given is skipped without failing the probe.
 func TestProbeRun(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(reads-while-blocked|era)$", "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(cancel-during-work|era)$", "--", binary, "fake")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
@@ -201,7 +206,7 @@ func TestProbeRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
 	}
-	wantV := map[string]assertions.Verdict{"reads-while-blocked": assertions.Skip, "era": assertions.Pass}
+	wantV := map[string]assertions.Verdict{"cancel-during-work": assertions.Skip, "era": assertions.Pass}
 	if diff := cmp.Diff(wantV, rep.Verdicts()); diff != "" {
 		t.Errorf("verdicts with -run mismatch (-want +got):\n%s", diff)
 	}

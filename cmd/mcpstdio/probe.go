@@ -127,8 +127,14 @@ func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbo
 }
 
 // probeServer probes the server argv and returns the exit status.
+// A criterion skipped for want of a tool call is followed, after the
+// summary, by the flag that would run it with an example from the server's
+// tools/list.
 func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig, base *assertions.Report, out *output, stderr io.Writer) int {
 	rep, err := probe(ctx, argv, cfg, out.p)
+	if err == nil {
+		printSkipHints(ctx, out.p.w, mcptest.Command(argv[0], argv[1:]...), cfg, rep)
+	}
 	return exitStatus("mcpstdio probe", rep, err, base, out, stderr)
 }
 

@@ -99,6 +99,10 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if cut, ok := recordCut(fset.Arg(0)); ok {
+		fmt.Fprintf(stderr, "mcpstdio show: %s\n", term.Line(cutText(cut)))
+		return 1
+	}
 	return 0
 }
 

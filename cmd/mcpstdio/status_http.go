@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -145,7 +144,7 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 // statusLister returns the function the live page lists proxies with: the
 // status files given, or those in dir and the fallback directory (as
 // `status` looks); stale ones only with all.
-func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.Proxy, error) {
+func statusLister(dirs, files []string, all bool) func(time.Time) ([]page.Proxy, error) {
 	return func(now time.Time) ([]page.Proxy, error) {
 		var ents []state.StatusEntry
 		var errs []error
@@ -153,10 +152,7 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			ents = append(ents, state.ReadStatus(p, now))
 		}
 		if len(files) == 0 {
-			for _, d := range slices.Compact([]string{dir, state.FallbackDir()}) {
-				if d == "" {
-					continue
-				}
+			for _, d := range dirs {
 				es, err := state.ReadStatuses(d, now)
 				if err != nil && !errors.Is(err, os.ErrNotExist) {
 					errs = append(errs, err)

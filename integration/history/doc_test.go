@@ -82,7 +82,7 @@ Run it with ` + "`cd integration && for d in history/ts/sdk-*/; do (cd $d && npm
 ## Still failing in the latest release checked
 
 Every criterion that fails (every time) in the newest release each pair checks, side by side with what is known upstream
-(the README's SDK table has the newest releases, go-sdk v1.8.0, mcp-go v1.2.1 and ` + "`@modelcontextprotocol/sdk`" + ` 1.32.2).
+(the README's SDK table has the newest releases, go-sdk v1.8.0, mcp-go v1.6.0 and ` + "`@modelcontextprotocol/sdk`" + ` 1.32.2, the newest on the Go module proxy and npm on 2026-12-04).
 
 | SDK | side | release | criterion | upstream |
 |---|---|---|---|---|
