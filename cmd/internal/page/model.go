@@ -54,6 +54,7 @@ type Session struct {
 	live     []liveVerdict   // the live verdicts, each kind and id once, while there is no summary
 	liveMore int             // live verdicts not kept (maxLive)
 	lastSig  string          // the last event in words when it is a signal, else ""
+	cut      *record.Event   // the cut that ends a record whose writing failed
 	seen     map[string]bool // live verdicts' kind and id already kept
 	counts   counts          // the metrics as the events give them
 	cause    string          // what the proxy did that may end the server, until its exit
@@ -301,6 +302,9 @@ func (s *Session) Add(e record.Event) {
 		s.Ended = "the server ended: " + e.Status
 		s.mark(e, "exit", s.Ended)
 		s.ending(e)
+	case record.EvCut:
+		s.cut = &e
+		s.mark(e, "cut", "the record ends here, early: writing it failed: "+e.Err+" ("+itoa(e.Events)+" events lost with the failed write); the proxy went on forwarding, unrecorded")
 	case record.EvSpawn:
 		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
 	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:

@@ -101,12 +101,22 @@ func (s *Session) unendedText() string {
 	t := "the record ends at " + at(s.End)
 	pid := ""
 	if h := s.Header; h != nil {
-		if start, err := time.Parse("2006-01-02 15:04:05.000 UTC", h.Start); err == nil {
+		if start, err := time.Parse("2006-01-02 15:04:05.000 UTC", h.Start); err == nil && start.Year() > 1970 { // a header without its start gives year 1
 			t += " (" + start.Add(time.Duration(s.End)*time.Microsecond).Format("2006-01-02 15:04:05.000 UTC") + ")"
 		}
 		pid = fmt.Sprintf(" (pid %d)", h.PID)
 	}
 	t += " without the proxy's summary"
+	if c := s.cut; c != nil {
+		t += ": writing it failed at " + at(c.T) + " (" + c.Err + "; " + itoa(c.Events) + " events lost with that write), and the proxy went on forwarding, unrecorded"
+		switch s.ProxyState {
+		case ProxyRunning:
+			t += "; the proxy" + pid + " is still running"
+		case ProxyGone:
+			t += "; the proxy" + pid + " has ended since"
+		}
+		return t + "; metrics and verdicts are worked out from the events up to the cut"
+	}
 	switch s.ProxyState {
 	case ProxyRunning:
 		t += ": the proxy" + pid + " is still running (it holds the record open)"

@@ -102,3 +102,29 @@ func TestUnendedFlood(t *testing.T) {
 		t.Errorf("last verdict %q, want the rest counted", last)
 	}
 }
+
+// TestCutRecord: a record whose writing failed ends with a cut event; it
+// is not called killed: the page says writing it failed, why, and that
+// the proxy went on, unrecorded.
+func TestCutRecord(t *testing.T) {
+	t.Parallel()
+	s := New()
+	s.Add(record.Event{Ev: record.EvHeader, Header: &record.Header{V: 1, Schema: record.SchemaName, Argv: []string{"srv"}, PID: 42}})
+	s.Add(record.Event{Ev: record.EvFrame, Dir: record.DirIn, T: 100, T0: 100, N: 60, Kind: record.KindRequest, ID: []byte("1"), Method: "ping"})
+	s.Add(record.Event{Ev: record.EvCut, T: 2_000_000, Err: "write rec.ndjson: no space left on device", Events: 3})
+	s.Finish()
+	s.SetProxyState(ProxyGone)
+	var text bytes.Buffer
+	s.WriteText(&text)
+	for _, want := range []string{
+		"end     the record ends at +2.000s without the proxy's summary: writing it failed at +2.000s (write rec.ndjson: no space left on device; 3 events lost with that write), and the proxy went on forwarding, unrecorded; the proxy (pid 42) has ended since;",
+		"CUT the record ends here, early: writing it failed",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "killed") {
+		t.Errorf("summary calls a cut record killed:\n%s", text.String())
+	}
+}
