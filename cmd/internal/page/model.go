@@ -245,7 +245,7 @@ func (s *Session) Add(e record.Event) {
 	s.End = max(s.End, e.T)
 	s.lastSig = ""
 	if e.Ev == record.EvSignal {
-		s.lastSig = e.Signal + " (" + e.Text + ")"
+		s.lastSig = e.Signal + ", " + e.Text
 	}
 	switch e.Ev {
 	case record.EvHeader:

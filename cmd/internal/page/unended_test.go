@@ -22,7 +22,7 @@ func TestKilledRecord(t *testing.T) {
 		want  []string
 	}{
 		{"killed-hoststall.ndjson", ProxyGone, []string{
-			"end     the record ends at +3.423s (2026-12-04 19:24:44.346 UTC) without the proxy's summary: the proxy (pid 28730) is gone: it was killed (or died) before it could finish the record; its last event is a signal: SIGTERM (passed on to the server);",
+			"end     the record ends at +3.423s (2026-12-04 19:24:44.346 UTC) without the proxy's summary: the proxy (pid 28730) is gone: it was killed (or died) before it could finish the record; its last event is a signal: SIGTERM, passed on to the server;",
 			"verdicts (worked out from the events up to +3.423s: the record has no summary)\n",
 			"  - host is not reading the server's output for 3.3s at least, still when the record ends (a write of 64 KiB to the host's stdout blocked from +0.159s); at +1.201s the proxy saw: the response to id 2 (tools/call big), 1.1 MiB of it read from the server so far, is waiting for 1s;",
 			"metrics (worked out from the events up to +3.423s: the record has no summary)\n  requests 3, responses 1, notifications 0, server requests 0, cancels 1,",
