@@ -323,6 +323,7 @@ var hostCriteria = []criterion[*hostFixture]{
 	{"late-after-cancel", hostLateAfterCancel},
 	{"crash-mid-call", hostCrashMidCall},
 	{"stdin-not-read", hostStdinNotRead},
+	{"close-bounded", hostCloseBounded},
 	{"large-tools-list", hostLargeToolsList},
 	{"shutdown-ladder", hostShutdownLadder},
 	{"handshake-timeout", hostHandshakeTimeout},
@@ -404,7 +405,7 @@ var hostRules = map[string]string{
 	"invalid-json-response": ruleHostGoesOn, "stderr-noise": ruleHostReads, "junk-on-stdout": ruleHostGoesOn,
 	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
 	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
-	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
+	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "close-bounded": ruleHostCloseBounded, "large-tools-list": ruleHostToolList,
 	"shutdown-ladder": ruleHostShutdown, "handshake-timeout": ruleHostHandshake,
 }
 

@@ -296,7 +296,7 @@ type firstRun struct {
 // callCriteria are the criteria that judge a host command by a tool call
 // it makes.
 var callCriteria = []string{"under-limit", "over-limit", "huge-field", "many-blocks", "idle-notifications",
-	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read"}
+	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "close-bounded"}
 
 // needCall makes the call criteria skip for a host command whose first run
 // made no tools/call: it calls tools only on its own (an agent CLI,

@@ -33,7 +33,7 @@ const (
 
 // capCriteria are the criteria that wait for the host's own timeout, up to
 // HostConfig.Cap.
-var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "shutdown-ladder", "handshake-timeout"}
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "close-bounded", "shutdown-ladder", "handshake-timeout"}
 
 // hostBudget is the watchdog's budget for one host criterion.
 func hostBudget(name string, cfg HostConfig) time.Duration {

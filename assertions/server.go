@@ -311,6 +311,7 @@ func always(rule string) func(string) string { return func(string) string { retu
 var serverCriteria = []criterion[*serverFixture]{
 	serverCriterion("stdout-clean", always(ruleStdoutClean), CheckStdoutClean, nil),
 	serverCriterion("invalid-json-input", always(ruleInvalidJSON), CheckInvalidJSONInput, nil),
+	serverCriterion("crlf-input", always(ruleCRLFInput), CheckCRLFInput, nil),
 	serverCriterion("oversized-input", always(ruleOversizedInput), CheckOversizedInput, func(cfg ServerConfig) []mcptest.Option {
 		return []mcptest.Option{mcptest.WithTimeout(cfg.Within + oversizedAllowance(cfg))}
 	}),
@@ -327,6 +328,7 @@ var serverCriteria = []criterion[*serverFixture]{
 		return []mcptest.Option{mcptest.WithoutHandshake(), mcptest.Limits{Head: 64 << 10}}
 	}),
 	serverCriterion("shutdown-sigterm", always(ruleShutdownTERM), CheckShutdownSIGTERM, nil),
+	serverCriterion("host-gone", always(ruleHostGone), CheckHostGone, nil),
 	serverCriterion("result-bounded", always(ruleResultContract), CheckResultBounded, nil),
 	serverCriterion("era", always(ruleEra), CheckEra, nil),
 }

@@ -59,9 +59,16 @@ type Report struct {
 	// its stack; the request got -32603 and the server went on.
 	Panics []string
 
-	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin
+	StdinStopped time.Time // when Faults.StopReadingAfterHandshake or FillStdinAfterCall stopped reading stdin
 	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
 	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
+
+	// StdinFill is how many bytes Faults.FillStdinAfterCall left in the
+	// stdin pipe (FIONREAD), StdinCapacity the pipe's capacity; both 0
+	// until it has filled it, or where it cannot, and StdinFillError then
+	// says why (stdin is a socket, as Node gives its children, say).
+	StdinFill, StdinCapacity int
+	StdinFillError           string
 
 	EOF   bool      // stdin reached EOF
 	EOFAt time.Time // when it did

@@ -53,6 +53,7 @@ type Server struct {
 
 	logCh  chan string
 	stderr io.Writer
+	stdio  bool // started by ServeStdio: the process's own stdio
 }
 
 // New returns a Server configured by opts. It does nothing until Serve.

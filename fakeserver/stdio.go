@@ -30,6 +30,7 @@ func ServeStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	s := New(opts...)
+	s.stdio = true
 	s.update(func(r *Report) { r.PID = os.Getpid() })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

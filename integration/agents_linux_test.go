@@ -39,7 +39,7 @@ import (
 // agentCallCriteria are the host criteria that need the host to call a
 // tool: hostprobe skips them for a host whose first run called none.
 var agentCallCriteria = []string{"under-limit", "over-limit", "huge-field", "many-blocks", "idle-notifications",
-	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read"}
+	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "close-bounded"}
 
 // agent is an agent CLI as hostprobe runs it, with its row of docs/hosts.md.
 type agent struct {
@@ -97,6 +97,7 @@ var agents = []agent{
 			"late-after-cancel":     cell(assertions.Pass, "late answer ignored"),
 			"crash-mid-call":        cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
 			"stdin-not-read":        cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
+			"close-bounded":         cell(assertions.Pass, "ends 5.2 s after its call (`tool_timeout_sec`), the fake's stdin pipe full (65536 of 65536 bytes): nothing waits on the blocked write"),
 			"large-tools-list":      cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
 			// Codex closes stdin and sends SIGTERM within a few ms of each
 			// other, in either order (the fake saw stdin first, the raw

@@ -81,6 +81,14 @@ func goSDKHostVerdicts() map[string]assertions.Verdict {
 	// the session, which the criterion accepts ("the host then reported the
 	// session ended").
 	want["over-limit"] = assertions.Pass
+	// A call abandoned by its context returns at once and its
+	// notifications/cancelled goes out on a goroutine (GOSDK
+	// mcp/transport.go:311-321), which blocks on the fake's full stdin
+	// pipe; Close then waits for that write (GOSDK
+	// internal/jsonrpc2/conn.go:504-508: the connection closes its pipes
+	// only once no notification is in flight), and the write for the fake
+	// to read: it returns only when the criterion kills the fake.
+	want["close-bounded"] = assertions.Fail
 	return want
 }
 

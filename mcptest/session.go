@@ -81,6 +81,7 @@ type Session struct {
 	monitoring    bool
 	pipeFullAt    time.Time
 	heldOpen      string // who holds stdout open after the server exited; "" if nobody does
+	stdoutGone    bool   // CloseStdout closed the host's end of stdout
 	stats         Stats
 	evidence      WriterEvidence
 

@@ -41,7 +41,7 @@ that read their servers from a config file:
   mcpstdio hostprobe -config mcp.json.tmpl=mcp.json -- myhost --config mcp.json ask "call a tool"
 
 Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
-shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
+close-bounded, shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
 for the host's own timeout, then at most -within for the fake's last
 report; the other criteria 3×-within in all. The first run gets
 -start-timeout. A host still running at its bound

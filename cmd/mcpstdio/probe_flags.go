@@ -257,7 +257,7 @@ type reportFlags struct {
 // the usage of -expect and -baseline.
 func (f *reportFlags) register(fs *flag.FlagSet, subject, note string) {
 	fs.Var(&f.expect, "expect", "verdicts the "+subject+" is known to get, as `criterion=verdict,...`; an expected one does not fail the probe (marked *), and any other verdict of that criterion, even a pass, does: update the list"+note)
-	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
+	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`; the criteria, in the order they run: "+strings.Join(f.expect.criteria(), ", "))
 	fs.BoolVar(&f.verbose, "v", false, "print each criterion's rule, protocol and full diagnosis, whatever its verdict")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON on stdout, one line per report (progress goes to stderr)")
 	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to `file`: one testcase per criterion")
