@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"time"
@@ -165,22 +166,34 @@ func (s *Server) reportFileLoop(stop <-chan struct{}) {
 	for {
 		select {
 		case <-s.dirty:
-			s.writeReportFile()
+			s.writeReportFile(false)
 		case <-stop:
-			s.writeReportFile()
+			s.writeReportFile(true)
 			return
 		}
 	}
 }
 
-func (s *Server) writeReportFile() {
+// writeReportFile writes the report file: a regular file (or a new one)
+// is replaced whole each time; anything else (a device, a FIFO,
+// /dev/stderr) is never replaced, and gets the report written into it
+// once, the last time (final).
+func (s *Server) writeReportFile(final bool) {
 	r := s.Report()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		s.logf("report: %v", err)
 		return
 	}
-	if err := atomicfile.Write(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
+	path := reportPath(s.cfg.reportFile)
+	err = atomicfile.Write(path, append(b, '\n'))
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		err = nil
+		if final {
+			err = atomicfile.WriteInPlace(path, append(b, '\n'))
+		}
+	}
+	if err != nil {
 		s.logf("report: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func (s *Server) gotSignal(sig syscall.Signal, end context.CancelFunc) {
 	}
 	if s.cfg.reportFile != "" {
 		// At once: a SIGKILL may follow any moment.
-		s.writeReportFile()
+		s.writeReportFile(false)
 	}
 	switch {
 	case sig == syscall.SIGQUIT:

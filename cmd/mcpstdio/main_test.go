@@ -333,7 +333,9 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestFakeHelp checks that "mcpstdio fake -h" lists the fake's flags.
+// TestFakeHelp checks that "mcpstdio fake -h" lists the fake's flags,
+// and each tool the fake offers with each of its arguments (the names
+// tools/list gives, with their types): it listed the tools' names only.
 func TestFakeHelp(t *testing.T) {
 	res := mcpstdio(t, 30*time.Second, "fake", "-h")
 	if res.code != 0 {
@@ -342,6 +344,41 @@ func TestFakeHelp(t *testing.T) {
 	for _, flag := range []string{"-naive", "-tools", "-report", "-ignore-cancel"} {
 		if !strings.Contains(res.stdout, flag) {
 			t.Errorf("mcpstdio fake -h does not list %s:\n%s", flag, res.stdout)
+		}
+	}
+	fake := cmdtest.Start(t, nil, nil, binary, "fake")
+	fake.Call(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	line := fake.Call(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var tools struct {
+		Result struct {
+			Tools []struct {
+				Name        string
+				InputSchema struct {
+					Properties map[string]struct{ Type string }
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(line), &tools); err != nil || len(tools.Result.Tools) == 0 {
+		t.Fatalf("tools/list of the fake: %v\n%s", err, line)
+	}
+	// The help's tools: "  NAME", then its description and one line per
+	// argument, "    \tARG (TYPE): what it means".
+	listed := map[string]map[string]string{}
+	_, help, _ := strings.Cut(res.stdout, "\ntools (")
+	tool := ""
+	for _, l := range strings.Split(help, "\n") {
+		if name, ok := strings.CutPrefix(l, "  "); ok && name != "" && !strings.HasPrefix(name, " ") {
+			tool, listed[name] = name, map[string]string{}
+		} else if m := regexp.MustCompile(`^    \t(\w+) \((\w+)\): .`).FindStringSubmatch(l); m != nil && tool != "" {
+			listed[tool][m[1]] = m[2]
+		}
+	}
+	for _, tl := range tools.Result.Tools {
+		for arg, p := range tl.InputSchema.Properties {
+			if listed[tl.Name][arg] != p.Type {
+				t.Errorf("mcpstdio fake -h does not list %s's argument %s (%s): it lists %v", tl.Name, arg, p.Type, listed[tl.Name])
+			}
 		}
 	}
 }

@@ -111,6 +111,8 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 	srv := &http.Server{
 		Handler:           &page.Server{Token: hex.EncodeToString(tok), List: list},
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second, // every request's read, its body too (the handler reads none)
+		WriteTimeout:      30 * time.Second, // a client that does not read its answer
 		IdleTimeout:       30 * time.Second, // the page asks twice a second
 		ConnState:         lim.track,
 	}
@@ -167,12 +169,12 @@ func statusLister(dirs, files []string, all bool) func(time.Time) ([]page.Proxy,
 			if e.Stale && !all {
 				continue
 			}
-			log := e.Status.Log
+			log, noLog := e.Status.Log, ""
 			if e.LogErr != nil { // never read a record the status file has no say over
-				log = ""
+				log, noLog = "", e.LogErr.Error()+" (mcpstdio show reads it)"
 				e.Status.Problems = append(e.Status.Problems, e.LogErr.Error())
 			}
-			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, Status: e.Status})
+			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, NoLog: noLog, Status: e.Status})
 		}
 		return ps, errors.Join(errs...)
 	}

@@ -69,3 +69,6 @@ func (ID) Group() int { return 0 }
 
 // Children: without /proc, no child is found.
 func Children(int) []ID { return nil }
+
+// HasOpen cannot tell here: known is false.
+func HasOpen(int, os.FileInfo) (open, known bool) { return false, false }
