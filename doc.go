@@ -31,9 +31,12 @@
 //     again, either side, as a regression test.
 //
 // The command github.com/mcpstdio/mcpstdio/cmd/mcpstdio runs the server
-// criteria against any stdio MCP server from a shell (probe), the host
-// criteria against a host command in any language (hostprobe), the fake
-// server (fake), the proxy and what it sees (proxy, status, show) and
-// replays (replay); github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy is its
-// proxy alone, for less memory in a host's MCP configuration.
+// criteria against any stdio MCP server from a shell, or against every
+// server of an agent's config file (probe), the host criteria against a
+// host command in any language (hostprobe), the fake server (fake), the
+// proxy and what it sees (proxy, status, show), replays (replay), and puts
+// the proxy in front of an agent's servers and takes it out (wrap,
+// unwrap); it is also on npm (npx mcpstdio).
+// github.com/mcpstdio/mcpstdio/cmd/mcpstdio-proxy is its proxy alone, for
+// less memory in a host's MCP configuration.
 package mcpstdio

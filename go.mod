@@ -7,3 +7,5 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.41.0
 )
+
+require github.com/pelletier/go-toml/v2 v2.4.3

@@ -92,7 +92,12 @@ func CheckResultBounded(ctx context.Context, s *mcptest.Session, cfg ServerConfi
 	if cfg.Bounded == nil {
 		return skip("no Bounded tool call configured (ServerConfig.Bounded)")
 	}
-	resp, err := s.Call(ctx, wire.MethodToolsCall, cfg.Bounded.params(nil))
+	// A large result still arriving is waited for while it grows (slow is
+	// not stopped): its size is the evidence.
+	resp, err := waitProgressing(ctx, s, s.Send(wire.MethodToolsCall, cfg.Bounded.params(nil)), cfg.Within)
+	if err == nil && resp.Error != nil {
+		err = resp.Error
+	}
 	if err != nil {
 		return failErr(ruleResultContract, "tools/call "+cfg.Bounded.Name, err)
 	}

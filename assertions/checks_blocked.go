@@ -200,7 +200,10 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 // stalled → the Large call → the writer blocked → notifications/cancelled
 // → reads resumed → a second request completes. More than a pipeful must
 // arrive after the writer is released (bytes handed to write(2) cannot be
-// recalled), or the Large call was too small to block anything.
+// recalled), or the Large call was too small to block anything. Without a
+// Large call, the server's own answers to a flood of its cheapest request
+// (ping, or server/discover in 2026-07-28) block its stdout, and the last
+// of those requests is the one cancelled.
 //
 // The bound of the wait for the writer to block (Within) is the harness's,
 // never the server's fault: when it runs out first, the verdict goes by
@@ -213,10 +216,10 @@ func AssertReadsWhileBlocked(t testing.TB, s *mcptest.Session, cfg ServerConfig)
 // server produced slowly, or has not yet).
 func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured (ServerConfig.Large)")
-	}
 	before := s.Stats().StdoutBytes
+	if cfg.Large == nil {
+		return stallFilledCancelRecover(ctx, s, cfg, before)
+	}
 	s.StallReads()
 	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
 	if err := s.WaitWriterBlocked(ctx); err != nil {
@@ -237,6 +240,35 @@ func CheckStallCancelRecover(ctx context.Context, s *mcptest.Session, cfg Server
 		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: the Large call (%s) did not produce a large enough response to block the server; configure a larger one", got, blocked.Capacity, cfg.Large.describe())
 	}
 	return pass("writer blocked (%s); after cancel and resume the second request completed; %s", blocked, afterCancel(ctx, big))
+}
+
+// stallFilledCancelRecover is CheckStallCancelRecover without a Large
+// call: stdout filled by the server's answers, the last request of the
+// fill cancelled.
+func stallFilledCancelRecover(ctx context.Context, s *mcptest.Session, cfg ServerConfig, before int64) Result {
+	f, err := fillStdout(ctx, s)
+	if err != nil {
+		return fillNotBlocking(s, f, err)
+	}
+	blocked := s.Stats().WriterEvidence
+	// The fill may have left the stdin pipe full behind a server that reads
+	// only between writes: the cancel is written as a host's writer would,
+	// on its own, and gets through once the server reads again.
+	sent := make(chan error, 1)
+	go func() {
+		sent <- s.Notify(wire.MethodCancelled, map[string]any{"requestId": f.last, "reason": "mcpstdio: result exceeded the client budget"})
+	}()
+	s.ResumeReads()
+	if err := <-sent; err != nil {
+		return failErr(ruleReadsBlocked, "sending notifications/cancelled while the server's stdout was blocked", err)
+	}
+	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
+		return failErr(ruleSecondRequest, fmt.Sprintf("stall → %s → writer blocked → cancel → resume", f.describe()), err)
+	}
+	if got := s.Stats().StdoutBytes - before; blocked.Capacity > 0 && got <= int64(blocked.Capacity) {
+		return fail(ruleLargeCall, "only %d bytes arrived after the \"blocked\" writer was released, no more than the %d-byte stdout pipe holds: %s did not block it", got, blocked.Capacity, f.describe())
+	}
+	return pass("writer blocked by %s (%s); after cancelling %s id %d and resuming, the second request completed", f.describe(), blocked, f.method, f.last)
 }
 
 // afterCancel says what became of a cancelled request so far.

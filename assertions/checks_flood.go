@@ -195,47 +195,59 @@ func waitFloodAnswers(ctx context.Context, s *mcptest.Session, base int64, n int
 }
 
 // CheckReadsWhileBlocked blocks the server's stdout with the Large call
-// (reads stalled), then writes a flood of tools/call requests to its stdin
-// (Flood, Cheap) and checks that the server keeps reading them while its
-// stdout is still blocked. After reads resume, the large response and an
-// answer to every flood request (a result or an error) must arrive. When
-// the Large call does not block stdout within Within, the verdict is
-// CheckStallCancelRecover's.
+// (reads stalled; without a Large call, with its own answers to a flood of
+// its cheapest request, ping or server/discover by era), then writes a
+// flood of tools/call requests to its stdin (Flood, Cheap) and checks that
+// the server keeps reading them while its stdout is still blocked. After
+// reads resume, the large response and an answer to every request (a
+// result or an error) must arrive. When the Large call does not block
+// stdout within Within, the verdict is CheckStallCancelRecover's.
 //
 // Slow is not stopped (mcptest.Activity states the rule). While the flood
 // is written, the server is watched: stopped (nothing taken from stdin
 // while requests wait in the pipe, no CPU demand, a thread blocked writing
-// stdout or every thread asleep) fails at once, with that evidence; busy or
-// slow, the flood goes on up to 6×Within, and a flood still progressing
-// there is a warning that gives the rate and what the bound would need.
-// Where the server's threads cannot be seen, the bound decides, unverified:
-// two bounds (Within) in a row with nothing taken from stdin are "stopped
-// reading". A flood that fails is written once more to a fresh server with
-// the host reading all the time (in a battery; not on a caller's session):
-// if it fails there too, the server cannot take this flood at all, which
-// says nothing of back-pressure, and the criterion is a skip that says so.
+// stdout or every thread asleep, over its quiet time) fails at once, with
+// that evidence; busy or slow, the flood goes on up to 6×Within, and a
+// flood still progressing there is a warning that gives the rate and what
+// the bound would need. An answer that does not come within Within after
+// reads resume is judged by the same rule: stopped fails, busy is
+// unverified. Where the server's threads cannot be seen, the bound
+// decides, unverified: two bounds (Within) in a row with nothing taken
+// from stdin are "stopped reading", a warning unless the same flood went
+// through at once with the host reading. A flood that fails is written
+// once more to a fresh server with the host reading all the time (in a
+// battery; not on a caller's session), judged by the same rule: if the
+// server stops there too, it cannot take this flood at all, which says
+// nothing of back-pressure, and the criterion is a skip that says so, with
+// both rates; if it takes it there, even slowly, the failure stands.
 func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	cfg = cfg.withDefaults()
-	if cfg.Large == nil {
-		return skip("no Large tool call configured (ServerConfig.Large)")
-	}
-	s.StallReads()
-	big := s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
-	if err := s.WaitWriterBlocked(ctx); err != nil {
-		return largeNotBlocking(ctx, s, big, cfg, err)
+	base := s.Stats().UnknownIDs
+	var big *mcptest.Pending
+	var f filled
+	if cfg.Large != nil {
+		s.StallReads()
+		big = s.Send(wire.MethodToolsCall, cfg.Large.params(nil))
+		if err := s.WaitWriterBlocked(ctx); err != nil {
+			return largeNotBlocking(ctx, s, big, cfg, err)
+		}
+	} else {
+		var err error
+		if f, err = fillStdout(ctx, s); err != nil {
+			return fillNotBlocking(s, f, err)
+		}
 	}
 	capacity := cfg.PipeCapacity
 	if capacity <= 0 {
 		capacity = 64 << 10 // Linux's default, the largest of the usual ones
 	}
 	lines, total := floodLines(s.ProtocolVersion(), cfg, capacity)
-	base := s.Stats().UnknownIDs
 	o := writeFlood(ctx, s, lines, cfg)
 	evidence := s.Stats().WriterEvidence
 	s.ResumeReads()
 	if o.stopped != "" {
-		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked", o.stopped)
-		res.Details = o.detail
+		res := fail(ruleReadsBlocked, "%s, while its stdout was blocked%s", o.stopped, fillNote(f))
+		res.Details, res.bound = o.detail, !o.seen
 		return floodFailed(ctx, cfg, lines, res)
 	}
 	if o.cappedOut {
@@ -246,29 +258,41 @@ func CheckReadsWhileBlocked(ctx context.Context, s *mcptest.Session, cfg ServerC
 		return Result{Verdict: Warn, Rule: ruleReadsBlocked, Evidence: fmt.Sprintf("slow, not stopped: the server takes stdin at %.1f KB/s while its stdout is blocked (%d of the flood's %d bytes in %v); the flood needs %v, past the cap of %v (6×Within): raise Within to about %v, or lower Flood",
 			o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond), need.Round(100*time.Millisecond), cfg.floodCap(), (need / 6).Round(100*time.Millisecond))}
 	}
-	resp, err := waitProgressing(ctx, s, big, cfg.Within)
-	if err != nil {
-		return failErr(ruleReadsBlocked, "the large response after resuming reads", err)
+	blocked := "a Large call (" + cfg.Large.describe() + ")"
+	if big != nil {
+		resp, err := waitProgressing(ctx, s, big, cfg.Within)
+		if err != nil {
+			return stoppedOrBusy(ctx, s, cfg.Within, failErr(ruleReadsBlocked, "the large response after resuming reads", err))
+		}
+		if res, bad := notLarge(s, resp, cfg.Large); bad {
+			return res
+		}
+	} else {
+		blocked = f.describe()
 	}
-	if res, bad := notLarge(s, resp, cfg.Large); bad {
-		return res
-	}
-	if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
-		return floodFailed(ctx, cfg, lines, fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took))
+	if got, ok := waitFloodAnswers(ctx, s, base, f.sent+len(lines), cfg.Within+o.took); !ok {
+		res := fail(ruleReadsBlocked, "after resuming reads, %d of the %d flood requests (and %d %s) were answered within %v", max(got-int64(f.sent), 0), len(lines), f.sent, f.method, cfg.Within+o.took)
+		res.bound = true
+		if res = stoppedOrBusy(ctx, s, cfg.Within, res); res.Verdict != Fail {
+			return res
+		}
+		return floodFailed(ctx, cfg, lines, res)
 	}
 	how := fmt.Sprintf("were read from stdin (%.1f KB/s)", o.rate()/1000)
 	if o.slow {
 		how = fmt.Sprintf("were read from stdin, slowly (%.1f KB/s),", o.rate()/1000)
 	}
-	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) %s in %v while stdout was blocked (%s); all answered after resuming",
-		len(lines), o.sent, float64(o.sent)/float64(capacity), capacity, how, o.took.Round(time.Millisecond), evidence)
+	return pass("%d tools/call requests (%d bytes, %.1f× the %d-byte stdin pipe) %s in %v while stdout was blocked by %s (%s); all answered after resuming",
+		len(lines), o.sent, float64(o.sent)/float64(capacity), capacity, how, o.took.Round(time.Millisecond), blocked, evidence)
 }
 
 // floodFailed writes the same flood once to a fresh server with the host
-// reading all the time: if it fails there too, the server cannot take this
-// flood at all, and res (a back-pressure failure) becomes a skip that says
-// so. Without a fresh server (a Check called on a caller's session), res
-// stands.
+// reading all the time, judged by the same rule: if the server stops there
+// too, it cannot take this flood at all, and res (a back-pressure failure)
+// becomes a skip that says so, with both rates; if it takes the flood
+// there, quickly or slowly, it did not stop for want of work, and res
+// stands with the control's rate. Without a fresh server (a Check called
+// on a caller's session), res stands.
 func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Result) Result {
 	if cfg.fresh == nil {
 		return res
@@ -280,20 +304,56 @@ func floodFailed(ctx context.Context, cfg ServerConfig, lines [][]byte, res Resu
 	defer s.Close()
 	base := s.Stats().UnknownIDs
 	o := writeFlood(ctx, s, lines, cfg)
+	total := floodBytes(lines)
 	control := ""
 	switch {
 	case o.stopped != "":
 		control = o.stopped
 	case o.cappedOut:
-		return res // slow even with the host reading: the stall was not the cause
+		res.Evidence += fmt.Sprintf("; with the host reading all the time the same flood was taken slowly (%.1f KB/s, %d of its %d bytes in %v, not stopped), so the stalled stdout is the cause", o.rate()/1000, o.sent, total, o.took.Round(time.Millisecond))
+		return res
 	default:
 		if got, ok := waitFloodAnswers(ctx, s, base, len(lines), cfg.Within+o.took); !ok {
 			control = fmt.Sprintf("%d of the %d flood requests were answered within %v", got, len(lines), cfg.Within+o.took)
 		}
 	}
 	if control == "" {
-		res.Evidence += "; with the host reading all the time the same flood went through, so the stalled stdout is the cause"
+		// The same server took the same flood when read: that, not the
+		// bound alone, is the evidence, in-process too.
+		res.Evidence += fmt.Sprintf("; with the host reading all the time the same flood went through (%.1f KB/s), so the stalled stdout is the cause", o.rate()/1000)
+		res.bound = false
 		return res
 	}
-	return skip("the server cannot take this flood at all: with the host reading all the time too, %s; this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, res.Evidence)
+	return skip("the server cannot take this flood at all: with the host reading all the time too, %s (%.1f KB/s until then); this says nothing of back-pressure: configure a cheaper Cheap call (probe -cheap) or a smaller Flood (with the host's reads stalled: %s)", control, o.rate()/1000, res.Evidence)
+}
+
+// stoppedOrBusy judges res, a failure because an answer did not come
+// within a bound, by mcptest's rule, watching the server up to within
+// more: stopped, the failure stands with that evidence; busy (CPU demand,
+// bytes) to the end, it is slow, not stopped: unverified, with what was
+// seen. Where the threads cannot be seen, res is returned as it is (the
+// battery makes a bound alone unverified there).
+func stoppedOrBusy(ctx context.Context, s *mcptest.Session, within time.Duration, res Result) Result {
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	a, err := s.WaitStopped(wctx)
+	switch {
+	case !a.Known || s.Stats().Exit.How != "":
+		return res
+	case err == nil:
+		res.Evidence += "; " + a.String()
+		res.bound = false
+		return res
+	case a.Busy:
+		return Result{Verdict: Warn, Rule: res.Rule, Evidence: "unverified: " + res.Evidence + "; slow, not stopped: " + a.String(), Details: res.Details}
+	}
+	return res
+}
+
+// fillNote names what blocked stdout when the fill did, for evidence.
+func fillNote(f filled) string {
+	if f.method == "" {
+		return ""
+	}
+	return " by " + f.describe()
 }

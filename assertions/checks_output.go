@@ -26,13 +26,13 @@ func testContext(t testing.TB) context.Context {
 // error answer to a configured call does not (configure one that works).
 func checkCheap(ctx context.Context, s *mcptest.Session, within time.Duration, call *ToolCall) error {
 	start := time.Now()
-	what := "Ping"
+	what := pingMethod(s) // ping or server/discover, as sent
 	var p *mcptest.Pending
 	if call != nil {
 		what = "tools/call " + call.Name
 		p = s.Send(wire.MethodToolsCall, call.params(nil))
 	} else {
-		p = s.Send(pingMethod(s), nil)
+		p = s.Send(what, nil)
 	}
 	resp, err := waitProgressing(ctx, s, p, within)
 	if err == nil && resp.Error != nil {
@@ -79,20 +79,25 @@ func serverEnded(s *mcptest.Session) string {
 // requests in the 2026-07-28 era.
 func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig) Result {
 	steps := []string{"handshake (" + s.ProtocolVersion() + ")"}
+	var failed *Result // a call that failed: junk seen before it is the verdict all the same, this a note
 	if _, err := s.Call(ctx, wire.MethodToolsList, map[string]any{}); err != nil {
-		return failErr(ruleStdoutClean, "tools/list", err)
+		r := failErr(ruleStdoutClean, "tools/list", err)
+		failed = &r
+	} else {
+		steps = append(steps, "tools/list")
 	}
-	steps = append(steps, "tools/list")
 	call := cfg.Cheap
 	if call == nil {
 		call = cfg.Large
 	}
-	if call != nil {
+	if call != nil && failed == nil {
 		// An error answer is still JSON-RPC on stdout.
 		if _, err := waitProgressing(ctx, s, s.Send(wire.MethodToolsCall, call.params(nil)), cfg.withDefaults().Within); err != nil {
-			return failErr(ruleStdoutClean, "tools/call "+call.Name, err)
+			r := failErr(ruleStdoutClean, "tools/call "+call.Name, err)
+			failed = &r
+		} else {
+			steps = append(steps, "tools/call "+call.Name)
 		}
-		steps = append(steps, "tools/call "+call.Name)
 	}
 	st := s.Stats()
 	var problems []string
@@ -122,7 +127,13 @@ func CheckStdoutClean(ctx context.Context, s *mcptest.Session, cfg ServerConfig)
 		if len(junk) > 0 {
 			seen = "; junk seen: " + strings.Join(junk, ", ")
 		}
+		if failed != nil {
+			seen += " (then " + failed.Evidence + ")"
+		}
 		return fail(ruleStdoutClean, "after %s, stdout is not clean: %s%s", strings.Join(steps, ", "), strings.Join(problems, ", "), seen)
+	}
+	if failed != nil {
+		return *failed
 	}
 	return pass("%d frames, %d bytes, all JSON-RPC, through %s", st.Frames, st.StdoutBytes, strings.Join(steps, ", "))
 }

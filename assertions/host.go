@@ -120,7 +120,8 @@ type hostFixture struct {
 	ctx     context.Context    // ends when the criterion ends
 	cfg     HostConfig
 	newHost HostFactory
-	dir     string
+	dir     string // the fake's reports: made for this fixture, removed by close
+	dirErr  error  // why dir could not be made: the fixture starts nothing
 	name    string
 	host    Host
 	cmd     *exec.Cmd
@@ -132,6 +133,9 @@ type hostFixture struct {
 
 // start starts the fake with the given flags and a host against it.
 func (r *hostFixture) start(ctx context.Context, flags ...string) error {
+	if r.dirErr != nil {
+		return r.dirErr
+	}
 	r.report = r.reportPattern()
 	flags = append([]string{"-report", r.report}, flags...)
 	if r.command != nil {
@@ -277,9 +281,12 @@ func (r *hostFixture) abort() {
 }
 
 // close ends the host, within the criterion's bound, and makes sure the
-// fake is gone.
+// fake is gone. It removes the fixture's directory, which it made (never
+// another: with no directory of its own the fixture started nothing).
 func (r *hostFixture) close() (string, error) {
-	defer os.RemoveAll(r.dir)
+	if r.dirErr == nil {
+		defer os.RemoveAll(r.dir)
+	}
 	var err error
 	if r.command != nil {
 		err = r.endCommand()
@@ -323,6 +330,7 @@ var hostCriteria = []criterion[*hostFixture]{
 	{"late-after-cancel", hostLateAfterCancel},
 	{"crash-mid-call", hostCrashMidCall},
 	{"stdin-not-read", hostStdinNotRead},
+	{"close-bounded", hostCloseBounded},
 	{"large-tools-list", hostLargeToolsList},
 	{"shutdown-ladder", hostShutdownLadder},
 	{"handshake-timeout", hostHandshakeTimeout},
@@ -342,27 +350,30 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 		criteria: criteria,
 		fixture: func(name string) *hostFixture {
 			fctx, kill := context.WithCancel(ctx)
-			dir, err := os.MkdirTemp("", "mcpstdio-host-")
-			if err != nil {
-				dir = os.TempDir()
-			}
-			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, command: command, dir: dir, name: name}
+			dir, err := reportDir()
+			return &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, command: command, dir: dir, dirErr: err, name: name}
 		},
 		start: func(ctx context.Context) Result {
-			f := &hostFixture{ctx: ctx, kill: func() {}, cfg: cfg, newHost: newHost, command: command, dir: os.TempDir(), name: "start"}
 			fctx, kill := context.WithCancel(ctx)
-			f.ctx, f.kill = fctx, kill
-			if dir, err := os.MkdirTemp("", "mcpstdio-host-"); err == nil {
-				f.dir = dir
+			dir, err := reportDir()
+			f := &hostFixture{ctx: fctx, kill: kill, cfg: cfg, newHost: newHost, command: command, dir: dir, dirErr: err, name: "start"}
+			if err != nil {
+				kill()
+				return failErr(ruleHarness, "not checked", err)
 			}
 			begin := time.Now()
-			err := f.startCheck(ctx, first)
-			f.close()
+			err = f.startCheck(ctx, first)
+			took := time.Since(begin)
+			_, cerr := f.close()
 			if err != nil {
 				res := failErr(startRule(command), "the host did not start against the fake", err)
 				return res
 			}
-			return pass("the host started against the fake in %v", time.Since(begin).Round(time.Millisecond))
+			res := pass("the host started against the fake in %v", took.Round(time.Millisecond))
+			if left := (leftBehind("")); errors.As(cerr, &left) {
+				res.Evidence += "; " + string(left)
+			}
+			return res
 		},
 		budget: func(name string) time.Duration { return cfg.StartTimeout + hostBudget(name, cfg) },
 		run:    cfg.Run,
@@ -392,9 +403,32 @@ func HostCriteria(t *testing.T, newHost HostFactory, cfg HostConfig) {
 	hostBattery(t.Context(), newHost, nil, cfg).tests(t)
 }
 
+// reportDir makes the directory of a fixture's fake reports, in the
+// temporary directory. Its error is the harness's, and says so: the
+// criterion is not checked, and nothing is removed.
+func reportDir() (string, error) {
+	dir, err := os.MkdirTemp("", "mcpstdio-host-")
+	if err != nil {
+		return "", &harnessError{fmt.Errorf("the harness could not make a directory for the fake's reports in the temporary directory %s ($TMPDIR): %w", os.TempDir(), err)}
+	}
+	return dir, nil
+}
+
+// ruleHarness is the rule of a criterion the harness could not run.
+const ruleHarness = "the harness runs each criterion in a directory of its own; when it cannot make one, nothing is checked and nothing removed"
+
+// harnessError is an error of the harness, not of the host under test.
+type harnessError struct{ err error }
+
+func (e *harnessError) Error() string { return e.err.Error() }
+func (e *harnessError) Unwrap() error { return e.err }
+
 // hostStartFailed is the verdict of a criterion whose host did not start:
 // the criterion's own rule (the battery fills it in), and why.
 func hostStartFailed(err error) Result {
+	if he := (*harnessError)(nil); errors.As(err, &he) {
+		return failErr(ruleHarness, "not checked", err)
+	}
 	return failErr("", "the host did not start, so this was not checked", err)
 }
 
@@ -404,7 +438,7 @@ var hostRules = map[string]string{
 	"invalid-json-response": ruleHostGoesOn, "stderr-noise": ruleHostReads, "junk-on-stdout": ruleHostGoesOn,
 	"cancel-during-output": ruleHostCancel, "idle-notifications": ruleHostReads, "era-legacy": ruleHostEra, "era-modern": ruleHostEra,
 	"host-timeout": ruleHostTimeout, "progress-forever": ruleHostProgress, "late-after-cancel": ruleHostLate,
-	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "large-tools-list": ruleHostToolList,
+	"crash-mid-call": ruleHostCrash, "stdin-not-read": ruleHostStdin, "close-bounded": ruleHostCloseBounded, "large-tools-list": ruleHostToolList,
 	"shutdown-ladder": ruleHostShutdown, "handshake-timeout": ruleHostHandshake,
 }
 

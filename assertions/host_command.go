@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/child"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -23,7 +25,17 @@ import (
 // HostCommand is a host under test given as a command, in any language: it
 // is run once per criterion against a fresh fake server, makes its own
 // calls (the fake answers whatever tool it calls as the criterion needs),
-// and is judged by what the fake saw and by how it ended.
+// and is judged by what the fake saw and by how it ended. It runs in a
+// process group of its own (Unix) and, on Linux, with a parent-death
+// signal: it is killed (SIGKILL) if the process running the criteria dies.
+// What it leaves running is ended and named in the criterion's evidence:
+// what holds its output, what carries the run's mark in its environment
+// and, on Linux when the process running the criteria is a child subreaper
+// (prctl PR_SET_CHILD_SUBREAPER, as mcpstdio hostprobe is), every child of
+// that process that appeared during the run, which is where an orphan or a
+// detached daemon of the host ends up. Make a test binary a subreaper only
+// if nothing else in it starts processes while the criteria run: those
+// would be taken for the host's.
 type HostCommand struct {
 	// Argv is the host's command. A word {server} becomes the fake's
 	// command line; in any word, {server_json}, {server_command_json} and
@@ -86,6 +98,7 @@ type commandRun struct {
 	marker string        // KEY=value in the host's environment, and its servers'
 	left   []leftProc    // processes of the run still running when the host exited
 	held   []leftProc    // processes that held the host's output after it exited: ended
+	before []proc.ID     // this process's children before the run (see adopted)
 }
 
 // fakeWords is the fake's command line with flags appended.
@@ -163,20 +176,12 @@ func (r *hostFixture) startCommand(flags []string) error {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setProcessGroup(cmd)
+	run.before = ownChildren()
 	run.begin = time.Now()
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return fmt.Errorf("starting the host command: %w", err)
-	}
-	r.run = run
 	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = io.Copy(run.out, pr)
-	}()
-	go func() {
+	// Started and waited for on a thread kept for the host's life, which
+	// its parent-death signal needs (see child.Start).
+	err = child.Start(cmd, func() {
 		err := cmd.Wait()
 		run.ended = time.Now()
 		run.left = r.leftRunning(run)
@@ -185,6 +190,16 @@ func (r *hostFixture) startCommand(flags []string) error {
 		<-copied
 		run.err = err
 		close(run.done)
+	})
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return fmt.Errorf("starting the host command: %w", err)
+	}
+	r.run = run
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(run.out, pr)
 	}()
 	return nil
 }
@@ -202,6 +217,14 @@ func (r *hostFixture) waitCommand(ctx context.Context, limit time.Duration) host
 	case <-ctx.Done():
 		run.killed = true
 	}
+	return r.commandOutcome()
+}
+
+// commandOutcome says how the host command ended, once it has, or, if the
+// criterion gave up on it (run.killed), kills it with its process group
+// first.
+func (r *hostFixture) commandOutcome() hostOutcome {
+	run := r.run
 	if run.killed {
 		killProcessGroup(run.cmd)
 		<-run.done // endHolders bounds it
@@ -231,7 +254,8 @@ func (r *hostFixture) endCommand() error {
 	}
 	killProcessGroup(r.run.cmd)
 	<-r.run.done
-	if note := leftNote(r.run.held, endMarked(r.run.marker, r.run.cmd.Process.Pid)); note != "" {
+	escaped := endMarked(r.run.marker, r.run.cmd.Process.Pid)
+	if note := leftNote(r.run.held, escaped, endAdopted(r.run)); note != "" {
 		return leftBehind(note)
 	}
 	return nil
@@ -274,17 +298,30 @@ func (r *hostFixture) startCheck(ctx context.Context, first *firstRun) error {
 		return err
 	}
 	o := r.waitCommand(ctx, r.cfg.StartTimeout)
+	// The fake writes its report as it goes, on a goroutine of its own: a
+	// host that exits as soon as it has its answer can be gone before the
+	// report shows the handshake or the call. The report is whole once the
+	// fake has ended (see fakeEnded).
+	if !r.run.killed {
+		r.waitReport(ctx, fakeEnded)
+	}
 	rep, _ := r.fakeReport()
 	first.sent = requestMethods(rep)
-	shook := false
 	for _, q := range rep.Requests {
 		first.called = first.called || q.Method == wire.MethodToolsCall
-		shook = shook || (q.Method == wire.MethodInitialize || q.Method == wire.MethodDiscover) && q.State == fakeserver.StateDone && q.ResponseBytes > 0
 	}
-	if !shook {
+	if !shookHands(rep) {
 		return fmt.Errorf("the host finished no handshake with the fake (requests the fake saw: %s); it ended with %s", first.sent, o.how())
 	}
 	return nil
+}
+
+// shookHands reports whether the fake answered an initialize or a
+// server/discover.
+func shookHands(rep fakeserver.Report) bool {
+	return slices.ContainsFunc(rep.Requests, func(q fakeserver.RequestRecord) bool {
+		return (q.Method == wire.MethodInitialize || q.Method == wire.MethodDiscover) && q.State == fakeserver.StateDone && q.ResponseBytes > 0
+	})
 }
 
 // firstRun is what a host command sent in the battery's first run.
@@ -296,7 +333,7 @@ type firstRun struct {
 // callCriteria are the criteria that judge a host command by a tool call
 // it makes.
 var callCriteria = []string{"under-limit", "over-limit", "huge-field", "many-blocks", "idle-notifications",
-	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read"}
+	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "close-bounded"}
 
 // needCall makes the call criteria skip for a host command whose first run
 // made no tools/call: it calls tools only on its own (an agent CLI,

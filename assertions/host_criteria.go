@@ -157,7 +157,7 @@ func hostStderrNoise(ctx context.Context, r *hostFixture) Result {
 	// The noise comes before the fake reads its first message: a host that
 	// does not drain stderr leaves it blocked there, the handshake unread.
 	if rep, err := r.fakeReport(); res.Verdict == Fail && err == nil && rep.StderrBytes < r.cfg.StderrNoise {
-		res.Evidence += fmt.Sprintf("; the fake had written only %d of the %d bytes to stderr when the host ended, and read %d requests: its stderr was not drained", rep.StderrBytes, r.cfg.StderrNoise, len(rep.Requests))
+		res.Evidence += fmt.Sprintf("; the fake's writes to stderr had returned for %d of the %d bytes when the host ended (a write blocked on a full pipe counts none of its bytes, however many sit in the pipe), and it read %d requests: its stderr was not drained", rep.StderrBytes, r.cfg.StderrNoise, len(rep.Requests))
 	}
 	return res
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/internal/child"
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
@@ -123,9 +124,10 @@ func end(ps []leftProc) {
 }
 
 // leftNote says what a host command's run left behind: what held its
-// output after it exited, and what else of its run the criterion ended
-// outside its process group; "" for nothing.
-func leftNote(held, escaped []leftProc) string {
+// output after it exited, what else of its run the criterion ended outside
+// its process group, and what it ended of what the host detached from
+// itself; "" for nothing.
+func leftNote(held, escaped, adopted []leftProc) string {
 	var notes []string
 	if len(held) > 0 {
 		notes = append(notes, fmt.Sprintf("the host left %s holding its output after it exited (ended %v later)", describe(held), holdGrace))
@@ -133,5 +135,56 @@ func leftNote(held, escaped []leftProc) string {
 	if len(escaped) > 0 {
 		notes = append(notes, fmt.Sprintf("the criterion ended %s, left running outside the host's process group", describe(escaped)))
 	}
+	if len(adopted) > 0 {
+		notes = append(notes, fmt.Sprintf("the criterion ended %s, which the host left running detached from it (found as a child of this process, a child subreaper)", describe(adopted)))
+	}
 	return strings.Join(notes, "; ")
+}
+
+// ownChildren lists this process's children, if it is a child subreaper
+// (see endAdopted).
+func ownChildren() []proc.ID {
+	if !child.Subreaper() {
+		return nil
+	}
+	return proc.Children(os.Getpid())
+}
+
+// endAdopted ends what the host of run detached from itself and left
+// running, and reaps it: when this process is a child subreaper (Linux:
+// mcpstdio hostprobe makes itself one), whatever the host started and
+// orphaned, a daemon's double fork and setsid included, whatever its
+// environment and stdio, has become a child of this process. Those are
+// its children that were not before the run and are not the host; any it
+// starts meanwhile would be taken for the host's, which is why only a
+// process that runs the criteria alone should be one. It returns the
+// processes that were still running, with their command lines, and reaps
+// the ended ones too. Ending a process may orphan its own children, which
+// are adopted in turn: a few rounds end them as well.
+func endAdopted(run *commandRun) []leftProc {
+	if !child.Subreaper() {
+		return nil
+	}
+	var ended []leftProc
+	for range 4 {
+		var found []proc.ID
+		for _, id := range proc.Children(os.Getpid()) {
+			if id.PID != run.cmd.Process.Pid && !slices.Contains(run.before, id) {
+				found = append(found, id)
+			}
+		}
+		if len(found) == 0 {
+			break
+		}
+		for _, id := range found {
+			if id.Running() {
+				ended = append(ended, leftProc{id, proc.CommandLine(id.PID)})
+				killPID(id.PID)
+			}
+		}
+		for _, id := range found {
+			child.Reap(id.PID, holdGrace)
+		}
+	}
+	return ended
 }

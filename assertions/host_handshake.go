@@ -15,9 +15,11 @@ import (
 // lifecycle apply to initialize as to any request (SHOULD: a timeout, and
 // notifications/cancelled when it fires — no cancel is a warning), and a
 // host that gives up must report it (an error, or a non-zero exit; exit 0
-// with the failure only in the output is a warning). A host still waiting
-// at the harness's bound fails: that it waited so long is the evidence.
-const ruleHostHandshake = "a host bounds the handshake with a timeout of its own, SHOULD send notifications/cancelled for the initialize it gives up on, and reports the failure (an error, or a non-zero exit)"
+// is a warning unless the host command's ExpectOutput, the line of a
+// session that worked, is given: then its absence is the report, and its
+// presence a failure). A host still waiting at the harness's bound fails:
+// that it waited so long is the evidence.
+const ruleHostHandshake = "a host bounds the handshake with a timeout of its own, SHOULD send notifications/cancelled for the initialize it gives up on, and reports the failure (an error, a non-zero exit, or output without the line of a session that worked)"
 
 // hostHandshakeTimeout is handshake-timeout: the fake never answers
 // initialize or server/discover.
@@ -79,8 +81,12 @@ func hostHandshakeTimeout(ctx context.Context, r *hostFixture) Result {
 			return fail(ruleHostHandshake, "%s: the HostFactory returned a host and no error, %v after it: the failure was not reported", fault, o.ended.Sub(first).Round(time.Millisecond))
 		}
 		warns = append(warns, "the HostFactory returned a host and no error: unverified whether it noticed")
+	case r.command != nil && o.exit == exitZero && r.command.ExpectOutput == nil:
+		warns = append(warns, "exited 0: the failure is in its output at most (give -expect-output, HostCommand.ExpectOutput, the line it prints when connected)")
+	case r.command != nil && o.exit == exitZero && r.command.ExpectOutput.MatchString(o.output):
+		return fail(ruleHostHandshake, "%s: the host exited 0 and its output matches %q, the line of a session that worked: the failure was not reported; %s", fault, r.command.ExpectOutput, strings.Join(facts, "; "))
 	case r.command != nil && o.exit == exitZero:
-		warns = append(warns, "exited 0: the failure is in its output at most")
+		facts = append(facts, fmt.Sprintf("exited 0 without the line of a session that worked (%q): the failure was reported, its last line %q", r.command.ExpectOutput, lastLine(o.output)))
 	}
 	evidence := fault + ": " + strings.Join(append(facts, warns...), "; ")
 	if len(warns) > 0 {

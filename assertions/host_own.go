@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -33,7 +35,7 @@ const (
 
 // capCriteria are the criteria that wait for the host's own timeout, up to
 // HostConfig.Cap.
-var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "shutdown-ladder", "handshake-timeout"}
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "close-bounded", "shutdown-ladder", "handshake-timeout"}
 
 // hostBudget is the watchdog's budget for one host criterion.
 func hostBudget(name string, cfg HostConfig) time.Duration {
@@ -130,7 +132,7 @@ func furtherNote(made bool) string {
 func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	if r.command != nil {
 		if !r.run.killed { // a killed host's fake was killed with it
-			r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.Exit != "" })
+			r.waitReport(ctx, fakeEnded)
 		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, min(r.cfg.Within, time.Second))
@@ -139,6 +141,23 @@ func (r *hostFixture) settled(ctx context.Context) fakeserver.Report {
 	}
 	rep, _ := r.fakeReport()
 	return rep
+}
+
+// fakeEnded reports whether the fake's report is its last: the fake has
+// ended (Exit), or, on Linux, it is gone without saying so (killed with
+// SIGKILL, as some hosts end their servers). Elsewhere only Exit tells, and
+// waitReport's bound ends the wait for a killed fake. A fake whose host is
+// gone ends at stdin's end; the bound also ends the wait for one the host
+// left something to read.
+func fakeEnded(rep fakeserver.Report) bool {
+	if rep.Exit != "" {
+		return true
+	}
+	if runtime.GOOS != "linux" || rep.PID <= 0 {
+		return false
+	}
+	id, ok := proc.Identify(rep.PID)
+	return !ok || !id.Running()
 }
 
 // deaf reports whether the fake, by its report, reads nothing more: it
@@ -165,6 +184,31 @@ func cancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) 
 	return rep.Cancels[i], true
 }
 
+// unreadCancelOf returns the cancel of id the fake found unread in its
+// stdin (Report.UnreadCancels).
+func unreadCancelOf(rep fakeserver.Report, id string) (fakeserver.CancelRecord, bool) {
+	i := slices.IndexFunc(rep.UnreadCancels, func(c fakeserver.CancelRecord) bool { return c.ID == id })
+	if i < 0 {
+		return fakeserver.CancelRecord{}, false
+	}
+	return rep.UnreadCancels[i], true
+}
+
+// serverEnd says how the host began ending the fake, and when after the
+// call arrived: its first signal or its stdin's end; "" for neither.
+func serverEnd(rep fakeserver.Report, call fakeserver.RequestRecord) string {
+	what, at := "its stdin's end", rep.EOFAt
+	for _, s := range rep.Signals {
+		if at.IsZero() || s.At.Before(at) {
+			what, at = s.Name, s.At
+		}
+	}
+	if at.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%s %v after the call", what, at.Sub(call.Arrived).Round(time.Millisecond))
+}
+
 func noCall(rep fakeserver.Report, o hostOutcome) Result {
 	return fail(ruleHostCommand, "the host made no tools/call (requests the fake saw: %s); it ended with %s", requestMethods(rep), o.how())
 }
@@ -185,7 +229,14 @@ func requestMethods(rep fakeserver.Report) string {
 // itself within the cap, when, how, and whether it cancelled; fault is what
 // the fake did.
 func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule string, atCap Verdict) Result {
-	rep := r.settled(ctx)
+	return r.judgeGiveUp(r.settled(ctx), o, fault, rule, atCap)
+}
+
+// judgeGiveUp is giveUp's verdict from the fake's settled report. A cancel
+// the fake found unread in its stdin when the host ended it counts as sent
+// (the host ended the server before it could read it); with none, read or
+// unread, the host did not send one before the server's end, which is said.
+func (r *hostFixture) judgeGiveUp(rep fakeserver.Report, o hostOutcome, fault, rule string, atCap Verdict) Result {
 	call, ok := firstCall(rep)
 	if !ok {
 		return noCall(rep, o)
@@ -205,8 +256,30 @@ func (r *hostFixture) giveUp(ctx context.Context, o hostOutcome, fault, rule str
 		return res
 	}
 	after := o.ended.Sub(call.Arrived).Round(time.Millisecond)
+	if u, unread := unreadCancelOf(rep, call.ID); !cancelled && unread {
+		// Sent, and lost to the server only because the host ended it
+		// before it could read it: the host did cancel.
+		return pass("%s: the host %s %v after the call (%s) and sent notifications/cancelled (reason %q), which the server never read: it was still in its stdin when the host ended it (%s)",
+			fault, r.gaveUp(), after, o.how(), u.Reason, serverEnd(rep, call))
+	}
 	if !cancelled {
-		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: the server is left working", fault, r.gaveUp(), after, o.how())
+		left := "the server is left working"
+		if rep.Exit == "" && fakeEnded(rep) {
+			left = "the host killed the server before it recorded a signal or its stdin's end (SIGKILL, or a signal it had no time to take in), so it never looked for a cancel on its way: unverified"
+		}
+		if end := serverEnd(rep, call); end != "" {
+			left = "the host ended the server instead (" + end + ")"
+			// The fake looks for unread cancels at each signal and as it
+			// ends (Linux): say at which look none was there.
+			switch n := len(rep.Signals); {
+			case runtime.GOOS != "linux":
+			case rep.Exit != "":
+				left += ", and none was left unread in its stdin when it ended: the host had not written one"
+			case n > 0:
+				left += fmt.Sprintf(", and none was unread in its stdin at %s, its last look before it was killed", rep.Signals[n-1].Name)
+			}
+		}
+		res := fail(rule, "%s: the host %s %v after the call (%s) without sending notifications/cancelled: %s", fault, r.gaveUp(), after, o.how(), left)
 		res.Verdict = Warn
 		return res
 	}
@@ -255,6 +328,9 @@ func hostLateAfterCancel(ctx context.Context, r *hostFixture) Result {
 		return noCall(rep, o)
 	}
 	if _, cancelled := cancelOf(rep, call.ID); !cancelled {
+		if _, unread := unreadCancelOf(rep, call.ID); unread {
+			return skip("the host's notifications/cancelled reached the server's stdin but was still unread when the host ended it (%s): there was nothing to answer late (see host-timeout)", serverEnd(rep, call))
+		}
 		if o.atLimit {
 			return skip("the host sent no notifications/cancelled for its call within %v: there was nothing to answer late (see host-timeout)", r.cfg.Cap)
 		}
@@ -288,8 +364,12 @@ func hostCrashMidCall(ctx context.Context, r *hostFixture) Result {
 		restart = fmt.Sprintf("it restarted the server (%d starts)", starts)
 	}
 	switch {
+	case rep.CallCrashed.IsZero() && rep.StdoutLongestBlock >= 100*time.Millisecond && rep.StdoutBytes < fakeserver.CrashFrameSize/2:
+		// The crash comes half-way through the response: a host that
+		// stopped reading before it leaves the fake blocked short of it.
+		return fail(ruleHostReads, "the host stopped reading the server's stdout before the crash point: the fake wrote %d bytes to stdout in all and was blocked writing (%v at the longest), short of the %d-byte half of its response after which it exits; its exit: %q", rep.StdoutBytes, rep.StdoutLongestBlock.Round(time.Millisecond), fakeserver.CrashFrameSize/2, rep.Exit)
 	case rep.CallCrashed.IsZero():
-		return fail(ruleHostCrash, "the fake did not crash (its exit: %q)", rep.Exit)
+		return fail(ruleHostCrash, "the fake did not reach its crash point, half-way through a %d-byte response (%d bytes written to stdout in all; its exit: %q)", fakeserver.CrashFrameSize, rep.StdoutBytes, rep.Exit)
 	case o.atLimit:
 		return fail(ruleHostCrash, "the server exited half-way through a %d-byte response and the host was still waiting %v later; %s", fakeserver.CrashFrameSize, r.cfg.Within, restart)
 	case o.err == nil && r.command == nil:

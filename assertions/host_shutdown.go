@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +34,16 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 	var (
 		t0      time.Time
 		left    []leftProc
-		atLimit bool
+		atLimit string // the bound the harness ran out of, if it did
 		how     string
 	)
 	if r.command != nil {
-		o := r.work(ctx, r.cfg.Cap, nil)
+		o, first := r.waitShutdown(ctx)
+		// The fake writes its report on a goroutine of its own, which a
+		// loaded machine can leave behind the host's exit: wait until the
+		// report shows the fake ended, or what it got from its host (a fake
+		// the host left running sees at least its stdin's end).
+		r.waitReport(ctx, func(rep fakeserver.Report) bool { return fakeEnded(rep) || rep.EOF || len(rep.Signals) > 0 })
 		// The servers it left: the fakes among what ran on after it
 		// (anything else it left is named when the criterion closes).
 		pids := map[int]bool{}
@@ -51,7 +57,21 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 				left = append(left, p)
 			}
 		}
-		atLimit, how = o.atLimit, o.how()
+		for _, p := range r.fakeIDs() { // running still, so at its exit too
+			if !slices.ContainsFunc(left, func(l leftProc) bool { return l.id == p.id }) {
+				left = append(left, p)
+			}
+		}
+		how = o.how()
+		switch {
+		case !o.atLimit:
+		case first.IsZero():
+			atLimit = fmt.Sprintf("had not begun ending its server (no stdin close, no signal) %v after it started (the harness's bound: %v, HostConfig.Cap plus Within for its start, -host-cap and -within); the criterion killed the host with its process group",
+				o.took.Round(time.Millisecond), r.cfg.Cap+r.cfg.Within)
+		default:
+			atLimit = fmt.Sprintf("was still running %v after it began ending a server that ignores stdin's end and SIGTERM (the harness's bound: %v after the first step, HostConfig.Cap, -host-cap); the criterion killed the host with its process group",
+				o.ended.Sub(first).Round(time.Millisecond), r.cfg.Cap)
+		}
 	} else {
 		if err := r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.PID > 0 }); err != nil {
 			return failErr(ruleHostShutdown, "waiting for the fake's pid", err)
@@ -69,7 +89,7 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 				how += " " + truncate(firstLine(o.err.Error()), 200)
 			}
 		case <-t.C:
-			atLimit = true
+			atLimit = fmt.Sprintf("was still running, ending a server that ignores stdin's end and SIGTERM, %v after Close began (the harness's bound: HostConfig.Cap, -host-cap)", r.cfg.Cap)
 			r.kill()
 			late := time.NewTimer(r.cfg.Within)
 			select {
@@ -86,20 +106,14 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 		}
 	}
 	if len(left) > 0 {
-		// The fake still runs: give its report a moment to show the
-		// stdin's end or the signals it got.
-		wctx, cancel := context.WithTimeout(ctx, time.Second)
-		r.waitReport(wctx, func(rep fakeserver.Report) bool { return rep.EOF || len(rep.Signals) > 0 })
-		cancel()
+		// The fake still runs: its report shows stdin's end or the
+		// signals it got once it has taken them in (bounded by Within).
+		r.waitReport(ctx, func(rep fakeserver.Report) bool { return rep.EOF || len(rep.Signals) > 0 })
 	}
 	rep, _ := r.fakeReport()
 	steps := ladderSteps(rep, t0)
-	if atLimit {
-		limit := fmt.Sprintf("%v after Close began (the harness's bound: HostConfig.Cap, -host-cap)", r.cfg.Cap)
-		if r.command != nil {
-			limit = fmt.Sprintf("%v after it started (the harness's bound: HostConfig.Cap and Within for its start, -host-cap and -within)", r.cfg.Cap+r.cfg.Within)
-		}
-		return fail(ruleHostShutdown, "the host was still running, ending a server that ignores stdin's end and SIGTERM, %s; what the server got: %s", limit, steps)
+	if atLimit != "" {
+		return fail(ruleHostShutdown, "the host %s; what the server got: %s", atLimit, steps)
 	}
 	if len(left) > 0 {
 		end(left)
@@ -132,6 +146,53 @@ func hostShutdownLadder(ctx context.Context, r *hostFixture) Result {
 		return warn("no SIGTERM: %s; %s", steps, gone)
 	}
 	return pass("%s; %s; no server process left after the host ended (%s)", steps, gone, how)
+}
+
+// waitShutdown waits for a host command to end by itself while the fake
+// ignores stdin's end and SIGTERM. The cap counts from the first step of
+// the ladder the fake saw (stdin's end or a signal), not from the host's
+// start, so that a slow start (a loaded machine) is not taken for a slow
+// shutdown; while no step is seen, the host gets the cap and Within for its
+// start, as work gives. The fake's report is a file with no notification
+// to wait on: it is read every few milliseconds until it shows a step. It
+// returns how the host ended and the first step's time (zero if the fake
+// saw none).
+func (r *hostFixture) waitShutdown(ctx context.Context) (hostOutcome, time.Time) {
+	run := r.run
+	var first time.Time
+	deadline := time.NewTimer(time.Until(run.begin.Add(r.cfg.Cap + r.cfg.Within)))
+	defer deadline.Stop()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for !run.killed {
+		select {
+		case <-run.done:
+			return r.commandOutcome(), first
+		case <-ctx.Done():
+			run.killed = true
+		case <-deadline.C:
+			run.killed = true
+		case <-poll.C:
+			if rep, err := r.fakeReport(); err == nil && !firstStep(rep).IsZero() {
+				first = firstStep(rep)
+				poll.Stop()
+				deadline.Reset(time.Until(first.Add(r.cfg.Cap)))
+			}
+		}
+	}
+	return r.commandOutcome(), first
+}
+
+// firstStep is when the fake saw the first step of its host's shutdown:
+// stdin's end or a signal; zero if neither.
+func firstStep(rep fakeserver.Report) time.Time {
+	first := rep.EOFAt
+	for _, s := range rep.Signals {
+		if first.IsZero() || s.At.Before(first) {
+			first = s.At
+		}
+	}
+	return first
 }
 
 // ladderSteps lists when the fake's stdin ended and each signal it got,

@@ -31,6 +31,8 @@ type Result struct {
 	Details  string        // the full evidence and the session's diagnosis, when useful
 	Duration time.Duration // how long the criterion took
 	Era      string        // the protocol revision the session negotiated
+
+	bound bool // the failure rests on a bound that ran out, not on evidence of the server (see unseenBound)
 }
 
 // Err returns nil when the result is acceptable, and otherwise an error
@@ -45,7 +47,7 @@ func (r Result) Err() error {
 		name = "check"
 	}
 	switch {
-	case r.Expected != "" && r.Verdict != r.Expected:
+	case r.Unexpected():
 		return fmt.Errorf("%s: %s, but Expect says %s: update Expect (%s)", name, r.Verdict, r.Expected, r.Evidence)
 	case r.Verdict == Fail && r.Expected != Fail:
 		return fmt.Errorf("%s: %s", name, r.Evidence)
@@ -54,13 +56,24 @@ func (r Result) Err() error {
 }
 
 // Line formats the result as one line: verdict, name, duration, evidence.
+// A verdict other than Expect's leads the evidence with "expected fail,
+// got pass: update Expect".
 func (r Result) Line() string {
 	v := strings.ToUpper(string(r.Verdict))
 	if r.Expected != "" && r.Expected == r.Verdict && r.Verdict != Pass {
 		v += "*" // as expected
 	}
-	return fmt.Sprintf("  %-5s %-28s %8v  %s", v, r.Name, r.Duration.Round(time.Millisecond), r.Evidence)
+	evidence := r.Evidence
+	if r.Unexpected() {
+		evidence = fmt.Sprintf("expected %s, got %s: update Expect; %s", r.Expected, r.Verdict, evidence)
+	}
+	return fmt.Sprintf("  %-5s %-28s %8v  %s", v, r.Name, r.Duration.Round(time.Millisecond), evidence)
 }
+
+// Unexpected reports whether Expect names a verdict for the result and
+// the result has another one, even a pass: the expectation is stale and
+// fails the run (see Err).
+func (r Result) Unexpected() bool { return r.Expected != "" && r.Verdict != r.Expected }
 
 // resultJSON is a Result as JSON: durations in milliseconds.
 type resultJSON struct {
@@ -85,7 +98,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = Result{j.Name, j.Verdict, j.Expected, j.Evidence, j.Rule, j.Details, fromMs(j.DurationMs), j.Protocol}
+	*r = Result{Name: j.Name, Verdict: j.Verdict, Expected: j.Expected, Evidence: j.Evidence, Rule: j.Rule, Details: j.Details, Duration: fromMs(j.DurationMs), Era: j.Protocol}
 	return nil
 }
 
@@ -148,8 +161,36 @@ func (r *Report) String() string {
 
 // Summary is one line of counts: "9 passed, 1 failed, 1 warned (era), 1
 // skipped in 3.5s", naming the warned criteria and counting the expected
-// ones.
+// ones; verdicts other than Expect's are counted apart from the criteria:
+// "; 1 expectation failed (eof-drains-pending): update Expect".
 func (r *Report) Summary() string {
+	s := r.counts()
+	if names := r.unexpected(); len(names) > 0 {
+		s += fmt.Sprintf("; %d expectation%s failed (%s): update Expect", len(names), plural(len(names)), strings.Join(names, ", "))
+	}
+	return s
+}
+
+// unexpected names the results whose verdict is not Expect's.
+func (r *Report) unexpected() []string {
+	var names []string
+	for _, res := range r.Results {
+		if res.Unexpected() {
+			names = append(names, res.Name)
+		}
+	}
+	return names
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// counts is Summary without the expectations that failed.
+func (r *Report) counts() string {
 	warned := ""
 	var names []string
 	for _, res := range r.Results {

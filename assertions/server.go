@@ -243,7 +243,7 @@ func (f *serverFixture) close() (string, error) {
 	ex := s.Stats().Exit
 	forced := ""
 	if ex.How == mcptest.ExitForced || ex.How == mcptest.ExitStuck {
-		forced = ex.String()
+		forced = closedHow(ex)
 	}
 	if len(ex.Escaped) > 0 {
 		note := "the server left " + strings.Join(ex.Escaped, ", ") + " running outside its process group (setsid): killed"
@@ -253,6 +253,24 @@ func (f *serverFixture) close() (string, error) {
 		return forced, leftBehind(note)
 	}
 	return forced, err
+}
+
+// closedHow says, for evidence, how a server that did not end when its
+// stdin closed was ended: "it did not exit within the grace after stdin
+// closed; SIGTERM ended it (exit code 0)".
+func closedHow(ex mcptest.Exit) string {
+	if ex.How == mcptest.ExitStuck {
+		return "it did not end even after " + strings.Join(ex.Signals, ", ") + " (" + ex.String() + ")"
+	}
+	by := "a signal"
+	if n := len(ex.Signals); n > 0 {
+		by = ex.Signals[n-1]
+	}
+	how := "exit code " + fmt.Sprint(ex.Code)
+	if ex.Signal != "" {
+		how = "killed by " + ex.Signal
+	}
+	return fmt.Sprintf("it did not exit within the grace after stdin closed; %s ended it (%s)", by, how)
 }
 
 // serverCriterion makes a criterion that starts a session with the
@@ -273,9 +291,9 @@ func serverCriterion(name string, rule func(era string) string, check func(ctx c
 		}
 		cfg := f.cfg
 		cfg.fresh = func(ctx context.Context) (*mcptest.Session, error) {
-			return mcptest.Start(ctx, f.target, f.cfg.options(f.cfg.start.options(f.cfg)...)...)
+			return mcptest.Start(ctx, f.target, f.cfg.options(append(f.cfg.start.options(f.cfg), opts...)...)...)
 		}
-		res := slowIsWarn(check(ctx, s, cfg))
+		res := unseenBound(slowIsWarn(check(ctx, s, cfg)), threadsSeen(s))
 		res.Era = s.ProtocolVersion()
 		if res.Era == "" && f.cfg.start != nil { // a session without a handshake
 			res.Era = f.cfg.start.version
@@ -293,6 +311,7 @@ func always(rule string) func(string) string { return func(string) string { retu
 var serverCriteria = []criterion[*serverFixture]{
 	serverCriterion("stdout-clean", always(ruleStdoutClean), CheckStdoutClean, nil),
 	serverCriterion("invalid-json-input", always(ruleInvalidJSON), CheckInvalidJSONInput, nil),
+	serverCriterion("crlf-input", always(ruleCRLFInput), CheckCRLFInput, nil),
 	serverCriterion("oversized-input", always(ruleOversizedInput), CheckOversizedInput, func(cfg ServerConfig) []mcptest.Option {
 		return []mcptest.Option{mcptest.WithTimeout(cfg.Within + oversizedAllowance(cfg))}
 	}),
@@ -309,6 +328,7 @@ var serverCriteria = []criterion[*serverFixture]{
 		return []mcptest.Option{mcptest.WithoutHandshake(), mcptest.Limits{Head: 64 << 10}}
 	}),
 	serverCriterion("shutdown-sigterm", always(ruleShutdownTERM), CheckShutdownSIGTERM, nil),
+	serverCriterion("host-gone", always(ruleHostGone), CheckHostGone, nil),
 	serverCriterion("result-bounded", always(ruleResultContract), CheckResultBounded, nil),
 	serverCriterion("era", always(ruleEra), CheckEra, nil),
 }
@@ -334,8 +354,13 @@ func serverBattery(target mcptest.Target, cfg ServerConfig) *battery[*serverFixt
 			// cancel windows): a criterion past a generous multiple of them
 			// is stuck.
 			b := cfg.StartTimeout + 8*cfg.Within + 4*cfg.ShutdownGrace + 8*cfg.CancelGrace + 2*cfg.cancelWatch()
-			if name == "oversized-input" {
+			switch name {
+			case "oversized-input":
 				b += 2 * oversizedAllowance(cfg)
+			case "eof-drains-pending": // fresh sessions after the first, started within Within
+				b += cfg.StartTimeout + cfg.Within + cfg.ShutdownGrace
+			case "reads-while-blocked": // the flood up to its cap, and the control flood on a fresh server
+				b += cfg.StartTimeout + 2*cfg.floodCap()
 			}
 			return b
 		},

@@ -142,12 +142,23 @@ func TestCheckServerVerdicts(t *testing.T) {
 		}, "^eof-drains-pending$"},
 		{"ends unless initialize comes first", []string{"-end-unless-initialize"}, 0, 0, allPass, ""},
 		{"ignores stdin EOF and SIGTERM", []string{"-ignore-eof", "-ignore-sigterm"}, 0, 50 * time.Millisecond, func(p string) map[string]assertions.Verdict {
-			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn)
+			// Nothing ends it when its host goes away: the broken pipe
+			// fails its write, and it ignores the rest.
+			m := with(allPass(p), "shutdown-stdin-eof", assertions.Warn, "host-gone", assertions.Fail)
 			if p == "child" {
 				m["shutdown-sigterm"] = assertions.Warn
 			}
 			return m
 		}, ""},
+		{"crashes when its host goes away", []string{"-crash-on-broken-pipe"}, 0, 0, func(p string) map[string]assertions.Verdict {
+			if p == "child" {
+				return with(allPass(p), "host-gone", assertions.Fail)
+			}
+			return allPass(p) // the fault needs the process's own stdout
+		}, "^host-gone$"},
+		{"ends at a CRLF line", []string{"-end-on-crlf"}, 0, 0, func(p string) map[string]assertions.Verdict {
+			return with(allPass(p), "crlf-input", assertions.Fail)
+		}, "^crlf-input$"},
 	}
 	// The batteries mostly wait (observation windows, bounds running
 	// out): run them side by side, more than go test's -parallel (the

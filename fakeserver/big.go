@@ -50,12 +50,12 @@ const (
 // minimum. With Bytes set instead, the payload text is Bytes bytes of UTF-8
 // before JSON escaping, spread over the blocks.
 type BigArgs struct {
-	FrameSize int         `json:"frameSize,omitempty"` // exact size of the response line in bytes; or
-	Bytes     int         `json:"bytes,omitempty"`     // bytes of payload text (before escaping)
-	Kind      PayloadKind `json:"kind,omitempty"`      // default PayloadASCII
-	Layout    Layout      `json:"layout,omitempty"`    // default LayoutText
-	Blocks    int         `json:"blocks,omitempty"`    // number of text blocks for LayoutBlocks (default 1)
-	ChunkSize int         `json:"chunkSize,omitempty"` // bytes per stdout Write (default 16 KiB)
+	FrameSize int         `json:"frameSize,omitempty" help:"the exact size of the response line in bytes (instead of bytes)"` // exact size of the response line in bytes; or
+	Bytes     int         `json:"bytes,omitempty" help:"bytes of payload text, before JSON escaping"`                         // bytes of payload text (before escaping)
+	Kind      PayloadKind `json:"kind,omitempty" help:"ascii (default), multibyte, quotes or newlines"`                       // default PayloadASCII
+	Layout    Layout      `json:"layout,omitempty" help:"text (default: one text block), blocks or structured"`               // default LayoutText
+	Blocks    int         `json:"blocks,omitempty" help:"text blocks for layout blocks (default 1)"`                          // number of text blocks for LayoutBlocks (default 1)
+	ChunkSize int         `json:"chunkSize,omitempty" help:"bytes per stdout write (default 16384)"`                          // bytes per stdout Write (default 16 KiB)
 }
 
 // Map returns a as the arguments map of a tools/call request: its non-zero

@@ -84,6 +84,15 @@ type Faults struct {
 	// ServerRequestAfter writes a ping request (id "fakeserver-1") on
 	// stdout after the nth message is read, in either era.
 	ServerRequestAfter int `flag:"server-request-after" usage:"server-to-client ping after the nth message"`
+	// EndOnCRLF ends the server, closing stdout, at the first line that
+	// ends in "\r\n" (a CRLF-only blank line included), without handling
+	// it, as the official Go SDK before v1.2.0 did.
+	EndOnCRLF bool `flag:"end-on-crlf" usage:"end at the first line that ends in \\r\\n, unhandled"`
+	// CrashOnBrokenPipe makes a server started by ServeStdio crash when a
+	// write to stdout finds the host's end closed (EPIPE): an unrecovered
+	// panic, exit status 2 and its trace on stderr, as a server with no
+	// handler for that error does; no effect on Serve.
+	CrashOnBrokenPipe bool `flag:"crash-on-broken-pipe" usage:"crash (an unrecovered panic) when a stdout write finds the host gone"`
 
 	// The host faults: what a host's own timeout, cancel and restart
 	// logic is judged by.
@@ -102,6 +111,15 @@ type Faults struct {
 	// ToolsListBytes pads tools/list with filler tools until it is at
 	// least this many bytes.
 	ToolsListBytes int `flag:"tools-list-bytes" usage:"pad tools/list with filler tools to at least n bytes"`
+	// FillStdinAfterCall stops reading stdin (for good) once the first
+	// tools/call is read and fills the stdin pipe, through /proc/self/fd/0,
+	// until a write of 64 bytes would block: any further message from the
+	// host waits in write(2), or in its own queue. Report.StdinFill and
+	// StdinCapacity say how full it is, and Report.EOFAt when the host
+	// closed its end (the pipe's hang-up, though nothing is read). A
+	// server started by ServeStdio on Linux only; elsewhere it only stops
+	// reading.
+	FillStdinAfterCall bool `flag:"fill-stdin-after-call" usage:"after the first tools/call, stop reading stdin and fill its pipe (Linux)"`
 	// NoHandshake never answers initialize or server/discover (a cancel
 	// ends their work, answered only with RespondAfterCancel).
 	NoHandshake bool `flag:"no-handshake" usage:"never answer initialize or server/discover"`
@@ -113,8 +131,8 @@ type Faults struct {
 // NoFinalNewline, ExitAfterBytes, CloseStdoutAfter), pressure (StderrNoise,
 // IdleNotifyBytes, UnboundedResults), and the wrong core (NaiveLoop,
 // IgnoreCancel, RespondAfterCancel, DropPendingAtEOF, EndUnlessInitialize,
-// IgnoreEOF, IgnoreSIGTERM). A fault is defined here once: each field is
-// also its flag.
+// IgnoreEOF, IgnoreSIGTERM, EndOnCRLF, CrashOnBrokenPipe). A fault is
+// defined here once: each field is also its flag.
 //
 //   - IdleNotifyBytes: frames of 16 KiB each, the last shorter but at least
 //     104 bytes, written while the host has its answer and is idle.
@@ -141,6 +159,13 @@ type Faults struct {
 //     official Rust SDK).
 //   - ServerRequestAfter: in 2026-07-28 a server request is a protocol
 //     violation.
+//   - EndOnCRLF: go-sdk v1.1.0 read a message with a json.Decoder and
+//     took any byte after it but "\n" as trailing garbage that ends the
+//     connection; v1.2.0 accepts "\r" there.
+//   - CrashOnBrokenPipe: the panic is raised on a goroutine of its own, out
+//     of reach of the recovery that keeps the fake's handlers alive, so the
+//     process ends as an uncaught error ends a server: @modelcontextprotocol/sdk
+//     1.32.2 exits 1 with "Unhandled 'error' event … Error: write EPIPE".
 
 func (f Faults) apply(c *config) { c.faults = f }
 

@@ -84,7 +84,10 @@ func WithConcurrency(n int) Option { return optionFunc(func(c *config) { c.concu
 
 // WithReportFile makes Serve write its Report as JSON to path each time it
 // changes, by writing a temporary file beside it and renaming it, so a
-// reader never sees a partial report.
+// reader never sees a partial report. A symbolic link is followed (the
+// file it names is replaced, the link stays). A path that is not a
+// regular file (a device, a FIFO, /dev/stderr) is never replaced: it gets
+// the report written into it once, when Serve ends.
 func WithReportFile(path string) Option { return optionFunc(func(c *config) { c.reportFile = path }) }
 
 // WithSubprocessCommand sets the command the subprocess tool runs instead of
@@ -112,7 +115,7 @@ func ParseArgs(args []string) ([]Option, error) {
 	fs.StringVar(&tools, "tools", strings.Join(Tools(), ","), "comma-separated tools to offer (WithTools)")
 	fs.IntVar(&maxFrame, "max-frame", defaultMaxFrame, "limit in bytes on one stdin message (WithStdinLimit)")
 	fs.IntVar(&concurrency, "concurrency", 0, "requests running at once, 0 for no limit (WithConcurrency)")
-	fs.StringVar(&report, "report", "", "write the report as JSON to this file (WithReportFile)")
+	fs.StringVar(&report, "report", "", "write the report as JSON to this file, rewritten as it changes; a device, FIFO or /dev/stderr gets it once, at the end (WithReportFile)")
 	fs.StringVar(&subprocess, "subprocess-command", "", `command of the subprocess tool as a JSON array, e.g. ["sh","-c","..."] (WithSubprocessCommand)`)
 	faults := Faults{StdoutLogLine: defaultStdoutLogLine}
 	faults.addFlags(fs)
@@ -121,7 +124,8 @@ func ParseArgs(args []string) ([]Option, error) {
 			var b strings.Builder
 			fs.SetOutput(&b)
 			fs.PrintDefaults()
-			return nil, fmt.Errorf("%w\nflags of the fake server:\n%s", flag.ErrHelp, b.String())
+			return nil, fmt.Errorf("%w\nflags of the fake server:\n%s\ntools (tools/call NAME with these arguments, a JSON object; the flag -call-args takes the same):\n%s"+
+				"  for example, the params of a 15 MiB result: {\"name\":\"big\",\"arguments\":{\"bytes\":15728640}}\n", flag.ErrHelp, b.String(), toolsHelp())
 		}
 		return nil, fmt.Errorf("fakeserver: %w", err)
 	}

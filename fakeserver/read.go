@@ -24,6 +24,9 @@ func (s *Server) readLoop(stdin io.Reader) error {
 	dry := false // the read that brought the held frames is used up
 	for {
 		frame, err := fr.Next()
+		if err == nil && s.cfg.faults.EndOnCRLF && endedByCR(fr.Stats()) {
+			return s.endOnCRLF(fr.Stats())
+		}
 		var tl *pipes.FrameTooLargeError
 		oversized := errors.As(err, &tl)
 		s.update(func(r *Report) {
@@ -61,6 +64,9 @@ func (s *Server) readLoop(stdin io.Reader) error {
 		s.dispatch(frame, s.planFor(s.msgs))
 		if s.cfg.faults.StopReadingAfterHandshake && endsHandshake(frame) {
 			return s.stopReading()
+		}
+		if s.cfg.faults.FillStdinAfterCall && isToolsCall(frame) {
+			return s.fillStdin()
 		}
 	}
 }

@@ -119,9 +119,9 @@ func (s *Server) serveRemote(rw http.ResponseWriter, req *http.Request) {
 }
 
 type remoteArgs struct {
-	Chunks     int `json:"chunks"`
-	ChunkBytes int `json:"chunkBytes"`
-	IntervalMs int `json:"intervalMs"`
+	Chunks     int `json:"chunks" help:"chunks to stream (default 10)"`
+	ChunkBytes int `json:"chunkBytes" help:"bytes per chunk (default 1024)"`
+	IntervalMs int `json:"intervalMs" help:"milliseconds between chunks"`
 }
 
 // toolRemote reads chunks from the loopback source, reporting progress after

@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"time"
@@ -58,9 +59,16 @@ type Report struct {
 	// its stack; the request got -32603 and the server went on.
 	Panics []string
 
-	StdinStopped time.Time // when Faults.StopReadingAfterHandshake stopped reading stdin
+	StdinStopped time.Time // when Faults.StopReadingAfterHandshake or FillStdinAfterCall stopped reading stdin
 	CallCrashed  time.Time // when Faults.Call "crash" exited mid-response
 	FillerTools  int       // filler tools in the last tools/list (Faults.ToolsListBytes)
+
+	// StdinFill is how many bytes Faults.FillStdinAfterCall left in the
+	// stdin pipe (FIONREAD), StdinCapacity the pipe's capacity; both 0
+	// until it has filled it, or where it cannot, and StdinFillError then
+	// says why (stdin is a socket, as Node gives its children, say).
+	StdinFill, StdinCapacity int
+	StdinFillError           string
 
 	EOF   bool      // stdin reached EOF
 	EOFAt time.Time // when it did
@@ -77,6 +85,17 @@ type Report struct {
 	// (Faults.DropPendingAtEOF).
 	DroppedAtEOF int
 	Exit         string // why Serve returned; empty while it runs
+
+	// StdinUnread is how many bytes the host had written to stdin that the
+	// server had not read when it last looked: at each signal it caught
+	// and as it ended (ServeStdio, Linux; zero elsewhere). A server ended
+	// by a signal never reads them.
+	StdinUnread int64
+	// UnreadCancels are the notifications/cancelled found among those
+	// unread bytes, in the order found, each once; Arrived is when it was
+	// found, State is StateUnknown. One that the server read after all is
+	// in Cancels too.
+	UnreadCancels []CancelRecord
 }
 
 // RequestRecord is one request read from stdin.
@@ -122,6 +141,7 @@ func (s *Server) Report() Report {
 	r.Cancels = slices.Clone(r.Cancels)
 	r.Panics = slices.Clone(r.Panics)
 	r.Signals = slices.Clone(r.Signals)
+	r.UnreadCancels = slices.Clone(r.UnreadCancels)
 	return r
 }
 
@@ -146,22 +166,34 @@ func (s *Server) reportFileLoop(stop <-chan struct{}) {
 	for {
 		select {
 		case <-s.dirty:
-			s.writeReportFile()
+			s.writeReportFile(false)
 		case <-stop:
-			s.writeReportFile()
+			s.writeReportFile(true)
 			return
 		}
 	}
 }
 
-func (s *Server) writeReportFile() {
+// writeReportFile writes the report file: a regular file (or a new one)
+// is replaced whole each time; anything else (a device, a FIFO,
+// /dev/stderr) is never replaced, and gets the report written into it
+// once, the last time (final).
+func (s *Server) writeReportFile(final bool) {
 	r := s.Report()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		s.logf("report: %v", err)
 		return
 	}
-	if err := atomicfile.Write(reportPath(s.cfg.reportFile), append(b, '\n')); err != nil {
+	path := reportPath(s.cfg.reportFile)
+	err = atomicfile.Write(path, append(b, '\n'))
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		err = nil
+		if final {
+			err = atomicfile.WriteInPlace(path, append(b, '\n'))
+		}
+	}
+	if err != nil {
 		s.logf("report: %v", err)
 	}
 }

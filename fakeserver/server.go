@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -53,6 +54,8 @@ type Server struct {
 
 	logCh  chan string
 	stderr io.Writer
+	stdio  bool     // started by ServeStdio: the process's own stdio
+	stdin  *os.File // the process's stdin under ServeStdio, for noteUnread
 }
 
 // New returns a Server configured by opts. It does nothing until Serve.

@@ -51,9 +51,12 @@ func (s *Server) gotSignal(sig syscall.Signal, end context.CancelFunc) {
 	ignored := s.cfg.faults.IgnoreSIGTERM && sig != syscall.SIGQUIT
 	at := time.Now()
 	s.update(func(r *Report) { r.Signals = append(r.Signals, signalRecord{signalName(sig), at, ignored}) })
+	if s.stdin != nil {
+		s.noteUnread(s.stdin) // a SIGKILL may follow before stdin is read
+	}
 	if s.cfg.reportFile != "" {
 		// At once: a SIGKILL may follow any moment.
-		s.writeReportFile()
+		s.writeReportFile(false)
 	}
 	switch {
 	case sig == syscall.SIGQUIT:

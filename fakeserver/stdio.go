@@ -30,28 +30,44 @@ func ServeStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	s := New(opts...)
+	s.stdio = true
 	s.update(func(r *Report) { r.PID = os.Getpid() })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.stdin = os.Stdin
 	stop := s.catchSignals(cancel)
 	defer stop()
-	return s.Serve(ctx, interruptible(os.Stdin), interruptible(os.Stdout), os.Stderr)
+	stdin := interruptible(os.Stdin)
+	if d, ok := stdin.(dupFile); ok {
+		// What the host wrote and the server never read is lost at this
+		// Close: note it first.
+		d.beforeClose = func() { s.noteUnread(os.Stdin) }
+		stdin = d
+	}
+	return s.Serve(ctx, stdin, interruptible(os.Stdout), os.Stderr)
 }
 
 // dupFile is a pollable duplicate of a process's stdio file: Close closes
-// both, so the other side sees EOF when Serve closes it.
+// both, so the other side sees EOF when Serve closes it, after calling
+// beforeClose if set.
 type dupFile struct {
 	*os.File
-	orig *os.File
+	orig        *os.File
+	beforeClose func()
 }
 
-func (d dupFile) Close() error { return cmp.Or(d.File.Close(), d.orig.Close()) }
+func (d dupFile) Close() error {
+	if d.beforeClose != nil {
+		d.beforeClose()
+	}
+	return cmp.Or(d.File.Close(), d.orig.Close())
+}
 
 // interruptible returns a file on the same descriptor that a concurrent
 // Close can interrupt, where the platform allows it, or f itself.
 func interruptible(f *os.File) io.ReadWriteCloser {
 	if nf := pollable.Dup(f); nf != nil {
-		return dupFile{nf, f}
+		return dupFile{File: nf, orig: f}
 	}
 	return f
 }

@@ -36,10 +36,10 @@ const defaultSubprocessScript = `head -c "$` + EnvSubprocessStdout + `" /dev/zer
 const subprocessWaitDelay = 5 * time.Second
 
 type subprocessArgs struct {
-	StdoutBytes int64 `json:"stdoutBytes"`
-	StderrBytes int64 `json:"stderrBytes"`
-	Hold        bool  `json:"hold"`
-	Limit       int   `json:"limit"`
+	StdoutBytes int64 `json:"stdoutBytes" help:"bytes the child writes on its stdout"`
+	StderrBytes int64 `json:"stderrBytes" help:"bytes the child writes on its stderr"`
+	Hold        bool  `json:"hold" help:"keep the child running until the call is cancelled"`
+	Limit       int   `json:"limit" help:"bytes of each of its outputs kept, head and tail (default 4096)"`
 }
 
 // toolSubprocess runs a real child writing stdoutBytes and stderrBytes,

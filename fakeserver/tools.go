@@ -64,12 +64,13 @@ type tool struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
 	InputSchema map[string]any `json:"inputSchema"`
+	args        reflect.Type   // the argument struct
 	run         func(s *Server, w *work) (*frame, error)
 }
 
 // newTool makes a tool whose arguments decode into an A.
 func newTool[A any](name, desc string, fn func(s *Server, w *work, a A) (*frame, error)) tool {
-	return tool{Name: name, Description: desc, InputSchema: schemaOf(reflect.TypeFor[A]()),
+	return tool{Name: name, Description: desc, InputSchema: schemaOf(reflect.TypeFor[A]()), args: reflect.TypeFor[A](),
 		run: func(s *Server, w *work) (*frame, error) {
 			var a A
 			if err := args(w, &a); err != nil {
@@ -91,16 +92,32 @@ func schemaOf(t reflect.Type) map[string]any {
 			k = f.Type.Elem().Kind()
 		}
 		typ := map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer"}[k]
-		if name == "" || typ == "" {
-			panic(fmt.Sprintf("fakeserver: argument %s.%s has no json name or no schema type", t, f.Name))
+		if name == "" || typ == "" || f.Tag.Get("help") == "" {
+			panic(fmt.Sprintf("fakeserver: argument %s.%s has no json name, no schema type or no help", t, f.Name))
 		}
 		props[name] = map[string]any{"type": typ}
 	}
 	return map[string]any{"type": "object", "properties": props}
 }
 
+// toolsHelp lists every tool with what it does and its arguments, by their
+// JSON names, types and what each means, for `fake -h`.
+func toolsHelp() string {
+	var b strings.Builder
+	for _, t := range toolTable {
+		fmt.Fprintf(&b, "  %s\n    \t%s\n", t.Name, t.Description)
+		for i := range t.args.NumField() {
+			f := t.args.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			typ := t.InputSchema["properties"].(map[string]any)[name].(map[string]any)["type"]
+			fmt.Fprintf(&b, "    \t%s (%s): %s\n", name, typ, f.Tag.Get("help"))
+		}
+	}
+	return b.String()
+}
+
 type echoArgs struct {
-	Text string `json:"text"`
+	Text string `json:"text" help:"the text to return"`
 }
 
 func (s *Server) toolEcho(w *work, a echoArgs) (*frame, error) {
@@ -110,8 +127,8 @@ func (s *Server) toolEcho(w *work, a echoArgs) (*frame, error) {
 // toolSlow makes steps progress notifications (when the request has a
 // progressToken), the first at once and the others intervalMs apart.
 type slowArgs struct {
-	Steps      int `json:"steps"`
-	IntervalMs int `json:"intervalMs"`
+	Steps      int `json:"steps" help:"progress notifications to make (at least 1)"`
+	IntervalMs int `json:"intervalMs" help:"milliseconds between them"`
 }
 
 func (s *Server) toolSlow(w *work, a slowArgs) (*frame, error) {
@@ -142,11 +159,11 @@ const (
 )
 
 type searchArgs struct {
-	Query      string `json:"query"`
-	Cursor     string `json:"cursor"`
-	PageSize   int    `json:"pageSize"`
-	Total      *int   `json:"total"`
-	CountKnown *bool  `json:"countKnown"`
+	Query      string `json:"query" help:"words to match (any)"`
+	Cursor     string `json:"cursor" help:"the nextCursor of the previous page"`
+	PageSize   int    `json:"pageSize" help:"records per page (default 50, at most 200)"`
+	Total      *int   `json:"total" help:"records in the data set (default 4382)"`
+	CountKnown *bool  `json:"countKnown" help:"false: the total is not known, no totalEstimate (default true)"`
 }
 
 // toolSearch is the good result contract: a bounded page of items,

@@ -161,6 +161,9 @@ func (o *outWriter) write(p []byte) (int, error) {
 	o.written += int64(n)
 	o.mu.Unlock()
 	o.s.countWrite(int64(n), d, err)
+	if err != nil {
+		o.s.crashOnBrokenPipe(err)
+	}
 	if exitNow {
 		o.close()
 		o.s.exit(fmt.Errorf("%w: ExitAfterBytes %d reached", ErrExited, limit))

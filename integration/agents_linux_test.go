@@ -39,7 +39,7 @@ import (
 // agentCallCriteria are the host criteria that need the host to call a
 // tool: hostprobe skips them for a host whose first run called none.
 var agentCallCriteria = []string{"under-limit", "over-limit", "huge-field", "many-blocks", "idle-notifications",
-	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read"}
+	"host-timeout", "progress-forever", "late-after-cancel", "crash-mid-call", "stdin-not-read", "close-bounded"}
 
 // agent is an agent CLI as hostprobe runs it, with its row of docs/hosts.md.
 type agent struct {
@@ -92,16 +92,25 @@ var agents = []agent{
 			"idle-notifications":    cell(assertions.Skip, "one call, then it ends"),
 			"era-legacy":            cell(assertions.Pass, "initialize 2025-06-18"),
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: -32022 from a modern-only server"),
-			"host-timeout":          cell(assertions.Pass, "gives up at 5 s (`tool_timeout_sec`), sends `notifications/cancelled`; with no setting it waited over 200 s"),
-			"progress-forever":      cell(assertions.Pass, "5 s, progress does not reset it; cancels"),
-			"late-after-cancel":     cell(assertions.Pass, "late answer ignored"),
-			"crash-mid-call":        cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
-			"stdin-not-read":        cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
-			"large-tools-list":      cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
+			// Codex's cancel races its kill of the server (docs/hosts.md,
+			// "Codex without a model"): in 2 of 40 runs of a raw harness it
+			// ended the server without writing notifications/cancelled, so
+			// the fake saw none (warn; late-after-cancel has nothing to
+			// answer late: skip), and under load the fake can be killed
+			// before it looks (warn, unverified). A cancel written but
+			// unread when the server was ended counts as sent (pass).
+			"host-timeout":      {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "gives up at 5 s (`tool_timeout_sec`); sends `notifications/cancelled` in 19 of 20 runs (38 of 40); in the others it ends the server without one (warn); with no setting it waited over 200 s"},
+			"progress-forever":  {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "5 s, progress does not reset it; cancels, as in host-timeout"},
+			"late-after-cancel": {[]assertions.Verdict{assertions.Pass, assertions.Skip}, "late answer ignored; skip when it sent no cancel (host-timeout)"},
+			"crash-mid-call":    cell(assertions.Pass, "\"Transport closed\" within ~1 s, no restart"),
+			"stdin-not-read":    cell(assertions.Pass, "30 s (`startup_timeout_sec`): \"timed out awaiting tools/list\""),
+			"close-bounded":     cell(assertions.Pass, "ends 5.2 s after its call (`tool_timeout_sec`), the fake's stdin pipe full (65536 of 65536 bytes): nothing waits on the blocked write"),
+			"large-tools-list":  cell(assertions.Pass, "all 300 KB of tools taken; over 2048 tools: rejected, \"tools/list exceeded the catalog limit of 2048 items\""),
 			// Codex closes stdin and sends SIGTERM within a few ms of each
 			// other, in either order (the fake saw stdin first, the raw
-			// server SIGTERM first): warn when SIGTERM came first.
-			"shutdown-ladder":   {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "stdin close and SIGTERM within 5 ms, either first; SIGKILL ~25 ms later; no orphan"},
+			// server SIGTERM first): warn when SIGTERM came first, or when
+			// the SIGKILL 4-53 ms later came before the fake saw either.
+			"shutdown-ladder":   {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "stdin close and SIGTERM within a few ms, either first; SIGKILL 4–53 ms later; no orphan"},
 			"handshake-timeout": cell(assertions.Warn, "30 s (`startup_timeout_sec`), SIGKILL, no cancel; the call's error says \"timed out handshaking\""),
 		}},
 	{name: "claude", short: "Claude Code 2.1.332", title: "Claude Code 2.1.332 (`@anthropic-ai/claude-code`, `claude mcp get fake`)",
@@ -141,7 +150,7 @@ var agents = []agent{
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: \"Disconnected\", exit 0"),
 			"large-tools-list":      cell(assertions.Skip, "`mcp list` sends no tools/list"),
 			"shutdown-ladder":       cell(assertions.Fail, "SIGTERM, stdin closed ~50 ms later, never SIGKILL: a server ignoring both is **left running**"),
-			"handshake-timeout":     cell(assertions.Warn, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM; exits 0 with \"Disconnected\""),
+			"handshake-timeout":     cell(assertions.Pass, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM; exits 0 with \"Disconnected\", not its \"Connected\" line"),
 		})},
 	{name: "qwen", short: "Qwen Code 0.24.4", title: "Qwen Code 0.24.4 (`@qwen-code/qwen-code`, Node 22, `qwen mcp list`)",
 		bin: ".bin/qwen", args: []string{"mcp", "list"}, configs: map[string]string{"settings.json.tmpl": ".qwen/settings.json"},
@@ -167,7 +176,7 @@ var agents = []agent{
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: \"Disconnected\", exit 0"),
 			"large-tools-list":      cell(assertions.Skip, "`mcp list` sends no tools/list"),
 			"shutdown-ladder":       cell(assertions.Pass, "stdin close, SIGTERM 2.0 s later, then SIGKILL; no orphan"),
-			"handshake-timeout":     cell(assertions.Warn, "5 s, sends `notifications/cancelled` (\"Request timed out\"); exits 0 with \"Disconnected\""),
+			"handshake-timeout":     cell(assertions.Pass, "5 s, sends `notifications/cancelled` (\"Request timed out\"); exits 0 with \"Disconnected\", not its \"Connected\" line"),
 		})},
 }
 

@@ -26,13 +26,14 @@ type host struct {
 	stderr strings.Builder
 }
 
-func startHost(t *testing.T, dir string) *host {
+func startHost(t *testing.T, dir string, flags ...string) *host {
 	t.Helper()
 	bin := command(t)
 	ctx, cancel, _ := bound.Context(context.Background(), t)
 	t.Cleanup(cancel)
 	h := &host{}
-	h.cmd = exec.CommandContext(ctx, bin, "proxy", "-dir", dir, "-log", filepath.Join(dir, "rec.ndjson"), "--", bin, "fake")
+	args := append(append([]string{"proxy", "-dir", dir, "-log", filepath.Join(dir, "rec.ndjson")}, flags...), "--", bin, "fake")
+	h.cmd = exec.CommandContext(ctx, bin, args...)
 	h.cmd.WaitDelay = 5 * time.Second
 	h.cmd.Stderr = &h.stderr
 	var err error

@@ -132,17 +132,17 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
-// liveServer runs `mcpstdio status -http` on the state directory dir and
-// returns the URL it printed. At cleanup it is interrupted, and must end
-// with status 0.
-func liveServer(t *testing.T, dir string) string {
+// liveServer runs `mcpstdio status -http` on the state directory dir
+// (with the flags extra) and returns the URL it printed. At cleanup it is
+// interrupted, and must end with status 0.
+func liveServer(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("the live page is ended with an interrupt, which Windows cannot send")
 	}
 	ctx, cancel, _ := bound.Context(context.Background(), t)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, command(t), "status", "-dir", dir, "-http", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, command(t), append(append([]string{"status", "-dir", dir}, extra...), "-http", "127.0.0.1:0")...)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

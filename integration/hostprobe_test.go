@@ -20,7 +20,7 @@ import (
 // tool that starts the server it is given and calls one tool:
 //
 //   - go-sdk: cmd/gohost -sdk go-sdk, the official Go SDK v1.8.0 client;
-//   - mcp-go: cmd/gohost -sdk mcp-go, mcp-go v1.2.1's client;
+//   - mcp-go: cmd/gohost -sdk mcp-go, mcp-go v1.6.0's client;
 //   - ts-sdk: ts/call.mjs, the official TypeScript SDK 1.32.2 client;
 //   - inspector: the MCP Inspector CLI 2.12.0 (inspector/, --cli), a
 //     config-file host (inspector/mcp.json.tmpl, written by -config).
@@ -71,7 +71,7 @@ const inspectorBin = "node_modules/.bin/mcp-inspector"
 var smallPayloads = []string{"-huge-field", "1048576", "-blocks", "2000", "-stderr-noise", "8388608"}
 
 // capCriteria are the criteria that wait for the host's own timeout.
-var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "shutdown-ladder", "handshake-timeout"}
+var capCriteria = []string{"host-timeout", "progress-forever", "late-after-cancel", "stdin-not-read", "close-bounded", "shutdown-ladder", "handshake-timeout"}
 
 // realHost is a host as hostprobe runs it, with the verdicts it gets.
 type realHost struct {
@@ -166,6 +166,14 @@ var hostTable = map[string]hostRow{
 			// the server/discover probe is waited for until the cap
 			// (measured: still waiting after 1m9s with -host-cap 60s).
 			want["handshake-timeout"] = one(assertions.Fail)
+			// Close waits for a notifications/cancelled in flight
+			// (GOSDK internal/jsonrpc2/conn.go:504-508), which a full
+			// stdin pipe holds for good; gohost closes right after the
+			// call's error, so whether the cancel's goroutine has begun
+			// its write is a race (measured: 1 of 5 runs still running
+			// at the cap; the others closed stdin first and ended ~10 s
+			// after the call, Close's 5 s then SIGTERM).
+			want["close-bounded"] = []assertions.Verdict{assertions.Pass, assertions.Fail}
 			return want
 		}},
 	"mcp-go": {timeout: "none", cancels: "best effort", progress: "no timeout", late: "ignored", crash: "error at once, no restart",
@@ -191,6 +199,9 @@ var hostTable = map[string]hostRow{
 			// The client speaks only the initialize handshake: a
 			// modern-only server answers it with -32022.
 			want["era-modern"] = one(assertions.Fail)
+			// Node gives its child a socket for stdin, which the fake
+			// cannot fill.
+			want["close-bounded"] = one(assertions.Skip)
 			// initialize times out with the request timeout, 60 s, and is
 			// cancelled; exit 1 (measured: gave up after 59.997 s).
 			return want
@@ -202,6 +213,9 @@ var hostTable = map[string]hostRow{
 			// with exit 4 and a message naming --connect-timeout, but no
 			// notifications/cancelled (measured: 29.997 s).
 			want["handshake-timeout"] = one(assertions.Warn)
+			// Node gives its child a socket for stdin, which the fake
+			// cannot fill.
+			want["close-bounded"] = one(assertions.Skip)
 			return want
 		}},
 }

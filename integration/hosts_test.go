@@ -81,11 +81,19 @@ func goSDKHostVerdicts() map[string]assertions.Verdict {
 	// the session, which the criterion accepts ("the host then reported the
 	// session ended").
 	want["over-limit"] = assertions.Pass
+	// A call abandoned by its context returns at once and its
+	// notifications/cancelled goes out on a goroutine (GOSDK
+	// mcp/transport.go:311-321), which blocks on the fake's full stdin
+	// pipe; Close then waits for that write (GOSDK
+	// internal/jsonrpc2/conn.go:504-508: the connection closes its pipes
+	// only once no notification is in flight), and the write for the fake
+	// to read: it returns only when the criterion kills the fake.
+	want["close-bounded"] = assertions.Fail
 	return want
 }
 
 // mcpGoHostVerdicts is what the host criteria say about a client of mcp-go
-// v1.2.1.
+// v1.6.0.
 func mcpGoHostVerdicts() map[string]assertions.Verdict {
 	want := allHostPass()
 	// mcp-go's client has no transport limit: it reads stdout with

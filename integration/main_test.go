@@ -3,7 +3,10 @@ package integration_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcpstdio/mcpstdio/integration"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
@@ -14,4 +17,13 @@ func init() {
 	mcptest.RegisterHelper("mcp-go-loop", integration.MCPGoLoopServer())
 }
 
-func TestMain(m *testing.M) { mcptest.Main(m) }
+// TestMain serves the helper children, and runs the tests with a state
+// directory of their own (testkit.PrivateState): the proxies they run
+// write no status file in the user's.
+func TestMain(m *testing.M) {
+	mcptest.ServeHelper()
+	if err := testkit.PrivateState(); err != nil {
+		panic(err)
+	}
+	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
+}

@@ -66,3 +66,29 @@ func TestFoldLines(t *testing.T) {
 		t.Errorf("foldLines = %q, want the request, the 50 progress lines folded into one, the response", got)
 	}
 }
+
+// TestCloseLingering: Close gives up on an in-process server that is still
+// working after its grace and names it; Main's wait then finds it until it
+// returns on its own, and not after.
+func TestCloseLingering(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	serve := func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+		<-release // working, deaf to its context and pipes
+		return nil
+	}
+	s, err := Start(t.Context(), InProcess(serve), WithGrace(20*time.Millisecond), WithoutHandshake())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "did not return") {
+		t.Errorf("Close of a server still working = %v, want it named", err)
+	}
+	if left := lingering.wait(0); !slices.ContainsFunc(left, func(n string) bool { return strings.Contains(n, "TestCloseLingering") }) {
+		t.Errorf("lingering servers %q, want this test's", left)
+	}
+	close(release)
+	if left := lingering.wait(10 * time.Second); slices.ContainsFunc(left, func(n string) bool { return strings.Contains(n, "TestCloseLingering") }) {
+		t.Errorf("lingering servers %q after it returned, want none of this test's", left)
+	}
+}

@@ -47,6 +47,7 @@ func TestClosedSession(t *testing.T) {
 			"Cancel":            func() error { return inFlight.Cancel("late") },
 			"WriteStdin":        func() error { return s.WriteStdin(ctx, []byte("x\n")) },
 			"CloseStdin":        func() error { return s.CloseStdin() },
+			"CloseStdout":       func() error { return s.CloseStdout() },
 			"WaitWriterBlocked": func() error { return s.WaitWriterBlocked(ctx) },
 			"WaitStdoutBytes":   func() error { return s.WaitStdoutBytes(ctx, 1<<40) },
 			"WaitNotification":  func() error { _, err := s.WaitNotification(ctx, "x"); return err },

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 	"golang.org/x/sys/unix"
@@ -103,15 +104,25 @@ func pipeHolders(f *os.File) []string {
 }
 
 // treeStates returns the threads of pid and of its descendants (at most 63
-// of them); ok is false where pid cannot be seen.
-func treeStates(pid int, stdout *os.File) (ts []threadState, ok bool) {
+// of them) and the CPU time of their children that ended and were reaped
+// (cutime and cstime: a child that ran between two looks is seen only
+// there); ok is false where pid cannot be seen.
+func treeStates(pid int, stdout *os.File) (ts []threadState, reaped time.Duration, ok bool) {
 	pids := append([]int{pid}, proc.Descendants(pid, 63)...)
 	for i, p := range pids {
 		t, err := threadStates(p, stdout)
 		if err != nil && i == 0 {
-			return nil, false
+			return nil, 0, false
 		}
 		ts = append(ts, t...)
+		reaped += reapedTime(p)
 	}
-	return ts, len(ts) > 0 && ts[0].run >= 0
+	return ts, reaped, len(ts) > 0 && ts[0].run >= 0
+}
+
+// reapedTime is the CPU time of pid's children that ended and were reaped
+// (cutime and cstime); 0 where unknown.
+func reapedTime(pid int) time.Duration {
+	st, _ := proc.ReadStat(pid)
+	return st.Reaped
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"time"
 )
 
 func threadStates(int, *os.File) ([]threadState, error) { return nil, errors.ErrUnsupported }
@@ -18,4 +19,4 @@ func pipeFill(*os.File) (int, int, error) { return 0, 0, errors.ErrUnsupported }
 func pipeHolders(*os.File) []string { return nil }
 
 // treeStates: other systems have no /proc to show threads.
-func treeStates(int, *os.File) ([]threadState, bool) { return nil, false }
+func treeStates(int, *os.File) ([]threadState, time.Duration, bool) { return nil, 0, false }

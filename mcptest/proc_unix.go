@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/child"
 	"github.com/mcpstdio/mcpstdio/internal/proc"
 )
 
@@ -24,9 +25,11 @@ type signalStep struct {
 var escalation = []signalStep{{"SIGTERM", syscall.SIGTERM}, {"SIGQUIT", syscall.SIGQUIT}, {"SIGKILL", syscall.SIGKILL}}
 
 // setProcessGroup puts the child in a process group of its own, so that
-// signals reach the processes it starts too.
+// signals reach the processes it starts too, and has it killed if this
+// process dies (Linux).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	child.SetDeathSignal(cmd.SysProcAttr)
 }
 
 func ownGroup(cmd *exec.Cmd) bool {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/internal/child"
 )
 
 // ExitHow says how a server ended; the zero value means it is still
@@ -135,18 +136,11 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = s.cfg.grace
 	}
-	err := cmd.Start()
-	// The child has its own copies now; holding ours would hide its exit
-	// (no EOF on stdout, no EPIPE on stdin).
-	s.stdin.R.Close()
-	s.stdout.W.Close()
-	s.stderr.W.Close()
-	if err != nil {
-		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
-	}
 	c := &childProc{cmd: cmd, exited: make(chan struct{}), marker: marker}
 	s.wg.Add(1)
-	go func() {
+	// Started and waited for on a thread kept for the child's life, which
+	// its parent-death signal needs (see child.Start).
+	err := child.Start(cmd, func() {
 		defer s.wg.Done()
 		err := cmd.Wait()
 		c.mu.Lock()
@@ -179,7 +173,16 @@ func startChild(s *Session, cmd *exec.Cmd) (*childProc, error) {
 		killGroup(cmd)
 		close(c.exited)
 		s.bump()
-	}()
+	})
+	// The child has its own copies now; holding ours would hide its exit
+	// (no EOF on stdout, no EPIPE on stdin).
+	s.stdin.R.Close()
+	s.stdout.W.Close()
+	s.stderr.W.Close()
+	if err != nil {
+		s.wg.Done()
+		return nil, fmt.Errorf("mcptest: starting %s: %w", cmd, err)
+	}
 	return c, nil
 }
 
@@ -271,6 +274,7 @@ func (p *inProc) run(ctx context.Context) {
 	p.s.stdin.R.Close()
 	p.cancel()
 	close(p.ended)
+	lingering.drop(p)
 	p.s.bump()
 }
 
@@ -323,7 +327,68 @@ func (p *inProc) stop(grace time.Duration, closeStdin func()) error {
 	p.mu.Lock()
 	p.stage, p.ex.How = ExitStuck, ExitStuck // also if it returns later
 	p.mu.Unlock()
-	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed; its goroutines:\n%s", 2*grace, p.stacks())
+	lingering.add(p)
+	return fmt.Errorf("mcptest: in-process server did not return %v after its context ended and its pipes closed (still working, or stuck; mcptest.Main waits for it before looking for leaks); its goroutines:\n%s", 2*grace, p.stacks())
+}
+
+// lingering holds the in-process servers a Close gave up on until they
+// return: a server still working (a race-built decoder on a large request)
+// ends later on its own, and Main waits for it, bounded, before goleak
+// looks for leaked goroutines.
+var lingering lingerSet
+
+type lingerSet struct {
+	mu      sync.Mutex
+	servers map[*inProc]bool
+	changed chan struct{} // closed and replaced when a server leaves
+}
+
+func (l *lingerSet) add(p *inProc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if isClosed(p.ended) {
+		return
+	}
+	if l.servers == nil {
+		l.servers, l.changed = map[*inProc]bool{}, make(chan struct{})
+	}
+	l.servers[p] = true
+}
+
+func (l *lingerSet) drop(p *inProc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.servers[p] {
+		delete(l.servers, p)
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+}
+
+// waiting reports whether a server lingers.
+func (l *lingerSet) waiting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.servers) > 0
+}
+
+// wait waits up to d for every lingering server to return, and names those
+// that have not.
+func (l *lingerSet) wait(d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		l.mu.Lock()
+		var names []string
+		for p := range l.servers {
+			names = append(names, "in-process server "+funcName(p.serve))
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if len(names) == 0 || !bound.Wait(changed, time.Until(deadline)) {
+			slices.Sort(names)
+			return names
+		}
+	}
 }
 
 // stacks returns the goroutines that run the ServeFunc or were started by

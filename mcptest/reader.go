@@ -87,6 +87,8 @@ func (s *Session) stdoutEnded(err error) {
 		if ex := s.proc.exit(); ex.How != "" {
 			end = fmt.Errorf("mcptest: server closed its stdout: it has ended (%s)", ex)
 		}
+	case err == ErrClosed && s.stdoutGone:
+		end = errHostClosedStdout
 	case err == ErrClosed:
 		end = err
 	default:

@@ -81,6 +81,7 @@ type Session struct {
 	monitoring    bool
 	pipeFullAt    time.Time
 	heldOpen      string // who holds stdout open after the server exited; "" if nobody does
+	stdoutGone    bool   // CloseStdout closed the host's end of stdout
 	stats         Stats
 	evidence      WriterEvidence
 
@@ -433,7 +434,7 @@ func (s *Session) close() error {
 	s.cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	if !bound.Wait(done, 2*s.cfg.grace) {
+	if !bound.Wait(done, 2*s.cfg.grace) && s.proc.exit().How != ExitStuck { // a stuck server is named above
 		errs = append(errs, fmt.Errorf("mcptest: session goroutines still running %v after the server ended (a WithServerRequests handler that ignores its context, or a WithStderr writer that blocks):\n%s", 2*s.cfg.grace, s.Diagnose()))
 	}
 	s.stdin.Close()

@@ -210,6 +210,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	looks := []sight{s.sight()}
+	w := newWatch(looks[0])
+	var seen Activity // the rule's view of the latest look
 	prevFull := -1
 	var threadsAt time.Time // the last look at the threads
 	for {
@@ -221,6 +223,7 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 		}
 		if now := time.Now(); now.Sub(looks[len(looks)-1].at) >= activityLook {
 			looks = append(looks, s.sight())
+			seen = w.add(looks[len(looks)-1])
 		}
 		if isClosed(s.proc.done()) {
 			// An ended server blocks nothing: say so now, not at the bound.
@@ -259,16 +262,8 @@ func (s *Session) WaitWriterBlocked(ctx context.Context) error {
 			// Stopped with its output short of the pipe's capacity: it
 			// will not block it. An empty pipe proves less (the server
 			// may be waiting on something before it writes at all).
-			if last := looks[len(looks)-1]; len(looks) > 1 && ev.Buffered > 0 && last.at.Sub(looks[0].at) >= activityWindow {
-				from := looks[0]
-				for _, l := range looks {
-					if last.at.Sub(l.at) >= activityWindow {
-						from = l
-					}
-				}
-				if a := activityOf(from, last); a.Stopped {
-					return s.notBlocked(ctx, "waiting for the server to block writing stdout: it stopped short of it", looks, a, errors.New("the server stopped"))
-				}
+			if ev.Buffered > 0 && seen.Stopped {
+				return s.notBlocked(ctx, "waiting for the server to block writing stdout: it stopped short of it", looks, seen, errors.New("the server stopped"))
 			}
 		} else {
 			prevFull = -1

@@ -28,10 +28,10 @@ import (
 // stdout)).
 type ServeFunc func(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error
 
-// Target is a server to start: a child process (Command, Exec, GoBuild,
-// Helper) or a goroutine of this process (InProcess). A child runs in a
-// process group of its own (Unix), so that the signals Close sends also
-// reach what it starts.
+// Target is a server to start: a child process (Command, CommandFunc,
+// Exec, GoBuild, Helper) or a goroutine of this process (InProcess). A
+// child runs in a process group of its own (Unix), so that the signals
+// Close sends also reach what it starts.
 type Target interface {
 	// String describes the target in diagnoses.
 	String() string
@@ -39,19 +39,32 @@ type Target interface {
 }
 
 // Command returns a Target that runs the named program with args as a child
-// process, like exec.Command.
+// process, like exec.Command: on Unix in a process group of its own, and on
+// Linux with a parent-death signal, so that it is killed (SIGKILL) if this
+// process dies.
 func Command(name string, args ...string) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return exec.Command(name, args...) }, desc: fmt.Sprint(append([]string{name}, args...))}
 }
 
 // Exec returns a Target that runs cmd. Start connects cmd's Stdin, Stdout
 // and Stderr to its pipes (they must be nil, or Start fails), sets
-// WaitDelay if it is zero and, on Unix, puts the child in a process group of
-// its own if SysProcAttr is nil (a caller that sets SysProcAttr keeps it as
-// it is, and Close's signals then reach the child alone). A Cmd can be
-// started once only, so the Target can be too.
+// WaitDelay if it is zero and, if SysProcAttr is nil, what Command sets: a
+// process group of its own (Unix) and a parent-death signal (Linux). A
+// caller that sets SysProcAttr keeps it as it is, and Close's signals then
+// reach the child alone. A Cmd can be started once only, so the Target can
+// be too.
 func Exec(cmd *exec.Cmd) Target {
 	return &cmdTarget{build: func() *exec.Cmd { return cmd }, desc: cmd.String()}
+}
+
+// CommandFunc returns a Target that runs the command build returns, calling
+// build for each server it starts (a battery starts one per criterion), so
+// that a command with an environment or a working directory of its own can
+// start any number of times, as Exec's cannot. Each command is started as
+// Exec starts its cmd (its streams must be nil; WaitDelay, process group).
+// CommandFunc also calls build once itself, to describe the target.
+func CommandFunc(build func() *exec.Cmd) Target {
+	return &cmdTarget{build: build, desc: build().String()}
 }
 
 type cmdTarget struct {
@@ -281,7 +294,11 @@ func ServeHelper() {
 // Main is a TestMain for packages that use Helper: in a helper child it
 // serves and exits (ServeHelper); otherwise it runs the tests under
 // goleak.VerifyTestMain with opts, so the package both has helpers and
-// checks for leaked goroutines, and removes the binaries GoBuild built:
+// checks for leaked goroutines, and removes the binaries GoBuild built.
+// Before goleak looks, Main waits for the in-process servers whose Close
+// gave up (still working on something, such as a large request under the
+// race detector) to return, up to 30 s before the test binary's timeout;
+// those that do not are named, and goleak reports their goroutines:
 //
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
 //
@@ -297,9 +314,31 @@ func Main(m *testing.M, opts ...goleak.Option) {
 
 type runner struct{ m *testing.M }
 
+// lingerBound is how long Main waits for in-process servers still running
+// after the tests: until 30 s before the test binary's -test.timeout (go
+// test's default 10m), counted from the package's start.
+func lingerBound() time.Duration {
+	timeout := 10 * time.Minute
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
+			timeout = d
+		}
+	}
+	return max(time.Until(packageStart.Add(timeout))-30*time.Second, 0)
+}
+
+// packageStart is when the test binary started, near enough.
+var packageStart = time.Now()
+
 func (r runner) Run() int {
 	code := r.m.Run()
 	defer removeBuilt()
+	if d := lingerBound(); lingering.waiting() {
+		fmt.Printf("mcptest: waiting up to %v for in-process servers Close gave up on (still working) to return before looking for leaks\n", d.Round(time.Second))
+		if left := lingering.wait(d); len(left) > 0 {
+			fmt.Printf("mcptest: still running %v after the tests ended: %s\n", d.Round(time.Second), strings.Join(left, ", "))
+		}
+	}
 	if code != 0 || testing.Short() || flagSet("test.run") || flagSet("test.skip") || flagSet("test.list") {
 		return code
 	}

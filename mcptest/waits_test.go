@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/mcptest/internal/testserver"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
 
@@ -287,5 +289,46 @@ func TestWaitWriterBlockedNotBlocked(t *testing.T) {
 				t.Errorf("Stalled %v, Capacity %d, Activity %+v; want true, 16384 and nothing known of the threads (in-process)", nb.Stalled, nb.Capacity, a)
 			}
 		})
+	}
+}
+
+func init() {
+	mcptest.RegisterHelper("env", func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, errw io.Writer) error {
+		dir, _ := os.Getwd()
+		fmt.Fprintf(errw, "MCPTEST_TEST_VALUE=%s in %s\n", os.Getenv("MCPTEST_TEST_VALUE"), dir)
+		return testserver.New(nil, true)(ctx, in, out, errw)
+	})
+}
+
+// TestCommandFunc: each server the target starts is a new command from
+// build, with the environment and working directory build gave it.
+func TestCommandFunc(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	builds := 0
+	target := mcptest.CommandFunc(func() *exec.Cmd {
+		builds++
+		cmd, err := mcptest.HelperCommand(context.Background(), "env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MCPTEST_TEST_VALUE=v%d", builds))
+		cmd.Dir = dir
+		return cmd
+	})
+	for i := 2; i <= 3; i++ {
+		s := mcptest.StartServer(t, target)
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("MCPTEST_TEST_VALUE=v%d in %s\n", i, dir); !strings.Contains(string(s.Stderr()), want) {
+			t.Errorf("server %d: stderr %q, want %q", i-1, s.Stderr(), want)
+		}
+	}
+	if builds != 3 {
+		t.Errorf("build called %d times, want 3 (once to describe the target, once per server)", builds)
 	}
 }

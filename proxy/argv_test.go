@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,5 +32,48 @@ func TestRedactArgv(t *testing.T) {
 	none, _ := newRedactPolicy(nil, nil)
 	if got, n := none.redactArgv(in); n != 0 || !slices.Equal(got, in) {
 		t.Errorf("with no key words: %q, %d redacted; want argv as it is", got, n)
+	}
+}
+
+// TestRedactArgvConfigForms: the forms MCP configurations use most for
+// secrets in a server's arguments are redacted: header arguments (as
+// mcp-remote takes them), a URL's userinfo password, --env=KEY=V, a JSON
+// argument, --bearer and a bare "Bearer" token; what only looks like them
+// is kept.
+func TestRedactArgvConfigForms(t *testing.T) {
+	t.Parallel()
+	pol, err := newRedactPolicy(DefaultRedactKeys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in, want []string
+		n        int
+	}{
+		{[]string{"--header", "Authorization: Bearer V1"}, []string{"--header", "Authorization: [redacted]"}, 1},
+		{[]string{"--header", "Authorization:Bearer V1"}, []string{"--header", "Authorization:[redacted]"}, 1},
+		{[]string{"--header", "X-Api-Key: V1"}, []string{"--header", "X-Api-Key: [redacted]"}, 1},
+		{[]string{"--header=Authorization: Bearer V1"}, []string{"--header=Authorization: [redacted]"}, 1},
+		{[]string{"postgresql://admin:V1@db/app"}, []string{"postgresql://admin:[redacted]@db/app"}, 1},
+		{[]string{"--db=https://u:V1@h:5432/x?y=1"}, []string{"--db=https://u:[redacted]@h:5432/x?y=1"}, 1},
+		{[]string{"--env=API_KEY=V1", "-e", "GITHUB_TOKEN=V2"}, []string{"--env=API_KEY=[redacted]", "-e", "GITHUB_TOKEN=[redacted]"}, 2},
+		{[]string{`{"apiKey":"V1","region":"eu"}`}, []string{`{"apiKey":"[redacted]","region":"eu"}`}, 1},
+		{[]string{`--config={"nested":{"password":"V1"}}`}, []string{`--config={"nested":{"password":"[redacted]"}}`}, 1},
+		{[]string{"--bearer", "V1"}, []string{"--bearer", "[redacted]"}, 1},
+		{[]string{"Bearer V1"}, []string{"Bearer [redacted]"}, 1},
+		// Kept: no secret in them.
+		{[]string{"--header", "Accept: text/plain", "http://localhost:8080/mcp", "https://user@host/x", `{"region":"eu"}`, "--port=8080", "a:b"},
+			[]string{"--header", "Accept: text/plain", "http://localhost:8080/mcp", "https://user@host/x", `{"region":"eu"}`, "--port=8080", "a:b"}, 0},
+	} {
+		in := append([]string{"server"}, c.in...)
+		got, n := pol.redactArgv(in)
+		if diff := cmp.Diff(append([]string{"server"}, c.want...), got); diff != "" || n != c.n {
+			t.Errorf("redactArgv(%q): %d redacted, want %d (-want +got):\n%s", c.in, n, c.n, diff)
+		}
+		for _, w := range got {
+			if strings.Contains(w, "V1") || strings.Contains(w, "V2") {
+				t.Errorf("redactArgv(%q) kept a secret: %q", c.in, got)
+			}
+		}
 	}
 }

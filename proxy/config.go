@@ -41,8 +41,14 @@ type Config struct {
 	// from one goroutine, in the order things happened: the header line
 	// alone in the first Write, then each batch of events the observer
 	// takes in one Write (one or more lines, at most 64 KiB beyond one
-	// line), before it waits for more. Nil records nothing. A failed Write
-	// is reported by Wait; the proxy goes on forwarding.
+	// line), before it waits for more: an event is written within a few
+	// milliseconds of happening, if the machine lets the proxy run, and a
+	// tick event after a quiet spell (see record.EvTick). Nil records
+	// nothing. After a Write fails, one last Write of one line says why
+	// (record.EvCut), whether or not it succeeds, and nothing more is
+	// written; the failure is in the Status (RecordError) and Wait returns
+	// it, and the proxy goes on forwarding. A writer that keeps part of a
+	// failed Write should drop it, so that the record stays whole lines.
 	Record io.Writer
 	// LogBodies makes chunk events carry the chunk's bytes (after
 	// redaction), so that a replay has every byte; otherwise frames are kept
@@ -88,7 +94,9 @@ type Config struct {
 	// StatusInterval (default DefaultStatusInterval) from the observer's
 	// goroutine, as http.Server calls its hooks: mcpstdio rewrites its
 	// status file there. The first error it returns is recorded (EvError);
-	// the proxy goes on forwarding and calling it.
+	// the proxy goes on forwarding and calling it. StatusInterval is also
+	// how long the record may be quiet while anything waits before a tick
+	// event says the proxy still runs (record.EvTick).
 	OnStatus       func(Status) error
 	StatusInterval time.Duration
 

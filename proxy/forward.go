@@ -74,7 +74,17 @@ type obsEvent struct {
 	small bool      // buf is a copy of its own (a small read), not from the pool
 	tee   bool      // obsRead: the bytes are in the observer's pipe (the splice path)
 	reads int       // reads merged into this event (a batch), 0 or 1 for one
+	// obsRead, after the forwarder was away from its source for awayMin
+	// or more: waited-1 bytes were in the source's pipe when the read was
+	// issued, at issued (waited 0: not measured).
+	waited int
+	issued time.Time
 }
+
+// awayMin is how long a forwarder must have been away from its source (a
+// write that blocked, a fault that held it) for its next read to measure
+// what waited in the source's pipe meanwhile (see record.Event's Waited).
+const awayMin = time.Millisecond
 
 // forwarder moves one direction's bytes: read at most ChunkSize bytes from
 // the source, write them all to the destination, and only then read again.
@@ -119,6 +129,8 @@ type forwarder struct {
 	held       atomic.Int64           // ns that ended stops held the source
 	stopName   atomic.Pointer[string] // the stop fault in effect (or last in effect), in the flag syntax
 
+	away bool // the last write (or a fault) kept the forwarder from its source for awayMin or more
+
 	mu        sync.Mutex
 	srcErr    error // how the source ended: io.EOF, or the read error
 	srcEnd    time.Time
@@ -156,9 +168,13 @@ func (f *forwarder) run() {
 	var off int64
 	empty := 0
 	for {
-		if f.f != nil && !f.f.gate() {
-			f.endRead(errClosed)
-			return
+		if f.f != nil {
+			g := time.Now()
+			if !f.f.gate() {
+				f.endRead(errClosed)
+				return
+			}
+			f.away = f.away || time.Since(g) >= awayMin
 		}
 		if f.sp.wantSplice() {
 			n, err, werr := f.spliceStep(off)
@@ -191,6 +207,7 @@ func (f *forwarder) run() {
 		if f.f != nil {
 			limit = f.f.readLimit(off, limit)
 		}
+		waited, issued := f.waiting()
 		n, err := f.readSource(buf[:limit])
 		now := time.Now()
 		f.sp.copied(n)
@@ -206,7 +223,7 @@ func (f *forwarder) run() {
 			giveBack := shared
 			if !merge {
 				f.flushBatch()
-				ev := obsEvent{kind: obsRead, off: off, n: n, t: now}
+				ev := obsEvent{kind: obsRead, off: off, n: n, t: now, waited: waited, issued: issued}
 				giveBack = f.share(&ev, buf[:n], shared)
 				f.send(ev)
 			}
@@ -217,6 +234,7 @@ func (f *forwarder) run() {
 				werr = f.f.deliver(off, buf[:n], now)
 			}
 			wend := time.Now()
+			f.away = wend.Sub(now) >= awayMin
 			if merge {
 				f.addBatch(off, buf[:n], now, wend)
 			}
@@ -244,6 +262,22 @@ func (f *forwarder) run() {
 			return
 		}
 	}
+}
+
+// waiting returns, when the forwarder has been away from its source for
+// awayMin or more, what waits in the source's pipe now, before it reads
+// again, plus one (0 where that is not known or not measured), and the
+// time.
+func (f *forwarder) waiting() (int, time.Time) {
+	if !f.away {
+		return 0, time.Time{}
+	}
+	f.away = false
+	now := time.Now()
+	if n, ok := pipeBuffered(f.src); ok {
+		return n + 1, now
+	}
+	return 0, time.Time{}
 }
 
 // readSource reads once from the source.

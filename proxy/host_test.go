@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -225,10 +226,52 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 	t.Run("unanswered", func(t *testing.T) {
+		// The server took what the host wrote after the call (a ping,
+		// answered): it reads stdin. The verdict is recorded when it first
+		// appears: Unanswered leaves the ping time to be answered first.
+		v := verdictScenario(t, proxy.Config{Unanswered: 2 * time.Second}, record.VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
+			s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
+			if err := s.Ping(ctxFor(t)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		wantText(t, v, "server has not answered id", "(tools/call slow) for", "it reads stdin (it took all written to it since", "its stdout is idle")
+	})
+	t.Run("unanswered-nothing-since", func(t *testing.T) {
+		// Nothing was written to the server after the call: whether it
+		// reads its stdin is not known.
 		v := verdictScenario(t, proxy.Config{}, record.VerdictUnanswered, "tools/call slow", []string{"fake"}, nil, func(s *mcptest.Session, h *proxied) {
 			s.Send("tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "intervalMs": 600000}})
 		})
-		wantText(t, v, "server has not answered id", "(tools/call slow) for", "it reads stdin", "its stdout is idle")
+		wantText(t, v, "server has not answered id", "whether it reads stdin now is unknown: nothing was written to it since")
+		if strings.Contains(v.Text, "; it reads stdin") {
+			t.Errorf("verdict %q says the server reads stdin, with no evidence", v.Text)
+		}
+	})
+	t.Run("unanswered-unread", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("pipe levels (FIONREAD) are Linux only")
+		}
+		// The naive server is blocked writing a response the host does
+		// not read; the ping written after it waits in its stdin pipe,
+		// unread. Its big call's response is under way: not unanswered
+		// (Unanswered gives a loaded machine time to read its start).
+		var rec *recSink
+		v := verdictScenario(t, proxy.Config{Unanswered: 2 * time.Second}, record.VerdictUnanswered, "(ping)", []string{"fake", "-naive"}, nil, func(s *mcptest.Session, h *proxied) {
+			rec = h.rec
+			s.StallReads()
+			s.Send("tools/call", bigCall(4<<20))
+			if err := s.WaitWriterBlocked(ctxFor(t)); err != nil {
+				t.Fatal(err)
+			}
+			s.Send("ping", nil)
+		})
+		wantText(t, v, "server has not answered id", "(ping) for", "it has not read the request: it is among the")
+		for _, e := range rec.find(verdictOf(record.VerdictUnanswered)) {
+			if strings.Contains(e.Verdict.Text, "tools/call big") {
+				t.Errorf("verdict %q: the big call's response is under way", e.Verdict.Text)
+			}
+		}
 	})
 	t.Run("cancel-ignored", func(t *testing.T) {
 		v := verdictScenario(t, proxy.Config{}, record.VerdictCancelIgnored, "", []string{"fake", "-ignore-cancel"}, nil, func(s *mcptest.Session, h *proxied) {
@@ -316,4 +359,21 @@ func TestVerdictNoExit(t *testing.T) {
 	r.stdin.Close()
 	v := r.rec.wait(t, "no-exit verdict", verdictOf(record.VerdictNoExit))
 	wantText(t, *v.Verdict, "the host closed the server's stdin", "ago; the server has not exited")
+}
+
+// TestVerdictStdoutClosed: a server that closed its stdout and runs on
+// leaves a request unanswered: the verdict says its stdout is closed, not
+// idle.
+func TestVerdictStdoutClosed(t *testing.T) {
+	t.Parallel()
+	r := startRig(t, helperCmd(t, "exit", "close-stdout"), proxy.Config{Stuck: 50 * time.Millisecond, Unanswered: 200 * time.Millisecond})
+	r.rec.wait(t, "the server's stdout ended", func(e record.Event) bool { return e.Ev == record.EvEOF && e.Dir == record.DirOut })
+	io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`+"\n")
+	v := r.rec.wait(t, "the unanswered verdict", verdictOf(record.VerdictUnanswered)).Verdict
+	wantText(t, *v, "server has not answered id 1 (tools/call x)", "it closed its stdout", "ago and runs on")
+	if strings.Contains(v.Text, "idle") {
+		t.Errorf("verdict %q calls a closed stdout idle", v.Text)
+	}
+	r.stdin.Close()
+	r.wait()
 }

@@ -136,14 +136,15 @@ func (p *Proxy) shutdown() {
 }
 
 // Signal passes sig on to the server process (not its process group, as a
-// host signals its server's pid) and records it. On Windows only
+// host signals its server's pid) and records it as a signal the proxy
+// received: the caller passes on what was sent to it. On Windows only
 // os.Kill can be delivered; other signals are recorded as not passed.
 func (p *Proxy) Signal(sig os.Signal) error {
 	p.sigMu.Lock()
 	defer p.sigMu.Unlock()
 	now := time.Now()
 	err := signalServer(p.cmd.Process, sig)
-	ev := record.Event{Ev: record.EvSignal, Signal: signalName(sig), Text: "passed on to the server"}
+	ev := record.Event{Ev: record.EvSignal, Signal: signalName(sig), Text: "received by the proxy (from the host, or whoever signalled it) and passed on to the server"}
 	if err != nil {
 		ev.Text, ev.Err = "not passed on", err.Error()
 	}

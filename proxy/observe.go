@@ -41,6 +41,8 @@ type observer struct {
 	dirs  [3]*dirObs
 
 	finishReq chan chan *Result
+	done      chan struct{} // closed when the observer's goroutine returns
+	abandon   chan struct{} // closed when Wait gives up on the observer (finish)
 	cutoff    atomic.Int64  // UnixNano set by finish: past it, traffic events are counted as lost, not handled
 	nudge     chan struct{} // a forwarder's pool is half used, or an event was noted
 	notes     notes
@@ -84,6 +86,7 @@ type dirObs struct {
 
 	blockSeen int64 // writeStart of the write a block event was written for
 	lastByte  time.Time
+	lastWrite time.Time // when the last write of this direction returned
 	frames    int64
 	largest   int64
 	blocked   time.Duration // total time of blocked writes
@@ -118,6 +121,8 @@ func newObserver(p *Proxy, pol *redactPolicy) *observer {
 	o := &observer{
 		p: p, cfg: p.cfg, start: p.start,
 		finishReq: make(chan chan *Result),
+		done:      make(chan struct{}),
+		abandon:   make(chan struct{}),
 		nudge:     make(chan struct{}, 1),
 		pending:   map[pkey]*request{},
 		tokens:    map[string]*request{},
@@ -157,9 +162,9 @@ func (o *observer) emitFrame(t time.Time, e record.Event) {
 }
 
 // emitChunk emits chunk event e, by recorder.emitChunk when it has no
-// bodies.
+// bodies and nothing waited.
 func (o *observer) emitChunk(t time.Time, e record.Event) {
-	if e.Data != "" || e.B64 != nil {
+	if e.Data != "" || e.B64 != nil || e.Waited != 0 {
 		o.emit(t, e)
 		return
 	}
@@ -262,9 +267,18 @@ func (o *observer) dirEnded(d *dirObs) {
 	fw.mu.Lock()
 	srcErr, srcEnd := fw.srcErr, fw.srcEnd
 	fw.mu.Unlock()
+	fw.mu.Lock()
+	failed := fw.dstErr != nil
+	fw.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.chunkGap(d, fw.written.Load(), srcEnd)
+	// The forwarder's writes all returned before its source ended; if one
+	// failed, which of the bytes got through is not known.
+	wt := srcEnd
+	if failed {
+		wt = time.Time{}
+	}
+	o.chunkGap(d, fw.written.Load(), srcEnd, wt)
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
@@ -322,14 +336,18 @@ func (o *observer) noteDrops(d *dirObs, t time.Time) {
 // written handles the end of a write: the chunk event, a block that ended,
 // and the frames whose last byte it carried.
 func (o *observer) written(d *dirObs, ev obsEvent) {
-	o.chunkGap(d, ev.off, ev.since)
+	o.chunkGap(d, ev.off, ev.since, ev.since) // written before this write began
 	d.wend = ev.off + int64(ev.n)
+	d.lastWrite = ev.t
 	ce := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: ev.off, N: int64(ev.n), T: o.since(ev.since), WT: o.since(ev.t)}
 	if ev.reads > 1 {
 		ce.Reads = ev.reads
 	}
 	if d.hasChunk && d.chunk.off == ev.off {
 		ce.T = o.since(d.chunk.t)
+		if d.chunk.waited > 1 {
+			ce.Waited, ce.RT = int64(d.chunk.waited-1), o.since(d.chunk.issued)
+		}
 		if o.cfg.LogBodies && d.dataOK {
 			setData(&ce, d.data)
 		} else if o.cfg.LogBodies {
@@ -364,10 +382,15 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 }
 
 // chunkGap writes a chunk event marked Gap for bytes written on whose
-// own chunk events were lost, so that chunk events cover every byte.
-func (o *observer) chunkGap(d *dirObs, upto int64, t time.Time) {
+// own chunk events were lost, so that chunk events cover every byte: at
+// t, their write having returned by wt (zero if not known).
+func (o *observer) chunkGap(d *dirObs, upto int64, t, wt time.Time) {
 	if upto > d.wend {
-		o.emitChunk(t, record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true})
+		e := record.Event{Ev: record.EvChunk, Dir: dirNames[d.d], Off: d.wend, N: upto - d.wend, Gap: true}
+		if !wt.IsZero() {
+			e.WT = o.since(wt)
+		}
+		o.emitChunk(t, e)
 		d.wend = upto
 	}
 }

@@ -9,8 +9,12 @@ import "time"
 // spare). Events carry the forwarders' timestamps, so no precision is
 // lost; their copies wait in the pool meanwhile.
 // A forwarder whose copies fill half its pool nudges the observer to come
-// sooner, so that fast traffic loses no detail.
-const batchEvery = 10 * time.Millisecond
+// sooner, so that fast traffic loses no detail. It also bounds how long an
+// event waits to be written to the record (a killed proxy loses at most
+// that much): 2 ms against 10 ms took the median delay from event to
+// record file from 9 ms to 2–4 ms on a loaded 2-core machine (load 20),
+// with no change in the round trip or the throughput measurable there.
+const batchEvery = 2 * time.Millisecond
 
 // idleAfter: after this long without events, the observer sleeps until the
 // next one instead of waking every batchEvery.
@@ -20,7 +24,18 @@ const idleAfter = 100 * time.Millisecond
 // directions in batches, oldest first, and ticks to notice blocked writes,
 // find verdicts and rewrite the status file.
 func (o *observer) run() {
-	defer o.p.wg.Done()
+	defer close(o.done)
+	defer func() {
+		select {
+		case <-o.abandon: // Wait went on without the observer: it closes its own ends
+			for _, d := range o.dirs {
+				if d.fw != nil {
+					d.fw.sp.closeRead()
+				}
+			}
+		default:
+		}
+	}()
 	l := &obsLoop{tick: time.NewTicker(min(o.cfg.BlockEvent/2, 50*time.Millisecond)), batch: time.NewTimer(batchEvery), nextStatus: time.Now(), active: true, last: time.Now()}
 	defer l.tick.Stop()
 	defer l.batch.Stop()
@@ -56,6 +71,8 @@ func (o *observer) loop(l *obsLoop) {
 			case reply := <-o.finishReq:
 				reply <- o.finish1()
 				return
+			case <-o.abandon:
+				return
 			}
 			continue
 		}
@@ -73,6 +90,8 @@ func (o *observer) loop(l *obsLoop) {
 			continue
 		case reply := <-o.finishReq:
 			reply <- o.finish1()
+			return
+		case <-o.abandon:
 			return
 		}
 		l.active, l.last = true, time.Now()

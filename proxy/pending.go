@@ -23,6 +23,7 @@ type request struct {
 	tool      string
 	token     string
 	size      int64
+	end       int64     // its source offset past its newline
 	sent      time.Time // its first byte was read from the requester
 	read      time.Time // its last byte was read
 	written   time.Time // it was written whole to the other side
@@ -99,7 +100,7 @@ func (o *observer) requestFrame(d *dirObs, ev record.Event, a *frameAsm, end int
 	}
 	o.seq++
 	r := &request{
-		d: d.d, seq: o.seq, id: ev.ID, method: ev.Method, tool: ev.Tool, size: ev.N,
+		d: d.d, seq: o.seq, id: ev.ID, method: ev.Method, tool: ev.Tool, size: ev.N, end: end,
 		sent: a.t0, read: o.timeOf(ev.T),
 	}
 	if r.sent.IsZero() {

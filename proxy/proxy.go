@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,7 +129,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		p.note(time.Now(), record.Event{Ev: record.EvError, Err: err.Error(), Text: "the server did not start"})
 		p.obs.drain() // the observer never runs: write the header and this now
 		p.closePipes()
-		return nil, fmt.Errorf("proxy: starting %s: %w", cmd, err)
+		return nil, fmt.Errorf("proxy: starting %s: %w", strings.Join(p.argv, " "), err)
 	}
 	p.note(time.Now(), record.Event{Ev: record.EvSpawn, PID: cmd.Process.Pid})
 
@@ -140,7 +141,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 	}
 	p.faults.arm(p)
 
-	p.wg.Add(3) // the observer, waitServer and watch; the forwarders have done channels
+	p.wg.Add(2) // waitServer and watch; the observer and the forwarders have done channels
 	go p.obs.run()
 	for _, f := range p.fw {
 		go f.run()
@@ -200,9 +201,15 @@ func (p *Proxy) Status() Status { return p.obs.status(time.Now()) }
 // process the server started that holds its output), and says why in the
 // record. The observer then gets at most ExitGrace more for its backlog
 // (what it has not seen by then is counted as lost detail), so Wait
-// returns within twice ExitGrace of the server's exit, plus scheduling. A stream that cannot be interrupted (no SetReadDeadline or
+// returns within twice ExitGrace of the server's exit, plus scheduling. A
+// stream that cannot be interrupted (no SetReadDeadline or
 // SetWriteDeadline, not a non-blocking file) is given ExitGrace more, then
-// left to its goroutine, which ends when its call returns.
+// left to its goroutine, which ends when its call returns. A Write of
+// Config.Record or an OnStatus call that does not return (a hung file
+// system) is left behind too: ExitGrace plus 2 s after the observer was
+// asked to finish, Wait goes on without the record's summary, returning
+// the exit but no verdicts and an error that says why; the observer's
+// goroutine ends once that call returns.
 func (p *Proxy) Wait() (*Result, error) {
 	p.waitOnce.Do(p.wait)
 	p.mu.Lock()
@@ -231,15 +238,26 @@ func (p *Proxy) wait() {
 	// The proxy is done, as the server is: the host's writes must fail
 	// rather than wait for a reader that will never come.
 	_ = closeStream(p.host.Stdin)
-	res := p.obs.finish()
+	res, ferr := p.obs.finish()
 	p.wg.Wait()
-	for _, f := range p.fw {
-		f.sp.closeRead() // the observer is done with it
+	if ferr == nil {
+		<-p.obs.done
+		for _, f := range p.fw {
+			f.sp.closeRead() // the observer is done with it
+		}
+	} else {
+		res = &Result{Status: Status{ProxyPID: os.Getpid(), ServerPID: p.cmd.Process.Pid, Argv: p.argv, Start: p.start, Updated: time.Now()}}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	res.Exit = p.exitInfo
+	if ferr != nil {
+		res.Status.Exit = &res.Exit
+	}
 	p.result = res
+	if p.waitErr == nil {
+		p.waitErr = ferr
+	}
 	if rerr := p.rec.failed(); rerr != nil && p.waitErr == nil {
 		p.waitErr = rerr
 	}

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -36,8 +38,12 @@ type recorder struct {
 	w     io.Writer
 	start time.Time
 	seq   int64
-	err   error  // the first write error; later events are not written
-	out   []byte // encoded lines not written yet (see flush)
+	err   error     // the first write error; later events are not written
+	out   []byte    // encoded lines not written yet (see flush)
+	last  time.Time // when the last event happened (see tick)
+	// failedErr is err for failed, which must not wait for mu: a Write
+	// that does not return holds it.
+	failedErr atomic.Pointer[error]
 }
 
 // flushAt is how many bytes of encoded lines the recorder holds before it
@@ -96,6 +102,7 @@ func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	if e.T == 0 {
 		e.T = r.since(at)
 	}
+	r.last = at
 	line := len(r.out)
 	var b []byte
 	var err error
@@ -111,7 +118,7 @@ func (r *recorder) write(at time.Time, e record.Event, enc int) {
 	}
 	if err != nil {
 		r.out = b[:line]
-		r.err = fmt.Errorf("proxy: encoding a record event: %w", err)
+		r.setErr(fmt.Errorf("proxy: encoding a record event: %w", err))
 		return
 	}
 	r.out = append(b, '\n')
@@ -139,11 +146,35 @@ func (r *recorder) flushLocked() {
 		return
 	}
 	if _, err := r.w.Write(r.out); err != nil {
-		r.err = fmt.Errorf("proxy: writing the record: %w", err)
+		r.setErr(fmt.Errorf("proxy: writing the record: %w", err))
+		r.cut(err, bytes.Count(r.out, []byte{'\n'}))
 	}
 	if r.out = r.out[:0]; cap(r.out) > maxOut {
 		r.out = nil
 	}
+}
+
+// cut writes the record's last line after a failed Write of lost events:
+// a record.EvCut event that says why the record ends there. Whether it
+// can be written or not, nothing more is.
+func (r *recorder) cut(err error, lost int) {
+	e := record.Event{Seq: r.seq, T: r.since(time.Now()), Ev: record.EvCut, Events: int64(lost), Err: err.Error(),
+		Text: "the record ends here: writing it failed, and nothing after this was recorded; the proxy went on forwarding"}
+	r.seq++
+	if b, merr := json.Marshal(&e); merr == nil {
+		_, _ = r.w.Write(append(b, '\n'))
+	}
+}
+
+// lastEvent returns when the last event written happened, and whether the
+// record is still written.
+func (r *recorder) lastEvent() (time.Time, bool) {
+	if r == nil || r.w == nil {
+		return time.Time{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last, r.err == nil
 }
 
 func marshalEvent(b []byte, e record.Event) ([]byte, error) {
@@ -151,14 +182,21 @@ func marshalEvent(b []byte, e record.Event) ([]byte, error) {
 	return append(b, j...), err
 }
 
-// failed returns the first error writing the record.
+// setErr records the first error writing the record. r.mu is held.
+func (r *recorder) setErr(err error) {
+	r.err = err
+	r.failedErr.Store(&err)
+}
+
+// failed returns the first error writing the record. It never waits.
 func (r *recorder) failed() error {
 	if r == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	if p := r.failedErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setData puts b into e as Data or B64.

@@ -226,7 +226,7 @@ func TestEndLostAtExitMarked(t *testing.T) {
 	// The observer's time runs out once Wait is in finish, past setting
 	// its cutoff (ExitGrace is 1ns), waiting to hand it the end: then let
 	// the record take writes again.
-	waitStack(t, "proxy.(*observer).finish(", "chan send")
+	waitStack(t, "proxy.(*observer).finish(", "select")
 	r.rec.unblock()
 	res := <-ended
 	m := res.Status.Metrics
@@ -251,7 +251,7 @@ func TestEndLostAtExitMarked(t *testing.T) {
 }
 
 // waitStack waits until a goroutine whose stack holds s waits in state
-// (as runtime.Stack names it, "chan send"). Nothing announces that a
+// (as runtime.Stack names it, "chan send", "select"). Nothing announces that a
 // goroutine has reached a blocking send, so it looks every 5ms, bounded.
 func waitStack(t *testing.T, s, state string) {
 	t.Helper()
@@ -324,7 +324,8 @@ func TestRecordSample(t *testing.T) {
 func sampleSession(t *testing.T) *recSink {
 	r := startRig(t, helperCmd(t, "fake", "-ignore-cancel"), proxy.Config{
 		Version: "0.1.0", Stuck: time.Millisecond, Unanswered: time.Hour, BlockEvent: 20 * time.Millisecond, ChunkSize: 4096, ObserverBuffer: 16 << 20,
-		Faults: []record.Fault{mustFault(t, "err:latency:delay=1ms")},
+		StatusInterval: time.Hour, // no tick events: the sample pins the events of a session, a tick is one of a quiet spell
+		Faults:         []record.Fault{mustFault(t, "err:latency:delay=1ms")},
 	})
 	drain(t, r.stderr)
 	w := func(s string) { r.stdin.Write([]byte(s + "\n")) }

@@ -19,7 +19,7 @@ import (
 // "password") and in any case (Unicode case folding), at any depth.
 var DefaultRedactKeys = []string{
 	"password", "passwd", "secret", "token", "apikey", "api_key", "api-key",
-	"authorization", "auth", "cookie", "credential", "private", "session",
+	"authorization", "auth", "bearer", "cookie", "credential", "private", "session",
 }
 
 // redactExempt are keys that contain a secret-looking word but are MCP's

@@ -187,6 +187,8 @@ type rig struct {
 	stdout  *os.File // the host reads the server's stdout here
 	stderr  *os.File // and its stderr here
 	closers []io.Closer
+	// recordFails: the test's record fails on purpose, and Close says so.
+	recordFails bool
 }
 
 // startRig starts cmd behind a proxy configured by cfg, recording into a
@@ -219,7 +221,7 @@ func startRig(t testing.TB, cmd *exec.Cmd, cfg proxy.Config) *rig {
 	r.p = p
 	t.Cleanup(func() {
 		defer cancel()
-		if err := p.Close(); err != nil {
+		if err := p.Close(); err != nil && !r.recordFails {
 			t.Errorf("Close: %v", err)
 		}
 		for _, c := range r.closers {
@@ -359,12 +361,18 @@ func bytesServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser
 
 // exitServer ends as its args say: "N" exits with N after stdin ends (or
 // at once with "now"), "signal" kills itself with SIGKILL, "close-stdin"
-// closes its stdin and runs until it is killed.
+// closes its stdin and runs until it is killed, "close-stdout" closes its
+// stdout and reads stdin until it ends.
 func exitServer(ctx context.Context, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
 	args := mcptest.HelperArgs()
 	if args[0] == "close-stdin" {
 		stdin.Close()
 		<-ctx.Done() // until the proxy kills it
+		return nil
+	}
+	if args[0] == "close-stdout" {
+		stdout.Close()
+		io.Copy(io.Discard, stdin)
 		return nil
 	}
 	if len(args) < 2 || args[1] != "now" {

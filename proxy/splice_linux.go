@@ -139,7 +139,8 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 	defer runtime.KeepAlive(s.dst.f)
 	limit := f.p.cfg.ChunkSize
 	f.flushBatch() // the order of events is kept
-	var t int      // bytes teed for the observer
+	inPipe, issued := f.waiting()
+	var t int // bytes teed for the observer
 	waited := false
 	if s.drained {
 		// The last chunk emptied the source: a tee now would most likely
@@ -198,17 +199,17 @@ func (f *forwarder) spliceStep(off int64) (n int, rerr, werr error) {
 			return 0, err, nil
 		}
 	}
-	return n, nil, f.spliceChunk(off, n, t > 0)
+	return n, nil, f.spliceChunk(off, n, t > 0, inPipe, issued)
 }
 
 // spliceChunk forwards the n bytes at source offset off by splice, with
 // the observer's events: teed, its copy is in the observer's pipe; else its
-// detail is lost.
-func (f *forwarder) spliceChunk(off int64, n int, teed bool) error {
+// detail is lost. inPipe and issued are what waiting found before it.
+func (f *forwarder) spliceChunk(off int64, n int, teed bool, inPipe int, issued time.Time) error {
 	s := f.sp
 	now := time.Now()
 	f.read.Add(int64(n))
-	ev := obsEvent{kind: obsRead, off: off, n: n, t: now, tee: teed}
+	ev := obsEvent{kind: obsRead, off: off, n: n, t: now, tee: teed, waited: inPipe, issued: issued}
 	if !teed {
 		f.lostBytes.Add(int64(n))
 	} else if q := s.queued.Add(int64(n)); q > int64(s.obsCap/2) {
@@ -217,6 +218,7 @@ func (f *forwarder) spliceChunk(off int64, n int, teed bool) error {
 	f.send(ev)
 	werr := f.splice(n)
 	wend := time.Now()
+	f.away = wend.Sub(now) >= awayMin
 	f.written.Store(off + int64(n))
 	f.send(obsEvent{kind: obsWritten, off: off, n: n, t: wend, since: now})
 	return werr

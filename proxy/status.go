@@ -19,6 +19,10 @@ type Status struct {
 	Updated   time.Time `json:"updated"`
 	Running   bool      `json:"running"` // the server has not exited
 	Exit      *ExitInfo `json:"exit,omitempty"`
+	// RecordError says why the record is no longer written (a write
+	// failed: it ends with a record.EvCut event); "" while it is, or
+	// without one.
+	RecordError string `json:"record_error,omitempty"`
 
 	Streams  []StreamStatus   `json:"streams"`
 	Pending  []PendingStatus  `json:"pending"`
@@ -85,6 +89,9 @@ func (o *observer) status(now time.Time) Status {
 	}
 	if o.p.cmd.Process != nil {
 		st.ServerPID = o.p.cmd.Process.Pid
+	}
+	if err := o.p.rec.failed(); err != nil {
+		st.RecordError = err.Error()
 	}
 	for _, d := range o.dirs {
 		s := StreamStatus{Dir: dirNames[d.d], Read: d.fw.read.Load(), Written: d.fw.written.Load(), Writes: d.fw.writes.Load(), Delivered: d.fw.delivered.Load(), Ended: !d.eof.IsZero()}

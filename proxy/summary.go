@@ -4,6 +4,7 @@ package proxy
 // appear, the status hook, and the summary.
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -29,12 +30,36 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 	for _, v := range o.liveVerdicts(now) {
 		o.recordVerdict(now, v)
 	}
+	o.tickEvent(now)
 	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
 	o.mu.Unlock()
 	if due {
 		*nextStatus = now.Add(o.cfg.StatusInterval)
 		o.reportStatus(now)
 	}
+}
+
+// tickIdle is how long the record of a proxy with nothing waiting may be
+// quiet before a tick event (record.EvTick) says it still runs.
+const tickIdle = time.Minute
+
+// tickEvent writes a tick event with the metrics so far when nothing has
+// been written for StatusInterval while a request is pending, a write is
+// blocked or a fault holds a direction, or for tickIdle. o.mu is held.
+func (o *observer) tickEvent(now time.Time) {
+	last, ok := o.p.rec.lastEvent()
+	if !ok || now.Sub(last) < o.cfg.StatusInterval {
+		return
+	}
+	busy := len(o.pending) > 0
+	for _, d := range o.dirs {
+		busy = busy || d.fw.writeStart.Load() != 0 || d.fw.stopped.Load() != 0
+	}
+	if !busy && now.Sub(last) < tickIdle {
+		return
+	}
+	m := o.metrics()
+	o.emit(now, record.Event{Ev: record.EvTick, Metrics: &m})
 }
 
 // recordVerdict writes a verdict the first time it appears.
@@ -68,16 +93,34 @@ func (o *observer) noteExit(t time.Time, info ExitInfo) {
 	o.m.Terminations++
 }
 
+// recordGrace is how long, beyond ExitGrace, finish waits for an
+// observer that is stuck: in a Write of the record or in OnStatus that
+// does not return (a hung file system).
+const recordGrace = 2 * time.Second
+
 // finish is called by Wait once the forwarders that will end have ended:
-// the observer drains what is left, writes the summary and stops.
-func (o *observer) finish() *Result {
-	// The proxy must end: a backlog (a flood of short lines behind a
-	// record that is slow to write) gets ExitGrace, and what is left then
-	// is counted as lost detail.
+// the observer drains what is left, writes the summary and stops. The
+// proxy must end: a backlog (a flood of short lines behind a record that
+// is slow to write) gets ExitGrace, and what is left then is counted as
+// lost detail; an observer that does not answer within ExitGrace plus
+// recordGrace is left behind (abandon), and finish returns an error.
+func (o *observer) finish() (*Result, error) {
 	o.cutoff.Store(time.Now().Add(o.cfg.ExitGrace).UnixNano())
-	reply := make(chan *Result)
-	o.finishReq <- reply
-	return <-reply
+	reply := make(chan *Result, 1)
+	limit := o.cfg.ExitGrace + recordGrace
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case o.finishReq <- reply:
+		select {
+		case r := <-reply:
+			return r, nil
+		case <-t.C:
+		}
+	case <-t.C:
+	}
+	close(o.abandon)
+	return nil, fmt.Errorf("proxy: the record's writer or the status hook has not returned for %v: the proxy ends without the record's summary", limit)
 }
 
 func (o *observer) finish1() *Result {

@@ -193,7 +193,7 @@ func (o *observer) respDir(r *request) *dirObs {
 func (o *observer) unanswered(now time.Time) []record.Verdict {
 	var vs []record.Verdict
 	for _, r := range o.sortedPending() {
-		if r.written.IsZero() || !r.respStart.IsZero() || !r.cancelFwd.IsZero() || now.Sub(r.written) < o.cfg.Unanswered || o.lostSince(r) {
+		if r.written.IsZero() || !r.respStart.IsZero() || !r.cancelFwd.IsZero() || now.Sub(r.written) < o.cfg.Unanswered || o.lostSince(r) || o.responseUnderway(r) {
 			continue
 		}
 		age := dur(now.Sub(r.written))
@@ -201,14 +201,11 @@ func (o *observer) unanswered(now time.Time) []record.Verdict {
 			vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("host has not answered the server's request %s for %s", r.name(), age)})
 			continue
 		}
-		reads := "it reads stdin"
-		if b, _ := o.blockedWrite(dIn, now); b >= o.cfg.Stuck {
-			reads = fmt.Sprintf("it has not read its stdin for %s", dur(b))
-		} else if o.dirs[dIn].fw.written.Load() < o.dirs[dIn].fw.read.Load() {
-			reads = "a write to its stdin is in progress"
-		}
+		reads := o.stdinReading(r, now)
 		out := "its stdout is idle"
-		if held := o.heldOutput(); held != "" {
+		if eof := o.dirs[dOut].eof; !eof.IsZero() {
+			out = fmt.Sprintf("it closed its stdout %s ago and runs on", dur(now.Sub(eof)))
+		} else if held := o.heldOutput(); held != "" {
 			out = held
 		} else if last := o.dirs[dOut].lastByte; last.IsZero() {
 			out = "it has written nothing on stdout"
@@ -223,6 +220,84 @@ func (o *observer) unanswered(now time.Time) []record.Verdict {
 		vs = append(vs, record.Verdict{Kind: record.VerdictUnanswered, ID: r.id, Text: fmt.Sprintf("server has not answered %s for %s; %s; %s", r.name(), age, reads, out)})
 	}
 	return vs
+}
+
+// responseUnderway reports whether r's response is the line being read
+// now: its first bytes have come, its newline not yet.
+func (o *observer) responseUnderway(r *request) bool {
+	id, method, _, ok := o.respDir(r).fa.current()
+	return ok && method == "" && len(id) > 0 && wire.Key(id) == wire.Key(r.id)
+}
+
+// exitedOpen finds the requests of the host's that the server ended
+// without answering: those whose response the observer could not have
+// missed, and, apart, those whose response may have passed unseen (it
+// lost detail of the server's output since they were written).
+func (o *observer) exitedOpen() (record.Verdict, bool) {
+	var open, unseen []string
+	for _, r := range o.sortedPending() {
+		if r.d != dIn || !r.respStart.IsZero() || !r.cancelFwd.IsZero() {
+			continue
+		}
+		if o.lostSince(r) {
+			unseen = append(unseen, r.name())
+		} else {
+			open = append(open, r.name())
+		}
+	}
+	var parts []string
+	if len(open) > 0 {
+		parts = append(parts, fmt.Sprintf("with %d %s unanswered: %s", len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", ")))
+	}
+	if len(unseen) > 0 {
+		parts = append(parts, fmt.Sprintf("with %d %s whose response may have passed unseen (the observer lost detail of its output): %s",
+			len(unseen), plural(len(unseen), "request", "requests"), strings.Join(first(unseen, 5), ", ")))
+	}
+	if len(parts) == 0 {
+		return record.Verdict{}, false
+	}
+	return record.Verdict{Kind: record.VerdictExited, Text: fmt.Sprintf("the server ended (%s) %s", o.exit.Text, strings.Join(parts, "; and "))}, true
+}
+
+// stdinReading says what is known of whether the server reads its stdin,
+// for a verdict about request r, which was written to it: only bytes
+// written after r and taken since are evidence that it reads; bytes that
+// wait in its stdin pipe (Linux) are evidence that it does not; with
+// neither, it is unknown.
+func (o *observer) stdinReading(r *request, now time.Time) string {
+	fw := o.dirs[dIn].fw
+	if b, _ := o.blockedWrite(dIn, now); b >= o.cfg.Stuck {
+		return fmt.Sprintf("it has not read its stdin for %s", dur(b))
+	}
+	if fw.written.Load() < fw.read.Load() {
+		return "a write to its stdin is in progress"
+	}
+	last := o.dirs[dIn].lastWrite
+	unread, ok := pipeBuffered(fw.dst)
+	// Bytes after the request were written to the server (offsets say so
+	// when no fault changes what goes in; times, when one does).
+	since := last.After(r.written)
+	if fw.f == nil {
+		since = fw.delivered.Load() > r.end
+	}
+	switch {
+	case ok && unread > 0:
+		text := fmt.Sprintf("%s written to its stdin wait unread in its pipe", size(int64(unread)))
+		if fw.f == nil && fw.delivered.Load()-int64(unread) < r.end {
+			text = fmt.Sprintf("it has not read the request: it is among the %s written to its stdin that wait unread in its pipe", size(int64(unread)))
+		}
+		if !last.IsZero() {
+			text += fmt.Sprintf(" (the last written %s ago)", dur(now.Sub(last)))
+		}
+		return text
+	case ok && since:
+		return fmt.Sprintf("it reads stdin (it took all written to it since, the last %s ago)", dur(now.Sub(last)))
+	case ok:
+		return "whether it reads stdin now is unknown: nothing was written to it since"
+	case since:
+		return "whether it read what was written to its stdin since is unknown (no pipe levels on this system)"
+	}
+	return "whether it reads stdin now is unknown: nothing was written to it since"
 }
 
 // cancelVerdicts reports requests whose cancel was forwarded and that still
@@ -332,15 +407,8 @@ func (o *observer) finalVerdicts(now time.Time) []record.Verdict {
 	}
 	vs = append(vs, o.verdicts...)
 	if o.exit != nil {
-		var open []string
-		for _, r := range o.sortedPending() {
-			if r.d == dIn && r.respStart.IsZero() && r.cancelFwd.IsZero() {
-				open = append(open, r.name())
-			}
-		}
-		if len(open) > 0 {
-			vs = append(vs, record.Verdict{Kind: record.VerdictExited, Text: fmt.Sprintf("the server ended (%s) with %d %s unanswered: %s",
-				o.exit.Text, len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", "))})
+		if v, ok := o.exitedOpen(); ok {
+			vs = append(vs, v)
 		}
 	}
 	// One verdict per kind and id: a later one replaces an earlier one.

@@ -30,6 +30,8 @@ const (
 	EvVerdict = "verdict" // a verdict appeared (live)
 	EvSummary = "summary" // last line: metrics and verdicts at exit
 	EvError   = "error"   // the proxy's own trouble (status file, record, pipe setup)
+	EvTick    = "tick"    // the proxy runs, and the metrics so far, after a quiet spell
+	EvCut     = "cut"     // the record ends here, early: writing it failed
 )
 
 // Directions of a stream, the "dir" field.
@@ -69,6 +71,23 @@ type Event struct {
 	WT   int64  `json:"wt,omitempty"`
 	Data string `json:"data,omitempty"`
 	B64  []byte `json:"b64,omitempty"`
+	// T is when the proxy read the bytes, not when they were written: a
+	// write that found the proxy not reading (its write on was blocked, a
+	// fault held it) waited in the pipe, and T is late for it. Waited
+	// says so (Linux, pipes): set when the proxy had not read the source
+	// for a millisecond or more, it is how many bytes were already in the
+	// source's pipe when this read was issued, at RT. Those bytes (the
+	// first Waited of this chunk and, past N, of the next ones) were
+	// written before RT, since the previous read, while the proxy was not
+	// reading: a host's write that waited so is itself evidence that the
+	// proxy, hence the server, was not reading. Waited is 0 (absent) when
+	// nothing waited or it was not measured.
+	Waited int64 `json:"waited,omitempty"`
+	RT     int64 `json:"rt,omitempty"`
+	// A chunk marked Gap stands for bytes whose own chunk events the
+	// observer lost (see EvDrop): T is when that was found, and WT, if
+	// set, a time by which their writes had all returned.
+	//
 	// Reads > 1: the chunk stands for that many small reads and writes,
 	// merged while the observer was behind (T is the first read, WT the
 	// last write): every byte is there, the boundaries between them are
@@ -139,11 +158,26 @@ type Event struct {
 	Fault *Fault `json:"fault,omitempty"`
 
 	// Drop: what the observer did not see (bytes of Dir, chunk events)
-	// since the last drop event.
+	// since the last drop event. Cut: Events is how many events the write
+	// that failed held, lost with it.
 	Bytes  int64 `json:"bytes,omitempty"`
 	Events int64 `json:"events,omitempty"`
 
-	// Verdict and summary.
+	// Tick: the proxy was running at T, and nothing else had been written
+	// for a second (its status interval: while a request is pending, a
+	// write is blocked or a fault holds a direction) or a minute
+	// (otherwise), so that a record
+	// cut short by a kill says, to that precision, when it ends. Metrics
+	// are the metrics so far (those of the summary, which such a record
+	// lacks; a blocked write still in progress is not in them yet).
+	//
+	// Cut: the last line of a record whose writing failed (a full disk,
+	// a file size limit): Err says why, Events how many events were lost
+	// with the failed write, and nothing after the cut was recorded; the
+	// proxy went on forwarding. A record without a summary and without a
+	// cut was cut short by the proxy's death (a kill).
+
+	// Verdict, summary and tick.
 	Verdict  *Verdict  `json:"verdict,omitempty"`
 	Verdicts []Verdict `json:"verdicts,omitempty"`
 	Metrics  *Metrics  `json:"metrics,omitempty"`

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // Protocol revisions.
@@ -275,10 +277,13 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-// Error returns the code and message, and the data if there is any.
+// Error returns the code and message, and the data if there is any, on
+// one line: the peer's message is the peer's text, so its control
+// characters (a newline, an escape sequence, a bidirectional override)
+// are shown escaped (\n, \x1b, \u202e), never raw.
 func (e *RPCError) Error() string {
 	if len(e.Data) > 0 {
-		return fmt.Sprintf("jsonrpc error %d: %s (data: %s)", e.Code, e.Message, e.Data)
+		return fmt.Sprintf("jsonrpc error %d: %s (data: %s)", e.Code, term.Line(e.Message), term.Line(string(e.Data)))
 	}
-	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, term.Line(e.Message))
 }

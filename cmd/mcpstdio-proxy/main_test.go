@@ -26,6 +26,10 @@ import (
 var lean, full string
 
 func TestMain(m *testing.M) {
+	if err := testkit.PrivateState(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "mcpstdio-proxy-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -41,7 +41,9 @@ func rawControl(out string) string {
 // criterion that the run had).
 func forged(out string) string {
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "  PASS  forged") || strings.HasPrefix(l, "  PASS  stdout-clean tools/call") {
+		// At any indentation: probe -v indents a result's details, and a
+		// server's message with a newline put its forged line there.
+		if t := strings.TrimLeft(l, " "); strings.HasPrefix(t, "PASS  forged") || strings.HasPrefix(t, "PASS  stdout-clean tools/call") {
 			return l
 		}
 	}

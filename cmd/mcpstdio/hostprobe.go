@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/child"
 )
 
 const hostProbeUsage = `usage: mcpstdio hostprobe [flags] -- <host command...>
@@ -25,8 +26,10 @@ server it is given and finish the handshake; it may call one tool (any
 tool: the fake answers it as the criterion needs), and if its first run
 calls none, the criteria about a call are skipped. It is killed, with its
 process group, when a criterion's
-bound passes. What it leaves running (a server it orphaned, a setsid
-daemon holding its output) is named in the evidence and ended. One line
+bound passes, and (Linux) when hostprobe dies. What it leaves running (a
+server it orphaned, a setsid daemon holding its output, and on Linux,
+where hostprobe is a child subreaper, anything it detached from itself)
+is named in the evidence and ended. One line
 per criterion and a summary are printed, as by probe (on a terminal, a
 status line on stderr shows the criterion running).
 
@@ -41,9 +44,10 @@ that read their servers from a config file:
   mcpstdio hostprobe -config mcp.json.tmpl=mcp.json -- myhost --config mcp.json ask "call a tool"
 
 Bounds: host-timeout, progress-forever, late-after-cancel, stdin-not-read,
-shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
-for the host's own timeout, then at most -within for the fake's last
-report; the other criteria 3×-within in all. The first run gets
+close-bounded, shutdown-ladder and handshake-timeout wait at most -host-cap plus -within (for the host to start)
+for the host's own timeout (shutdown-ladder: -host-cap from the first step
+of the ladder the fake sees, once it sees one), then at most -within for
+the fake's last report; the other criteria 3×-within in all. The first run gets
 -start-timeout. A host still running at its bound
 is killed with its process group.
 
@@ -147,6 +151,9 @@ func runHostProbe(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if junit != nil {
 		defer junit.Close()
 	}
+	// What a host detaches from itself (setsid, a double fork) is adopted
+	// by this process, where each criterion finds it and ends it (Linux).
+	_ = child.BecomeSubreaper()
 	argv := fs.Args()
 	h := assertions.HostCommand{Argv: argv, Configs: f.configs, Fake: []string{exe, "fake"}, ExpectOutput: expectOutput}
 	return withOutput(ctx, "mcpstdio hostprobe", stdout, stderr, f.verbose, f.json, junit, func(ctx context.Context, out *output) int {

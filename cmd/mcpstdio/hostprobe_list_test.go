@@ -52,8 +52,10 @@ func TestHostProbeOverLimitSlowReader(t *testing.T) {
 // "connected" line failed, though the exit status is 0 (era-modern, whose
 // server refuses its initialize, and stderr-noise, as it never reads the
 // server's stderr); the criteria about a call are skipped,
-// naming what it sent; a handshake it gives up on is a failure reported
-// only in its output (warn).
+// naming what it sent; a handshake it gives up on (and cancels), exiting
+// 0 without its "connected" line, is a failure reported: pass, quoting its
+// last line. TestHostProbeHandshakeExit0 has the same host without
+// -expect-output.
 func TestHostProbeConnectOnly(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
@@ -65,15 +67,44 @@ func TestHostProbeConnectOnly(t *testing.T) {
 		"era-legacy":        assertions.Pass,
 		"era-modern":        assertions.Fail,
 		"host-timeout":      assertions.Skip,
-		"handshake-timeout": assertions.Warn,
+		"handshake-timeout": assertions.Pass,
 	}
 	if diff := cmp.Diff(want, verdicts(res.stdout)); diff != "" {
 		t.Errorf("hostprobe of a connect-only host: verdicts (-want +got):\n%s\nstdout:\n%s\nstderr:\n%s", diff, res.stdout, res.stderr)
 	}
 	for _, s := range []string{"made no tools/call (requests the fake saw: initialize, ping)", "needs a tool call: the host's first run made none (it sent initialize, ping)",
-		"exited 0, but its output does not match", "exited 0: the failure is in its output at most", "read 0 requests: its stderr was not drained"} {
+		"exited 0, but its output does not match", "sent notifications/cancelled for initialize after ", "exited 0 without the line of a session that worked (\"(?m)^connected$\"): the failure was reported, its last line ", "read 0 requests: its stderr was not drained"} {
 		if !strings.Contains(res.stdout, s) {
 			t.Errorf("hostprobe's output does not say %q:\n%s", s, res.stdout)
 		}
+	}
+}
+
+// TestHostProbeHandshakeExit0: a host that gives up on the handshake,
+// cancels and exits 0 is judged by its output only when -expect-output
+// says which line a session that worked prints: without it, warn (the
+// failure is in its output at most); with a line it prints all the same
+// (here its own error), the failure was not reported: fail.
+func TestHostProbeHandshakeExit0(t *testing.T) {
+	t.Parallel()
+	host := buildMinihost(t)
+	cases := []struct {
+		name   string
+		expect []string
+		want   assertions.Verdict
+		says   string
+	}{
+		{"no -expect-output", nil, assertions.Warn, "exited 0: the failure is in its output at most"},
+		{"its line printed", []string{"-expect-output", "minihost:"}, assertions.Fail, "the host exited 0 and its output matches \"minihost:\", the line of a session that worked: the failure was not reported"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"hostprobe", "-run", "^handshake-timeout$"}, c.expect...), "-host-cap", "20s", "--", host, "-connect", "-exit0", "-handshake-timeout", "1s", "-grace", "100ms", "{server}")
+			res := mcpstdio(t, 2*time.Minute, args...)
+			if got := verdicts(res.stdout)["handshake-timeout"]; got != c.want || !strings.Contains(res.stdout, c.says) {
+				t.Errorf("handshake-timeout = %s, want %s saying %q\nstdout:\n%s\nstderr:\n%s", got, c.want, c.says, res.stdout, res.stderr)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"runtime"
@@ -14,40 +16,75 @@ import (
 )
 
 // TestHostProbeShutdownLadder: shutdown-ladder against minihost, a real
-// host command, ending its server three ways: by the specification's
-// ladder (pass), SIGTERM before stdin's close (warn), closing stdin and
-// exiting (fail, the orphan's pid named and ended), and closing stdin and
-// waiting for ever (fail at the harness's bound, named).
+// host command, ending its server four ways: by the specification's ladder
+// (pass), SIGTERM before stdin's close (warn), closing stdin and exiting
+// (fail, the orphan named and ended), and closing stdin and waiting for
+// ever (fail at the harness's bound). It asserts the rule, not the clock:
+// the order of the steps the fake saw, what was left running and who ended
+// it, and the bound by the value passed. The cap counts from the first step
+// the fake saw, so the minihost's start on a loaded machine does not count;
+// the cap is ten times the ladder (two graces) so that the host's own
+// timers, late on a loaded machine, are not taken for a host past it.
 func TestHostProbeShutdownLadder(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("shutdown-ladder reads /proc: Linux only")
 	}
 	t.Parallel()
 	host := buildMinihost(t)
+	const grace, hostCap = 250 * time.Millisecond, 5 * time.Second
 	for _, c := range []struct {
-		mode string
-		want assertions.Verdict
-		says []string
+		mode  string
+		want  assertions.Verdict
+		steps []string // what the fake saw, in order
+		says  []string
 	}{
-		{"spec", assertions.Pass, []string{"stdin closed at +0s, SIGTERM (ignored) at +", "killed by a signal it cannot catch (SIGKILL)", "no server process left"}},
-		{"signal-first", assertions.Warn, []string{"signal first: SIGTERM (ignored) at +0s"}},
-		{"orphan", assertions.Fail, []string{"orphaned: the host ended (exit status 0", "and left pid ", "stdin closed at +0s", "the criterion killed it"}},
-		{"wait", assertions.Fail, []string{"the host was still running, ending a server that ignores stdin's end and SIGTERM, 4s after it started (the harness's bound", "stdin closed at +0s"}},
+		{"spec", assertions.Pass, []string{"stdin closed", "SIGTERM (ignored)"}, []string{"then it was killed by a signal it cannot catch (SIGKILL)", "no server process left after the host ended (exit status 0"}},
+		{"signal-first", assertions.Warn, []string{"SIGTERM (ignored)"}, []string{"signal first: ", "then it was killed by a signal it cannot catch (SIGKILL)"}},
+		{"orphan", assertions.Fail, []string{"stdin closed"}, []string{"orphaned: the host ended (exit status 0", "the criterion killed it"}},
+		{"wait", assertions.Fail, []string{"stdin closed"}, []string{fmt.Sprintf("the harness's bound: %v after the first step, HostConfig.Cap, -host-cap", hostCap), "the criterion killed the host with its process group"}},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
-			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-run", "^shutdown-ladder$", "-host-cap", "2s", "-within", "2s", "--", host, "-shutdown", c.mode, "-grace", "1s", "{server}")
-			if v := verdicts(res.stdout)["shutdown-ladder"]; v != c.want {
-				t.Errorf("shutdown-ladder %q, want %s\nstdout:\n%s\nstderr:\n%s", v, c.want, res.stdout, res.stderr)
+			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-json", "-run", "^shutdown-ladder$", "-host-cap", hostCap.String(),
+				"--", host, "-shutdown", c.mode, "-grace", grace.String(), "{server}")
+			var rep assertions.Report
+			if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil || len(rep.Results) != 1 {
+				t.Fatalf("hostprobe -json: %v\nstdout:\n%s\nstderr:\n%s", err, res.stdout, res.stderr)
 			}
-			t.Logf("%s", res.stdout)
+			got := rep.Results[0]
+			t.Logf("%s: %s", got.Verdict, got.Evidence)
+			if got.Verdict != c.want {
+				t.Errorf("shutdown-ladder %q, want %s: %s", got.Verdict, c.want, got.Evidence)
+			}
+			if diff := cmp.Diff(c.steps, ladderSteps(got.Evidence)); diff != "" {
+				t.Errorf("the steps the fake saw, in order (-want +got):\n%s\n%s", diff, got.Evidence)
+			}
 			for _, s := range c.says {
-				if !strings.Contains(res.stdout, s) {
-					t.Errorf("the evidence does not say %q:\n%s", s, res.stdout)
+				if !strings.Contains(got.Evidence, s) {
+					t.Errorf("the evidence does not say %q:\n%s", s, got.Evidence)
+				}
+			}
+			left := regexp.MustCompile(`left pid (\d+) \(`).FindStringSubmatch(got.Evidence)
+			if (left != nil) != (c.mode == "orphan") {
+				t.Errorf("a process named as left running: %v, want %v:\n%s", left != nil, c.mode == "orphan", got.Evidence)
+			}
+			if left != nil {
+				if b, err := os.ReadFile("/proc/" + left[1] + "/stat"); err == nil && !strings.Contains(string(b), ") Z ") {
+					t.Errorf("the orphan, pid %s, still runs after hostprobe: %s", left[1], b)
 				}
 			}
 		})
 	}
+}
+
+// ladderSteps returns the names of the ladder's steps in a shutdown-ladder
+// evidence, in the order given ("stdin closed", "SIGTERM (ignored)", ...).
+func ladderSteps(evidence string) []string {
+	var steps []string
+	for _, m := range regexp.MustCompile(`(stdin closed|SIG[A-Z]+(?: \(ignored\))?) at \+`).FindAllStringSubmatch(evidence, -1) {
+		steps = append(steps, m[1])
+	}
+	return steps
 }
 
 // TestHostProbeSetsidDaemon: a host that exits 0 but leaves

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/term"
 )
 
 // The JUnit XML that CI systems read (the Ant/Maven Surefire schema, as
@@ -67,15 +68,15 @@ func junitReport(reports []*assertions.Report) junitSuites {
 	all := junitSuites{Name: "mcpstdio probe"}
 	var total time.Duration
 	for _, rep := range reports {
-		suite := junitSuite{Name: rep.Subject, junitCounts: junitCounts{Time: seconds(rep.Duration)}}
+		suite := junitSuite{Name: xmlSafe(rep.Subject), junitCounts: junitCounts{Time: seconds(rep.Duration)}}
 		for _, res := range rep.Results {
-			c := junitCase{Name: res.Name, Classname: rep.Subject, Time: seconds(res.Duration), SystemOut: &junitText{xmlSafe(resultText(res))}}
+			c := junitCase{Name: xmlSafe(res.Name), Classname: xmlSafe(rep.Subject), Time: seconds(res.Duration), SystemOut: &junitText{xmlSafe(resultText(res))}}
 			switch err := res.Err(); {
 			case err != nil:
-				c.Failure = &junitMessage{Message: xmlSafe(firstLine(err.Error())), Type: string(res.Verdict), Text: xmlSafe(err.Error())}
+				c.Failure = &junitMessage{Message: term.Line(firstLine(err.Error())), Type: string(res.Verdict), Text: xmlSafe(err.Error())}
 				suite.Failures++
 			case res.Verdict == assertions.Skip:
-				c.Skipped = &junitMessage{Message: xmlSafe(res.Evidence)}
+				c.Skipped = &junitMessage{Message: term.Line(res.Evidence)}
 				suite.Skipped++
 			}
 			suite.Cases = append(suite.Cases, c)
@@ -121,16 +122,13 @@ func resultText(res assertions.Result) string {
 	return b.String()
 }
 
-// xmlSafe replaces what XML 1.0 cannot hold (control characters, invalid
-// UTF-8: a server's junk can reach a diagnosis) with U+FFFD. encoding/xml
-// does that for attributes and character data, but not in CDATA.
-func xmlSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF {
-			return r
-		}
-		return '\uFFFD'
-	}, s)
-}
+// xmlSafe escapes what a server's or a host's text can hold that a CI
+// page must not show raw, as the terminal output does (term.Block): C0 and
+// C1 controls (an escape sequence, U+009B CSI, U+009D OSC), Unicode
+// format characters (the bidirectional override U+202E, which reorders
+// what a reader sees), invalid UTF-8; newlines and tabs are kept. What is
+// left is all XML 1.0 can hold, in CDATA too (encoding/xml checks only
+// attributes and character data).
+func xmlSafe(s string) string { return term.Block(s) }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -67,17 +67,29 @@ func TestJUnitOutcomes(t *testing.T) {
 }
 
 // TestJUnitJunk checks that a diagnosis holding what XML cannot (control
-// characters, invalid UTF-8, a CDATA end) still makes a document that
-// parses, with that text replaced and the rest kept.
+// characters, invalid UTF-8, a CDATA end), or what a reader must not see
+// raw (C1 controls U+009B and U+009D, the bidirectional override U+202E),
+// still makes a document that parses, with that text escaped as the
+// terminal output escapes it and the rest kept. The C1 controls and the
+// override were kept raw.
 func TestJUnitJunk(t *testing.T) {
-	junk := "junk \x00\x1b[31m\xff]]> end"
-	rep := &assertions.Report{Subject: "s\x01", Results: []assertions.Result{
-		{Name: "a", Verdict: assertions.Fail, Evidence: junk, Details: junk},
+	junk := "junk \x00\x1b[31m\xff]]> \u009b2J\u009d0;t\u0007 \u202eevil end"
+	rep := &assertions.Report{Subject: "s\x01\u202e", Results: []assertions.Result{
+		{Name: "a\u009b", Verdict: assertions.Fail, Evidence: junk, Details: junk},
+		{Name: "b", Verdict: assertions.Skip, Evidence: junk},
 	}}
-	s, _ := junitOf(t, rep)
+	s, raw := junitOf(t, rep)
 	c := s.Suites[0].Cases[0]
-	want := "junk \uFFFD\uFFFD[31m\uFFFD]]> end"
-	if c.Failure == nil || c.Failure.Message != "a: "+want || !strings.Contains(c.SystemOut, "evidence: "+want+"\n") {
-		t.Errorf("failure %+v, system-out %q; want the junk replaced, %q", c.Failure, c.SystemOut, want)
+	want := `junk \x00\x1b[31m\xff]]> \x9b2J\x9d0;t\x07 \u202eevil end`
+	if c.Failure == nil || c.Failure.Message != `a\x9b: `+want || !strings.Contains(c.SystemOut, "evidence: "+want+"\n") {
+		t.Errorf("failure %+v, system-out %q; want the junk escaped, %q", c.Failure, c.SystemOut, want)
+	}
+	if sk := s.Suites[0].Cases[1].Skipped; sk == nil || sk.Message != want {
+		t.Errorf("skipped %+v, want the junk escaped, %q", sk, want)
+	}
+	for _, r := range []string{"\u009b", "\u009d", "\u202e", "\x1b", "\x07"} {
+		if strings.Contains(raw, r) {
+			t.Errorf("the JUnit XML holds %q raw", r)
+		}
 	}
 }

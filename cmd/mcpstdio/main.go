@@ -5,6 +5,7 @@
 // Usage:
 //
 //	mcpstdio probe [flags] -- <server command...>
+//	mcpstdio probe [flags] -config FILE [NAME...]
 //	mcpstdio probe [flags]
 //	mcpstdio hostprobe [flags] -- <host command...>
 //	mcpstdio fake [fake flags]
@@ -13,17 +14,22 @@
 //	mcpstdio replay [flags] -record FILE -- <server command...>
 //	mcpstdio replay -serve [flags] -record FILE
 //	mcpstdio show [-json] [-html FILE] RECORD
-//	mcpstdio help [probe|fake|proxy|status|replay|show]
+//	mcpstdio wrap [-dir DIR] FILE [NAME...]
+//	mcpstdio unwrap FILE [NAME...]
+//	mcpstdio version
+//	mcpstdio help [COMMAND]
 //
 // probe runs the server release criteria (assertions.CheckServer) against
-// a server command, or against the built-in fake, correct and naive;
+// a server command, the stdio servers of an agent's config file, or the
+// built-in fake, correct and naive;
 // hostprobe runs the host criteria (assertions.CheckHostCommand) against a
 // host command in any language; fake serves the fakeserver package's server
 // on stdio; proxy runs a server with its stdio forwarded exactly and records
 // what passes; status prints what each running proxy sees now; replay plays
-// a recorded session again; show summarizes a record. "mcpstdio help
-// COMMAND" describes each command, its flags and its exit status (2 is
-// always a usage error).
+// a recorded session again; show summarizes a record; wrap and unwrap put
+// the proxy in front of the servers of an agent's config file and take it
+// out again; version says which build this is. "mcpstdio help COMMAND" describes each command, its flags
+// and its exit status (2 is always a usage error).
 //
 // The command mcpstdio-proxy is the proxy alone, the same as "mcpstdio
 // proxy" but in a binary that links nothing else, for less memory in the
@@ -35,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 )
@@ -45,6 +52,7 @@ func main() {
 
 const usageText = `usage:
   mcpstdio probe [flags] -- <server command...>   run the release criteria against a stdio MCP server
+  mcpstdio probe [flags] -config FILE [NAME...]   run them against the stdio servers of an agent's config
   mcpstdio probe [flags]                          run them against the built-in fake, good and naive
   mcpstdio hostprobe [flags] -- <host command...> run the host criteria against an MCP host (any language)
   mcpstdio fake [fake flags]                      serve the fake MCP server on stdin and stdout
@@ -55,8 +63,14 @@ const usageText = `usage:
                                                   play a recorded session's host side against a server
   mcpstdio replay -serve [flags] -record FILE     play its server side on stdio, for a host
   mcpstdio show [-json] [-html FILE] RECORD        summarize a record, or write it as an HTML report
+  mcpstdio wrap [-dir DIR] FILE [NAME...]         put the proxy in front of the servers of an agent's config
+  mcpstdio unwrap FILE [NAME...]                  take it out again
+  mcpstdio version                                print the version, commit and toolchain
   mcpstdio help [probe|hostprobe|fake|...]        show this help or a command's flags
 `
+
+// commands are the commands "mcpstdio help COMMAND" describes.
+var commands = []string{"probe", "hostprobe", "fake", "proxy", "status", "replay", "show", "wrap", "unwrap", "version"}
 
 // run runs the command line args (without the program name) and returns the
 // exit status.
@@ -80,8 +94,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runReplay(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "show":
 		return runShow(args[1:], stdout, stderr)
+	case "wrap":
+		return runWrap(args[1:], stdout, stderr)
+	case "unwrap":
+		return runUnwrap(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) == 2 && (args[1] == "probe" || args[1] == "hostprobe" || args[1] == "fake" || args[1] == "proxy" || args[1] == "status" || args[1] == "replay" || args[1] == "show") {
+		if len(args) == 2 && slices.Contains(commands, args[1]) {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {

@@ -24,13 +24,18 @@ import (
 // binary is the command under test, built once by TestMain.
 var binary string
 
-// TestMain builds the command and runs the tests under goleak. The tests
+// TestMain builds the command and runs the tests under goleak, with a
+// state directory of their own (testkit.PrivateState). The tests
 // mostly wait for the command's criteria (their windows and bounds), not
 // compute, and the command is built without the race detector: four per
 // CPU run at once, with the detector too (testkit.ParallelForWaits; under
 // it, 32 s → 19 s here, the same CPU).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 4)
+	if err := testkit.PrivateState(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "mcpstdio-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -193,7 +198,7 @@ func TestProbeNaive(t *testing.T) {
 // tool call is not given is skipped without failing the probe.
 func TestProbeRun(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(reads-while-blocked|era)$", "--", binary, "fake")
+	res := mcpstdio(t, time.Minute, "probe", "-json", "-run", "^(cancel-during-work|era)$", "--", binary, "fake")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
@@ -201,7 +206,7 @@ func TestProbeRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, res.stdout)
 	}
-	wantV := map[string]assertions.Verdict{"reads-while-blocked": assertions.Skip, "era": assertions.Pass}
+	wantV := map[string]assertions.Verdict{"cancel-during-work": assertions.Skip, "era": assertions.Pass}
 	if diff := cmp.Diff(wantV, rep.Verdicts()); diff != "" {
 		t.Errorf("verdicts with -run mismatch (-want +got):\n%s", diff)
 	}
@@ -308,6 +313,15 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "probe"}, 0, "-large tool call", ""},
 		{[]string{"probe", "-h"}, 0, "-within duration", ""},
 		{[]string{"help", "teleport"}, 2, "", "unknown command"},
+		{[]string{"version"}, 0, "mcpstdio (devel) go", ""}, // a test binary: no version, no commit
+		{[]string{"--version"}, 0, "mcpstdio (devel) go", ""},
+		{[]string{"help", "version"}, 0, "usage: mcpstdio version", ""},
+		{[]string{"help", "wrap"}, 0, "usage: mcpstdio wrap", ""},
+		{[]string{"help", "unwrap"}, 0, "mcpstdio unwrap FILE", ""},
+		{[]string{"wrap"}, 2, "", "no config file"},
+		{[]string{"unwrap"}, 2, "", "no config file"},
+		{[]string{"help", "probe"}, 0, "-config file", ""},
+		{[]string{"version", "x"}, 2, "", "unexpected argument"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
@@ -319,7 +333,9 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestFakeHelp checks that "mcpstdio fake -h" lists the fake's flags.
+// TestFakeHelp checks that "mcpstdio fake -h" lists the fake's flags,
+// and each tool the fake offers with each of its arguments (the names
+// tools/list gives, with their types): it listed the tools' names only.
 func TestFakeHelp(t *testing.T) {
 	res := mcpstdio(t, 30*time.Second, "fake", "-h")
 	if res.code != 0 {
@@ -328,6 +344,41 @@ func TestFakeHelp(t *testing.T) {
 	for _, flag := range []string{"-naive", "-tools", "-report", "-ignore-cancel"} {
 		if !strings.Contains(res.stdout, flag) {
 			t.Errorf("mcpstdio fake -h does not list %s:\n%s", flag, res.stdout)
+		}
+	}
+	fake := cmdtest.Start(t, nil, nil, binary, "fake")
+	fake.Call(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	line := fake.Call(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var tools struct {
+		Result struct {
+			Tools []struct {
+				Name        string
+				InputSchema struct {
+					Properties map[string]struct{ Type string }
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(line), &tools); err != nil || len(tools.Result.Tools) == 0 {
+		t.Fatalf("tools/list of the fake: %v\n%s", err, line)
+	}
+	// The help's tools: "  NAME", then its description and one line per
+	// argument, "    \tARG (TYPE): what it means".
+	listed := map[string]map[string]string{}
+	_, help, _ := strings.Cut(res.stdout, "\ntools (")
+	tool := ""
+	for _, l := range strings.Split(help, "\n") {
+		if name, ok := strings.CutPrefix(l, "  "); ok && name != "" && !strings.HasPrefix(name, " ") {
+			tool, listed[name] = name, map[string]string{}
+		} else if m := regexp.MustCompile(`^    \t(\w+) \((\w+)\): .`).FindStringSubmatch(l); m != nil && tool != "" {
+			listed[tool][m[1]] = m[2]
+		}
+	}
+	for _, tl := range tools.Result.Tools {
+		for arg, p := range tl.InputSchema.Properties {
+			if listed[tl.Name][arg] != p.Type {
+				t.Errorf("mcpstdio fake -h does not list %s's argument %s (%s): it lists %v", tl.Name, arg, p.Type, listed[tl.Name])
+			}
 		}
 	}
 }

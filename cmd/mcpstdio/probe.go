@@ -20,6 +20,7 @@ import (
 )
 
 const probeUsage = `usage: mcpstdio probe [flags] -- <server command...>
+       mcpstdio probe [flags] -config FILE [NAME...]
        mcpstdio probe [flags]
 
 Runs the server release criteria against a stdio MCP server, each with a
@@ -43,6 +44,17 @@ arguments as a JSON object:
 
 Criteria whose tool call is not given are skipped.
 
+With -config, probe reads the MCP servers of an agent's config file
+(mcpServers: Claude Code's ~/.claude.json and .mcp.json, Claude Desktop,
+Cursor, Gemini CLI and Qwen Code; VS Code's mcp.json; opencode.json;
+Codex's config.toml) and probes each stdio server in it, or those NAMEd,
+with its command, arguments, environment and working directory, and its
+variables expanded as its host does; then it prints one table, a column
+per server. Remote servers, and servers turned off unless named, are
+listed as not probed. An entry that runs mcpstdio's proxy is probed
+without it. -large, -slow, -cheap, -bounded, -expect and -baseline need
+one server named.
+
 -json prints one JSON report per line on stdout (one line for a server,
 one per fake without a server command), the progress lines going to
 stderr. Besides the criteria, its results may hold "start" (the server
@@ -57,6 +69,9 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var f probeFlags
 	if ok, code := parseFlags(fs, &f, args, probeUsage, stdout, stderr); !ok {
 		return code
+	}
+	if f.configFile != "" {
+		return runProbeConfig(ctx, fs, &f, args, stdout, stderr)
 	}
 	if fs.NArg() == 0 && endedByDashDash(fs, args) {
 		return usageError(stderr, fs, errors.New(`no server command after "--" (to probe the built-in fake server, leave out "--")`))
@@ -112,8 +127,14 @@ func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbo
 }
 
 // probeServer probes the server argv and returns the exit status.
+// A criterion skipped for want of a tool call is followed, after the
+// summary, by the flag that would run it with an example from the server's
+// tools/list.
 func probeServer(ctx context.Context, argv []string, cfg assertions.ServerConfig, base *assertions.Report, out *output, stderr io.Writer) int {
 	rep, err := probe(ctx, argv, cfg, out.p)
+	if err == nil {
+		printSkipHints(ctx, out.p.w, mcptest.Command(argv[0], argv[1:]...), cfg, rep)
+	}
 	return exitStatus("mcpstdio probe", rep, err, base, out, stderr)
 }
 

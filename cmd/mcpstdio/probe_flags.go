@@ -129,6 +129,7 @@ type probeFlags struct {
 	maxFrame, pipeCapacity, oversized, flood, contentBudget, cancelAfter int
 	within, cancelGrace, shutdownGrace, slowDuration, startTimeout       time.Duration
 	protocol                                                             string
+	configFile                                                           string
 
 	reportFlags
 }
@@ -150,6 +151,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.flood, "flood", 0, "least `number` of tools/call requests written while the server's stdout is blocked; more if needed to write 8 times the stdin pipe's capacity (0: 500)")
 	fs.IntVar(&f.cancelAfter, "cancel-after", 0, "`bytes` of the -large response cancel-after-output-began lets through before it holds reads and cancels (0: 32 KiB; a shorter response is a skip)")
 	fs.IntVar(&f.contentBudget, "content-budget", 0, "`bytes` the -bounded call's result must fit (0: 64 KiB)")
+	fs.StringVar(&f.configFile, "config", "", "probe the stdio servers of an agent's config `file` (Claude Code, Claude Desktop, Cursor, Gemini CLI, Qwen Code, VS Code, opencode, Codex), each with its command, arguments, environment and working directory, and print one table of their verdicts; server names after the flags choose some")
 	f.reportFlags.register(fs, "server", " (server command only)")
 }
 
@@ -255,7 +257,7 @@ type reportFlags struct {
 // the usage of -expect and -baseline.
 func (f *reportFlags) register(fs *flag.FlagSet, subject, note string) {
 	fs.Var(&f.expect, "expect", "verdicts the "+subject+" is known to get, as `criterion=verdict,...`; an expected one does not fail the probe (marked *), and any other verdict of that criterion, even a pass, does: update the list"+note)
-	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`")
+	fs.StringVar(&f.run, "run", "", "run only the criteria whose names match `regexp`; the criteria, in the order they run: "+strings.Join(f.expect.criteria(), ", "))
 	fs.BoolVar(&f.verbose, "v", false, "print each criterion's rule, protocol and full diagnosis, whatever its verdict")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON on stdout, one line per report (progress goes to stderr)")
 	fs.StringVar(&f.junit, "junit", "", "also write the report as JUnit XML to `file`: one testcase per criterion")

@@ -86,7 +86,7 @@ func (p *printer) result(res assertions.Result) {
 	if len(p.pending) > 0 && p.pending[0] == res.Name {
 		p.pending = p.pending[1:]
 	}
-	fmt.Fprintln(p.w, term.Line(res.Line())) // the evidence quotes the server: one line, nothing raw
+	fmt.Fprintln(p.w, term.Line(cliLine(res).Line())) // the evidence quotes the server: one line, nothing raw
 	if p.verbose {
 		if res.Rule != "" {
 			fmt.Fprintf(p.w, "        rule: %s\n", term.Line(res.Rule))
@@ -101,9 +101,37 @@ func (p *printer) result(res assertions.Result) {
 	p.next()
 }
 
-// summary prints the report's summary line.
+// summary prints the report's summary line, which counts the verdicts
+// other than -expect's apart from the criteria.
 func (p *printer) summary(rep *assertions.Report) {
-	fmt.Fprintln(p.w, term.Line(rep.Summary()))
+	shown := *rep
+	shown.Results = nil
+	var stale []string
+	for _, res := range rep.Results {
+		if res.Unexpected() {
+			stale = append(stale, res.Name)
+		}
+		shown.Results = append(shown.Results, cliLine(res))
+	}
+	line := shown.Summary()
+	if len(stale) > 0 {
+		s := "s"
+		if len(stale) == 1 {
+			s = ""
+		}
+		line += fmt.Sprintf("; %d expectation%s failed (%s): update -expect", len(stale), s, strings.Join(stale, ", "))
+	}
+	fmt.Fprintln(p.w, term.Line(line))
+}
+
+// cliLine is res as the text output shows it: a verdict other than
+// -expect's says so first, in the flag's words.
+func cliLine(res assertions.Result) assertions.Result {
+	if res.Unexpected() {
+		res.Evidence = fmt.Sprintf("expected %s, got %s: update -expect; %s", res.Expected, res.Verdict, res.Evidence)
+		res.Expected = ""
+	}
+	return res
 }
 
 // close erases the live status and stops it.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -150,7 +151,7 @@ func TestProbeJUnit(t *testing.T) {
 	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	banner := "starting <up> ]]> & away"
-	res := mcpstdio(t, time.Minute, "probe", "-junit", junit, "-run", "^(stdout-clean|reads-while-blocked|era)$", "--", binary, "fake", "-banner", banner)
+	res := mcpstdio(t, time.Minute, "probe", "-junit", junit, "-run", "^(stdout-clean|result-bounded|era)$", "--", binary, "fake", "-banner", banner)
 	if res.code != 1 {
 		t.Errorf("exit %d, want 1 (stdout-clean fails)\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -182,9 +183,9 @@ func TestProbeJUnit(t *testing.T) {
 				!strings.Contains(c.Failure.Text, banner) || !strings.Contains(c.SystemOut, banner) {
 				t.Errorf("stdout-clean: failure %+v, skipped %v; want a failure quoting the banner %q", c.Failure, c.Skipped, banner)
 			}
-		case "reads-while-blocked":
-			if c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "no Large tool call") {
-				t.Errorf("reads-while-blocked: skipped %v, failure %v; want skipped with the reason", c.Skipped, c.Failure)
+		case "result-bounded":
+			if c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "no Bounded tool call") {
+				t.Errorf("result-bounded: skipped %v, failure %v; want skipped with the reason", c.Skipped, c.Failure)
 			}
 		case "era":
 			if c.Failure != nil || c.Skipped != nil || !strings.Contains(c.SystemOut, "verdict: pass") {
@@ -192,7 +193,7 @@ func TestProbeJUnit(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"stdout-clean", "reads-while-blocked", "era"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"stdout-clean", "result-bounded", "era"}, names); diff != "" {
 		t.Errorf("testcases mismatch (-want +got):\n%s", diff)
 	}
 	if total, err := strconv.ParseFloat(suite.Time, 64); err != nil || total < sum*0.9 {
@@ -231,7 +232,7 @@ func TestProbeNotAServerReports(t *testing.T) {
 // whatever its verdict.
 func TestProbeVerbose(t *testing.T) {
 	t.Parallel()
-	res := mcpstdio(t, time.Minute, "probe", "-v", "-run", "^(stdout-clean|reads-while-blocked|era)$", "--", binary, "fake", "-banner", "hi")
+	res := mcpstdio(t, time.Minute, "probe", "-v", "-run", "^(stdout-clean|result-bounded|era)$", "--", binary, "fake", "-banner", "hi")
 	lines := strings.Split(res.stdout, "\n")
 	seen := map[assertions.Verdict]bool{}
 	for i, line := range lines {
@@ -266,6 +267,12 @@ func TestProbeExpect(t *testing.T) {
 	reps := jsonReports(t, res.stdout)
 	if len(reps) != 1 || passedField(t, res.stdout) || reps[0].Err() == nil || !strings.Contains(reps[0].Err().Error(), "update Expect") {
 		t.Errorf("report:\n%s\nwant not passed, saying to update the expectation of era", res.stdout)
+	}
+	// The text a person reads says it where JUnit and go test do: on the
+	// criterion's line, and counted apart on the closing line.
+	if !regexp.MustCompile(`(?m)^  PASS +era .*expected fail, got pass: update -expect; `).MatchString(res.stderr) ||
+		!regexp.MustCompile(`(?m)^1 passed, 1 failed, 0 warned, 0 skipped in .* \(1 as expected, marked \*\); 1 expectation failed \(era\): update -expect$`).MatchString(res.stderr) {
+		t.Errorf("text output:\n%s\nwant the era line to say \"expected fail, got pass: update -expect\" and the closing line to count the expectation apart", res.stderr)
 	}
 }
 
@@ -378,5 +385,23 @@ func TestProbeInterrupt(t *testing.T) {
 	accounted = append(accounted, strings.Split(notRun, ", ")...)
 	if diff := cmp.Diff(assertions.ServerCriterionNames(), accounted); diff != "" {
 		t.Errorf("criteria finished, then not finished, mismatch (-want +got):\n%s\nevidence: %s", diff, last.Evidence)
+	}
+}
+
+// TestProbeSkipHints: without call flags, probe names, after the summary,
+// the flag that would run each criterion it skipped, with an example call
+// from the server's own tools/list.
+func TestProbeSkipHints(t *testing.T) {
+	t.Parallel()
+	res := mcpstdio(t, time.Minute, "probe", "-run", "^(cancel-during-work|cancel-after-output-began|result-bounded|era)$", "--", binary, "fake")
+	for _, want := range []string{
+		"to run the criteria skipped for want of a tool call, give (examples from this server's tools/list; fill in the arguments):",
+		"  -large big   a call whose result is far larger than the pipe (cancel-after-output-began); its arguments: blocks, bytes, ",
+		"  -slow slow   a call that works for seconds unless cancelled (cancel-during-work); its arguments: intervalMs, steps",
+		"  -bounded search   a call that could return a lot (result-bounded); its arguments: ",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("probe's output does not say %q:\n%s", want, res.stdout)
+		}
 	}
 }

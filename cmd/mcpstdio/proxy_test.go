@@ -148,7 +148,7 @@ func TestProxySignal(t *testing.T) {
 			got = append(got, e.Status)
 		}
 	}
-	if want := []string{"SIGTERM passed on to the server", "exit status 0"}; !slices.Equal(got, want) {
+	if want := []string{"SIGTERM received by the proxy (from the host, or whoever signalled it) and passed on to the server", "exit status 0"}; !slices.Equal(got, want) {
 		t.Errorf("record says %q, want %q", got, want)
 	}
 }

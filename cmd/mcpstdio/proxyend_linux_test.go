@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // unread returns the bytes waiting in the pipe whose read end is f.
@@ -278,5 +279,36 @@ func TestProxyFlagMessages(t *testing.T) {
 	}
 	if res := mcpstdioIn(t, "{}\n", "proxy", "-log-max", "-1", "--", "cat"); res.code != 0 {
 		t.Errorf("-log-max -1: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// TestProxyRecordCut: a record whose writing fails (a file
+// size limit here, as a full disk does) ends with one cut event that says
+// why, after its last whole line; the proxy forwards every byte and exits
+// with the server's status; show says the record is damaged and exits 1.
+func TestProxyRecordCut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "rec.ndjson")
+	// 16 blocks (8 or 16 KiB as the shell counts them): the header fits,
+	// the first batch holding the 100 KB result does not.
+	r := runningOf(cmdtest.Start(t, nil, nil, "sh", "-c", `ulimit -f 16 && exec "$@"`, "sh",
+		binary, "proxy", "-log-bodies", "-dir", dir, "-log", log, "--", binary, "fake"))
+	r.call(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if got := r.call(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":100000}}}`); len(got) < 100000 {
+		t.Fatalf("the host got %d bytes of the big result", len(got))
+	}
+	r.call(t, ping)
+	r.stdin.Close()
+	if code := r.wait(t); code != 0 {
+		t.Errorf("the proxy exited %d, want the server's 0\nstderr:\n%s", code, r.stderr)
+	}
+	evs := readRecord(t, log) // whole lines only: it fails on a cut one
+	if last := evs[len(evs)-1]; last.Ev != record.EvCut || !strings.Contains(last.Err, "file too large") {
+		t.Errorf("the record ends with %+v, want a cut event saying the file was too large", last)
+	}
+	res := mcpstdio(t, time.Minute, "show", log)
+	if res.code != 1 || !strings.Contains(res.stderr, "the record is damaged: writing it failed") {
+		t.Errorf("show of a cut record: exit %d, stderr %q; want 1 and the record called damaged", res.code, res.stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
+	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
 	"github.com/mcpstdio/mcpstdio/internal/term"
 	"github.com/mcpstdio/mcpstdio/pipes"
 	"github.com/mcpstdio/mcpstdio/record"
@@ -66,20 +68,23 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpstdio show: %s (showing what could be read)\n", term.Line(err.Error()))
 	}
+	if !s.Summary {
+		s.SetProxyState(s.ProxyStateOf(fset.Arg(0)))
+	}
 	switch {
-	case *html != "":
-		out := stdout
-		if *html != "-" {
-			f, err := os.OpenFile(*html, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-			if err != nil {
-				fmt.Fprintf(stderr, "mcpstdio show: %v\n", err)
-				return 1
-			}
-			defer f.Close()
-			out = f
-		}
-		if err := s.WriteHTML(out, filepath.Base(fset.Arg(0))); err != nil {
+	case *html == "-":
+		if err := s.WriteHTML(stdout, filepath.Base(fset.Arg(0))); err != nil {
 			fmt.Fprintf(stderr, "mcpstdio show: writing the HTML: %v\n", err)
+			return 1
+		}
+	case *html != "":
+		var b bytes.Buffer
+		if err := s.WriteHTML(&b, filepath.Base(fset.Arg(0))); err != nil {
+			fmt.Fprintf(stderr, "mcpstdio show: writing the HTML: %v\n", err)
+			return 1
+		}
+		if err := writeReport(*html, b.Bytes(), record.Files(fset.Arg(0))); err != nil {
+			fmt.Fprintf(stderr, "mcpstdio show: -html: %s\n", term.Line(err.Error()))
 			return 1
 		}
 	case *asJSON:
@@ -94,7 +99,31 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if cut, ok := recordCut(fset.Arg(0)); ok {
+		fmt.Fprintf(stderr, "mcpstdio show: %s\n", term.Line(cutText(cut)))
+		return 1
+	}
 	return 0
+}
+
+// writeReport writes a report to path, never over one of the files it was
+// made from (inputs), whatever the names (a symbolic or hard link is the
+// same file): a regular file is replaced whole (a temporary file renamed
+// over it: a reader never sees half of it), anything else (a device, a
+// FIFO) is written in place, never replaced.
+func writeReport(path string, b []byte, inputs []string) error {
+	if out, err := os.Stat(path); err == nil {
+		for _, in := range inputs {
+			if fi, err := os.Stat(in); err == nil && os.SameFile(fi, out) {
+				return fmt.Errorf("refused: %s is %s, which the report is made from: name a new file", path, in)
+			}
+		}
+	}
+	err := atomicfile.Write(path, b)
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		err = atomicfile.WriteInPlace(path, b)
+	}
+	return err
 }
 
 // readRecordFiles reads the record at path and its rotated files, oldest

@@ -23,14 +23,14 @@ import (
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("mcpstdio status", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	dir, derr := state.DefaultDir()
+	searched := state.SearchDirs()
 	fset.Usage = func() {
-		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second (in %s and %s unless -dir or files are given).\n\nWith -http it serves the same as a live page instead, updated twice a second, with each\nproxy's timeline of the last minutes from its record, on a loopback address only\n(default %s); it prints the page's URL, whose random token every request must carry.\n\nFlags:\n", dir, state.FallbackDir(), defaultHTTPAddr)
+		fmt.Fprintf(fset.Output(), "usage: mcpstdio status [-json] [-all] [-dir DIR] [-http [ADDR]] [STATUS FILE...]\n\nShows what each running mcpstdio proxy sees now: its pending requests with their ages,\nblocked directions, bytes waiting, and verdicts. It reads the status files the proxies\nrewrite about once a second, in %s unless -dir or files\nare given ($%s, when set, is read as well as the per-user directory: hosts may not pass\nit to servers). A status file whose proxy is gone (killed) is stale: -all shows it; a day after its last\nupdate, status removes it.\n\nWith -http it serves the same as a live page instead, updated twice a second, with each\nproxy's timeline of the last minutes from its record, on a loopback address only\n(default %s); it prints the page's URL, whose random token every request must carry.\n\nFlags:\n", strings.Join(searched, ", "), state.EnvStateDir, defaultHTTPAddr)
 		fset.PrintDefaults()
 	}
 	asJSON := fset.Bool("json", false, "print the statuses as a JSON array")
-	all := fset.Bool("all", false, "also show proxies whose status file is stale (the proxy was killed)")
-	fset.StringVar(&dir, "dir", dir, "read the status files in `DIRECTORY`")
+	all := fset.Bool("all", false, "also show stale status files: of proxies that are gone (killed)")
+	dir := fset.String("dir", "", "read the status files in `DIRECTORY` (and "+state.FallbackDir()+")")
 	var web httpFlag
 	fset.Var(&web, "http", "serve a live page on `ADDR` (loopback only; -http alone: "+defaultHTTPAddr+")")
 	if err := fset.Parse(args); err != nil {
@@ -39,8 +39,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return 2
 	}
+	dirs := searched
+	if *dir != "" {
+		dirs = slices.Compact([]string{*dir, state.FallbackDir()})
+	}
 	if files := web.takeHTTPAddr(fset.Args()); web.on {
-		return runStatusHTTP(ctx, web.addr, statusLister(dir, files, *all), stdout, stderr)
+		return runStatusHTTP(ctx, web.addr, statusLister(dirs, files, *all), stdout, stderr)
 	}
 	now := time.Now()
 	var ents []state.StatusEntry
@@ -50,30 +54,27 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			ents = append(ents, state.ReadStatus(p, now))
 		}
 	} else {
-		if dir == "" {
-			fmt.Fprintf(stderr, "mcpstdio status: %v\n", derr)
-		}
-		// A proxy whose state directory could not be used keeps its
-		// status file in the fallback directory.
-		for _, d := range []string{dir, state.FallbackDir()} {
-			if d == "" || slices.Contains(looked, d) {
-				continue
-			}
+		for _, d := range dirs {
 			looked = append(looked, d)
 			es, err := state.ReadStatuses(d, now)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				fmt.Fprintf(stderr, "mcpstdio status: %s\n", term.Line(err.Error()))
 			}
+			if err == nil {
+				state.RemoveStale(d, es, now)
+			}
 			ents = append(ents, es...)
 		}
 	}
 	shown := ents[:0]
+	stale := 0
 	for _, e := range ents {
 		if e.Err != nil {
 			fmt.Fprintf(stderr, "mcpstdio status: %s\n", term.Line(e.Err.Error()))
 			continue
 		}
 		if e.Stale && !*all {
+			stale++
 			continue
 		}
 		shown = append(shown, e)
@@ -81,7 +82,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *asJSON {
 		out := make([]jsonStatus, 0, len(shown))
 		for _, e := range shown {
-			out = append(out, jsonStatus{Path: e.Path, Stale: e.Stale, Status: e.Status})
+			out = append(out, jsonStatus{Path: e.Path, Stale: e.Stale, QuietUS: e.Quiet.Microseconds(), Stopped: e.Stopped, Status: e.Status})
 		}
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -92,6 +93,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if where == "" {
 			where = strings.Join(fset.Args(), ", ")
 		}
+		if stale > 0 {
+			fmt.Fprintf(stdout, "no running mcpstdio proxy in %s; %s\n", where, staleNote(stale))
+			return 0
+		}
 		fmt.Fprintf(stdout, "no running mcpstdio proxy: no status file in %s (a proxy keeps one in its state directory, whatever -log says; point at another with -dir DIR or %s=DIR, or name status files)\n", where, state.EnvStateDir)
 		return 0
 	}
@@ -101,34 +106,88 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		printStatus(stdout, e, now)
 	}
+	if stale > 0 {
+		fmt.Fprintf(stdout, "\n%s\n", staleNote(stale))
+	}
 	return 0
 }
 
 type jsonStatus struct {
-	Path  string `json:"path"`
-	Stale bool   `json:"stale,omitempty"`
+	Path    string `json:"path"`
+	Stale   bool   `json:"stale,omitempty"`
+	QuietUS int64  `json:"quiet_us,omitempty"` // the proxy runs but has not updated its status for this long
+	Stopped bool   `json:"stopped,omitempty"`  // the proxy is stopped (SIGSTOP)
 	state.Status
 }
 
-func us(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+// staleNote says that n stale status files were left out, and how to see
+// them.
+func staleNote(n int) string {
+	return fmt.Sprintf("%d stale status %s (the %s gone: killed): mcpstdio status -all shows %s",
+		n, plural(n, "file", "files"), plural(n, "proxy is", "proxies are"), plural(n, "it", "them"))
+}
+
+// plural is one for n == 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// maxAge is the longest duration a status shows; anything longer, or
+// negative, comes from a clock step or a crafted file.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+// age formats a duration from a status file for people, rounded to r, or
+// "invalid" when it is negative or longer than maxAge.
+func age(d, r time.Duration) string {
+	if d < 0 || d > maxAge {
+		return "invalid"
+	}
+	return d.Round(r).String()
+}
+
+// usAge is age of n microseconds.
+func usAge(n int64, r time.Duration) string {
+	if n < 0 || n > int64(maxAge/time.Microsecond) {
+		return "invalid"
+	}
+	return age(time.Duration(n)*time.Microsecond, r)
+}
 
 func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	s := e.Status
 	state := "running"
 	switch {
+	case e.Stale && e.Gone:
+		state = fmt.Sprintf("STALE: the proxy is gone (killed), last update %s ago", age(now.Sub(s.Updated), time.Second))
 	case e.Stale:
-		state = fmt.Sprintf("STALE (no update for %s: the proxy was probably killed)", now.Sub(s.Updated).Round(time.Second))
+		state = fmt.Sprintf("STALE (no update for %s: the proxy was probably killed)", age(now.Sub(s.Updated), time.Second))
 	case s.Exit != nil:
 		state = "server " + s.Exit.Text
 	}
-	sline(w, "proxy %d → server %d %q, up %s, %s", s.ProxyPID, s.ServerPID, strings.Join(s.Argv, " "), now.Sub(s.Start).Round(time.Second), state)
+	if e.Quiet > 0 {
+		why := "it cannot write its status file, or is stopped"
+		if e.Stopped {
+			why = "it is stopped (SIGSTOP)"
+		}
+		state += fmt.Sprintf("; the proxy runs but has not updated this status for %s: %s", age(e.Quiet, time.Second), why)
+	}
+	up := "up " + age(now.Sub(s.Start), time.Second)
+	if s.Start.After(s.Updated) {
+		up = "up invalid"
+	}
+	sline(w, "proxy %d → server %d %q, %s, %s", s.ProxyPID, s.ServerPID, strings.Join(s.Argv, " "), up, state)
 	if m := s.Metrics; m.DroppedBytes > 0 || m.DroppedEvents > 0 {
 		sline(w, "  LOST DETAIL  the observer missed %d bytes (%d events): every byte was forwarded, but frames in them are not in the record and a replay cannot check them", m.DroppedBytes, m.DroppedEvents)
 	}
 	for _, p := range s.Problems {
 		sline(w, "  problem %s", p)
 	}
-	if s.Log != "" {
+	if s.Log != "" && s.RecordError != "" {
+		sline(w, "  record  %s, CUT SHORT: %s", s.Log, s.RecordError)
+	} else if s.Log != "" {
 		sline(w, "  record  %s", s.Log)
 	} else {
 		sline(w, "  record  none")
@@ -137,7 +196,7 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	for _, st := range s.Streams {
 		line := fmt.Sprintf("  %s  %d bytes read, %d written", names[st.Dir], st.Read, st.Written)
 		if st.BlockedUS > 0 {
-			line += fmt.Sprintf(", a write of %d bytes in progress for %s", st.BlockedBytes, us(st.BlockedUS).Round(time.Millisecond))
+			line += fmt.Sprintf(", a write of %d bytes in progress for %s", st.BlockedBytes, usAge(st.BlockedUS, time.Millisecond))
 		}
 		if st.SourcePipe != nil && *st.SourcePipe > 0 {
 			line += fmt.Sprintf(", %d bytes waiting in the source pipe", *st.SourcePipe)
@@ -165,7 +224,7 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		if p.Tool != "" {
 			name += " " + p.Tool
 		}
-		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, page.StateText(p.State), us(p.AgeUS).Round(time.Millisecond))
+		line := fmt.Sprintf("  pending id %s %s (%s): %s, %s", p.ID, name, who, page.StateText(p.State), usAge(p.AgeUS, time.Millisecond))
 		if p.Progress > 0 {
 			line += fmt.Sprintf(", %d progress", p.Progress)
 		}

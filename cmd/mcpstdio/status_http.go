@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -112,6 +111,8 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 	srv := &http.Server{
 		Handler:           &page.Server{Token: hex.EncodeToString(tok), List: list},
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second, // every request's read, its body too (the handler reads none)
+		WriteTimeout:      30 * time.Second, // a client that does not read its answer
 		IdleTimeout:       30 * time.Second, // the page asks twice a second
 		ConnState:         lim.track,
 	}
@@ -143,7 +144,7 @@ func runStatusHTTP(ctx context.Context, addr string, list func(time.Time) ([]pag
 // statusLister returns the function the live page lists proxies with: the
 // status files given, or those in dir and the fallback directory (as
 // `status` looks); stale ones only with all.
-func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.Proxy, error) {
+func statusLister(dirs, files []string, all bool) func(time.Time) ([]page.Proxy, error) {
 	return func(now time.Time) ([]page.Proxy, error) {
 		var ents []state.StatusEntry
 		var errs []error
@@ -151,10 +152,7 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			ents = append(ents, state.ReadStatus(p, now))
 		}
 		if len(files) == 0 {
-			for _, d := range slices.Compact([]string{dir, state.FallbackDir()}) {
-				if d == "" {
-					continue
-				}
+			for _, d := range dirs {
 				es, err := state.ReadStatuses(d, now)
 				if err != nil && !errors.Is(err, os.ErrNotExist) {
 					errs = append(errs, err)
@@ -171,12 +169,12 @@ func statusLister(dir string, files []string, all bool) func(time.Time) ([]page.
 			if e.Stale && !all {
 				continue
 			}
-			log := e.Status.Log
+			log, noLog := e.Status.Log, ""
 			if e.LogErr != nil { // never read a record the status file has no say over
-				log = ""
+				log, noLog = "", e.LogErr.Error()+" (mcpstdio show reads it)"
 				e.Status.Problems = append(e.Status.Problems, e.LogErr.Error())
 			}
-			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, Status: e.Status})
+			ps = append(ps, page.Proxy{Path: e.Path, Stale: e.Stale, Start: e.Status.Start, Log: log, NoLog: noLog, Status: e.Status})
 		}
 		return ps, errors.Join(errs...)
 	}

@@ -70,7 +70,7 @@ func TestStatusLiveLogOutsideDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ps, err := statusLister(dir, nil, false)(now)
+	ps, err := statusLister([]string{dir}, nil, false)(now)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("statusLister: %d proxies, %v", len(ps), err)
 	}

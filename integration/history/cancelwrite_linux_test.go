@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +25,11 @@ import (
 type cancelWrite struct {
 	version string
 	env     []string
-	hangs   bool // the host is still running at the end of the watch
+	args    []string // more flags of gosdkclient
+	hangs   bool     // the host is still running at the end of the watch
+	// closeHangs: the call returned (its error printed) and Close is
+	// what is still running.
+	closeHangs bool
 }
 
 var cancelWrites = []cancelWrite{
@@ -32,13 +37,18 @@ var cancelWrites = []cancelWrite{
 	{version: "v1.8.0", hangs: false},
 	// the same release with the old behaviour asked back
 	{version: "v1.8.0", env: []string{"MCPGODEBUG=blockingcancelnotify=1"}, hangs: true},
+	// Close 200 ms after the call: the cancel's goroutine has begun its
+	// write, and Close waits for it
+	{version: "v1.8.0", args: []string{"-close-after", "200ms"}, hangs: true, closeHangs: true},
 }
 
 // TestGoSDKCancelWrite runs the go-sdk clients against deafserver and checks
 // that v1.7.0 (and v1.8.0 with MCPGODEBUG=blockingcancelnotify=1) is still
 // blocked writing notifications/cancelled 15 s after its call's 1 s
 // timeout, with the server's stdin pipe full, while v1.8.0 returns from the
-// call and exits (its Close gives the server 5 s, then SIGTERM).
+// call and exits (its Close gives the server 5 s, then SIGTERM) — unless it
+// closes 200 ms after the call: then the call returns, and Close waits for
+// the cancel's write, still there at the end of the watch.
 func TestGoSDKCancelWrite(t *testing.T) {
 	t.Parallel()
 	binDir := t.TempDir()
@@ -47,9 +57,10 @@ func TestGoSDKCancelWrite(t *testing.T) {
 	defer wg.Wait()
 	for _, c := range cancelWrites {
 		wg.Go(func() {
-			t.Run(strings.Join(append([]string{c.version}, c.env...), " "), func(t *testing.T) {
+			t.Run(strings.Join(slices.Concat([]string{c.version}, c.env, c.args), " "), func(t *testing.T) {
 				client := goProgram(t, binDir, "go-sdk", c.version, "client")
-				cmd := exec.Command(client, "-timeout", "1s", "-args-bytes", "65300", "--", filepath.Join(filepath.Dir(client), "deafserver"))
+				args := slices.Concat([]string{"-timeout", "1s", "-args-bytes", "65300"}, c.args, []string{"--", filepath.Join(filepath.Dir(client), "deafserver")})
+				cmd := exec.Command(client, args...)
 				cmd.Env = append(os.Environ(), c.env...)
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				var out strings.Builder
@@ -84,10 +95,14 @@ func TestGoSDKCancelWrite(t *testing.T) {
 					// The fix is the call returning at its timeout; a
 					// loaded machine can still be in Close's shutdown
 					// ladder (5 s, SIGTERM, 5 s) at the watch's end.
-					if !c.hangs && !strings.Contains(out.String(), "tools/call: error after") {
+					returned := strings.Contains(out.String(), "tools/call: error after")
+					switch {
+					case !c.hangs && !returned:
 						t.Errorf("go-sdk %s %v: the client was still running 15 s after its call's 1 s timeout (server stdin pipe: %s); its output: %s", c.version, c.env, pipe, out.String())
-					} else {
-						t.Logf("go-sdk %s %v: still running 15 s after its call's 1 s timeout; the server's stdin pipe: %s", c.version, c.env, pipe)
+					case c.closeHangs && (!returned || strings.Contains(out.String(), "Close returned")):
+						t.Errorf("go-sdk %s %v: want the call returned and Close still running; the server's stdin pipe: %s; its output: %s", c.version, c.args, pipe, out.String())
+					default:
+						t.Logf("go-sdk %s %v %v: still running 15 s after its call's 1 s timeout (the call returned: %v); the server's stdin pipe: %s", c.version, c.env, c.args, returned, pipe)
 					}
 				}
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

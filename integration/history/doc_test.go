@@ -33,7 +33,7 @@ func verdictCell(r release, n string) string {
 			vs[i] = "**fail**"
 		}
 	}
-	return fmt.Sprintf("%s: %s", r.version, strings.Join(vs, " or "))
+	return fmt.Sprintf("%s: %s", r.label(), strings.Join(vs, " or "))
 }
 
 // renderDoc is docs/sdk-history.md, from pairs.
@@ -52,7 +52,7 @@ the two releases differ on that criterion and on no other criterion it runs (sav
 allows two verdicts, shown as "warn or fail"). Verdicts read as in [criteria.md](criteria.md) and
 [hosts.md](hosts.md); a flip from pass to fail is a fix that traded one behaviour for another, said in its note.
 
-Run it with ` + "`cd integration && for d in history/ts/sdk-*/; do (cd $d && npm ci); done && go test ./history`" + `.
+Run it with ` + "`cd integration && for d in history/ts/*/; do (cd $d && npm ci); done && go test ./history`" + `.
 `)
 	for _, sdk := range sdkNames {
 		fmt.Fprintf(&b, "\n## %s\n\n", sdk.title)
@@ -67,10 +67,10 @@ Run it with ` + "`cd integration && for d in history/ts/sdk-*/; do (cd $d && npm
 			}
 			flips := p.flips
 			if p.raw != nil {
-				fmt.Fprintf(&b, "| %s (%s) | %s | %s: %s | %s: %s | %s |\n", p.raw.name, p.raw.test, p.before.side, p.before.version, p.raw.before, p.after.version, p.raw.after, p.fix)
+				fmt.Fprintf(&b, "| %s (%s) | %s | %s: %s | %s: %s | %s |\n", p.raw.name, p.raw.test, p.before.side, p.before.label(), p.raw.before, p.after.label(), p.raw.after, p.fix)
 				flips = append(slices.Clone(flips), p.raw.name)
 			}
-			note := fmt.Sprintf("- %s %s → %s (%s): %s.", p.before.side, p.before.version, p.after.version, strings.Join(flips, ", "), p.bug)
+			note := fmt.Sprintf("- %s %s → %s (%s): %s.", p.before.side, p.before.label(), p.after.label(), strings.Join(flips, ", "), p.bug)
 			if p.note != "" {
 				note += " " + p.note
 			}
@@ -81,17 +81,20 @@ Run it with ` + "`cd integration && for d in history/ts/sdk-*/; do (cd $d && npm
 	b.WriteString(`
 ## Still failing in the latest release checked
 
-Every criterion that fails (every time) in the newest release each pair checks, side by side with what is known upstream
-(the README's SDK table has the newest releases, go-sdk v1.8.0, mcp-go v1.2.1 and ` + "`@modelcontextprotocol/sdk`" + ` 1.32.2).
+Every criterion that fails (every time) in the newest release the pairs check, per SDK, side and package, side by side
+with what is known upstream (the README's SDK table has the newest releases, go-sdk v1.8.0, mcp-go v1.6.0 and
+` + "`@modelcontextprotocol/sdk`" + ` 1.32.2, the newest on the Go module proxy and npm on 2026-12-04).
 
 | SDK | side | release | criterion | upstream |
 |---|---|---|---|---|
 `)
 	latest := map[string]release{}
 	for _, p := range pairs {
-		k := p.after.sdk + " " + p.after.side
-		if l, ok := latest[k]; !ok || newer(p.after.version, l.version) {
-			latest[k] = p.after
+		for _, r := range []release{p.before, p.after} {
+			k := r.sdk + " " + r.side + " " + r.pkg
+			if l, ok := latest[k]; !ok || newer(r.version, l.version) {
+				latest[k] = r
+			}
 		}
 	}
 	var keys []string
@@ -103,7 +106,7 @@ Every criterion that fails (every time) in the newest release each pair checks, 
 		r := latest[k]
 		for _, n := range r.names() {
 			if r.want[n][0] == fail {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.sdk, r.side, r.version, n, upstream[r.sdk+" "+r.side+" "+n])
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.sdk, r.side, r.label(), n, upstream[r.sdk+" "+r.side+" "+n])
 			}
 		}
 	}
@@ -116,8 +119,8 @@ Open bugs the criteria see that no pair above shows, each on the release it was 
 	var notes []string
 	for _, o := range openBugs {
 		r := o.release
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.sdk, r.side, r.version, o.criterion, verdictCell(r, o.criterion), o.link)
-		notes = append(notes, fmt.Sprintf("- %s %s: %s. %s", o.link, o.criterion, o.bug, o.note))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.sdk, r.side, r.label(), o.criterion, verdictCell(r, o.criterion), o.link)
+		notes = append(notes, fmt.Sprintf("- %s (%s %s %s, %s): %s. %s", o.criterion, r.sdk, r.side, r.label(), o.link, o.bug, o.note))
 	}
 	b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	b.WriteString(notPaired)
@@ -134,7 +137,8 @@ var upstream = map[string]string{
 	"mcp-go server reads-while-blocked":   "a full tools/call queue is handled on the read loop (the README's SDK table)",
 	"mcp-go client stderr-noise":          "fixed in v1.0.0 (above)",
 	"mcp-go client era-modern":            "the 2026-07-28 era came in v1.0.0",
-	"ts-sdk server oversized-input":       "the 10 MiB limit closes the transport and node exits (see above)",
+	"ts-sdk server oversized-input":       "the 10 MiB limit closes the transport (see above)",
+	"ts-sdk server host-gone":             "[#1564](https://github.com/modelcontextprotocol/typescript-sdk/issues/1564): fixed on the 2.x line; the 1.x backport, [#2579](https://github.com/modelcontextprotocol/typescript-sdk/pull/2579), is open",
 	"ts-sdk client era-modern":            "1.x speaks only the initialize handshake",
 }
 
@@ -159,7 +163,8 @@ func newer(a, b string) bool {
 const notPaired = `
 ## Fixes not paired here
 
-- go-sdk v1.1.0 → v1.2.0, a CRLF line ended the session ([#664](https://github.com/modelcontextprotocol/go-sdk/issues/664), [#665](https://github.com/modelcontextprotocol/go-sdk/pull/665)): no criterion sends a CRLF line; invalid-json-input fails in both for the invalid line it does send.
+- go-sdk v1.0.0 → v1.1.0, the stdio transport closed stdout when its session ended, so a later write failed with "file already closed" ([#548](https://github.com/modelcontextprotocol/go-sdk/issues/548), [#562](https://github.com/modelcontextprotocol/go-sdk/pull/562)): no criterion can see it. The session ends at stdin's end, an invalid line or the host gone, and the server program then returns from ` + "`Server.Run`" + ` and exits: only a program that writes to stdout after its session could find it closed, and the host has stopped reading by then. Measured: v1.0.0 and v1.1.0 get the same verdicts on every server criterion (crlf-input, shutdown-stdin-eof, eof-drains-pending, host-gone among them).
+- mcp-go v0.49.0 → v1.0.0-beta.1, a spurious "Error reading from stdout: read |0: file already closed" logged by a normal ` + "`Close`" + ` ([#862](https://github.com/mark3labs/mcp-go/issues/862), [#863](https://github.com/mark3labs/mcp-go/pull/863)): no criterion judges a host's log lines. The line goes to the client's logger when ` + "`cmd.Wait`" + ` closes the stdout pipe before the read loop sees its end; ` + "`Close`" + ` still returns nil and the host exits 0. By hand, 20 sessions of each against ` + "`mcpstdio fake`" + ` at a load average of 20: the line in none (3 of 20 in an earlier measurement): the race is too rare to assert either way.
 - mcp-go v1.1.1 → v1.2.0, the client sends ` + "`notifications/cancelled`" + ` (in a goroutine): no verdict flips for sure. By hand (one run each), host-timeout was warn in both, for a host that exits right after the error loses the cancel, and late-after-cancel went from skip to pass, which needs the race won.
 - mcp-go v1.1.0 → v1.1.1, requests handled off the read loop ([#976](https://github.com/mark3labs/mcp-go/issues/976), [#977](https://github.com/mark3labs/mcp-go/pull/977)): not measured here: reads-while-blocked floods tools/call, which goes to the worker queue in both, so it should not see the change.
 - ` + "`@modelcontextprotocol/server`" + ` 2.0.0 → 2.1.0, stdin EOF ends the server ([#2002](https://github.com/modelcontextprotocol/typescript-sdk/issues/2002), still open on 1.x): not built here; a server shows it only while something else keeps node alive.

@@ -25,6 +25,10 @@ type release struct {
 	sdk     string // go-sdk, mcp-go or ts-sdk
 	version string
 	side    string // server or client
+	// pkg is the TypeScript package of a ts-sdk release other than
+	// @modelcontextprotocol/sdk: @modelcontextprotocol/server, the 2.x
+	// line's server (pinned in ts/server-VERSION, served by server2.mjs).
+	pkg string
 	// For a server: the size of oversized-input's request line, and the
 	// arguments of the TypeScript server after its package set.
 	oversized  int
@@ -37,8 +41,20 @@ type release struct {
 }
 
 func (r release) key() string {
-	return strings.Join(slices.Concat([]string{r.sdk, r.version, r.side}, r.serverArgs, r.hostFlags, r.probeFlags), " ")
+	return strings.Join(slices.Concat([]string{r.sdk, r.pkg, r.version, r.side}, r.serverArgs, r.hostFlags, r.probeFlags), " ")
 }
+
+// label names the release in the document: its version, after its
+// package if it is not the SDK's.
+func (r release) label() string {
+	if r.pkg != "" {
+		return "`" + r.pkg + "` " + r.version
+	}
+	return r.version
+}
+
+// tsServerPkg is the 2.x line's server package.
+const tsServerPkg = "@modelcontextprotocol/server"
 
 // pins is where the pinned programs live: go/ and ts/.
 func pinDir(t *testing.T, parts ...string) string {
@@ -123,23 +139,28 @@ func mcpstdioBin(t *testing.T, binDir string) string {
 	return out
 }
 
-// tsPin returns ts/sdk-VERSION, skipping t when node or the pinned package
-// set is not installed there.
-func tsPin(t *testing.T, version string) string {
+// tsPin returns r's pinned package set, ts/sdk-VERSION (ts/server-VERSION
+// for the 2.x server), skipping t when node or the set is not installed
+// there.
+func tsPin(t *testing.T, r release) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skipf("node is not on PATH: %v", err)
 	}
-	dir := pinDir(t, "ts", "sdk-"+version)
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	pkg, name := "@modelcontextprotocol/sdk", "sdk-"+r.version
+	if r.pkg != "" {
+		pkg, name = r.pkg, strings.TrimPrefix(r.pkg, "@modelcontextprotocol/")+"-"+r.version
+	}
+	dir := pinDir(t, "ts", name)
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"))
 	if err != nil {
-		t.Skipf("@modelcontextprotocol/sdk %s is not installed (run `npm ci` in integration/history/ts/sdk-%s): %v", version, version, err)
+		t.Skipf("%s %s is not installed (run `npm ci` in integration/history/ts/%s): %v", pkg, r.version, name, err)
 	}
 	var p struct {
 		Version string `json:"version"`
 	}
-	if err := json.Unmarshal(b, &p); err != nil || p.Version != version {
-		t.Fatalf("ts/sdk-%s holds @modelcontextprotocol/sdk %q (run `npm ci` there)", version, p.Version)
+	if err := json.Unmarshal(b, &p); err != nil || p.Version != r.version {
+		t.Fatalf("ts/%s holds %s %q (run `npm ci` there)", name, pkg, p.Version)
 	}
 	return dir
 }
@@ -147,7 +168,11 @@ func tsPin(t *testing.T, version string) string {
 // serverTarget is the server of r as a command.
 func serverTarget(t *testing.T, binDir string, r release) mcptest.Target {
 	if r.sdk == "ts-sdk" {
-		return mcptest.Command("node", append([]string{pinDir(t, "ts", "server.mjs"), tsPin(t, r.version)}, r.serverArgs...)...)
+		script := "server.mjs"
+		if r.pkg == tsServerPkg {
+			script = "server2.mjs"
+		}
+		return mcptest.Command("node", append([]string{pinDir(t, "ts", script), tsPin(t, r)}, r.serverArgs...)...)
 	}
 	return mcptest.Command(goProgram(t, binDir, r.sdk, r.version, "server"))
 }
@@ -156,7 +181,7 @@ func serverTarget(t *testing.T, binDir string, r release) mcptest.Target {
 func hostArgv(t *testing.T, binDir string, r release) []string {
 	var argv []string
 	if r.sdk == "ts-sdk" {
-		argv = []string{"node", pinDir(t, "ts", "call.mjs"), tsPin(t, r.version)}
+		argv = []string{"node", pinDir(t, "ts", "call.mjs"), tsPin(t, r)}
 	} else {
 		argv = []string{goProgram(t, binDir, r.sdk, r.version, "client")}
 	}
@@ -267,11 +292,13 @@ func runHost(t *testing.T, binDir string, r release) *assertions.Report {
 	}
 	wg.Wait()
 	rep := &assertions.Report{}
-	for _, p := range reps {
-		if p == nil {
+	for i, p := range reps {
+		if p == nil && i < len(names) { // a run that was made and failed
 			t.FailNow()
 		}
-		rep.Results = append(rep.Results, p.Results...)
+		if p != nil {
+			rep.Results = append(rep.Results, p.Results...)
+		}
 	}
 	return rep
 }

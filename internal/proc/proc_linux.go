@@ -350,3 +350,21 @@ func hasEnv(pid int, env string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	return err == nil && slices.Contains(strings.Split(string(b), "\x00"), env)
 }
+
+// HasOpen reports whether process pid holds a descriptor open on the file
+// fi describes (the same device and inode); known is false where that
+// cannot be read (another user's process). A pid that names no process
+// holds nothing, and that is known.
+func HasOpen(pid int, fi os.FileInfo) (open, known bool) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		_, serr := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return false, os.IsNotExist(serr)
+	}
+	for _, fd := range fds {
+		if st, err := os.Stat(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && os.SameFile(st, fi) {
+			return true, true
+		}
+	}
+	return false, true
+}

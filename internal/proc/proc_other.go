@@ -66,3 +66,9 @@ func Find(*os.File, string) []ID { return nil }
 
 // Group: without /proc, a process's group is unknown.
 func (ID) Group() int { return 0 }
+
+// Children: without /proc, no child is found.
+func Children(int) []ID { return nil }
+
+// HasOpen cannot tell here: known is false.
+func HasOpen(int, os.FileInfo) (open, known bool) { return false, false }

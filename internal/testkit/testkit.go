@@ -67,9 +67,10 @@ func ParallelForWaits(perCPU, racePerCPU int) {
 // races"): m.Run has already failed the run for any race it saw, so the
 // sleep is a second of nothing per package. Give it to goleak.VerifyTestMain
 // or mcptest.Main as goleak.Cleanup(testkit.Exit). It also removes what
-// WithoutRace and Build built.
+// WithoutRace and Build built, and the directories of PrivateState.
 func Exit(code int) {
 	removeBuilt()
+	removeState()
 	if code == 0 && raceDetector && testing.CoverMode() == "" {
 		syscall.Exit(0)
 	}

@@ -20,7 +20,7 @@ func (s *Session) ending(e record.Event) {
 		}
 	case record.EvSignal:
 		if e.Err == "" && s.cause == "" {
-			s.cause = "after the proxy passed on " + e.Signal + " (its own signal)"
+			s.cause = "after the proxy passed on the " + e.Signal + " it received (from the host, or whoever signalled it)"
 		}
 	case record.EvExit:
 		text := e.Status

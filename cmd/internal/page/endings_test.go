@@ -27,9 +27,9 @@ func TestFaultHoldsAndEndings(t *testing.T) {
 			{Ev: record.EvExit, T: 3e6, Status: "killed by SIGKILL", Signal: "SIGKILL", Exit: nil},
 		}, "terminations 1: killed by SIGKILL, killed by the proxy (the proxy's context ended: killing the server and closing every pipe)"},
 		{"signal", []record.Event{
-			{Ev: record.EvSignal, T: 2.9e6, Signal: "SIGTERM", Text: "passed on to the server"},
+			{Ev: record.EvSignal, T: 2.9e6, Signal: "SIGTERM", Text: "received by the proxy (from the host, or whoever signalled it) and passed on to the server"},
 			{Ev: record.EvExit, T: 3e6, Status: "exit status 1", Exit: &code1},
-		}, "terminations 1: exit status 1, after the proxy passed on SIGTERM (its own signal)"},
+		}, "terminations 1: exit status 1, after the proxy passed on the SIGTERM it received (from the host, or whoever signalled it)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := New()

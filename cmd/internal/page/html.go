@@ -89,6 +89,9 @@ func (s *Session) headerLine() string {
 	if s.Ended != "" {
 		l += " · " + s.Ended
 	}
+	if s.Unended != "" {
+		l += " · " + s.Unended
+	}
 	return l
 }
 
@@ -100,23 +103,40 @@ func legend(b *strings.Builder) {
 }
 
 func (s *Session) htmlVerdicts(b *strings.Builder) {
-	b.WriteString("<h2>verdicts</h2><ul class=\"verdicts\">")
+	fmt.Fprintf(b, "<h2>verdicts</h2>%s<ul class=\"verdicts\">", s.fromEventsHTML())
 	if len(s.Verdicts) == 0 {
 		b.WriteString("<li class=\"ok\">nothing was found stuck</li>")
 	}
-	for _, v := range s.Verdicts {
+	shown, more := s.shownVerdicts()
+	for _, v := range shown {
 		fmt.Fprintf(b, "<li data-kind=\"%s\">%s</li>", esc(v.Kind), esc(v.Text))
 	}
 	b.WriteString("</ul>\n")
+	if more != "" {
+		fmt.Fprintf(b, "<p class=\"folded\">%s</p>\n", esc(more))
+	}
 }
 
 func (s *Session) htmlPending(b *strings.Builder) {
+	for _, p := range s.unclaimed() {
+		fmt.Fprintf(b, "<p class=\"lost\">%s</p>\n", esc(p.text()))
+	}
 	if len(s.Pending) == 0 {
 		b.WriteString("<p>none: every request's response was delivered</p>\n")
 		return
 	}
 	b.WriteString("<table class=\"pending\"><tr><th>direction</th><th>id</th><th>method</th><th>state</th><th>sent</th><th>waited</th><th>response</th><th>cancel</th></tr>\n")
-	for _, r := range s.Pending {
+	first, more, last := s.shownPending()
+	s.htmlPendingRows(b, first)
+	if more != "" {
+		fmt.Fprintf(b, "<tr class=\"more\"><td colspan=\"8\">%s</td></tr>\n", esc(more))
+	}
+	s.htmlPendingRows(b, last)
+	b.WriteString("</table>\n")
+}
+
+func (s *Session) htmlPendingRows(b *strings.Builder, rs []Request) {
+	for _, r := range rs {
 		cancel := ""
 		if r.Cancel > 0 {
 			cancel = at(r.Cancel) + " (" + r.CancelAt + ")" // escaped below, as every string from a record
@@ -124,21 +144,32 @@ func (s *Session) htmlPending(b *strings.Builder) {
 		fmt.Fprintf(b, "<tr class=\"stuck\"><td>%s</td><td class=\"mono\">%s</td><td>%s</td><td class=\"state-%s\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n",
 			esc(dirName(r.Dir)), esc(string(r.ID)), esc(strings.TrimSpace(r.Method+" "+r.Tool)), esc(r.State), esc(r.State), at(r.Sent), dur(s.End-r.Sent), respCell(r), esc(cancel))
 	}
-	b.WriteString("</table>\n")
 }
 
 func respCell(r Request) string {
-	if r.RespBytes == 0 {
-		return "none"
+	switch {
+	case r.RespBytes > 0:
+		return size(r.RespBytes) + " read, not all delivered"
+	case r.RespRead > 0:
+		return size(r.RespRead) + " read so far, " + size(r.RespSent) + " delivered (in progress)"
 	}
-	return size(r.RespBytes) + " read"
+	return "none"
+}
+
+// fromEventsHTML notes, after a heading, that what follows was worked out
+// from the events.
+func (s *Session) fromEventsHTML() string {
+	if s.Summary {
+		return ""
+	}
+	return "<p class=\"folded\">" + esc(strings.TrimSuffix(strings.TrimPrefix(s.fromEvents(), " ("), ")")) + "</p>"
 }
 
 func (s *Session) htmlMetrics(b *strings.Builder) {
 	m := s.Metrics
-	b.WriteString("<h2>metrics</h2>\n")
+	fmt.Fprintf(b, "<h2>metrics</h2>%s\n", s.fromEventsHTML())
 	if m == nil {
-		b.WriteString("<p>none: the record has no summary (the proxy is still running, or was killed)</p>\n")
+		b.WriteString("<p>none</p>\n")
 		return
 	}
 	rows := [][2]string{

@@ -1,16 +1,20 @@
 package page
 
 import (
+	"cmp"
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 //go:embed assets/live.js
@@ -19,11 +23,14 @@ var liveJS string
 // Proxy is one running proxy as the live page shows it: its status file's
 // path and content (Status, shown as it is), and where its record is.
 type Proxy struct {
-	Path   string    `json:"path"`
-	Stale  bool      `json:"stale,omitempty"`
-	Start  time.Time `json:"-"` // the record's time 0
-	Log    string    `json:"-"` // the record, "" if none
-	Status any       `json:"status"`
+	Path  string    `json:"path"`
+	Stale bool      `json:"stale,omitempty"`
+	Start time.Time `json:"-"` // the record's time 0
+	Log   string    `json:"-"` // the record, "" if none or not to be read
+	// NoLog says why there is no record to read when Log is "": the proxy
+	// records nothing, or its record is not to be read (and where it is).
+	NoLog  string `json:"-"`
+	Status any    `json:"status"`
 }
 
 // Server serves the live page of the running proxies and the same data as
@@ -52,10 +59,32 @@ type LiveProxy struct {
 	Timeline string    `json:"timeline,omitempty"`
 	Folded   []string  `json:"folded,omitempty"`
 	Frames   []Frame   `json:"frames,omitempty"`   // what a click on the timeline shows
-	Requests []Request `json:"requests,omitempty"` // the latest and the unfinished, from the record
-	Blocks   []Span    `json:"blocks,omitempty"`   // the latest blocked writes and stalls
-	Record   string    `json:"record"`             // the record's state in words
+	Requests []Request `json:"requests,omitempty"` // the latest unfinished ones and the latest ten, from the record
+	// RequestsMore counts the unfinished requests not in Requests.
+	RequestsMore int    `json:"requests_more,omitempty"`
+	Blocks       []Span `json:"blocks,omitempty"` // the latest blocked writes and stalls
+	Record       string `json:"record"`           // the record's state in words
+	HasRecord    bool   `json:"has_record"`       // a record is read: Requests and Blocks are its
+	// Ending says where the record of a proxy whose status file is stale
+	// ends, and that the proxy was killed, when the record has no summary;
+	// Verdicts and Metrics are then the record's, worked out from its
+	// events to that end (the status file's are as of its last update).
+	Ending   string           `json:"ending,omitempty"`
+	Verdicts []record.Verdict `json:"verdicts,omitempty"`
+	Metrics  *record.Metrics  `json:"metrics,omitempty"`
+	// More counts what was left out of the status's lists (the pending
+	// requests, the verdicts) to keep each poll small: at most
+	// maxStatusItems of each are kept, the oldest half and the latest half.
+	More map[string]int `json:"more,omitempty"`
 }
+
+// maxLiveRequests is how many unfinished requests of a record status.json
+// lists (the latest); maxStatusItems how many items of each list of a
+// status file.
+const (
+	maxLiveRequests = 50
+	maxStatusItems  = 100
+)
 
 // Live is the whole of status.json.
 type Live struct {
@@ -64,21 +93,31 @@ type Live struct {
 	Error   string      `json:"error,omitempty"`
 }
 
-// ServeHTTP serves the page and its data.
+// ServeHTTP serves the page and its data. It never reads a request's
+// body: a request that announces one, and any request it refuses, is
+// answered and its connection closed without waiting for the body (a
+// client that announced a body and never sent it held its connection,
+// and with enough of them every connection the server keeps).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.ContentLength != 0 {
+		closeUnread(w)
+	}
 	if !loopbackHost(r.Host) {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: refused: the page is served to loopback host names only", http.StatusForbidden)
 		return
 	}
 	tok := r.URL.Query().Get("token")
 	if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: refused: this request has no valid token; open the URL the command printed", http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		closeUnread(w)
 		http.Error(w, "mcpstdio status: read-only", http.StatusMethodNotAllowed)
 		return
 	}
@@ -103,6 +142,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// closeUnread makes the response close its connection, and a read of
+// the request's body (net/http reads what is left of it after the
+// handler, to reuse the connection) fail at once.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 // Snapshot returns what the page shows at now: each proxy's status, and
 // from its record the timeline of the last Window, the latest requests
 // and blocked writes.
@@ -123,7 +170,8 @@ func (s *Server) Snapshot(now time.Time) Live {
 	}
 	seen := map[string]bool{}
 	for _, p := range ps {
-		lp := LiveProxy{Proxy: p, NowUS: min(max(now.Sub(p.Start).Microseconds(), 0), MaxTime), Record: "no record (-no-log): no timeline"}
+		lp := LiveProxy{Proxy: p, NowUS: min(max(now.Sub(p.Start).Microseconds(), 0), MaxTime), Record: "no record: " + cmp.Or(p.NoLog, "the proxy records nothing (-no-log)") + "; no timeline"}
+		lp.Status, lp.More = capLists(p.Status, maxStatusItems)
 		if p.Log != "" {
 			seen[p.Log] = true
 			t := s.tails[p.Log]
@@ -131,8 +179,13 @@ func (s *Server) Snapshot(now time.Time) Live {
 				t = newTail(p.Log)
 				s.tails[p.Log] = t
 			}
-			t.update(window.Microseconds())
-			lp.fill(t, window.Microseconds())
+			if p.Stale {
+				lp.fillStale(t, window.Microseconds())
+			} else {
+				t.card = nil
+				t.update(window.Microseconds())
+				lp.fill(t, window.Microseconds())
+			}
 		}
 		live.Proxies = append(live.Proxies, lp)
 	}
@@ -144,11 +197,51 @@ func (s *Server) Snapshot(now time.Time) Live {
 	return live
 }
 
+// fillStale fills lp for a proxy whose status file is stale: its record
+// no longer grows, so what the page shows of it is made once, kept, and
+// the record's Session let go (ten stale sessions with large records held
+// their whole Sessions, and redrew them each poll). If the record grows
+// again (the proxy was only stopped), it is read again from its start.
+func (lp *LiveProxy) fillStale(t *tail, window int64) {
+	fi, err := os.Stat(t.path)
+	if c := t.card; c != nil && err == nil && os.SameFile(fi, t.cardInfo) && fi.Size() == t.cardInfo.Size() && proxyStateOf(t.path, t.cardPID) == t.cardState {
+		p := lp.Proxy
+		status, more := lp.Status, lp.More
+		*lp = *c
+		lp.Proxy, lp.Status, lp.More = p, status, more
+		return
+	}
+	t.update(window)
+	lp.fill(t, window)
+	if err == nil && t.err == nil && t.off == fi.Size() { // read to its end (an update reads at most maxTailRead)
+		card := *lp
+		pid := 0
+		if t.sess.Header != nil {
+			pid = t.sess.Header.PID
+		}
+		*t = tail{path: t.path, sess: New(), card: &card, cardInfo: fi, cardPID: pid, cardState: t.sess.ProxyState}
+	}
+}
+
 func (lp *LiveProxy) fill(t *tail, window int64) {
 	sess := t.sess
 	now := max(lp.NowUS, sess.End)
+	lp.HasRecord = true
 	if lp.Stale {
-		now = sess.End
+		// A stale status file: the proxy was killed, or it is stopped
+		// (SIGSTOP) and still holds its record.
+		now, lp.NowUS = sess.End, sess.End
+		state := ProxyGone
+		if sess.Header != nil {
+			state = proxyStateOf(t.path, sess.Header.PID)
+		}
+		sess.SetProxyState(state)
+		if !sess.Summary {
+			lp.Ending, lp.Metrics = sess.Unended, sess.Metrics
+			lp.Verdicts = sess.Verdicts
+		}
+	} else {
+		sess.SetProxyState(ProxyRunning)
 	}
 	lp.Record = fmt.Sprintf("record %s (%s read)", t.path, size(t.off))
 	if t.err != nil {
@@ -160,12 +253,21 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	if lp.Frames == nil {
 		lp.Frames = []Frame{}
 	}
-	// The unfinished requests and the latest ten.
+	// The latest unfinished requests and the latest ten, newest first.
 	var reqs []Request
-	for i, r := range sess.Requests {
-		if r.State != "delivered" || i >= len(sess.Requests)-10 {
-			reqs = append(reqs, r)
+	unfinished := 0
+	for i := len(sess.Requests) - 1; i >= 0; i-- {
+		r := sess.Requests[i]
+		switch {
+		case r.State != "delivered":
+			if unfinished++; unfinished > maxLiveRequests {
+				lp.RequestsMore++
+				continue
+			}
+		case i < len(sess.Requests)-10:
+			continue
 		}
+		reqs = append(reqs, r)
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Sent > reqs[j].Sent })
 	lp.Requests = reqs
@@ -174,6 +276,38 @@ func (lp *LiveProxy) fill(t *tail, window int64) {
 	} else {
 		lp.Blocks = append([]Span(nil), sess.Blocks...)
 	}
+}
+
+// capLists returns status with each list it holds (a JSON array as a
+// field of the object) cut to its first max/2 and last max/2 items, and
+// how many items were left out of each, by field name. A status that is
+// not a JSON object is returned as it is.
+func capLists(status any, max int) (any, map[string]int) {
+	b, err := json.Marshal(status)
+	if err != nil {
+		return status, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return status, nil
+	}
+	var more map[string]int
+	for k, v := range m {
+		var items []json.RawMessage
+		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &items) != nil || len(items) <= max {
+			continue
+		}
+		if more == nil {
+			more = map[string]int{}
+		}
+		more[k] = len(items) - max
+		kept := append(items[:max/2:max/2], items[len(items)-max/2:]...)
+		m[k], _ = json.Marshal(kept)
+	}
+	if more == nil {
+		return status, nil
+	}
+	return m, more
 }
 
 // loopbackHost reports whether a Host header names a loopback address or

@@ -188,7 +188,14 @@ func TestLiveLarge(t *testing.T) {
 	if len(next.Proxies[0].Requests) == 0 || next.Proxies[0].Requests[0].State == "delivered" {
 		t.Errorf("latest requests %+v: want the unanswered one first", next.Proxies[0].Requests[:1])
 	}
-	if nextTook > 500*time.Millisecond {
-		t.Errorf("a snapshot of a %d-frame record took %v, want under the page's 500ms update interval", 2*n-1, nextTook)
+	// The next snapshot read nothing again: what it took is drawing. The
+	// time is logged above (performance is measured, not asserted); a
+	// bound of ten update intervals catches a snapshot that reads the
+	// record anew, which takes seconds.
+	if tl := srv.tails[log]; tl == nil || tl.off != int64(len(synthetic(n))) {
+		t.Errorf("after the snapshots the tail is at %v, want the record's end %d", tl, len(synthetic(n)))
+	}
+	if nextTook > 5*time.Second {
+		t.Errorf("a snapshot of a %d-frame record took %v, want it to read only what was added", 2*n-1, nextTook)
 	}
 }

@@ -16,29 +16,50 @@ import (
 // Read, or with New and Add for a record that is still growing. Times are
 // microseconds since the session started, as in the record.
 type Session struct {
-	Header   *Header          `json:"header,omitempty"`
-	End      int64            `json:"end_us"` // the latest time in the record
-	Ended    string           `json:"ended,omitempty"`
-	Endings  []string         `json:"endings,omitempty"` // how each run of the server ended, in words
-	Verdicts []record.Verdict `json:"verdicts"`          // the summary's, else every live verdict once
-	Metrics  *record.Metrics  `json:"metrics,omitempty"`
-	Lost     Lost             `json:"lost"`
-	Pending  []Request        `json:"pending"` // requests without a delivered response at the end
-	Frames   []Frame          `json:"frames"`
-	Requests []Request        `json:"requests"`
-	Blocks   []Span           `json:"blocks"`
-	Marks    []Mark           `json:"marks"`
-	Clamped  int              `json:"clamped_times,omitempty"` // times outside 0…MaxTime in the record, shown as the nearer end
-	chunks   [3][]chunk       // per direction, in offset order
-	open     map[string]int   // request key → index in Requests, while unanswered
-	last     map[string]int   // request key → index of its latest request in Requests
-	blockAt  map[string]int   // dir → index in Blocks, while open
-	stall    map[string]int   // fault dir+kind → index in Blocks, while in effect
-	seen     map[string]bool  // live verdict texts already kept
-	summary  bool             // a summary event was read
-	cause    string           // what the proxy did that may end the server, until its exit
-	tokens   map[string]int   // progress token → request index
-	lostAt   [3]int64         // per direction, 1 + the T of the latest drop or partly seen frame, 0 if none
+	Header  *Header  `json:"header,omitempty"`
+	End     int64    `json:"end_us"` // the latest time in the record
+	Ended   string   `json:"ended,omitempty"`
+	Endings []string `json:"endings,omitempty"` // how each run of the server ended, in words
+	// Summary reports whether the record holds the proxy's summary, its
+	// last event. Without it (the proxy was killed, or still runs),
+	// Verdicts and Metrics are worked out from the events up to End, and
+	// Unended says so.
+	Summary bool `json:"summary"`
+	// Unended says, for a record without a summary, where it ends and
+	// whether its proxy still runs (see SetProxyState); "" with a summary.
+	Unended    string     `json:"unended,omitempty"`
+	ProxyState ProxyState `json:"proxy_state,omitempty"`
+	// Verdicts are the summary's; without one, what the events show at
+	// the record's end: the durations of blocked writes, stalls and
+	// unanswered requests up to End, each live verdict's words as of when
+	// the proxy wrote it.
+	Verdicts []record.Verdict `json:"verdicts"`
+	// Metrics are the summary's; without one, counted from the events.
+	Metrics *record.Metrics `json:"metrics,omitempty"`
+	// Partial lists the lines whose newline the record does not reach: a
+	// message still being read or delivered when it ends.
+	Partial  []Partial       `json:"partial,omitempty"`
+	Lost     Lost            `json:"lost"`
+	Pending  []Request       `json:"pending"` // requests without a delivered response at the end
+	Frames   []Frame         `json:"frames"`
+	Requests []Request       `json:"requests"`
+	Blocks   []Span          `json:"blocks"`
+	Marks    []Mark          `json:"marks"`
+	Clamped  int             `json:"clamped_times,omitempty"` // times outside 0…MaxTime in the record, shown as the nearer end
+	chunks   [3][]chunk      // per direction, in offset order
+	open     map[string]int  // request key → index in Requests, while unanswered
+	last     map[string]int  // request key → index of its latest request in Requests
+	blockAt  map[string]int  // dir → index in Blocks, while open
+	stall    map[string]int  // fault dir+kind → index in Blocks, while in effect
+	live     []liveVerdict   // the live verdicts, each kind and id once, while there is no summary
+	liveMore int             // live verdicts not kept (maxLive)
+	lastSig  string          // the last event in words when it is a signal, else ""
+	cut      *record.Event   // the cut that ends a record whose writing failed
+	seen     map[string]bool // live verdicts' kind and id already kept
+	counts   counts          // the metrics as the events give them
+	cause    string          // what the proxy did that may end the server, until its exit
+	tokens   map[string]int  // progress token → request index
+	lostAt   [3]int64        // per direction, 1 + the T of the latest drop or partly seen frame, 0 if none
 }
 
 // Header is the record header without what a page must not show: the
@@ -97,7 +118,8 @@ type Frame struct {
 // Request is one request from its first byte (Sent) to the delivery of its
 // response's last byte (Delivered), with indexes of its frames in
 // Session.Frames (-1: none). State is "delivered", "responding" (the
-// response was read but not all delivered), "waiting" (no response),
+// response was read but not all delivered, or is being read: RespRead),
+// "waiting" (no response),
 // "unseen" (no response seen, but the observer lost detail of the stream
 // it comes on after the request was sent: it may have passed) or
 // "unwritten" (the request's own write did not return).
@@ -112,14 +134,19 @@ type Request struct {
 	RespEnd   int64           `json:"resp_end,omitempty"`
 	Delivered int64           `json:"delivered,omitempty"`
 	RespBytes int64           `json:"resp_bytes,omitempty"`
-	Error     bool            `json:"error,omitempty"` // the response was an error
-	Cancel    int64           `json:"cancel,omitempty"`
-	CancelAt  string          `json:"cancel_state,omitempty"` // where it was when the cancel was read
-	LateUS    int64           `json:"late_us,omitempty"`      // the response began this long after the cancel
-	Progress  int             `json:"progress,omitempty"`
-	State     string          `json:"state"`
-	Frame     int             `json:"frame"`
-	Response  int             `json:"response"`
+	// RespRead and RespSent are the bytes of a response whose newline the
+	// record does not reach (see Partial): read from the server so far,
+	// and delivered of those.
+	RespRead int64  `json:"resp_read,omitempty"`
+	RespSent int64  `json:"resp_sent,omitempty"`
+	Error    bool   `json:"error,omitempty"` // the response was an error
+	Cancel   int64  `json:"cancel,omitempty"`
+	CancelAt string `json:"cancel_state,omitempty"` // where it was when the cancel was read
+	LateUS   int64  `json:"late_us,omitempty"`      // the response began this long after the cancel
+	Progress int    `json:"progress,omitempty"`
+	State    string `json:"state"`
+	Frame    int    `json:"frame"`
+	Response int    `json:"response"`
 }
 
 // Span is a blocked write (Kind "block": the write of N bytes to Dir's
@@ -143,6 +170,20 @@ type Mark struct {
 	Dir  string          `json:"dir,omitempty"`
 	ID   json.RawMessage `json:"id,omitempty"`
 	Text string          `json:"text"`
+}
+
+// Partial is a line of Dir whose newline the record does not reach: a
+// message still being read or delivered when the record ends. From Off
+// on, Read bytes of it were read (the first at Since) and Delivered of
+// them written on. ID is the request it answers, when a verdict of the
+// proxy's named it (its id is only recorded with its end).
+type Partial struct {
+	Dir       string          `json:"dir"`
+	Off       int64           `json:"off"`
+	Since     int64           `json:"since"`
+	Read      int64           `json:"read"`
+	Delivered int64           `json:"delivered"`
+	ID        json.RawMessage `json:"id,omitempty"`
 }
 
 type chunk struct{ off, n, t, wt int64 }
@@ -202,6 +243,10 @@ func key(dir string, id json.RawMessage) string {
 func (s *Session) Add(e record.Event) {
 	s.clampTimes(&e)
 	s.End = max(s.End, e.T)
+	s.lastSig = ""
+	if e.Ev == record.EvSignal {
+		s.lastSig = e.Signal + ", " + e.Text
+	}
 	switch e.Ev {
 	case record.EvHeader:
 		s.header(e.Header)
@@ -209,6 +254,7 @@ func (s *Session) Add(e record.Event) {
 		d := dirIndex(e.Dir)
 		s.chunks[d] = append(s.chunks[d], chunk{e.Off, e.N, e.T, e.WT})
 		s.End = max(s.End, e.WT)
+		s.counts.chunk(d, e)
 	case record.EvFrame:
 		s.frame(e)
 	case record.EvBlock:
@@ -223,9 +269,12 @@ func (s *Session) Add(e record.Event) {
 		} else {
 			s.Blocks = append(s.Blocks, Span{Kind: "block", Dir: e.Dir, Since: e.Since, End: e.Since + e.Dur, N: e.N})
 		}
+		s.counts.unblock(dirIndex(e.Dir), e)
 	case record.EvCancel:
+		s.counts.m.Cancels++
 		s.cancel(e)
 	case record.EvLate:
+		s.counts.m.LateResponses++
 		if i, ok := s.latest(other(e.Dir), e.ID); ok {
 			s.Requests[i].LateUS = e.After
 		}
@@ -233,26 +282,29 @@ func (s *Session) Add(e record.Event) {
 	case record.EvFault:
 		s.fault(e)
 	case record.EvDrop:
+		s.counts.m.DroppedBytes += e.Bytes
+		s.counts.m.DroppedEvents += e.Events
 		s.Lost.Bytes += e.Bytes
 		s.Lost.Events += e.Events
 		s.lostAt[dirIndex(e.Dir)] = max(s.lostAt[dirIndex(e.Dir)], e.T+1)
 		s.mark(e, "drop", e.Text+" ("+size(e.Bytes)+", "+itoa(e.Events)+" events)")
 	case record.EvVerdict:
-		if e.Verdict != nil && !s.summary {
-			if !s.seen[e.Verdict.Text] {
-				s.seen[e.Verdict.Text] = true
-				s.Verdicts = append(s.Verdicts, *e.Verdict)
-			}
+		if e.Verdict != nil && !s.Summary {
+			s.liveVerdict(e.T, *e.Verdict)
 			s.Marks = append(s.Marks, Mark{T: e.T, Ev: "verdict", ID: e.Verdict.ID, Text: e.Verdict.Text})
 		}
 	case record.EvSummary:
-		s.summary = true
+		s.Summary, s.Unended, s.live = true, "", nil
 		s.Verdicts = append([]record.Verdict{}, e.Verdicts...)
 		s.Metrics = e.Metrics
 	case record.EvExit:
+		s.counts.m.Terminations++
 		s.Ended = "the server ended: " + e.Status
 		s.mark(e, "exit", s.Ended)
 		s.ending(e)
+	case record.EvCut:
+		s.cut = &e
+		s.mark(e, "cut", "the record ends here, early: writing it failed: "+e.Err+" ("+itoa(e.Events)+" events lost with the failed write); the proxy went on forwarding, unrecorded")
 	case record.EvSpawn:
 		s.mark(e, "spawn", "the server started (pid "+itoa(int64(e.PID))+")")
 	case record.EvEOF, record.EvClose, record.EvSignal, record.EvError:
@@ -305,6 +357,7 @@ func (s *Session) frame(e record.Event) {
 		s.Lost.Frames++
 		s.lostAt[dirIndex(e.Dir)] = max(s.lostAt[dirIndex(e.Dir)], e.T+1)
 	}
+	s.counts.frame(e)
 	fi := len(s.Frames)
 	s.Frames = append(s.Frames, f)
 	switch e.Kind {
@@ -326,6 +379,7 @@ func (s *Session) frame(e record.Event) {
 		k := key(other(e.Dir), e.ID)
 		i, ok := s.open[k]
 		if !ok {
+			s.counts.unknown(e)
 			return
 		}
 		delete(s.open, k)
@@ -369,6 +423,7 @@ func (s *Session) fault(e record.Event) {
 	k := e.Dir + " " + kind
 	if i, ok := s.stall[k]; ok {
 		s.Blocks[i].End = e.T
+		s.counts.stall(s.Blocks[i])
 		delete(s.stall, k)
 		return
 	}
@@ -395,6 +450,7 @@ func (s *Session) Finish() {
 			f.Delivered = s.writtenAt(f.Dir, f.Off+f.N)
 		}
 	}
+	s.partials()
 	s.Pending = s.Pending[:0]
 	for i := range s.Requests {
 		r := &s.Requests[i]
@@ -402,7 +458,7 @@ func (s *Session) Finish() {
 		switch {
 		case r.Response >= 0 && s.Frames[r.Response].Delivered > 0:
 			r.Delivered, r.State = s.Frames[r.Response].Delivered, "delivered"
-		case r.Response >= 0:
+		case r.Response >= 0 || r.RespRead > 0:
 			r.State = "responding"
 		case r.Written == 0 && s.hasChunks(r.Dir):
 			r.State = "unwritten"
@@ -416,6 +472,11 @@ func (s *Session) Finish() {
 		}
 	}
 	sort.SliceStable(s.Marks, func(i, j int) bool { return s.Marks[i].T < s.Marks[j].T })
+	if !s.Summary {
+		s.Metrics = s.eventMetrics()
+		s.Verdicts = s.unendedVerdicts()
+		s.Unended = s.unendedText()
+	}
 }
 
 func (s *Session) hasChunks(dir string) bool { return len(s.chunks[dirIndex(dir)]) > 0 }

@@ -68,33 +68,45 @@ func (s *Session) timeline(from, to, now int64) view {
 	if now > 0 {
 		end = now
 	}
-	important := map[int]bool{}
+	// Spans: the unfinished, cancelled, late or failed ones, then the
+	// slowest, at most maxSpans; their frames are drawn one by one
+	// whatever else is binned, the frames of requests not drawn are not.
+	notable := func(r Request) bool { return r.State != "delivered" || r.Cancel > 0 || r.LateUS > 0 || r.Error }
 	var reqs []int
 	for i, r := range s.Requests {
 		if spanEnd(r, end) < from || r.Sent > to {
 			continue
 		}
 		reqs = append(reqs, i)
-		if r.State != "delivered" || r.Cancel > 0 || r.LateUS > 0 || r.Error {
+	}
+	if len(reqs) > maxSpans {
+		var notes, others []int
+		for _, i := range reqs {
+			if notable(s.Requests[i]) {
+				notes = append(notes, i)
+			} else {
+				others = append(others, i)
+			}
+		}
+		if len(notes) > maxSpans { // the oldest half and the latest half
+			notes = append(notes[:maxSpans/2:maxSpans/2], notes[len(notes)-maxSpans/2:]...)
+		}
+		sort.SliceStable(others, func(i, j int) bool {
+			a, b := s.Requests[others[i]], s.Requests[others[j]]
+			return spanEnd(a, end)-a.Sent > spanEnd(b, end)-b.Sent
+		})
+		v.Folded = append(v.Folded, fmt.Sprintf("%d requests drawn as spans (unfinished, cancelled, late or failed ones, the oldest and the latest, then the slowest); %d others only as frames (columns of counts when there are many)", maxSpans, len(reqs)-maxSpans))
+		reqs = append(notes, others[:maxSpans-len(notes)]...)
+		sort.Ints(reqs)
+	}
+	important := map[int]bool{}
+	for _, i := range reqs {
+		if r := s.Requests[i]; notable(r) {
 			important[r.Frame] = true
 			if r.Response >= 0 {
 				important[r.Response] = true
 			}
 		}
-	}
-	// Spans: the important ones, then the slowest.
-	if len(reqs) > maxSpans {
-		sort.SliceStable(reqs, func(i, j int) bool {
-			a, b := s.Requests[reqs[i]], s.Requests[reqs[j]]
-			ia, ib := important[a.Frame], important[b.Frame]
-			if ia != ib {
-				return ia
-			}
-			return spanEnd(a, end)-a.Sent > spanEnd(b, end)-b.Sent
-		})
-		v.Folded = append(v.Folded, fmt.Sprintf("%d requests drawn as spans (the unfinished, cancelled, late or failed ones, then the slowest); %d quicker ones only as frames", maxSpans, len(reqs)-maxSpans))
-		reqs = reqs[:maxSpans]
-		sort.Ints(reqs)
 	}
 	rows := packRows(s.Requests, reqs, end, w)
 	nrows := 0
@@ -374,28 +386,117 @@ func (s *Session) drawSpan(w *svgWriter, i int, y int, end int64) {
 	w.printf(`</g>`)
 }
 
+// maxItemMarks is how many marks of one kind (cancels, late answers, the
+// other events) a timeline draws one by one: the latest; the earlier ones
+// are drawn as columns of counts, as frames beyond maxMarks are.
+const maxItemMarks = 200
+
 // drawMarks draws cancels and late answers on the requests' rows' level and
-// the other marks as thin lines across the lanes.
+// the other marks as thin lines across the lanes: the latest maxItemMarks
+// of each kind one by one, the rest binned. Markers closer together than
+// a label's width share one label that counts them.
 func (s *Session) drawMarks(w *svgWriter, top, bottom int) {
-	for _, m := range s.Marks {
+	byKind := map[string][]int{}
+	for i, m := range s.Marks {
 		if m.T < w.from || m.T > w.to || m.Ev == "verdict" {
 			continue
 		}
-		x := w.x(m.T)
-		switch m.Ev {
-		case "cancel":
-			w.printf(`<g class="mark cancel" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l-6 -9 h12 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
-				m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, top, x, x, top, bottom)
-			w.printf(`<text class="marklabel cancel" x="%.1f" y="%d"%s>cancel %s</text>`, x+7, top-1, anchor(x), esc(clip(string(m.ID), 12)))
-		case "late":
-			w.printf(`<g class="mark late" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l6 7 l-6 7 l-6 -7 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
-				m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, bottom, x, x, top, bottom)
-			w.printf(`<text class="marklabel late" x="%.1f" y="%d"%s>late answer %s</text>`, x+8, bottom+11, anchor(x), esc(clip(string(m.ID), 12)))
-		default:
-			w.printf(`<g class="mark ev %s" data-t="%d"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
-				esc(m.Ev), m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
+		k := m.Ev
+		if k != "cancel" && k != "late" {
+			k = "event"
+		}
+		byKind[k] = append(byKind[k], i)
+	}
+	for _, k := range []string{"event", "cancel", "late"} {
+		idx := byKind[k]
+		if len(idx) > maxItemMarks {
+			s.binMarks(w, k, idx[:len(idx)-maxItemMarks], top, bottom)
+			idx = idx[len(idx)-maxItemMarks:]
+		}
+		var label labeler
+		for _, i := range idx {
+			m := s.Marks[i]
+			x := w.x(m.T)
+			switch k {
+			case "cancel":
+				w.printf(`<g class="mark cancel" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l-6 -9 h12 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
+					m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, top, x, x, top, bottom)
+				label.add(w, x, "cancel", string(m.ID), "marklabel cancel", top-1)
+			case "late":
+				w.printf(`<g class="mark late" data-t="%d" data-id="%s"><title>%s</title><path d="M%.1f %d l6 7 l-6 7 l-6 -7 z"/><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
+					m.T, esc(string(m.ID)), esc(at(m.T)+" "+m.Text), x, bottom, x, x, top, bottom)
+				label.add(w, x, "late answer", string(m.ID), "marklabel late", bottom+11)
+			default:
+				w.printf(`<g class="mark ev %s" data-t="%d"><title>%s</title><line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/></g>`,
+					esc(m.Ev), m.T, esc(at(m.T)+" "+m.Ev+": "+m.Text), x, x, top, top+3*laneHeight-4)
+			}
+		}
+		label.flush(w)
+	}
+}
+
+// binMarks draws marks of kind k as columns of counts along the row their
+// markers would be on, and says so.
+func (s *Session) binMarks(w *svgWriter, k string, idx []int, top, bottom int) {
+	const cols = 300
+	var bins [cols]int
+	for _, i := range idx {
+		c := int((w.x(s.Marks[i].T) - svgLeft) / float64(svgWidth-svgLeft-svgRight) * cols)
+		bins[min(max(c, 0), cols-1)]++
+	}
+	y, what := top+3*laneHeight-8, "events (ends, faults, signals, lost detail)"
+	switch k {
+	case "cancel":
+		y, what = top-8, "cancels"
+	case "late":
+		y, what = bottom+2, "late answers"
+	}
+	cw := float64(svgWidth-svgLeft-svgRight) / cols
+	for c, n := range bins {
+		if n > 0 {
+			w.printf(`<rect class="bin markbin %s" x="%.1f" y="%d" width="%.1f" height="6"><title>%d %s</title></rect>`, k, svgLeft+float64(c)*cw, y, cw, n, what)
 		}
 	}
+	w.v.Folded = append(w.v.Folded, fmt.Sprintf("%d %s in the window: the latest %d drawn one by one, %d earlier ones as columns of counts (hover for each column's count)", len(idx)+maxItemMarks, what, maxItemMarks, len(idx)))
+}
+
+// labeler writes the labels of a row of markers: a marker closer to the
+// last label than that label's width joins it, and the label then counts
+// them ("cancel 7 +2"), so that no two labels overlap.
+type labeler struct {
+	x, end  float64
+	text    string
+	id      string
+	class   string
+	y, more int
+	open    bool
+}
+
+func (l *labeler) add(w *svgWriter, x float64, text, id, class string, y int) {
+	id = clip(id, 12)
+	width := 6.5 * float64(len(text)+1+len(id)+4) // room for " +NN"
+	start := x + 7
+	if anchor(x) != "" {
+		start = x + 7 - 16 - width
+	}
+	if l.open && start < l.end {
+		l.more++
+		return
+	}
+	l.flush(w)
+	*l = labeler{x: x, text: text, id: id, class: class, y: y, open: true, end: start + width}
+}
+
+func (l *labeler) flush(w *svgWriter) {
+	if !l.open {
+		return
+	}
+	t := l.text + " " + l.id
+	if l.more > 0 {
+		t += fmt.Sprintf(" +%d", l.more)
+	}
+	w.printf(`<text class="%s" x="%.1f" y="%d"%s>%s</text>`, l.class, l.x+7, l.y, anchor(l.x), esc(t))
+	l.open = false
 }
 
 // anchor ends a marker's label at the marker when it would run off the

@@ -27,6 +27,13 @@ type tail struct {
 	skip   int64  // bytes so far of a line over record.MaxLine being skipped, 0 if none
 	gap    error  // the first line skipped
 	err    error  // the last reading error, shown on the page
+	// card is what the page showed of the record when its proxy was
+	// stale, cardInfo the file then, cardPID its proxy's pid and
+	// cardState whether that proxy ran; the Session is let go meanwhile.
+	card      *LiveProxy
+	cardInfo  os.FileInfo
+	cardPID   int
+	cardState ProxyState
 }
 
 // maxLiveFrames is how many frames a live Session keeps before compact

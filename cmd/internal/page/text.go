@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpstdio/mcpstdio/internal/term"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // WriteText writes the summary of s for a terminal: the header, the
@@ -16,15 +17,19 @@ import (
 func (s *Session) WriteText(w io.Writer) error {
 	var b strings.Builder
 	s.writeHeader(&b)
-	b.WriteString("\nverdicts\n")
+	b.WriteString("\nverdicts" + s.fromEvents() + "\n")
 	if len(s.Verdicts) == 0 {
 		b.WriteString("  nothing was found stuck\n")
 	}
-	for _, v := range s.Verdicts {
+	shown, more := s.shownVerdicts()
+	for _, v := range shown {
 		tline(&b, "  - %s", v.Text)
 	}
+	if more != "" {
+		tline(&b, "  %s", more)
+	}
 	if m := s.Metrics; m != nil {
-		b.WriteString("\nmetrics\n")
+		b.WriteString("\nmetrics" + s.fromEvents() + "\n")
 		tline(&b, "  requests %d, responses %d, notifications %d, server requests %d, cancels %d, late responses %d, unknown responses %d",
 			m.Requests, m.Responses, m.Notifications, m.ServerRequests, m.Cancels, m.LateResponses, m.UnknownResponses)
 		tline(&b, "  stdin %s in %d frames (largest request %s); stdout %s in %d frames (largest %s); stderr %s",
@@ -34,15 +39,23 @@ func (s *Session) WriteText(w io.Writer) error {
 			tline(&b, "  held by faults (not in the blocked writes): %s", h)
 		}
 		tline(&b, "  parse errors %d (host %d), unterminated lines %d, %s", m.ParseErrors, m.HostParseErrors, m.Unterminated, s.terminations(m.Terminations))
-	} else {
-		b.WriteString("\nmetrics\n  none: the record has no summary (the proxy is still running, or was killed)\n")
 	}
 	b.WriteString("\npending at the end\n")
-	if len(s.Pending) == 0 {
+	if len(s.Pending) == 0 && len(s.unclaimed()) == 0 {
 		b.WriteString("  none\n")
 	}
-	for _, r := range s.Pending {
+	first, more, last := s.shownPending()
+	for _, r := range first {
 		tline(&b, "  %s %s: %s, sent at %s%s", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), StateText(r.State), at(r.Sent), pendingNote(r, s.End))
+	}
+	if more != "" {
+		tline(&b, "  %s", more)
+	}
+	for _, r := range last {
+		tline(&b, "  %s %s: %s, sent at %s%s", dirName(r.Dir), describe(r.ID, r.Method, r.Tool), StateText(r.State), at(r.Sent), pendingNote(r, s.End))
+	}
+	for _, p := range s.unclaimed() {
+		tline(&b, "  %s", p.text())
 	}
 	b.WriteString("\nlost detail\n")
 	if s.Lost == (Lost{}) {
@@ -71,11 +84,79 @@ func tline(b *strings.Builder, format string, a ...any) {
 	b.WriteByte('\n')
 }
 
+// maxVerdictsOfAKind is how many verdicts of one kind a summary lists (a
+// proxy writes one per request unanswered: a flood has thousands).
+const maxVerdictsOfAKind = 5
+
+// shownVerdicts returns the verdicts a summary lists, the first
+// maxVerdictsOfAKind of each kind, and a line counting the others ("" if
+// none is left out).
+func (s *Session) shownVerdicts() ([]record.Verdict, string) {
+	var shown []record.Verdict
+	n := map[string]int{}
+	var order []string
+	for _, v := range s.Verdicts {
+		if n[v.Kind]++; n[v.Kind] <= maxVerdictsOfAKind {
+			shown = append(shown, v)
+		} else if n[v.Kind] == maxVerdictsOfAKind+1 {
+			order = append(order, v.Kind)
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k]-maxVerdictsOfAKind, k))
+	}
+	if len(parts) == 0 {
+		return shown, ""
+	}
+	return shown, "… and more verdicts, not listed: " + strings.Join(parts, ", ") + " (show -json lists them all)"
+}
+
+// maxPendingListed is how many pending requests a list shows: the oldest
+// half and the latest half; the others are counted.
+const maxPendingListed = 20
+
+// shownPending splits the pending requests into those listed first, a
+// line that counts those not listed ("" if none is left out), and those
+// listed last.
+func (s *Session) shownPending() (first []Request, more string, last []Request) {
+	p := s.Pending
+	if len(p) <= maxPendingListed {
+		return p, "", nil
+	}
+	half := maxPendingListed / 2
+	mid := p[half : len(p)-half]
+	states := map[string]int{}
+	var order []string
+	cancelled := 0
+	for _, r := range mid {
+		if states[r.State] == 0 {
+			order = append(order, r.State)
+		}
+		states[r.State]++
+		if r.Cancel > 0 {
+			cancelled++
+		}
+	}
+	var parts []string
+	for _, st := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", states[st], st))
+	}
+	if cancelled > 0 {
+		parts = append(parts, fmt.Sprintf("%d of them cancelled", cancelled))
+	}
+	more = fmt.Sprintf("… %d more pending requests, sent from %s to %s: %s", len(mid), at(mid[0].Sent), at(mid[len(mid)-1].Sent), strings.Join(parts, ", "))
+	return p[:half], more, p[len(p)-half:]
+}
+
 func pendingNote(r Request, end int64) string {
 	var n []string
 	n = append(n, dur(end-r.Sent)+" before the record ends")
 	if r.RespBytes > 0 {
 		n = append(n, "response "+size(r.RespBytes)+" read, not all delivered")
+	}
+	if r.RespRead > 0 {
+		n = append(n, "response in progress: "+size(r.RespRead)+" read so far, "+size(r.RespSent)+" of it delivered, its end not in the record")
 	}
 	if r.Cancel > 0 {
 		n = append(n, "cancelled at "+at(r.Cancel))
@@ -111,6 +192,39 @@ func (s *Session) writeHeader(b *strings.Builder) {
 	if s.Ended != "" {
 		tline(b, "ended   %s", strings.TrimPrefix(s.Ended, "the server ended: "))
 	}
+	if s.Unended != "" {
+		tline(b, "end     %s", s.Unended)
+	}
+}
+
+// fromEvents notes, after a heading, that what follows was worked out from
+// the events: the record has no summary.
+func (s *Session) fromEvents() string {
+	if s.Summary {
+		return ""
+	}
+	return " (worked out from the events up to " + at(s.End) + ": the record has no summary)"
+}
+
+// unclaimed are the lines in progress at the end that are no request's
+// response as far as the record tells.
+func (s *Session) unclaimed() []Partial {
+	var ps []Partial
+	for _, p := range s.Partial {
+		if i, ok := s.latest(other(p.Dir), p.ID); !ok || len(p.ID) == 0 || s.Requests[i].RespRead == 0 {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// text says what is known of a line in progress.
+func (p Partial) text() string {
+	t := fmt.Sprintf("%s: a message in progress, %s read from %s on (%s of it delivered); its end is not in the record", dirName(p.Dir), size(p.Read), at(p.Since), size(p.Delivered))
+	if len(p.ID) > 0 {
+		t += "; the proxy named it the response to id " + string(p.ID)
+	}
+	return t
 }
 
 func pipe(n int) string {
@@ -135,7 +249,14 @@ type line struct {
 	text  string
 	plain bool
 	frame *Frame
+	kind  string // what a folded line counts as, for a line that is not a frame's
+	item  bool   // one of many of its kind: a notable request's frame, a cancel, a late answer
 }
+
+// maxItemLines is how many lines of each per-item kind (notable requests'
+// frames, cancels, late answers, other events) the text timeline shows
+// one by one: the latest; earlier ones fold with the ordinary frames.
+const maxItemLines = 200
 
 // lines returns the timeline's lines in time order.
 func (s *Session) lines() []line {
@@ -170,7 +291,7 @@ func (s *Session) lines() []line {
 		if f.Kind == "junk" && f.Head != "" {
 			text += ": " + clip(f.Head, 60)
 		}
-		ls = append(ls, line{t: f.T0, seq: f.Seq, text: text, plain: !important[i] && f.Kind != "junk", frame: f})
+		ls = append(ls, line{t: f.T0, seq: f.Seq, text: text, plain: !important[i] && f.Kind != "junk", frame: f, item: important[i] || f.Kind == "junk"})
 	}
 	for _, b := range s.Blocks {
 		what := "a write of " + size(b.N) + " to " + destName(b.Dir) + " blocked"
@@ -192,9 +313,22 @@ func (s *Session) lines() []line {
 		if m.Ev == "fault" && strings.Contains(m.Text, ":stop: stopped") || strings.Contains(m.Text, ":sigstop: stopped") {
 			continue // a stall line above
 		}
-		ls = append(ls, line{t: m.T, text: strings.ToUpper(m.Ev) + " " + m.Text, plain: m.Ev == "verdict"})
+		ls = append(ls, line{t: m.T, text: strings.ToUpper(m.Ev) + " " + m.Text, plain: m.Ev == "verdict", kind: m.Ev, item: m.Ev != "verdict"})
 	}
 	sort.SliceStable(ls, func(i, j int) bool { return ls[i].t < ls[j].t })
+	// Beyond the latest maxItemLines of a kind, its lines fold.
+	seen := map[string]int{}
+	for i := len(ls) - 1; i >= 0; i-- {
+		if l := &ls[i]; l.item {
+			k := l.kind
+			if l.frame != nil {
+				k = "frame"
+			}
+			if seen[k]++; seen[k] > maxItemLines {
+				l.plain = true
+			}
+		}
+	}
 	return ls
 }
 
@@ -250,7 +384,7 @@ func foldText(ls []line) string {
 	var order []string
 	var bytes int64
 	for _, l := range ls {
-		k := "verdict"
+		k := l.kind
 		if f := l.frame; f != nil {
 			k = f.Dir + " " + f.Kind
 			if f.Method != "" {

@@ -14,6 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if err := testkit.PrivateState(); err != nil {
+		panic(err)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit))
 }
 

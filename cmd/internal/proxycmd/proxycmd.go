@@ -20,12 +20,10 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/version"
 	"github.com/mcpstdio/mcpstdio/proxy"
 	"github.com/mcpstdio/mcpstdio/record"
 )
-
-// Version is the command's version, written in every record header.
-const Version = "0.1.0"
 
 // usage is the help's head: %[1]s is the command's name, %[2]s the state
 // directory.
@@ -148,7 +146,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (*proxyFlags, []st
 	cfg := proxy.Config{
 		ChunkSize: int(f.chunk), PipeCapacity: int(f.pipe), LogBodies: f.bodies, HeadBytes: f.head,
 		Redact: f.redact, RedactKeys: []string{}, Stuck: f.stuck, Unanswered: f.unanswered, ExitGrace: f.exitGrace,
-		Version: Version,
+		Version: version.Get().Version, // in every record header
 	}
 	if f.head == 0 {
 		cfg.HeadBytes = -1

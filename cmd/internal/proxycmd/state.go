@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type proxyState struct {
 	logPath    string
 	statusPath string
 	problems   []string
+	procStart  uint64 // state.SelfStart
 }
 
 // openState makes the state directory, the record and the status file's
@@ -28,7 +30,7 @@ type proxyState struct {
 // cannot be made, in state.FallbackDir), wherever -log puts the record,
 // so that `mcpstdio status` finds every running proxy.
 func openState(f *proxyFlags, command string, start time.Time) *proxyState {
-	st := &proxyState{}
+	st := &proxyState{procStart: state.SelfStart()}
 	name := state.SessionLogName(start, os.Getpid(), command)
 	dir := f.dir
 	if err := usableDir(dir); err != nil {
@@ -88,7 +90,13 @@ func usableDir(dir string) error {
 
 // writeStatus is the proxy's Config.OnStatus.
 func (st *proxyState) writeStatus(s proxy.Status) error {
-	return state.WriteStatus(st.statusPath, state.Status{Status: s, Log: st.logPath, Problems: st.problems})
+	problems := st.problems
+	if st.log != nil {
+		if p := st.log.Problem(); p != "" {
+			problems = append(slices.Clip(problems), p)
+		}
+	}
+	return state.WriteStatus(st.statusPath, state.Status{Status: s, Log: st.logPath, Problems: problems, ProcStart: st.procStart})
 }
 
 // close closes the record and removes the status file.

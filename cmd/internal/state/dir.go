@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,6 +27,11 @@ func DefaultDir() (string, error) {
 	if d := os.Getenv(EnvStateDir); d != "" {
 		return d, nil
 	}
+	return userDir()
+}
+
+// userDir is DefaultDir without $MCPSTDIO_STATE_DIR.
+func userDir() (string, error) {
 	switch runtime.GOOS {
 	case "windows":
 		d, err := os.UserCacheDir() // %LocalAppData%
@@ -48,6 +54,31 @@ func DefaultDir() (string, error) {
 		return "", fmt.Errorf("state: no per-user directory: %w", err)
 	}
 	return filepath.Join(home, ".local", "state", "mcpstdio"), nil
+}
+
+// SearchDirs returns the directories where `mcpstdio status` looks for
+// status files when it is not told where: $MCPSTDIO_STATE_DIR if set, the
+// per-user directory (DefaultDir without the variable) and FallbackDir,
+// each once, in that order. A host may start its servers without the
+// variable (Codex passes a server only the environment its configuration
+// names), so that a proxy keeps its files in the per-user directory while
+// the shell that runs status has the variable set: status reads both.
+func SearchDirs() []string {
+	var dirs []string
+	if d := os.Getenv(EnvStateDir); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d, err := userDir(); err == nil {
+		dirs = append(dirs, d)
+	}
+	dirs = append(dirs, FallbackDir())
+	out := dirs[:0]
+	for _, d := range dirs {
+		if !slices.Contains(out, filepath.Clean(d)) {
+			out = append(out, filepath.Clean(d))
+		}
+	}
+	return out
 }
 
 // PrivateDir makes dir (and its parents) if needed, and makes sure dir

@@ -2,11 +2,14 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -23,29 +26,42 @@ const (
 // not the machine failing: it is not fsynced).
 //
 // When a write would take the file past Max bytes, the file is rotated
-// first: NAME.1 becomes NAME.2 and so on, NAME becomes NAME.1, the oldest
-// beyond Keep is removed, and a new NAME starts with a copy of the header
-// line (Part counts up), so each file can be read alone. A LogFile is safe
-// for concurrent use; every Write must be whole event lines, the first one
-// the header alone.
+// first: a new file is made under a name no one else can have made, and
+// gets a copy of the header line (Part counts up), so each file can be read
+// alone; then NAME.1 becomes NAME.2 and so on, NAME becomes NAME.1, the
+// oldest beyond Keep is removed, and the new file takes NAME. A rotation
+// that fails (a directory that became read-only, say) changes nothing: the
+// record goes on in the open file, Problem says why, and the next rotation
+// is tried after Max bytes more.
+//
+// A Write that fails is cut back: the file ends with the last whole line
+// before it, and a later Write tries again (the proxy writes one last
+// event saying why the record ends there). A LogFile is safe for
+// concurrent use; every Write must be whole event lines, the first one the
+// header alone.
 type LogFile struct {
 	path string
 	max  int64
 	keep int
 
-	mu     sync.Mutex
-	f      *os.File
-	size   int64
-	header []byte // the first line written, repeated at the top of each new file
-	part   int
-	err    error
+	mu         sync.Mutex
+	f          *os.File
+	size       int64
+	nextRotate int64  // the size past which a rotation is tried
+	header     []byte // the first line written, repeated at the top of each new file
+	part       int
+	err        error  // the file can no longer be written whole: every Write fails with it
+	problem    string // why the last rotation failed, "" if none did
 }
 
 // CreateLog creates the record file path with permissions 0600, making
 // its directory with 0700 if it does not exist. An existing record is
 // truncated; a symbolic link, a file that is not regular or a file that is
-// not a record is refused with an error that says so. max is the rotation size in bytes (0: DefaultLogMax; below 0: no
-// rotation) and keep the number of rotated files kept (0: DefaultLogKeep).
+// not a record is refused with an error that says so, and a name that
+// someone else turns into one while it is opened is never followed or
+// truncated. max is the rotation size in bytes (0: DefaultLogMax; below
+// 0: no rotation) and keep the number of rotated files kept (0:
+// DefaultLogKeep).
 func CreateLog(path string, max int64, keep int) (*LogFile, error) {
 	if max == 0 {
 		max = DefaultLogMax
@@ -56,7 +72,7 @@ func CreateLog(path string, max int64, keep int) (*LogFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("state: record directory: %w", err)
 	}
-	l := &LogFile{path: path, max: max, keep: keep}
+	l := &LogFile{path: path, max: max, keep: keep, nextRotate: max}
 	f, err := openPrivate(path)
 	if err != nil {
 		return nil, err
@@ -69,26 +85,38 @@ func CreateLog(path string, max int64, keep int) (*LogFile, error) {
 // record already (a regular file whose first line is a record header, or
 // an empty one), narrowing a wider mode. It never follows a symbolic link
 // and never truncates anything else: a -log pointing at the wrong file
-// must not destroy it.
+// must not destroy it. There is no look before the open that another user
+// who can write the directory could race: a new file is created with
+// O_EXCL (which fails on whatever is there, a link included), and an
+// existing one is opened with O_NOFOLLOW (and O_NONBLOCK, for a FIFO),
+// then checked through the descriptor.
 func openPrivate(path string) (*os.File, error) {
-	before, err := os.Lstat(path)
-	switch {
-	case err == nil && before.Mode()&os.ModeSymlink != 0:
-		return nil, fmt.Errorf("state: record %s is a symbolic link: not following it", path)
-	case err == nil && !before.Mode().IsRegular():
-		return nil, fmt.Errorf("state: record %s is not a regular file (%v)", path, before.Mode().Type())
-	case err == nil && before.Size() > 0 && !isRecord(path):
-		return nil, fmt.Errorf("state: %s exists and is not a record: not overwriting it", path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err == nil {
+		return f, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if err != nil {
+	if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("state: record: %w", err)
 	}
-	// The name may have changed between the look and the open: check that
-	// the file opened is a regular file, and the one looked at.
+	f, err = os.OpenFile(path, os.O_RDWR|oNoFollow|oNonBlock, 0)
+	if err != nil {
+		if isLoop(err) {
+			return nil, fmt.Errorf("state: record %s is a symbolic link: not following it", path)
+		}
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() { // for the message only
+			return nil, fmt.Errorf("state: record %s is not a regular file (%v)", path, fi.Mode().Type())
+		}
+		return nil, fmt.Errorf("state: record: %w", err)
+	}
 	fi, err := f.Stat()
-	if err == nil && (!fi.Mode().IsRegular() || (before != nil && !os.SameFile(before, fi))) {
-		err = fmt.Errorf("%s changed while it was opened", path)
+	switch {
+	case err != nil:
+	case fi.Mode()&fs.ModeSymlink != 0:
+		err = fmt.Errorf("record %s is a symbolic link: not following it", path)
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("record %s is not a regular file (%v)", path, fi.Mode().Type())
+	case fi.Size() > 0 && !isRecord(f):
+		err = fmt.Errorf("%s exists and is not a record: not overwriting it", path)
 	}
 	if err == nil {
 		err = f.Truncate(0)
@@ -98,28 +126,33 @@ func openPrivate(path string) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("state: record: %w", err)
+		return nil, fmt.Errorf("state: %w", err)
 	}
 	return f, nil
 }
 
-// isRecord reports whether the file at path starts as a record does.
-func isRecord(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
+// isRecord reports whether f starts as a record does.
+func isRecord(f *os.File) bool {
 	b := make([]byte, 9)
-	n, _ := io.ReadFull(f, b)
+	n, _ := f.ReadAt(b, 0)
 	return string(b[:n]) == `{"seq":0,`
 }
 
 // Path returns the file's name.
 func (l *LogFile) Path() string { return l.path }
 
-// Write writes one event line, rotating first if it would pass the size
-// limit. After a failure every later Write fails with the same error.
+// Problem says why the last rotation failed ("" if none did): the record
+// goes on in the open file, past the size limit.
+func (l *LogFile) Problem() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.problem
+}
+
+// Write writes whole event lines, rotating first if they would take the
+// file past the size limit. A failed write is cut back to the last whole
+// line before it, and the error returned; if even that fails, every later
+// Write fails with the same error.
 func (l *LogFile) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -131,46 +164,101 @@ func (l *LogFile) Write(p []byte) (int, error) {
 	}
 	if l.header == nil {
 		l.header = bytes.Clone(p)
-	} else if l.max > 0 && l.size > 0 && l.size+int64(len(p)) > l.max {
+	} else if l.max > 0 && l.size > 0 && l.size+int64(len(p)) > l.nextRotate {
 		if err := l.rotate(); err != nil {
-			l.err = err
-			return 0, err
+			l.problem = fmt.Sprintf("the record could not be rotated (%v): it goes on in %s past %d bytes", strings.TrimPrefix(err.Error(), "state: "), l.path, l.max)
+			l.nextRotate = l.size + l.max
+		} else {
+			l.problem, l.nextRotate = "", l.max
 		}
 	}
 	n, err := l.f.Write(p)
-	l.size += int64(n)
-	if err != nil {
-		l.err = fmt.Errorf("state: record %s: %w", l.path, err)
+	if err == nil {
+		l.size += int64(n)
+		return n, nil
 	}
-	return n, l.err
+	err = fmt.Errorf("state: record %s: %w", l.path, err)
+	if n > 0 {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.err = fmt.Errorf("%w; cutting it back to its last whole line: %v", err, terr)
+			return 0, l.err
+		}
+		if _, serr := l.f.Seek(l.size, io.SeekStart); serr != nil {
+			l.err = fmt.Errorf("%w; cutting it back to its last whole line: %v", err, serr)
+			return 0, l.err
+		}
+	}
+	return 0, err
 }
 
-// rotate shifts the files and starts a new one with the header.
+// rotate starts a new file: made under a hidden name with O_EXCL (a
+// random name no one can have planted), given the header, and renamed to
+// the record's name once the old files have moved up, which replaces
+// whatever is at that name without following it. Until the last rename
+// nothing of the record changes, so a failure leaves the open file in use.
 func (l *LogFile) rotate() error {
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("state: record %s: %w", l.path, err)
+	dir := filepath.Dir(l.path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(l.path)+".*")
+	if err != nil {
+		return err
 	}
-	l.f = nil
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	h := bytes.Replace(l.header, []byte(`"part":0`), fmt.Appendf(nil, `"part":%d`, l.part+1), 1)
+	if _, err := tmp.Write(h); err != nil {
+		return fail(err)
+	}
+	windows := runtime.GOOS == "windows"
+	if windows {
+		// A file open here cannot be renamed: both are closed, and the
+		// record's name opened again at the end.
+		tmp.Close()
+		l.f.Close()
+	}
 	_ = os.Remove(fmt.Sprintf("%s.%d", l.path, l.keep))
 	for i := l.keep - 1; i >= 1; i-- {
 		_ = os.Rename(fmt.Sprintf("%s.%d", l.path, i), fmt.Sprintf("%s.%d", l.path, i+1))
 	}
-	if err := os.Rename(l.path, l.path+".1"); err != nil {
-		return fmt.Errorf("state: rotating the record: %w", err)
+	err = os.Rename(l.path, l.path+".1")
+	if err == nil {
+		if err = os.Rename(tmp.Name(), l.path); err != nil {
+			// The open file is NAME.1 now: put it back, and go on in it.
+			_ = os.Rename(l.path+".1", l.path)
+		}
 	}
-	f, err := openPrivate(l.path)
 	if err != nil {
-		return err
+		if windows {
+			l.reopen()
+		}
+		return fail(err)
 	}
-	l.f, l.size = f, 0
 	l.part++
-	h := bytes.Replace(l.header, []byte(`"part":0`), fmt.Appendf(nil, `"part":%d`, l.part), 1)
-	n, err := l.f.Write(h)
-	l.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("state: record %s: %w", l.path, err)
+	l.size = int64(len(h))
+	if windows {
+		l.reopen()
+		return l.err
 	}
+	l.f.Close()
+	l.f = tmp
 	return nil
+}
+
+// reopen opens the record's name again for appending (Windows, where the
+// file had to be closed to be renamed).
+func (l *LogFile) reopen() {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|oNoFollow, 0)
+	if err != nil {
+		l.err = fmt.Errorf("state: record %s: opening it again after a rotation: %w", l.path, err)
+		l.f = nil
+		return
+	}
+	l.f = f
+	if fi, err := f.Stat(); err == nil {
+		l.size = fi.Size()
+	}
 }
 
 // Close closes the file. It is safe to call more than once.

@@ -63,3 +63,13 @@ func openNoFollow(path string) (*os.File, error) {
 	}
 	return f, err
 }
+
+// Flags of openPrivate: never follow a link at the name, never wait on a
+// FIFO.
+const (
+	oNoFollow = syscall.O_NOFOLLOW
+	oNonBlock = syscall.O_NONBLOCK
+)
+
+// isLoop reports whether err is O_NOFOLLOW's refusal of a symbolic link.
+func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -161,7 +162,7 @@ func TestStatusFile(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	st := state.Status{Log: filepath.Join(dir, "rec.ndjson"), Problems: []string{"p"}}
-	st.ProxyPID, st.Updated, st.Start = 42, now, now
+	st.ProxyPID, st.Updated, st.Start = os.Getpid(), now, now
 	os.WriteFile(st.Log, nil, 0o600)
 	path := filepath.Join(dir, "a.ndjson"+state.StatusSuffix)
 	if err := state.WriteStatus(path, st); err != nil {
@@ -169,7 +170,7 @@ func TestStatusFile(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "other.json"), nil, 0o600)
 	ents, err := state.ReadStatuses(dir, now)
-	if err != nil || len(ents) != 1 || ents[0].Err != nil || ents[0].Stale || ents[0].Status.ProxyPID != 42 || ents[0].Status.Log != st.Log || len(ents[0].Status.Problems) != 1 {
+	if err != nil || len(ents) != 1 || ents[0].Err != nil || ents[0].Stale || ents[0].Status.ProxyPID != os.Getpid() || ents[0].Status.Log != st.Log || len(ents[0].Status.Problems) != 1 {
 		t.Fatalf("ReadStatuses = %+v, %v", ents, err)
 	}
 	if e := state.ReadStatus(path, now.Add(state.Stale+time.Second)); !e.Stale {
@@ -177,5 +178,99 @@ func TestStatusFile(t *testing.T) {
 	}
 	if e := state.ReadStatus(filepath.Join(dir, "none"), now); e.Err == nil {
 		t.Error("a missing status file reads without error")
+	}
+}
+
+// TestStatusGone (Unix): a status file is stale as soon as its proxy's
+// process is gone, however recent its last update; a proxy that runs is
+// never stale, however old its file (it is quiet); on Linux a pid the
+// kernel gave to another process counts as gone.
+func TestStatusGone(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no process check on Windows: a status file goes stale by its age")
+	}
+	dir := t.TempDir()
+	now := time.Now()
+	write := func(name string, pid int, start uint64, updated time.Time) string {
+		st := state.Status{ProcStart: start}
+		st.ProxyPID, st.Start, st.Updated = pid, now.Add(-time.Minute), updated
+		path := filepath.Join(dir, name+state.StatusSuffix)
+		if err := state.WriteStatus(path, st); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// A process that has ended and been reaped: its pid is free.
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := child.Process.Pid
+	self, selfStart := os.Getpid(), state.SelfStart()
+	for _, c := range []struct {
+		name  string
+		path  string
+		stale bool
+		quiet bool
+	}{
+		{"killed a moment ago", write("killed", dead, 0, now), true, false},
+		{"running, just updated", write("running", self, selfStart, now), false, false},
+		{"running, not updated for a minute", write("quiet", self, selfStart, now.Add(-time.Minute)), selfStart == 0, selfStart != 0},
+	} {
+		e := state.ReadStatus(c.path, now)
+		if e.Err != nil || e.Stale != c.stale || (e.Quiet > 0) != c.quiet {
+			t.Errorf("%s: err %v, stale %v, quiet %v; want stale %v, quiet %v", c.name, e.Err, e.Stale, e.Quiet, c.stale, c.quiet)
+		}
+	}
+	if selfStart != 0 {
+		e := state.ReadStatus(write("reused", self, selfStart+1, now), now)
+		if !e.Stale || !e.Gone {
+			t.Errorf("a pid now another process's: stale %v, gone %v; want both", e.Stale, e.Gone)
+		}
+	}
+}
+
+// TestRemoveStale: status files of proxies that are gone are kept for
+// KeepStale, then removed, with the temporary files killed proxies left;
+// a running proxy's file is never removed.
+func TestRemoveStale(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no process check on Windows")
+	}
+	dir := t.TempDir()
+	now := time.Now()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, pid int, start uint64, updated time.Time) string {
+		st := state.Status{ProcStart: start}
+		st.ProxyPID, st.Start, st.Updated = pid, updated, updated
+		path := filepath.Join(dir, name+state.StatusSuffix)
+		if err := state.WriteStatus(path, st); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	old := now.Add(-state.KeepStale - time.Hour)
+	recent := write("recent", child.Process.Pid, 0, now.Add(-time.Hour))
+	gone := write("gone", child.Process.Pid, 0, old)
+	running := write("running", os.Getpid(), state.SelfStart(), old)
+	tmp := filepath.Join(dir, ".gone"+state.StatusSuffix+".123")
+	os.WriteFile(tmp, nil, 0o600)
+	os.Chtimes(tmp, old, old)
+	ents, err := state.ReadStatuses(dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := state.RemoveStale(dir, ents, now)
+	slices.Sort(removed)
+	if want := []string{tmp, gone}; !slices.Equal(removed, want) {
+		t.Errorf("RemoveStale removed %q, want %q", removed, want)
+	}
+	for _, p := range []string{recent, running} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
 	}
 }

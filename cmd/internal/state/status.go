@@ -23,6 +23,10 @@ type Status struct {
 	// Problems are what the proxy could not do (a state directory, a
 	// record it could not create), in words; the server ran regardless.
 	Problems []string `json:"problems,omitempty"`
+	// ProcStart is the proxy's process start time in clock ticks after
+	// boot (Linux; see SelfStart), so that ReadStatus can tell the proxy
+	// from a later process the kernel gave its pid; 0 where unknown.
+	ProcStart uint64 `json:"proc_start,omitempty"`
 }
 
 // WriteStatus rewrites the status file at path: a temporary file beside
@@ -38,9 +42,16 @@ func WriteStatus(path string, st Status) error {
 // StatusSuffix ends the name of a status file.
 const StatusSuffix = ".status.json"
 
-// Stale is how old a status file's Updated may be before ReadStatuses
-// calls the proxy gone (it was killed without removing its file).
+// Stale is how old a status file's Updated may be before ReadStatus
+// calls the proxy gone where it cannot tell from the proxy's process (not
+// Linux, not Unix, or a file without ProcStart); where it can, a proxy
+// that runs and has not updated its file for Stale is Quiet.
 const Stale = 10 * time.Second
+
+// KeepStale is how long after its last update RemoveStale keeps the status
+// file of a proxy that is gone, so that `mcpstdio status -all` can show
+// what it last saw and where its record is.
+const KeepStale = 24 * time.Hour
 
 // skew is how far in the future a status file's Updated may be (the
 // wall clock stepped back) before ReadStatus calls the file invalid: a
@@ -54,8 +65,18 @@ const maxStatus = 16 << 20
 type StatusEntry struct {
 	Path   string
 	Status Status
-	Stale  bool  // not updated for Stale: the proxy is probably gone
-	Err    error // the file could not be read
+	// Stale: the proxy has ended without removing its file (it was
+	// killed). Its process is gone (Unix: no process has its pid; Linux:
+	// nor is the process with its pid the one that wrote the file), or,
+	// where that cannot be told, the file was not updated for Stale.
+	Stale bool
+	// Quiet is how long a proxy that still runs has not updated its file,
+	// once that is over Stale (it is stopped, or cannot write the file);
+	// 0 otherwise. Stopped: it is stopped (SIGSTOP; Linux).
+	Quiet   time.Duration
+	Stopped bool
+	Gone    bool  // the proxy's process is known to have ended (Stale is set too)
+	Err     error // the file could not be read
 	// LogErr says why Status.Log must not be read (it is not a file in the
 	// status file's own directory); nil when it may be, or there is none.
 	LogErr error
@@ -124,7 +145,15 @@ func ReadStatus(path string, now time.Time) StatusEntry {
 		e.Err = fmt.Errorf("state: status file %s: %w", path, err)
 		return e
 	}
-	e.Stale = now.Sub(e.Status.Updated) > Stale
+	age := now.Sub(e.Status.Updated)
+	if gone, known := proxyGone(e.Status); known {
+		e.Stale, e.Gone = gone, gone
+	} else {
+		e.Stale = age > Stale
+	}
+	if !e.Stale && age > Stale {
+		e.Quiet, e.Stopped = age, proxyStopped(e.Status)
+	}
 	if log := e.Status.Log; log != "" {
 		if err := inDir(log, filepath.Dir(path)); err != nil {
 			e.LogErr = fmt.Errorf("the record %q is not read: %w", log, err)
@@ -151,4 +180,37 @@ func inDir(path, dir string) error {
 		return fmt.Errorf("it is outside the status file's directory %s", rd)
 	}
 	return nil
+}
+
+// RemoveStale removes the status files among ents (read from dir by
+// ReadStatuses at now) of proxies known to be gone (their process ended,
+// not merely quiet) and last updated over KeepStale before now, and the
+// temporary files of status files in dir older than a minute (a proxy
+// killed while it rewrote its status file leaves one). It returns what it
+// removed.
+func RemoveStale(dir string, ents []StatusEntry, now time.Time) []string {
+	var removed []string
+	for _, e := range ents {
+		if e.Err == nil && e.Gone && now.Sub(e.Status.Updated) > KeepStale && filepath.Dir(e.Path) == filepath.Clean(dir) {
+			if os.Remove(e.Path) == nil {
+				removed = append(removed, e.Path)
+			}
+		}
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return removed
+	}
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasPrefix(name, ".") || !strings.Contains(name, StatusSuffix+".") || !de.Type().IsRegular() {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) > time.Minute {
+			if os.Remove(filepath.Join(dir, name)) == nil {
+				removed = append(removed, filepath.Join(dir, name))
+			}
+		}
+	}
+	return removed
 }

@@ -8,16 +8,18 @@
 // error Codex gives for the list.
 //
 //	codexhost -codex PATH [-tool echo] [-tool-timeout 5s] [-list] -- SERVER ARGS...
+//	codexhost -codex PATH -home DIR [-server NAME] [-tool echo] [-list]
 //
 // Codex reads its configuration from CODEX_HOME; codexhost writes it in a
 // temporary directory of its own (removed at exit): the server, and
-// tool_timeout_sec from -tool-timeout (0: Codex's default).
+// tool_timeout_sec from -tool-timeout (0: Codex's default). With -home,
+// CODEX_HOME is DIR, whose config.toml names the servers, and the server
+// called is -server's.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,24 +35,28 @@ func main() {
 	tool := flag.String("tool", "echo", "the tool to call")
 	toolTimeout := flag.Duration("tool-timeout", 0, "the server's tool_timeout_sec (0: Codex's default)")
 	list := flag.Bool("list", false, "list the server's tools before the call and print their names")
+	home := flag.String("home", "", "CODEX_HOME `DIR`, whose config.toml names the servers (instead of SERVER ARGS)")
+	server := flag.String("server", "fake", "the server to call, by its name in the config")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: codexhost -codex PATH [-tool NAME] [-tool-timeout D] [-list] -- SERVER ARGS...")
+	if (flag.NArg() == 0) == (*home == "") {
+		fmt.Fprintln(os.Stderr, "usage: codexhost -codex PATH [-tool NAME] [-tool-timeout D] [-list] -- SERVER ARGS...\n       codexhost -codex PATH -home DIR [-server NAME] [-tool NAME] [-list]")
 		os.Exit(2)
 	}
-	os.Exit(run(*codex, *tool, *toolTimeout, *list, flag.Args()))
+	os.Exit(run(*codex, *home, *server, *tool, *toolTimeout, *list, flag.Args()))
 }
 
-func run(codex, tool string, toolTimeout time.Duration, list bool, server []string) int {
-	home, err := os.MkdirTemp("", "codexhost-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "codexhost:", err)
-		return 1
-	}
-	defer os.RemoveAll(home)
-	if err := os.WriteFile(home+"/config.toml", config(server, toolTimeout), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "codexhost:", err)
-		return 1
+func run(codex, home, server, tool string, toolTimeout time.Duration, list bool, argv []string) int {
+	if home == "" {
+		var err error
+		if home, err = os.MkdirTemp("", "codexhost-"); err != nil {
+			fmt.Fprintln(os.Stderr, "codexhost:", err)
+			return 1
+		}
+		defer os.RemoveAll(home)
+		if err := os.WriteFile(home+"/config.toml", config(argv, toolTimeout), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "codexhost:", err)
+			return 1
+		}
 	}
 	c, err := start(codex, home)
 	if err != nil {
@@ -58,7 +64,7 @@ func run(codex, tool string, toolTimeout time.Duration, list bool, server []stri
 		return 1
 	}
 	code := 0
-	if err := c.session(tool, list); err != nil {
+	if err := c.session(server, tool, list); err != nil {
 		fmt.Fprintln(os.Stderr, "codexhost:", err)
 		code = 1
 	}
@@ -159,7 +165,7 @@ func (c *appServer) request(method string, params any) (json.RawMessage, error) 
 	return nil, fmt.Errorf("%s: codex app-server closed its stdout", method)
 }
 
-func (c *appServer) session(tool string, list bool) error {
+func (c *appServer) session(server, tool string, list bool) error {
 	if _, err := c.request("initialize", map[string]any{"clientInfo": map[string]any{"name": "codexhost", "version": "0"}}); err != nil {
 		return err
 	}
@@ -179,11 +185,11 @@ func (c *appServer) session(tool string, list bool) error {
 		return fmt.Errorf("thread/start: no thread id in %.200s", res)
 	}
 	if list {
-		if err := c.listTools(); err != nil {
+		if err := c.listTools(server); err != nil {
 			return err
 		}
 	}
-	res, err = c.request("mcpServer/tool/call", map[string]any{"threadId": thread.Thread.ID, "server": "fake", "tool": tool,
+	res, err = c.request("mcpServer/tool/call", map[string]any{"threadId": thread.Thread.ID, "server": server, "tool": tool,
 		"arguments": map[string]any{"text": "hi"}})
 	if err != nil {
 		return err
@@ -194,7 +200,7 @@ func (c *appServer) session(tool string, list bool) error {
 
 // listTools prints the names of the tools Codex took from the server, or
 // returns the error it gives for the list.
-func (c *appServer) listTools() error {
+func (c *appServer) listTools(server string) error {
 	res, err := c.request("mcpServerStatus/list", map[string]any{})
 	if err != nil {
 		return err
@@ -210,7 +216,7 @@ func (c *appServer) listTools() error {
 		return fmt.Errorf("mcpServerStatus/list: %w", err)
 	}
 	for _, s := range st.Data {
-		if s.Name != "fake" {
+		if s.Name != server {
 			continue
 		}
 		if s.ToolsError != nil {
@@ -224,7 +230,7 @@ func (c *appServer) listTools() error {
 		fmt.Printf("%d tools: %s\n", len(names), strings.Join(names, " "))
 		return nil
 	}
-	return errors.New("mcpServerStatus/list: no server fake")
+	return fmt.Errorf("mcpServerStatus/list: no server %s", server)
 }
 
 // close closes the app server's stdin, which ends it, and waits for it

@@ -45,7 +45,7 @@
   function blocked(p, updatedAgoUS) {
     var out = [], st = p.status || {};
     (st.streams || []).forEach(function (s) {
-      if (!s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
+      if (p.ending || !s.blocked_us || s.blocked_us < 200000 || ended(p, s)) return;
       var t = s.spliced ?
         reader(s.dir) + ": a splice of " + size(s.blocked_bytes) + " (still in " + pipe(s.dir, 0) + ", the proxy holds none) blocked for " + dur(s.blocked_us + updatedAgoUS) :
         reader(s.dir) + ": a write of " + size(s.blocked_bytes) + " held by the proxy for " + dur(s.blocked_us + updatedAgoUS);
@@ -58,21 +58,54 @@
     // seen yet.
     (p.blocks || []).forEach(function (b) {
       if (b.kind !== "block" || b.end) return;
-      var seen = (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
-      if (!seen) out.push(reader(b.dir) + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + " (from the record)");
+      var seen = !p.ending && (st.streams || []).some(function (s) { return s.dir === b.dir && s.blocked_us >= 200000; });
+      if (!seen) out.push(reader(b.dir) + ": a write of " + size(b.n) + " held by the proxy for " + dur(p.now_us - b.since) + (p.ending ? ", still when the record ends" : " (from the record)"));
     });
     return out;
   }
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+  // more says how many items of a list were left out, "" if none.
+  function more(n, what) { n = Number(n); return n ? '<p class="folded">… and ' + n + " more " + esc(n === 1 ? what : what + "s") + ", not listed</p>" : ""; }
+  // inProgress says how much of q's response is read, from the status
+  // file's line in progress on its response's stream or the record.
+  function inProgress(p, q) {
+    var st = p.status || {}, resp = q.dir === "in" ? "out" : "in", t = "";
+    (st.streams || []).forEach(function (s) {
+      var c = s.current;
+      if (s.dir !== resp || !c || JSON.stringify(c.id) !== JSON.stringify(q.id) || c.method) return;
+      var from = Number(s.read) - Number(c.bytes), sent = Math.max(0, Math.min(Number(s.delivered) - from, Number(c.bytes)));
+      t = size(c.bytes) + " read so far, " + size(sent) + " delivered (in progress)";
+    });
+    (p.requests || []).forEach(function (r) {
+      if (!t && r.resp_read && r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id)) t = size(r.resp_read) + " read so far, " + size(r.resp_sent) + " delivered (in progress)";
+    });
+    return t;
+  }
   function card(p, now) {
-    var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000);
-    var state = p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
-    var stuck = blocked(p, p.stale ? 0 : ago), verdicts = st.verdicts || [];
+    // ago is how old the status file is; run how far its durations have
+    // run on since (none for a stale one: its proxy is gone or stopped).
+    var st = p.status || {}, ago = Math.max(0, (now - Date.parse(st.updated)) * 1000), run = p.stale ? 0 : ago, m = p.more || {};
+    var state = p.ending ? "STALE: " + p.ending : p.stale ? "STALE (not updated for " + dur(ago) + ": the proxy was probably killed)" : (st.running ? "running" : "server " + (st.exit ? st.exit.text : "ended"));
+    var stuck = blocked(p, run), verdicts = (p.ending ? p.verdicts : st.verdicts) || [];
     var h = '<div class="card' + (stuck.length || verdicts.length ? " stuckcard" : "") + '" data-proxy="' + esc(st.proxy_pid) + '">';
     h += "<h2>proxy " + esc(st.proxy_pid) + " → server " + esc(st.server_pid) + ' <span class="mono">' + esc((st.argv || []).join(" ")) + "</span></h2>";
-    h += '<div class="folded">' + esc(state) + ", up " + dur((now - Date.parse(st.start)) * 1000) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
+    h += '<div class="folded">' + esc(state) + (p.stale ? "" : ", up " + dur((now - Date.parse(st.start)) * 1000)) + ", status from " + dur(ago) + " ago · " + esc(p.record) + "</div>";
     stuck.forEach(function (t) { h += '<div class="banner blocked">STUCK: ' + esc(t) + "</div>"; });
     if (!stuck.length && !verdicts.length) h += '<div class="banner ok">nothing is stuck</div>';
-    h += '<ul class="verdicts">' + verdicts.map(function (v) { return '<li data-kind="' + esc(v.kind) + '">' + esc(v.text) + "</li>"; }).join("") + "</ul>";
+    // At most five verdicts of a kind (a flood of unanswered requests has
+    // one each); the others are counted.
+    var perKind = {}, hidden = p.ending ? 0 : Number(m.verdicts || 0);
+    h += '<ul class="verdicts">' + verdicts.map(function (v) {
+      var k = String(v.kind);
+      perKind[k] = (perKind[k] || 0) + 1;
+      if (perKind[k] > 5) { hidden++; return ""; }
+      return '<li data-kind="' + esc(v.kind) + '">' + esc(v.text) + "</li>";
+    }).join("") + "</ul>" + more(hidden, "verdict");
+    if (p.metrics) {
+      var x = p.metrics;
+      h += '<p class="folded">from the record\'s events: ' + esc(plural(Number(x.requests), "request", "requests") + ", " + plural(Number(x.responses), "response", "responses") + ", " + plural(Number(x.cancels), "cancel", "cancels") +
+        "; stdin " + size(x.stdin_bytes) + ", stdout " + size(x.stdout_bytes) + ", stderr " + size(x.stderr_bytes) + "; blocked writes: server's stdin " + dur(x.blocked_in_us) + ", host's stdout " + dur(x.blocked_out_us) + ", host's stderr " + dur(x.blocked_err_us)) + "</p>";
+    }
     h += '<div class="cols"><section><h3>pending</h3>';
     // The record is fresher than the status file: a request it shows
     // delivered since is no longer pending.
@@ -85,24 +118,29 @@
       return unseen && (q.state === "waiting" || q.state === "responding") ? Object.assign({}, q, { state: "unseen" }) : q;
     });
     // Requests the record shows unanswered that the status file does not
-    // list yet.
+    // list yet (when its list is cut, only those sent since its update).
+    var updatedUS = (Date.parse(st.updated) - Date.parse(st.start)) * 1000;
     (p.requests || []).forEach(function (r) {
-      if (r.state === "delivered" || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
-      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - ago, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - ago : 0 });
+      if (r.state === "delivered" || m.pending && r.sent <= updatedUS || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
+      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - run, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - run : 0 });
     });
+    // The oldest ten and the latest ten; the others are counted.
+    var pendMore = Number(m.pending || 0);
+    if (pend.length > 20) { pendMore += pend.length - 20; pend = pend.slice(0, 10).concat([null], pend.slice(-10)); }
     if (!pend.length) h += "<p>none</p>";
     else {
       h += '<table class="pending"><tr><th>direction</th><th>request</th><th>state</th><th>age</th><th>response</th><th>progress</th><th>cancel</th></tr>';
       pend.forEach(function (q) {
+        if (!q) { h += '<tr class="more"><td colspan="7">… ' + pendMore + " more pending requests, not listed</td></tr>"; return; }
         h += '<tr class="stuck"><td>' + esc(dirName(q.dir)) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
-          '</td><td class="num">' + dur(q.age_us + ago) + '</td><td class="num">' + (q.response_bytes ? size(q.response_bytes) + " read" : "none") +
-          '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + ago) + " ago" : "") + "</td></tr>";
+          '</td><td class="num">' + dur(q.age_us + run) + '</td><td class="num">' + esc(q.response_bytes ? size(q.response_bytes) + " read" : inProgress(p, q) || "none") +
+          '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + run) + (p.stale ? " before the status's last update" : " ago") : "") + "</td></tr>";
       });
       h += "</table>";
     }
     h += '</section><section><h3>pipes</h3><table class="streams"><tr><th>direction</th><th>read</th><th>delivered</th><th>write in progress</th><th>waiting in source pipe</th><th>unread in destination pipe</th><th>idle</th></tr>';
     (st.streams || []).forEach(function (s) {
-      var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + ago) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
+      var w = s.blocked_us ? size(s.blocked_bytes) + " for " + dur(s.blocked_us + run) + " (since " + new Date(Date.parse(st.updated) - s.blocked_us / 1000).toLocaleTimeString() + ")" : "";
       var done = s.blocked_us && ended(p, s);
       if (done) w = "none (the record shows the write ended)";
       h += "<tr" + (s.blocked_us >= 200000 && !done ? ' class="stuck"' : "") + "><td>" + esc(dirName(s.dir)) + '</td><td class="num">' + size(s.read) + '</td><td class="num">' + size(s.delivered) +
@@ -115,7 +153,8 @@
       (p.folded || []).forEach(function (f) { h += '<p class="folded">folded: ' + esc(f) + "</p>"; });
     }
     h += '<div class="cols"><section><h3>latest requests</h3>';
-    if (!(p.requests || []).length) h += "<p>none in the record</p>";
+    if (!p.has_record) h += "<p>no record read (see above)</p>";
+    else if (!(p.requests || []).length) h += "<p>none in the record</p>";
     else {
       h += '<table class="requests"><tr><th>direction</th><th>request</th><th>sent</th><th>outcome</th></tr>';
       p.requests.forEach(function (r) {
@@ -123,18 +162,21 @@
           r.state === "unseen" ? "no response seen for " + dur(p.now_us - r.sent) + ", but detail was lost since: it may have passed" : r.state + " for " + dur(p.now_us - r.sent);
         if (r.cancel) o += ", cancelled at " + at(r.cancel);
         if (r.late_us) o += ", answered " + dur(r.late_us) + " after the cancel";
+        if (r.resp_read) o += ", response in progress: " + size(r.resp_read) + " read, " + size(r.resp_sent) + " delivered";
         h += '<tr class="req-' + esc(r.state) + '"><td>' + esc(dirName(r.dir)) + '</td><td class="mono">' + esc(name(r)) + '</td><td class="num">' + at(r.sent) + "</td><td>" + esc(o) + "</td></tr>";
       });
-      h += "</table>";
+      h += "</table>" + more(p.requests_more, "unfinished request");
     }
-    h += "</section><section><h3>latest blocked writes</h3>";
-    if (!(p.blocks || []).length) h += "<p>none in the record</p>";
+    h += "</section><section><h3>latest blocked writes and stalls</h3>";
+    if (!p.has_record) h += "<p>no record read (see above)</p>";
+    else if (!(p.blocks || []).length) h += "<p>none in the record</p>";
     else {
-      h += '<table class="blocks"><tr><th>direction</th><th>bytes held</th><th>from</th><th>outcome</th></tr>';
+      h += '<table class="blocks"><tr><th>what</th><th>bytes held</th><th>from</th><th>outcome</th></tr>';
       p.blocks.forEach(function (b) {
-        var o = b.end ? "ended after " + dur(b.end - b.since) : "still blocked, " + dur(p.now_us - b.since) + " so far";
-        h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(b.kind === "block" ? reader(b.dir).replace("is not reading", "not reading") : "fault " + b.kind + " (" + b.dir + ")") +
-          '</td><td class="num">' + size(b.n) + '</td><td class="num">' + at(b.since) + "</td><td>" + esc(o) + "</td></tr>";
+        var block = b.kind === "block";
+        var o = b.end ? "ended after " + dur(b.end - b.since) : (block ? "still blocked, " : "still in effect, ") + dur(p.now_us - b.since) + (p.ending ? " when the record ends" : " so far");
+        h += '<tr class="' + (b.end ? "ended" : "stuck") + '"><td>' + esc(block ? reader(b.dir).replace("is not reading", "not reading") : "the proxy's fault " + b.dir + ":" + b.kind + " holds " + pipe(b.dir, 0)) +
+          '</td><td class="num">' + (block ? size(b.n) : "(in the pipe)") + '</td><td class="num">' + at(b.since) + "</td><td>" + esc(o) + "</td></tr>";
       });
       h += "</table>";
     }
@@ -145,7 +187,8 @@
   function show(data) {
     var now = Date.parse(data.now);
     polls++;
-    meta.textContent = data.proxies.length + " running proxies · updated " + new Date(now).toLocaleTimeString() + " (twice a second) · read-only" + (data.error ? " · " + data.error : "");
+    var gone = data.proxies.filter(function (p) { return p.stale; }).length, running = data.proxies.length - gone;
+    meta.textContent = plural(running, "proxy", "proxies") + " running" + (gone ? ", " + gone + " gone (stale status file)" : "") + " · updated " + new Date(now).toLocaleTimeString() + " (twice a second) · read-only" + (data.error ? " · " + data.error : "");
     frames = new Map();
     root.innerHTML = data.proxies.length ? data.proxies.map(function (p) { return card(p, now); }).join("") : "<p>no running mcpstdio proxy</p>";
     document.body.setAttribute("data-polls", polls);

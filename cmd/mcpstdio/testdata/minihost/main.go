@@ -8,7 +8,8 @@
 // each), orphan (close stdin and exit), signal-first (SIGTERM, SIGKILL,
 // then close stdin), or wait (close stdin and wait: the default). -daemon
 // leaves a process in a session of its own holding its stdout when it
-// exits. -list lists the tools instead of calling one, -connect only pings,
+// exits; -detach ARG leaves "sleep ARG" holding nothing of it and carrying
+// none of its environment. -list lists the tools instead of calling one, -connect only pings,
 // -stderr-pipe never reads the server's stderr, and -exit0 exits 0 when it
 // failed, as agent CLIs' "mcp list" commands do.
 package main
@@ -32,6 +33,7 @@ func main() {
 	flag.StringVar(&shutdown, "shutdown", "wait", "how to end the server: spec, orphan, signal-first or wait")
 	flag.DurationVar(&grace, "grace", 500*time.Millisecond, "the wait between the steps of -shutdown")
 	daemon := flag.Bool("daemon", false, "leave a setsid process holding stdout")
+	detach := flag.String("detach", "", "leave `sleep ARG` fully detached: setsid, double fork, stdio on /dev/null, empty environment")
 	list := flag.Bool("list", false, "list the tools instead of calling one, as a host's 'mcp list' does")
 	connect := flag.Bool("connect", false, "only connect: initialize, then ping, and print \"connected\", as 'gemini mcp list' does")
 	stderrPipe := flag.Bool("stderr-pipe", false, "pipe the server's stderr and never read it, as 'gemini mcp list' does")
@@ -39,6 +41,9 @@ func main() {
 	flag.Parse()
 	if *daemon {
 		startDaemon()
+	}
+	if *detach != "" {
+		startDetached(*detach)
 	}
 	argv := flag.Args()
 	if *config != "" {

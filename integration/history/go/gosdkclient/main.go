@@ -4,7 +4,7 @@
 // result, 1 with an error. It is built against each pinned go-sdk release
 // (../pins) by the history test.
 //
-//	gosdkclient [-timeout 0] [-args-bytes 0] -- SERVER ARGS...
+//	gosdkclient [-timeout 0] [-args-bytes 0] [-close-after 0] -- SERVER ARGS...
 package main
 
 import (
@@ -22,9 +22,10 @@ import (
 func main() {
 	timeout := flag.Duration("timeout", 0, "bound of the call (0: none)")
 	argsBytes := flag.Int("args-bytes", 0, "bytes of padding in the call's arguments")
+	closeAfter := flag.Duration("close-after", 0, "pause between the call's end and Close, as a host that goes on with its work")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-timeout D] [-args-bytes N] -- SERVER ARGS...")
+		fmt.Fprintln(os.Stderr, "usage: gosdkclient [-timeout D] [-args-bytes N] [-close-after D] -- SERVER ARGS...")
 		os.Exit(2)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gosdkclient", Version: "0"}, nil)
@@ -34,9 +35,12 @@ func main() {
 		os.Exit(1)
 	}
 	code := run(cs, *timeout, *argsBytes)
+	time.Sleep(*closeAfter)
+	begin := time.Now()
 	if err := cs.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "gosdkclient: close:", err)
 	}
+	fmt.Fprintf(os.Stderr, "gosdkclient: Close returned after %v\n", time.Since(begin).Round(time.Millisecond))
 	os.Exit(code)
 }
 

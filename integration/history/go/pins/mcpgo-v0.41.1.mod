@@ -2,7 +2,7 @@ module mcpstdio-history
 
 go 1.24
 
-require github.com/mark3labs/mcp-go v0.42.0-beta.1
+require github.com/mark3labs/mcp-go v0.41.1
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
