@@ -16,6 +16,7 @@ func us(t int64) time.Duration { return time.Duration(t) * time.Microsecond }
 func (r *Record) build(data map[int]ref) {
 	var last time.Duration
 	blocks := map[string]int{} // a block event not yet ended, by dir → index in Events
+	waited := map[int]int64{}  // a chunk → the bytes that waited in the pipe for its read
 	for i, e := range r.Events {
 		last = max(last, us(e.T))
 		switch e.Ev {
@@ -33,7 +34,8 @@ func (r *Record) build(data map[int]ref) {
 			}
 			*r.frames(e.Dir) = append(*r.frames(e.Dir), f)
 		case record.EvChunk:
-			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT), data: data[i], gap: e.Gap})
+			r.Chunks = append(r.Chunks, Chunk{Seq: e.Seq, Dir: e.Dir, Off: e.Off, N: e.N, T: us(e.T), WT: us(e.WT), Since: us(e.T), data: data[i], gap: e.Gap})
+			waited[len(r.Chunks)-1] = e.Waited
 		case record.EvBlock:
 			blocks[e.Dir] = i
 		case record.EvUnblock:
@@ -58,6 +60,7 @@ func (r *Record) build(data map[int]ref) {
 		e := r.Events[i]
 		r.Stalls = append(r.Stalls, Stall{Seq: e.Seq, Dir: e.Dir, Since: us(e.Since), Dur: last - us(e.Since), N: e.N})
 	}
+	r.waitedSince(waited)
 	r.shortStalls()
 	r.faultStalls(last)
 	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
@@ -237,4 +240,30 @@ func hostActs(r *Record) []time.Duration {
 	}
 	slices.Sort(acts)
 	return acts
+}
+
+// waitedSince sets Since for the chunks whose bytes waited in the pipe
+// before the proxy read them (waited, by chunk): the first Waited bytes of
+// such a read and, past its N, of the reads after it of the same stream
+// were written after the previous read of the stream returned.
+func (r *Record) waitedSince(waited map[int]int64) {
+	for _, d := range []string{record.DirIn, record.DirOut, record.DirErr} {
+		var prev time.Duration // when the previous read of d returned
+		var left int64         // waited bytes not yet placed
+		var since time.Duration
+		for i := range r.Chunks {
+			c := &r.Chunks[i]
+			if c.Dir != d {
+				continue
+			}
+			if w := waited[i]; w > 0 {
+				left, since = w, prev
+			}
+			if left > 0 {
+				c.Since = min(c.T, since)
+				left -= c.N
+			}
+			prev = c.T
+		}
+	}
 }

@@ -159,6 +159,12 @@ type Chunk struct {
 	// T is when the read returned, WT when the write ended (0: it never
 	// did).
 	T, WT time.Duration
+	// Since is the earliest its bytes may have been written: T, or, where
+	// they waited in the pipe for the proxy to read them (record.Event's
+	// Waited: the proxy was not reading, its write on blocked or a fault
+	// held it), the previous read of the stream, after which they were
+	// written.
+	Since time.Duration
 	// Parts are what the chunk held, in order, when the record kept
 	// bodies: pieces of the lines of the direction's frames. Nil when the
 	// record has not the chunk's bytes.

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -214,4 +215,48 @@ func TestAnsweredRule(t *testing.T) {
 		t.Errorf("a server that never answers the handshake: want the answered rule failed, with the evidence, in the first line:\n%s", rep)
 	}
 	t.Log(rep)
+}
+
+// TestWaitedWritesInStall: host writes that the proxy read only after a
+// stall, but that had waited in its pipe since before (record.Event's
+// Waited: the proxy was not reading), are played inside the stall, where
+// the reads rule judges them. The record is fault-stall's with its two
+// cancels read by the proxy after its fault ended, having waited.
+func TestWaitedWritesInStall(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "fault-stall.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	const late = 3_067_000 // µs: after the fault's end (3.0665 s), before the next host write (3.0673 s)
+	err = record.Read(bytes.NewReader(b), func(e record.Event) error {
+		if e.Dir == record.DirIn && (e.Method == "notifications/cancelled" || e.Ev == record.EvCancel ||
+			e.Ev == record.EvChunk && strings.Contains(e.Data, "notifications/cancelled")) {
+			e.T, e.T0 = late, 0
+			if e.Ev == record.EvFrame {
+				e.T0 = late
+			}
+			if e.Ev == record.EvChunk {
+				e.WT, e.Waited, e.RT = late+10, e.N, late-10
+			}
+		}
+		line, err := json.Marshal(e)
+		out.Write(append(line, '\n'))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := replay.Read(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-naive"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err() == nil || !strings.Contains(rep.String(), "of the 494 bytes the host wrote (2 writes) while its reads were stopped") {
+		t.Errorf("want the waited cancels played in the stall, with the echo: 494 bytes in 2 writes judged there:\n%s", rep)
+	}
 }

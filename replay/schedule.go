@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/bound"
+	"github.com/mcpstdio/mcpstdio/record"
 )
 
 // pace is how a replay is paced, from its options.
@@ -68,7 +69,7 @@ func schedule(rec *Record, dirs []string, frames []Frame, stalls []Stall, closeA
 	if bodies {
 		for i := range rec.Chunks {
 			if c := &rec.Chunks[i]; slices.Contains(dirs, c.Dir) {
-				as = append(as, writeAction(c.T, c, -1))
+				as = append(as, writeAction(hostTime(c, stalls), c, -1))
 			}
 		}
 	} else {
@@ -87,6 +88,29 @@ func schedule(rec *Record, dirs []string, frames []Frame, stalls []Stall, closeA
 	}
 	slices.SortStableFunc(as, func(a, b action) int { return int(a.t - b.t) })
 	return as
+}
+
+// hostTime returns when the host's chunk c is played: when the proxy read
+// it, or, for bytes that waited in the pipe for the proxy (Chunk.Since),
+// the earliest they may have been written — inside the host's stall of
+// reads that began meanwhile, if one did: the host wrote them while the
+// proxy, hence the server, was not reading, which is what the reads rule
+// judges. Other streams' chunks are played when they were read.
+func hostTime(c *Chunk, stalls []Stall) time.Duration {
+	if c.Dir != record.DirIn || c.Since >= c.T {
+		return c.T
+	}
+	for _, st := range stalls {
+		if st.Since <= c.Since && c.Since < st.Since+st.Dur {
+			return c.Since // in a stall already
+		}
+	}
+	for _, st := range stalls {
+		if st.Since > c.Since && st.Since < c.T {
+			return st.Since + time.Microsecond // after the stall's own action
+		}
+	}
+	return c.Since
 }
 
 // stallsOf returns rec's stalls of direction d.
