@@ -267,18 +267,10 @@ func (o *observer) dirEnded(d *dirObs) {
 	fw.mu.Lock()
 	srcErr, srcEnd := fw.srcErr, fw.srcEnd
 	fw.mu.Unlock()
-	fw.mu.Lock()
-	failed := fw.dstErr != nil
-	fw.mu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	// The forwarder's writes all returned before its source ended; if one
-	// failed, which of the bytes got through is not known.
-	wt := srcEnd
-	if failed {
-		wt = time.Time{}
-	}
-	o.chunkGap(d, fw.written.Load(), srcEnd, wt)
+	// The forwarder's writes all returned before its source ended.
+	o.chunkGap(d, fw.written.Load(), srcEnd, fw.writesReturned(srcEnd))
 	if srcErr == nil || errors.Is(srcErr, errClosed) {
 		return
 	}
@@ -379,6 +371,18 @@ func (o *observer) written(d *dirObs, ev obsEvent) {
 		}
 	}
 	d.awaiting = d.awaiting[i:]
+}
+
+// writesReturned returns t, by which the forwarder's writes so far had
+// returned, or the zero time if one failed: which of its bytes got
+// through is not known.
+func (fw *forwarder) writesReturned(t time.Time) time.Time {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.dstErr != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // chunkGap writes a chunk event marked Gap for bytes written on whose

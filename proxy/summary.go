@@ -129,6 +129,13 @@ func (o *observer) finish1() *Result {
 	o.mu.Lock()
 	for _, d := range o.dirs {
 		o.noteDrops(d, now)
+		if d.fw != nil && !d.eofCh {
+			// Wait went on without this forwarder (see watch): the bytes it
+			// wrote on whose chunk events were not taken get a gap chunk
+			// event here, their writes having returned by now unless one
+			// failed.
+			o.chunkGap(d, d.fw.written.Load(), now, d.fw.writesReturned(now))
+		}
 		if d.fw != nil {
 			if lost := d.fw.read.Load() - d.expect; lost > 0 {
 				// The stream's end passed unseen (events skipped or
