@@ -384,11 +384,11 @@ func (p *hostPlayer) waitDeps(ctx context.Context, t, gap time.Duration) error {
 		}
 		return out
 	}
-	ok, busy, err := p.wait(ctx, func() bool { return len(unresolved()) == 0 }, p.pace.bound(gap), true)
-	if ok || err != nil {
+	w, err := p.waitJudged(ctx, func() bool { return len(unresolved()) == 0 }, p.pace.bound(gap), true)
+	if w.ok || err != nil {
 		return err
 	}
-	p.notCome(unresolved(), fmt.Sprintf("did not come within %v", time.Since(began).Round(time.Millisecond)), busy)
+	p.notCome(unresolved(), fmt.Sprintf("did not come within %v", time.Since(began).Round(time.Millisecond)), w)
 	return nil
 }
 
@@ -408,10 +408,11 @@ func latencies(rec *Record) []time.Duration {
 	return out
 }
 
-// notCome reports the recorded server frames js that did not come: missing,
-// or unchecked when busy (the server's output was still arriving when the
-// replay's bound ran out: slow, not missing).
-func (p *hostPlayer) notCome(js []int, why string, busy bool) {
+// notCome reports the recorded server frames js that did not come, as
+// the wait for them ended: missing, with the evidence where the server was
+// seen to stop, or unchecked when it was still busy when the replay's
+// watch ran out (slow, not missing).
+func (p *hostPlayer) notCome(js []int, why string, w waited) {
 	if p.rules {
 		// Not a departure: the rules judge what the server did.
 		p.mu.Lock()
@@ -422,9 +423,12 @@ func (p *hostPlayer) notCome(js []int, why string, busy bool) {
 		return
 	}
 	kind := Missing
-	if busy {
+	switch {
+	case w.busy:
 		kind = Unchecked
-		why = fmt.Sprintf("unverified: %s, the server's output still arriving when the replay's bound of %v ran out", why, slowWatch)
+		why = fmt.Sprintf("unverified: %s, the server still busy (its output arriving, or CPU demand, or a process it started at work) when the replay's watch of %v ran out", why, slowWatch)
+	case w.stopped != nil:
+		why = fmt.Sprintf("%s, and the server %s", why, w.stopped)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -11,9 +11,10 @@ import (
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-// slowWatch bounds how long wait waits on, d at a time, for a server that
-// is still sending when d runs out (busy by the one rule: bytes arriving):
-// long enough for a loaded machine, short of a server that never ends.
+// slowWatch bounds how long a wait watches on, past its bound, a server
+// that is still busy by the one rule (bytes arriving, CPU demand, a
+// process it started at work): long enough for a loaded machine, short of
+// a server that never ends.
 const slowWatch = 30 * time.Second
 
 // pollInterval is how often a wait looks at the state of stdout, which
@@ -24,18 +25,73 @@ const pollInterval = 4 * time.Millisecond
 // meanwhile; extend says a stall may be let further to get there. When d
 // runs out while the server's output is still arriving (a slow server, or
 // a loaded machine, not a missing message), it waits d again, up to
-// slowWatch in all; busy says it gave up there with output still arriving:
-// what did not come is then unverified, the harness's bound, not missing.
+// slowWatch in all; busy says it gave up there with output still arriving.
 func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration, extend bool) (ok, busy bool, err error) {
+	w, err := p.waitFor(ctx, cond, d, extend, false)
+	return w.ok, w.busy, err
+}
+
+// waited is how a wait ended.
+type waited struct {
+	ok   bool // cond held
+	busy bool // given up at slowWatch with the server still busy: what did not come is unverified, the harness's bound
+	// stopped is the one rule's evidence that the server stopped without
+	// cond holding (waitJudged); nil where it was not judged: the server
+	// ended, or its threads cannot be seen and the bound decided.
+	stopped *mcptest.Activity
+}
+
+// waitJudged waits as wait does, and when d runs out with nothing
+// arriving, judges the server by the one rule (mcptest.Session.WaitStopped)
+// while it goes on matching what arrives, up to slowWatch from its start:
+// it gives up once the server is stopped (with the evidence) or has ended,
+// and watches on while it is busy (CPU demand, or waiting for a process
+// it started, as a shell relay waits for its sleep; a loaded machine
+// stretches such gaps past any bound the record gives). Where the server's
+// threads cannot be seen (an in-process server, no /proc), the bound
+// decides, as in wait.
+func (p *hostPlayer) waitJudged(ctx context.Context, cond func() bool, d time.Duration, extend bool) (waited, error) {
+	return p.waitFor(ctx, cond, d, extend, true)
+}
+
+// judgement is what the one rule's watch in waitFor returned.
+type judgement struct {
+	a   mcptest.Activity
+	err error
+}
+
+// watchStopped runs Session.WaitStopped until deadline in a goroutine
+// of its own, which sends its answer on the channel; end stops it and
+// waits for it.
+func (p *hostPlayer) watchStopped(ctx context.Context, deadline time.Time) (judged <-chan judgement, end func()) {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	ch := make(chan judgement, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a, err := p.s.WaitStopped(wctx)
+		ch <- judgement{a, err}
+	}()
+	return ch, func() { cancel(); <-done }
+}
+
+func (p *hostPlayer) waitFor(ctx context.Context, cond func() bool, d time.Duration, extend, judge bool) (waited, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	seen, began := p.s.Stdout().Read, time.Now()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	var judged <-chan judgement // the watch's answer, once it runs
+	var endWatch func()
+	defer func() {
+		if endWatch != nil {
+			endWatch()
+		}
+	}()
 	for {
 		p.poll()
 		if cond() {
-			return true, false, nil
+			return waited{ok: true}, nil
 		}
 		p.adjustStall(extend)
 		select {
@@ -45,19 +101,35 @@ func (p *hostPlayer) wait(ctx context.Context, cond func() bool, d time.Duration
 		case <-timer.C:
 			p.poll()
 			if cond() {
-				return true, false, nil
+				return waited{ok: true}, nil
 			}
 			if n := p.s.Stdout().Read; n != seen {
 				if time.Since(began) >= slowWatch {
-					return false, true, nil
+					return waited{busy: true}, nil
 				}
 				seen = n
 				timer.Reset(d)
 				continue
 			}
-			return false, false, nil
+			if !judge {
+				return waited{}, nil
+			}
+			judged, endWatch = p.watchStopped(ctx, began.Add(slowWatch))
+		case j := <-judged:
+			p.poll()
+			switch {
+			case cond():
+				return waited{ok: true}, nil
+			case j.err == nil:
+				return waited{stopped: &j.a}, nil
+			case ctx.Err() != nil:
+				return waited{}, ctx.Err()
+			case !j.a.Known || p.s.Stats().Exit.How != "":
+				return waited{}, nil
+			}
+			return waited{busy: true}, nil
 		case <-ctx.Done():
-			return false, false, ctx.Err()
+			return waited{}, ctx.Err()
 		}
 	}
 }
@@ -106,7 +178,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		return !slices.Contains(p.resolved, false)
 	}
 	began := time.Now()
-	if ok, busy, _ := p.wait(ctx, all, p.pace.bound(lastOut-lastT), false); !ok && ctx.Err() == nil {
+	if w, _ := p.waitJudged(ctx, all, p.pace.bound(lastOut-lastT), false); !w.ok && ctx.Err() == nil {
 		var js []int
 		for j := range p.rec.Server {
 			js = append(js, j)
@@ -115,7 +187,7 @@ func (p *hostPlayer) finish(ctx context.Context, played bool) {
 		if !played {
 			why = "did not come before the replay ended"
 		}
-		p.notCome(js, why, busy)
+		p.notCome(js, why, w)
 	}
 	if played {
 		p.exited(ctx)

@@ -17,7 +17,10 @@ type Kind string
 // Kinds of departures.
 const (
 	// Missing: a message the record has did not come within the bound
-	// (Patience), or the stream ended first.
+	// (Patience) and the server then stopped by the one rule without
+	// sending it (mcptest.Activity: the evidence is in Text), or ended, or
+	// the stream ended first; where the server's threads cannot be seen
+	// (an in-process server), the bound alone decides.
 	Missing Kind = "missing"
 	// Extra: a message came that the record has not.
 	Extra Kind = "extra"
@@ -31,8 +34,9 @@ const (
 	// Unchecked: the record has only the head of a message, so it could
 	// not be sent or compared; or the proxy's observer lost detail there
 	// (Frame.Gap); or a recorded message had not come when the replay's
-	// bound (30 s) ran out while the server's output was still arriving
-	// (slow, not missing); or the server was still busy after its stdin
+	// bound (30 s) ran out while the server was still busy by the one rule
+	// (its output arriving, CPU demand, a process it started at work: slow,
+	// not missing); or the server was still busy after its stdin
 	// closed when that bound ran out, so its exit is unverified. Not a
 	// failure: Report.Err leaves these out.
 	Unchecked Kind = "unchecked"
