@@ -17,8 +17,9 @@ import (
 // TestExitJudgedByEvidence: the server's exit after its stdin closes is
 // judged by the one rule, not by the replay's bound. A server still busy
 // ending when the bound passes (a loaded machine; here a shell spinning
-// after the fake exits) is watched until it exits, with no departure; one
-// that keeps running asleep is reported missing with the evidence.
+// after the fake exits) is watched until it exits, with no departure (or,
+// still busy when the watch ends, unchecked); one that keeps running
+// asleep is reported missing with the evidence.
 func TestExitJudgedByEvidence(t *testing.T) {
 	t.Parallel()
 	rec, err := replay.Read(bytes.NewReader(sharedRecord(t, "calls", calls)))
@@ -43,8 +44,11 @@ func TestExitJudgedByEvidence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Watched until it exits, it has no departure; still busy when the
+		// watch of 20 s ends (a loaded machine gives the spin a fraction of
+		// a core), its exit is unchecked, busy: never missing.
 		for _, d := range rep.Departures {
-			if d.Method == "exit" {
+			if d.Method == "exit" && (d.Kind != replay.Unchecked || !strings.Contains(d.Text, "still running and busy")) {
 				t.Errorf("a server busy ending past the bound is reported: %s", d)
 			}
 		}
