@@ -193,5 +193,15 @@ func waitRecord(t *testing.T, path string, pred func(record.Event) bool) {
 			})
 		}
 		return found
-	}, nil)
+	}, func() string {
+		// What the record holds instead: its last events.
+		b, _ := os.ReadFile(path)
+		var tail []string
+		record.Read(bytes.NewReader(b[:bytes.LastIndexByte(b, '\n')+1]), func(e record.Event) error {
+			tail = append(tail, fmt.Sprintf("%s %s %s %s %s n=%d gap=%v", e.Ev, e.Dir, e.Kind, e.ID, e.Text, e.N, e.Gap))
+			tail = tail[max(len(tail)-12, 0):]
+			return nil
+		})
+		return fmt.Sprintf("the record (%d bytes) ends with:\n%s", len(b), strings.Join(tail, "\n"))
+	})
 }
