@@ -253,13 +253,14 @@ func (df *dirFaults) fire(f *faultState) {
 		df.stopped = f
 		name := f.Fault.String()
 		df.fw.stopName.Store(&name)
-		df.fw.stopped.Store(time.Now().UnixNano())
+		now := time.Now() // the stop's start, as recorded and as timed
+		df.fw.stopped.Store(now.UnixNano())
+		text := "stopped reading " + src + " until the end of the session"
 		if f.For > 0 {
-			f.until = time.Now().Add(time.Duration(f.For))
-			df.record(f, fmt.Sprintf("stopped reading %s for %v", src, time.Duration(f.For)))
-		} else {
-			df.record(f, "stopped reading "+src+" until the end")
+			f.until = now.Add(time.Duration(f.For))
+			text = fmt.Sprintf("stopped reading %s for %v", src, time.Duration(f.For))
 		}
+		df.p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
 	case "close", "truncate":
 		df.shut = true
 		df.p.sigMu.Lock() // the exit the close causes is noted after it (see sourceEnded)
