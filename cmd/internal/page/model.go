@@ -397,6 +397,9 @@ func (s *Session) frame(e record.Event) {
 
 func (s *Session) cancel(e record.Event) {
 	text := "cancel of " + describe(e.ID, e.Method, e.Tool) + " read while it was " + e.State
+	if e.N > 0 {
+		text += " (" + size(e.N) + " of its response read, " + size(e.Bytes) + " of that delivered)"
+	}
 	if e.Reason != "" {
 		text += " (" + e.Reason + ")"
 	}
