@@ -16,9 +16,13 @@ type Status struct {
 	ServerPID int       `json:"server_pid"`
 	Argv      []string  `json:"argv"`
 	Start     time.Time `json:"start"`
-	Updated   time.Time `json:"updated"`
-	Running   bool      `json:"running"` // the server has not exited
-	Exit      *ExitInfo `json:"exit,omitempty"`
+	// Updated is when the status is as of. Behind traffic it cannot
+	// follow (a flood of small lines), the observer reports what it has
+	// seen: Updated is then the time of the oldest event it has not
+	// looked at yet, older than the report.
+	Updated time.Time `json:"updated"`
+	Running bool      `json:"running"` // the server has not exited
+	Exit    *ExitInfo `json:"exit,omitempty"`
 	// RecordError says why the record is no longer written (a write
 	// failed: it ends with a record.EvCut event); "" while it is, or
 	// without one.
