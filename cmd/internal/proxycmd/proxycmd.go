@@ -225,7 +225,11 @@ func Run(ctx context.Context, name string, args []string, stdin io.Reader, stdou
 	defer signal.Stop(sigs)
 	ignoreSIGPIPE()
 	st := openState(f, argv[0], time.Now())
-	defer st.close()
+	grace := cfg.ExitGrace
+	if grace <= 0 {
+		grace = proxy.DefaultExitGrace
+	}
+	defer st.closeWithin(grace)
 	if st.log != nil {
 		cfg.Record = st.log
 	}
