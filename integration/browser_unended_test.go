@@ -81,8 +81,8 @@ func TestLivePageFaultStall(t *testing.T) {
 		t.Errorf("blocked writes and stalls:\n%s", rows)
 	}
 	shot(t, ctx, "live-fault")
-	// The fault holds the server's stdout until the proxy ends, and the
-	// server, blocked writing it, does not end on its stdin's end: end the
-	// proxy (its server goes with it).
+	// The fault holds the server's stdout until the session ends (the
+	// host's stdin stays open here): end the proxy (its server goes with
+	// it).
 	h.cmd.Process.Signal(syscall.SIGKILL)
 }

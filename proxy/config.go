@@ -72,7 +72,14 @@ type Config struct {
 	RedactKeys []string
 
 	// Faults are injected in the order given; each is recorded when it
-	// fires. See record.Fault.
+	// fires and when it ends. See record.Fault. A fault never holds the
+	// server past the session: ExitGrace after the host ended the session
+	// (it closed the proxy's stdin, or Signal passed on a signal that ends
+	// a process) with the server still running, every fault lets go of it
+	// (a stop reads again, pacing stops, a sigstop continues the server);
+	// a host that closes the proxy's stdout or stderr ends a stop or
+	// pacing of that direction at once (Unix, where the proxy watches its
+	// streams for that while a fault could hold the server).
 	Faults []record.Fault
 
 	// Stuck is how long a write must be blocked before a verdict calls the
@@ -87,7 +94,9 @@ type Config struct {
 	BlockEvent time.Duration
 	// ExitGrace is how long the proxy waits, after the server exited, for
 	// its stdout and stderr to end (a process it started may still hold
-	// them) before it closes them (default DefaultExitGrace).
+	// them) before it closes them, and, after the host ended the session,
+	// for the server to exit before the faults let go of it (default
+	// DefaultExitGrace).
 	ExitGrace time.Duration
 
 	// OnStatus, if set, is called with the live Status every

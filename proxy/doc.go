@@ -23,8 +23,10 @@
 //
 // A proxy always ends: once the server has exited, its output gets
 // ExitGrace to end and be delivered, then every blocked read and write is
-// interrupted, and the record gets ExitGrace more (see Proxy.Wait). Close
-// and Wait are safe to call from any goroutines, any number of times.
+// interrupted, and the record gets ExitGrace more (see Proxy.Wait). Its
+// own faults never keep the server from ending: they hold it no longer
+// than the session (see Config.Faults). Close and Wait are safe to call
+// from any goroutines, any number of times.
 //
 // It imports only the standard library, golang.org/x/sys and this module's
 // pipes, record, wire and internal packages, and never testing: it runs in

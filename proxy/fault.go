@@ -13,6 +13,10 @@ import (
 // faultSet holds the faults of a proxy.
 type faultSet struct {
 	all []*faultState
+	// release is closed when the faults must let go of the server, for
+	// releaseWhy (see sessionend.go).
+	release    chan struct{}
+	releaseWhy string
 }
 
 // faultState is one fault while the proxy runs.
@@ -27,7 +31,7 @@ type faultState struct {
 }
 
 func newFaultSet(fs []record.Fault) (*faultSet, error) {
-	s := &faultSet{}
+	s := &faultSet{release: make(chan struct{})}
 	for i, f := range fs {
 		if err := checkFault(f); err != nil {
 			return nil, err
@@ -98,6 +102,7 @@ type dirFaults struct {
 	chunkT    time.Time // when the chunk being delivered was read
 	paced     int64     // bytes written under a bandwidth fault
 	paceT0    time.Time
+	unpaced   bool // the pacing faults have let go (see sessionend.go)
 }
 
 // holdLimit is how much of a frame the proxy holds while it waits for the
@@ -128,6 +133,7 @@ func (df *dirFaults) gate() bool {
 
 // waitStop blocks while a stop is in effect; false if the proxy is
 // stopping or interrupted this direction (the server exited ExitGrace ago).
+// A stop ends when its time is up, or with the session (see sessionend.go).
 func (df *dirFaults) waitStop() bool {
 	for df.stopped != nil {
 		f := df.stopped
@@ -137,6 +143,7 @@ func (df *dirFaults) waitStop() bool {
 			defer t.Stop()
 			until = t.C
 		}
+		text := "reading " + srcNames[dirOf(f.Dir)] + " again"
 		select {
 		case <-df.p.stop:
 			df.endStop()
@@ -145,11 +152,15 @@ func (df *dirFaults) waitStop() bool {
 			df.endStop()
 			return false
 		case <-until:
+		case <-df.p.faults.release:
+			text += ": " + df.p.faults.releaseWhy
+		case <-df.fw.hostGone:
+			text += ": " + hostGoneText(df.fw.d)
 		}
 		df.stopped = nil
 		f.ended = true
 		df.endStop()
-		df.record(f, "reading "+srcNames[dirOf(f.Dir)]+" again")
+		df.record(f, text)
 	}
 	select {
 	case <-df.p.stop:
@@ -163,9 +174,47 @@ func (df *dirFaults) waitStop() bool {
 
 // sleep waits d for a pacing fault; false if the proxy is stopping or
 // interrupted this direction (the server exited ExitGrace ago), so that a
-// slow pace never keeps the proxy alive past its end.
+// slow pace never keeps the proxy alive past its end. When the faults let
+// go of the server, or the host closed the destination, the pacing faults
+// end, and sleep returns true at once (see sessionend.go).
 func (df *dirFaults) sleep(d time.Duration) bool {
-	return sleepUnless(d, df.p.stop, df.fw.halt)
+	if df.unpaced || d <= 0 {
+		return sleepUnless(0, df.p.stop, df.fw.halt)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-df.p.stop:
+		return false
+	case <-df.fw.halt:
+		return false
+	case <-t.C:
+	case <-df.p.faults.release:
+		df.unpace(df.p.faults.releaseWhy)
+	case <-df.fw.hostGone:
+		df.unpace(hostGoneText(df.fw.d))
+	}
+	return true
+}
+
+// unpace ends the pacing faults of the direction, for the reason why.
+func (df *dirFaults) unpace(why string) {
+	df.unpaced = true
+	for _, f := range df.faults {
+		switch f.Kind {
+		case "latency", "slice", "bandwidth":
+			if f.fired && !f.ended {
+				f.ended = true
+				df.record(f, "forwarding at full speed: "+why)
+			}
+		}
+	}
+}
+
+// hostGoneText says why a fault of direction d let go when the host closed
+// its end of the destination.
+func hostGoneText(d dirIndex) string {
+	return "the host closed its end of the proxy's " + streamNames[d] + ": no one will read what the fault held, and the server finds the stream closed, as without the proxy"
 }
 
 // endPace ends a pacing fault's hold on the direction, unless a stop
@@ -204,18 +253,19 @@ func (df *dirFaults) fire(f *faultState) {
 		df.stopped = f
 		name := f.Fault.String()
 		df.fw.stopName.Store(&name)
-		df.fw.stopped.Store(time.Now().UnixNano())
+		now := time.Now() // the stop's start, as recorded and as timed
+		df.fw.stopped.Store(now.UnixNano())
+		text := "stopped reading " + src + " until the end of the session"
 		if f.For > 0 {
-			f.until = time.Now().Add(time.Duration(f.For))
-			df.record(f, fmt.Sprintf("stopped reading %s for %v", src, time.Duration(f.For)))
-		} else {
-			df.record(f, "stopped reading "+src+" until the end")
+			f.until = now.Add(time.Duration(f.For))
+			text = fmt.Sprintf("stopped reading %s for %v", src, time.Duration(f.For))
 		}
+		df.p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
 	case "close", "truncate":
 		df.shut = true
 		df.p.sigMu.Lock() // the exit the close causes is noted after it (see sourceEnded)
 		at := time.Now()  // before the close: what it causes comes after
-		err := closeStream(df.fw.dst)
+		err := df.fw.closeDst()
 		text := "closed " + dstNames[dirOf(f.Dir)] + "; discarding the rest of " + src
 		if err != nil {
 			text = "could not close " + dstNames[dirOf(f.Dir)] + " (" + err.Error() + "); discarding the rest of " + src
@@ -418,6 +468,9 @@ func (df *dirFaults) write(b []byte) error {
 	}
 	for len(b) > 0 {
 		n := min(piece, len(b))
+		if df.unpaced {
+			n = len(b)
+		}
 		if err := df.fw.write(b[:n]); err != nil {
 			return err
 		}

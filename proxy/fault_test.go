@@ -67,24 +67,47 @@ func TestParseFault(t *testing.T) {
 }
 
 // TestFaultStopAfterBytes: the proxy stops reading the server's stdout after
-// exactly n bytes, for a while, then goes on; every byte still arrives.
+// exactly n bytes, for a while, then goes on; every byte still arrives. The
+// record holds each read with its offset and time: no read crosses byte n,
+// none from n on comes before the stop's end, and the stop lasted its
+// `for` at least (how much longer a loaded machine makes it is not the
+// fault's to say).
 func TestFaultStopAfterBytes(t *testing.T) {
 	t.Parallel()
 	const n = 1000
+	const hold = 200 * time.Millisecond
 	r := startRig(t, helperCmd(t, "bytes", "262144", filepath.Join(t.TempDir(), "in")), proxy.Config{Faults: []record.Fault{mustFault(t, "out:stop:after_bytes=1000,for=200ms")}})
 	out := drain(t, r.stdout)
 	drain(t, r.stderr)
-	r.rec.wait(t, "stop fault", faultEvent("stopped reading the server's stdout for 200ms"))
-	if got := r.p.Status().Streams[proxy.DOut].Read; got != n {
-		t.Errorf("the proxy read %d bytes of stdout when the stop began, want exactly %d", got, n)
-	}
-	r.rec.wait(t, "end of the stop", faultEvent("reading the server's stdout again"))
+	stop := r.rec.wait(t, "stop fault", faultEvent("stopped reading the server's stdout for 200ms"))
+	again := r.rec.wait(t, "end of the stop", faultEvent("reading the server's stdout again"))
 	r.stdin.Close()
 	want := streamBytes("out", 262144)
 	if got, h := out(); got != int64(len(want)) || h != sum(want) {
 		t.Errorf("host got %d bytes (%s), want %d (%s)", got, h, len(want), sum(want))
 	}
 	r.wait()
+	if again.Text != "reading the server's stdout again" {
+		t.Errorf("the stop ended with %q, want its time up", again.Text)
+	}
+	if held := time.Duration(again.T-stop.T) * time.Microsecond; held < hold {
+		t.Errorf("the stop held %v, less than its %v", held, hold)
+	}
+	upTo := int64(0) // bytes read before the stop
+	for _, e := range r.rec.find(isEv(record.EvChunk)) {
+		switch {
+		case e.Dir != record.DirOut:
+		case e.Off < n && e.Off+e.N > n:
+			t.Errorf("a read of bytes [%d, %d) crossed the stop's byte %d", e.Off, e.Off+e.N, n)
+		case e.Off < n:
+			upTo = max(upTo, e.Off+e.N)
+		case e.T < again.T:
+			t.Errorf("bytes [%d, %d) were read at %dµs, during the stop (%d to %dµs)", e.Off, e.Off+e.N, e.T, stop.T, again.T)
+		}
+	}
+	if upTo != n {
+		t.Errorf("the reads before the stop end at byte %d, want exactly %d", upTo, n)
+	}
 }
 
 // TestFaultStopAfterMethod: the proxy stops reading the host's stdin right

@@ -27,7 +27,7 @@ var allDirs = []string{record.DirIn, record.DirOut, record.DirErr}
 // faultKinds is the one table of faults: the flag syntax, the JSON config
 // and the checks all come from it.
 var faultKinds = []FaultKind{
-	{"stop", "stop reading the source, for `for` (default: until the end), as a host or server that stops reading would", []string{"for"}, nil, allDirs},
+	{"stop", "stop reading the source, for `for` (default: until the end of the session), as a host or server that stops reading would", []string{"for"}, nil, allDirs},
 	{"slice", "split every write into writes of `size` bytes with `delay` between them", []string{"size", "delay"}, []string{"size"}, allDirs},
 	{"latency", "hold every chunk for `delay` before writing it", []string{"delay"}, []string{"delay"}, allDirs},
 	{"bandwidth", "write at most `rate` bytes per second", []string{"rate"}, []string{"rate"}, allDirs},

@@ -108,6 +108,7 @@ type forwarder struct {
 
 	halt     chan struct{} // closed when the proxy interrupts this direction: a stop fault ends
 	haltOnce sync.Once
+	hostGone chan struct{} // closed when the host closed its end of dst (out, err; see sessionend.go)
 	readDone chan struct{} // closed when the source has ended or failed
 	done     chan struct{} // closed when the forwarder has ended
 
@@ -149,6 +150,7 @@ func newForwarder(p *Proxy, d dirIndex, src io.Reader, dst io.Writer) *forwarder
 		free:     make(chan []byte, slots),
 		slots:    slots,
 		halt:     make(chan struct{}),
+		hostGone: make(chan struct{}),
 		readDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -344,6 +346,13 @@ func (f *forwarder) sourceEnded(err error) {
 			ev.Text, ev.Err = "reading "+srcNames[f.d]+" failed", err.Error()
 		}
 		f.p.note(end, ev)
+		if f.d == dIn {
+			why := "the host closed the proxy's stdin"
+			if ev.Err != "" {
+				why = "reading the proxy's stdin failed"
+			}
+			f.p.endSession(end, why)
+		}
 	}
 	// The server's exit that the close causes (stdin's EOF) is noted
 	// after it: sigMu keeps waitServer from noting it in between, where
@@ -351,7 +360,7 @@ func (f *forwarder) sourceEnded(err error) {
 	f.p.sigMu.Lock()
 	defer f.p.sigMu.Unlock()
 	at := time.Now() // before the close: what it causes comes after
-	cerr := closeStream(f.dst)
+	cerr := f.closeDst()
 	f.mu.Lock()
 	f.closedDst = cerr == nil
 	f.mu.Unlock()
@@ -375,6 +384,9 @@ func (f *forwarder) writeFailed(err error) {
 		return // the proxy is ending and interrupted the write itself
 	default:
 	}
+	if f.d == dIn {
+		f.p.unwatch(dIn) // the host's stdin
+	}
 	cerr := closeStream(f.src)
 	f.mu.Lock()
 	f.closedSrc = cerr == nil
@@ -383,6 +395,15 @@ func (f *forwarder) writeFailed(err error) {
 		ev.Text += fmt.Sprintf("; closed %s to pass it back", srcNames[f.d])
 	}
 	f.p.note(now, ev)
+}
+
+// closeDst closes the destination; the host's stdout or stderr stops
+// being watched first (see sessionend.go).
+func (f *forwarder) closeDst() error {
+	if f.d != dIn {
+		f.p.unwatch(f.d)
+	}
+	return closeStream(f.dst)
 }
 
 // closeStream closes s if it can be closed.

@@ -138,7 +138,11 @@ func (p *Proxy) shutdown() {
 // Signal passes sig on to the server process (not its process group, as a
 // host signals its server's pid) and records it as a signal the proxy
 // received: the caller passes on what was sent to it. On Windows only
-// os.Kill can be delivered; other signals are recorded as not passed.
+// os.Kill can be delivered; other signals are recorded as not passed. A
+// signal that ends a process (os.Interrupt, os.Kill, SIGTERM, SIGHUP),
+// once passed on, ends the session: ExitGrace later, if the server still
+// runs, the faults let go of it (see Config.Faults), so that a server a
+// sigstop fault stopped can act on the signal.
 func (p *Proxy) Signal(sig os.Signal) error {
 	p.sigMu.Lock()
 	defer p.sigMu.Unlock()
@@ -149,5 +153,8 @@ func (p *Proxy) Signal(sig os.Signal) error {
 		ev.Text, ev.Err = "not passed on", err.Error()
 	}
 	p.note(now, ev)
+	if err == nil && endsSession(sig) {
+		p.endSession(now, "the proxy passed on "+ev.Signal)
+	}
 	return err
 }

@@ -50,7 +50,7 @@ func TestStageUnseenAfterLostDetail(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		gapAt       time.Time
-		respStart   time.Time
+		line        string // the line in progress on the response's stream, as seen so far
 		active, gap bool
 		host        bool // the server's request, answered on stdin
 		want        string
@@ -59,9 +59,10 @@ func TestStageUnseenAfterLostDetail(t *testing.T) {
 		{name: "a frame partly seen before the request", gapAt: start.Add(-time.Millisecond), want: "waiting"},
 		{name: "a frame partly seen after the request", gapAt: start.Add(time.Millisecond), want: "unseen"},
 		{name: "a line in progress partly seen", active: true, gap: true, want: "unseen"},
-		{name: "the response arriving, all seen", respStart: start, active: true, want: "responding"},
-		{name: "the response arriving, partly seen", respStart: start, active: true, gap: true, want: "unseen"},
-		{name: "the response arriving after an earlier gap", gapAt: start.Add(time.Millisecond), respStart: start.Add(2 * time.Millisecond), active: true, want: "responding"},
+		{name: "the response arriving, all seen", line: `{"jsonrpc":"2.0","id":7,"result":{"content":[`, active: true, want: "responding"},
+		{name: "another response arriving", line: `{"jsonrpc":"2.0","id":8,"result":{"content":[`, active: true, want: "waiting"},
+		{name: "the response arriving, partly seen", line: `{"jsonrpc":"2.0","id":7,"result":{"content":[`, active: true, gap: true, want: "unseen"},
+		{name: "the response arriving after an earlier gap", gapAt: start.Add(time.Millisecond), line: `{"jsonrpc":"2.0","id":7,"result":{"content":[`, active: true, want: "responding"},
 		{name: "the server's request, detail of stdout lost", host: true, gapAt: start.Add(time.Millisecond), want: "waiting"},
 	} {
 		d := out
@@ -75,7 +76,7 @@ func TestStageUnseenAfterLostDetail(t *testing.T) {
 		}
 		*d.fa = frameAsm{}
 		d.fa.active, d.fa.gap = c.active, c.gap
-		r.respStart = c.respStart
+		d.fa.body, d.fa.size = []byte(c.line), int64(len(c.line))
 		if got := o.stage(r); got != c.want {
 			t.Errorf("%s: stage %q, want %q", c.name, got, c.want)
 		}

@@ -179,6 +179,23 @@ func (o *observer) emitChunk(t time.Time, e record.Event) {
 // queue is taken first: what happened before its events is in the
 // channels by then.
 func (o *observer) drain() int {
+	n, _ := o.drainUntil(time.Time{})
+	return n
+}
+
+// drainSlice is the most time the observer's loop gives one drain before
+// it looks at its ticks again: a flood it cannot keep up with always has
+// an event waiting, and drained whole kept the status from being reported
+// (and block events, verdicts and ticks from being recorded) until the
+// flood ended.
+const drainSlice = 50 * time.Millisecond
+
+// drainUntil is drain, but it stops at deadline (zero: never), leaving
+// what still waits for the next call. It returns how many events it
+// handled and, if it stopped early, the time up to which every event has
+// been handled (the time of the oldest event still waiting); zero if it
+// caught up.
+func (o *observer) drainUntil(deadline time.Time) (int, time.Time) {
 	ns := o.takeNotes()
 	n := 0
 	for {
@@ -191,6 +208,21 @@ func (o *observer) drain() int {
 				first = d
 			}
 		}
+		if !deadline.IsZero() && n > 0 && (first != nil || len(ns) > 0) && time.Now().After(deadline) {
+			upTo := time.Time{}
+			if first != nil {
+				upTo = first.head.t
+			}
+			if len(ns) > 0 {
+				if upTo.IsZero() || ns[0].t.Before(upTo) {
+					upTo = ns[0].t
+				}
+				o.notes.mu.Lock() // the notes not written go back, for the next drain
+				o.notes.q = append(ns, o.notes.q...)
+				o.notes.mu.Unlock()
+			}
+			return n, upTo
+		}
 		if len(ns) > 0 && (first == nil || !first.head.t.Before(ns[0].t)) {
 			o.writeNote(ns[0])
 			ns = ns[1:]
@@ -198,7 +230,7 @@ func (o *observer) drain() int {
 			continue
 		}
 		if first == nil {
-			return n
+			return n, time.Time{}
 		}
 		first.has = false
 		if c := o.cutoff.Load(); c != 0 && time.Now().UnixNano() > c {

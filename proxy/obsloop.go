@@ -59,13 +59,13 @@ func (o *observer) loop(l *obsLoop) {
 			select {
 			case now := <-l.batch.C:
 				l.batch.Reset(batchEvery)
-				if o.drain() > 0 {
+				if n, _ := o.drainUntil(time.Now().Add(drainSlice)); n > 0 {
 					l.last = now
 				} else if now.Sub(l.last) >= idleAfter {
 					l.active = false
 				}
 			case <-o.nudge:
-				o.drain()
+				o.drainUntil(time.Now().Add(drainSlice))
 			case now := <-l.tick.C:
 				o.tick(now, &l.nextStatus)
 			case reply := <-o.finishReq:
@@ -84,7 +84,7 @@ func (o *observer) loop(l *obsLoop) {
 		case ev, ok := <-o.dirs[dErr].chOrNil():
 			o.take(o.dirs[dErr], ev, ok)
 		case <-o.nudge:
-			o.drain()
+			o.drainUntil(time.Now().Add(drainSlice))
 		case now := <-l.tick.C:
 			o.tick(now, &l.nextStatus)
 			continue

@@ -30,6 +30,7 @@ type request struct {
 	respStart time.Time // its response's first byte was read
 	respRead  time.Time // its response's last byte was read
 	delivered time.Time // its response was written whole to the requester
+	respOff   int64     // its response's source offset
 	respSize  int64
 	respKind  string
 	progress  int
@@ -184,7 +185,7 @@ func (o *observer) responseFrame(d *dirObs, ev record.Event, a *frameAsm, t time
 		}
 		return
 	}
-	r.respStart, r.respRead, r.respSize, r.respKind = a.t0, t, ev.N, ev.Kind
+	r.respStart, r.respRead, r.respOff, r.respSize, r.respKind = a.t0, t, ev.Off, ev.N, ev.Kind
 	if r.respStart.IsZero() {
 		r.respStart = t
 	}
@@ -220,6 +221,7 @@ func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message
 		}
 		if r != nil {
 			ce.Method, ce.Tool, ce.State = r.method, r.tool, o.stage(r)
+			ce.N, ce.Bytes = o.responseBytes(r)
 			if r.cancelRead.IsZero() {
 				r.cancelRead, r.cancelReason = t, ce.Reason
 				o.await(d, end, awCancelFwd, r)
@@ -244,32 +246,42 @@ func (o *observer) notificationFrame(d *dirObs, ev record.Event, m *wire.Message
 
 // stage says where a pending request is: "unwritten" (not yet written
 // whole to the other side), "waiting" (for its response), "responding"
-// (its response is arriving) or "delivering" (its response was read whole
-// and is being written to the requester).
-func (r *request) stage() string {
+// (its response is being read: its first bytes came, its newline not yet;
+// responseBytes says how much of it) or "delivering" (its response was
+// read whole and is being written to the requester). It is "unseen" where
+// the observer lost detail of the stream r's response comes on since r was
+// written (lostSince), and no response is seen arriving: the response may
+// have passed unseen, and "waiting" would claim what was not observed.
+func (o *observer) stage(r *request) string {
 	switch {
 	case r.written.IsZero():
 		return "unwritten"
-	case r.respStart.IsZero():
-		return "waiting"
-	case r.respRead.IsZero():
+	case !r.respRead.IsZero():
+		return "delivering"
+	case o.responseUnderway(r):
 		return "responding"
-	}
-	return "delivering"
-}
-
-// stage is r.stage(), but "unseen" where the observer lost detail of the
-// stream r's response comes on: waiting, with detail lost since r was
-// written (lostSince), the response may have passed unseen; responding,
-// with detail of the response lost, its end may have. "waiting" and
-// "responding" would then claim what was not observed.
-func (o *observer) stage(r *request) string {
-	s := r.stage()
-	switch fa := o.respDir(r).fa; {
-	case s == "waiting" && o.lostSince(r), s == "responding" && fa.active && fa.gap:
+	case o.lostSince(r):
 		return "unseen"
 	}
-	return s
+	return "waiting"
+}
+
+// responseBytes returns how much of r's response the observer has seen
+// read from the responder (all of it once it was read whole, so far while
+// it is being read) and how much of that was delivered: written to the
+// requester, the write returned.
+func (o *observer) responseBytes(r *request) (read, delivered int64) {
+	d := o.respDir(r)
+	var from int64
+	switch {
+	case !r.respRead.IsZero():
+		read, from = r.respSize, r.respOff
+	case o.responseUnderway(r):
+		read, from = d.fa.size, d.fa.start
+	default:
+		return 0, 0
+	}
+	return read, min(max(d.fw.written.Load()-from, 0), read)
 }
 
 // answered moves r out of the pending table once its response reached the

@@ -41,6 +41,14 @@ type Proxy struct {
 	released chan struct{} // closed when Wait need not wait for the forwarders any longer
 	wg       sync.WaitGroup
 
+	// The host's end of the session (see sessionend.go).
+	ending     chan struct{} // closed when the host ended the session
+	endingOnce sync.Once
+	endingAt   time.Time // set before ending is closed
+	endingWhy  string
+	hangMu     sync.Mutex
+	hang       [3]*hangup // watches of the host's streams, nil where none
+
 	mu       sync.Mutex
 	exitInfo ExitInfo
 	waitErr  error
@@ -91,7 +99,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 	}
 	p := &Proxy{
 		cfg: cfg, cmd: cmd, host: host, start: time.Now(), faults: fs, fwd: forwarding.Load(),
-		stop: make(chan struct{}), exited: make(chan struct{}), released: make(chan struct{}),
+		stop: make(chan struct{}), exited: make(chan struct{}), released: make(chan struct{}), ending: make(chan struct{}),
 	}
 	p.argv, p.argvHidden = pol.redactArgv(cmd.Args)
 	p.rec = &recorder{w: cfg.Record, start: p.start}
@@ -140,6 +148,11 @@ func Start(ctx context.Context, cmd *exec.Cmd, host Streams, cfg Config) (*Proxy
 		p.obs.attach(f)
 	}
 	p.faults.arm(p)
+	if p.faults.holds("") {
+		p.watchHost()
+		p.wg.Add(1)
+		go p.releaseFaults()
+	}
 
 	p.wg.Add(2) // waitServer and watch; the observer and the forwarders have done channels
 	go p.obs.run()
@@ -237,6 +250,9 @@ func (p *Proxy) wait() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	// The proxy is done, as the server is: the host's writes must fail
 	// rather than wait for a reader that will never come.
+	for d := range p.hang {
+		p.unwatch(dirIndex(d))
+	}
 	_ = closeStream(p.host.Stdin)
 	res, ferr := p.obs.finish()
 	p.wg.Wait()

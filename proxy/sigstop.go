@@ -60,7 +60,9 @@ func sleepUnless(d time.Duration, a, b <-chan struct{}) bool {
 	}
 }
 
-// sigstop stops the server for f.For, then continues it. It blocks.
+// sigstop stops the server for f.For, then continues it; it continues it
+// sooner when the faults let go of the server (see sessionend.go). It
+// blocks.
 func (p *Proxy) sigstop(f *faultState) {
 	select {
 	case <-p.exited:
@@ -68,6 +70,10 @@ func (p *Proxy) sigstop(f *faultState) {
 	default:
 	}
 	now := time.Now()
+	if why, ok := p.faults.released(); ok {
+		p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "did not stop the server: " + why})
+		return
+	}
 	if err := pauseServer(p.cmd.Process, true); err != nil {
 		p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "could not stop the server", Err: err.Error()})
 		return
@@ -79,10 +85,19 @@ func (p *Proxy) sigstop(f *faultState) {
 		text += fmt.Sprintf("; its threads were not all seen stopped within %v", stopSeenWithin)
 	}
 	p.note(now, record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text})
-	sleepUnless(time.Duration(f.For), p.stop, p.exited)
+	text = "continued the server (SIGCONT)"
+	t := time.NewTimer(time.Duration(f.For))
+	select {
+	case <-t.C:
+	case <-p.stop:
+	case <-p.exited:
+	case <-p.faults.release:
+		text += ": " + p.faults.releaseWhy
+	}
+	t.Stop()
 	now = time.Now() // before the signal: the server may answer at once
 	err := pauseServer(p.cmd.Process, false)
-	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: "continued the server (SIGCONT)"}
+	ev := record.Event{Ev: record.EvFault, Dir: f.Dir, Fault: &f.Fault, Text: text}
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		ev.Err = err.Error()
 	}

@@ -16,9 +16,13 @@ type Status struct {
 	ServerPID int       `json:"server_pid"`
 	Argv      []string  `json:"argv"`
 	Start     time.Time `json:"start"`
-	Updated   time.Time `json:"updated"`
-	Running   bool      `json:"running"` // the server has not exited
-	Exit      *ExitInfo `json:"exit,omitempty"`
+	// Updated is when the status is as of. Behind traffic it cannot
+	// follow (a flood of small lines), the observer reports what it has
+	// seen: Updated is then the time of the oldest event it has not
+	// looked at yet, older than the report.
+	Updated time.Time `json:"updated"`
+	Running bool      `json:"running"` // the server has not exited
+	Exit    *ExitInfo `json:"exit,omitempty"`
 	// RecordError says why the record is no longer written (a write
 	// failed: it ends with a record.EvCut event); "" while it is, or
 	// without one.
@@ -66,16 +70,28 @@ type CurrentFrame struct {
 
 // PendingStatus is one request awaiting its response (or its delivery).
 type PendingStatus struct {
-	Dir      string          `json:"dir"` // the request's direction: record.DirIn from the host, record.DirOut from the server
-	ID       json.RawMessage `json:"id"`
-	Method   string          `json:"method"`
-	Tool     string          `json:"tool,omitempty"`
-	AgeUS    int64           `json:"age_us"` // since its first byte was read
-	State    string          `json:"state"`  // "unwritten", "waiting", "unseen" (detail of its response's stream lost: its response, or the response's end, may have passed unseen), "responding", "delivering", "cancelled"
-	Progress int             `json:"progress,omitempty"`
+	Dir    string          `json:"dir"` // the request's direction: record.DirIn from the host, record.DirOut from the server
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Tool   string          `json:"tool,omitempty"`
+	AgeUS  int64           `json:"age_us"` // since its first byte was read
+	// State is "unwritten" (the request is not yet written whole to the
+	// other side), "waiting" (for its response), "unseen" (no response
+	// seen, but detail of its response's stream was lost since it was
+	// written: its response may have passed unseen), "responding" (its
+	// response is being read: its first bytes came, its newline not yet),
+	// "delivering" (its response was read whole, and is being written to
+	// the requester) or "cancelled" (its cancel was read; ResponseBytes
+	// says whether its response had begun).
+	State    string `json:"state"`
+	Progress int    `json:"progress,omitempty"`
 	// CancelledUS is how long ago its cancel was read, 0 if none was.
-	CancelledUS   int64 `json:"cancelled_us,omitempty"`
-	ResponseBytes int64 `json:"response_bytes,omitempty"`
+	CancelledUS int64 `json:"cancelled_us,omitempty"`
+	// ResponseBytes is how much of its response has been read from the
+	// responder (so far while it is being read), and ResponseDelivered
+	// how much of that has been written to the requester.
+	ResponseBytes     int64 `json:"response_bytes,omitempty"`
+	ResponseDelivered int64 `json:"response_delivered,omitempty"`
 }
 
 // status builds a Status at now.
@@ -113,8 +129,9 @@ func (o *observer) status(now time.Time) Status {
 		st.Streams = append(st.Streams, s)
 	}
 	for _, r := range o.sortedPending() {
-		ps := PendingStatus{Dir: dirNames[r.d], ID: r.id, Method: r.method, Tool: r.tool, AgeUS: now.Sub(r.sent).Microseconds(), Progress: r.progress, ResponseBytes: r.respSize}
+		ps := PendingStatus{Dir: dirNames[r.d], ID: r.id, Method: r.method, Tool: r.tool, AgeUS: now.Sub(r.sent).Microseconds(), Progress: r.progress}
 		ps.State = o.stage(r)
+		ps.ResponseBytes, ps.ResponseDelivered = o.responseBytes(r)
 		if !r.cancelRead.IsZero() {
 			ps.State = "cancelled"
 			ps.CancelledUS = now.Sub(r.cancelRead).Microseconds()

@@ -11,9 +11,20 @@ import (
 )
 
 // tick notices writes that block, records new verdicts and reports the
-// status when it is due.
+// status when it is due. Behind a flood it cannot keep up with (its drain
+// did not catch up within drainSlice), it records nothing found now, which
+// would come before older events still waiting, and reports the status as
+// of the oldest of them: what it has seen, no later.
 func (o *observer) tick(now time.Time, nextStatus *time.Time) {
-	o.drain() // what happened before now goes into the record before what is found now
+	// What happened before now goes into the record before what is found
+	// now.
+	if _, upTo := o.drainUntil(time.Now().Add(drainSlice)); !upTo.IsZero() {
+		if o.cfg.OnStatus != nil && !now.Before(*nextStatus) {
+			*nextStatus = time.Now().Add(o.cfg.StatusInterval)
+			o.reportStatus(upTo.Add(-time.Nanosecond))
+		}
+		return
+	}
 	o.mu.Lock()
 	for _, d := range o.dirs {
 		o.noteDrops(d, now)
@@ -34,6 +45,7 @@ func (o *observer) tick(now time.Time, nextStatus *time.Time) {
 	due := o.cfg.OnStatus != nil && !now.Before(*nextStatus)
 	o.mu.Unlock()
 	if due {
+		now = time.Now() // the tick's time is as old as the drain took
 		*nextStatus = now.Add(o.cfg.StatusInterval)
 		o.reportStatus(now)
 	}

@@ -132,7 +132,9 @@ type Event struct {
 	// no response yet), "unseen" (the observer lost detail of the stream
 	// its response comes on, since it was written: the response, or its
 	// end, may have passed), "responding" (its response is arriving),
-	// "delivering" (its response was read whole and is being delivered).
+	// "delivering" (its response was read whole and is being delivered);
+	// then (responding, delivering) N is how much of the response had been
+	// read, and Bytes how much of that delivered.
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`
 

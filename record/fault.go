@@ -22,6 +22,15 @@ import (
 // the start (checked before each read of Dir); with no trigger it starts at
 // once. At most one trigger may be set. proxy.FaultKinds lists the kinds
 // and their parameters.
+//
+// A fault holds the server no longer than the session: once the host has
+// ended it (it closed the proxy's stdin, or had a signal that ends a
+// process passed on) and the server has not exited within the proxy's exit
+// grace, every fault lets go of the server, each saying so when it ends: a
+// stop ends (For or not: "until the end" means the session's end), pacing
+// stops, a sigstop continues the server. A host that closes its end of the
+// proxy's stdout or stderr ends a stop or pacing of that direction at once
+// (Unix): no one will read what they hold.
 type Fault struct {
 	Dir  string `json:"dir,omitempty"`  // DirIn, DirOut, DirErr (may be empty for sigstop with After)
 	Kind string `json:"kind"`           // see proxy.FaultKinds
@@ -30,7 +39,7 @@ type Fault struct {
 	AfterBytes  Size     `json:"after_bytes,omitempty"`
 	AfterMethod string   `json:"after_method,omitempty"`
 	After       Duration `json:"after,omitempty"`
-	For         Duration `json:"for,omitempty"` // how long it lasts: stop (0: to the end), sigstop
+	For         Duration `json:"for,omitempty"` // how long it lasts: stop (0: to the end of the session), sigstop
 
 	Method string   `json:"method,omitempty"` // drop, duplicate: the frames it applies to
 	Count  int      `json:"count,omitempty"`  // drop, duplicate: how many frames (0: every one)

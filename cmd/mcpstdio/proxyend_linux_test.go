@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
 	"github.com/mcpstdio/mcpstdio/record"
 )
@@ -310,5 +312,47 @@ func TestProxyRecordCut(t *testing.T) {
 	res := mcpstdio(t, time.Minute, "show", log)
 	if res.code != 1 || !strings.Contains(res.stderr, "the record is damaged: writing it failed") {
 		t.Errorf("show of a cut record: exit %d, stderr %q; want 1 and the record called damaged", res.code, res.stderr)
+	}
+}
+
+// TestProxyStopUntilEndHostCloses: `-fault out:stop` (until the end) in
+// front of `mcpstdio fake` answering a 4 MiB call. The server blocks
+// writing its stdout, which the fault holds; the host closes the proxy's
+// stdin and waits, reading stdout. The server cannot exit while its write
+// is blocked, so the session's end ends the stop ExitGrace later (recorded
+// so), and the server and the proxy end; before, the proxy ran forever.
+func TestProxyStopUntilEndHostCloses(t *testing.T) {
+	t.Parallel()
+	stateDir := t.TempDir()
+	log := filepath.Join(t.TempDir(), "rec.ndjson")
+	r := startProxy(t, []string{"MCPSTDIO_STATE_DIR=" + stateDir, "TMPDIR=" + t.TempDir()},
+		"proxy", "-log", log, "-exit-grace", "300ms", "-fault", "out:stop", "--", binary, "fake")
+	go io.Copy(io.Discard, r.stdout)
+	io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes":4194304}}}`+"\n")
+	// The server is blocked writing once its stdout pipe, which the proxy
+	// does not read, is full: the status file says how full it is.
+	poll.Wait(t, cmdtest.Bound(t), "the server's stdout pipe full", func() bool {
+		files, _ := filepath.Glob(filepath.Join(stateDir, "*"+state.StatusSuffix))
+		if len(files) != 1 {
+			return false
+		}
+		e := state.ReadStatus(files[0], time.Now())
+		if e.Err != nil || len(e.Status.Streams) < 2 || e.Status.Streams[1].SourcePipe == nil {
+			return false
+		}
+		return *e.Status.Streams[1].SourcePipe >= 60<<10 // of 64 KiB
+	}, nil)
+	r.stdin.Close()
+	if code := r.wait(t); code != 0 {
+		t.Errorf("exit %d, want the server's 0\nstderr:\n%s", code, r.stderr)
+	}
+	var ended string
+	for _, e := range readRecord(t, log) {
+		if e.Ev == record.EvFault && strings.HasPrefix(e.Text, "reading the server's stdout again") {
+			ended = e.Text
+		}
+	}
+	if want := "the host closed the proxy's stdin 300ms ago and the server still runs"; !strings.Contains(ended, want) {
+		t.Errorf("the stop's end in the record: %q, want it to say %q", ended, want)
 	}
 }

@@ -229,7 +229,7 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 			line += fmt.Sprintf(", %d progress", p.Progress)
 		}
 		if p.ResponseBytes > 0 {
-			line += fmt.Sprintf(", response %d bytes", p.ResponseBytes)
+			line += fmt.Sprintf(", response %d bytes read, %d delivered", p.ResponseBytes, p.ResponseDelivered)
 		}
 		sline(w, "%s", line)
 	}

@@ -113,6 +113,7 @@ type Frame struct {
 	Gap          bool            `json:"gap,omitempty"`
 	Scanned      bool            `json:"scanned,omitempty"`
 	Unterminated bool            `json:"unterminated,omitempty"`
+	crlf         bool            // it ended "\r\n": its newline is at Off+N+1
 }
 
 // Request is one request from its first byte (Sent) to the delivery of its
@@ -352,7 +353,7 @@ func (s *Session) latest(dir string, id json.RawMessage) (int, bool) {
 
 func (s *Session) frame(e record.Event) {
 	f := Frame{Seq: e.Seq, Dir: e.Dir, T0: e.T0, T: e.T, Off: e.Off, N: e.N, Kind: e.Kind, ID: e.ID, Method: e.Method, Tool: e.Tool,
-		Head: e.Head, Hash: e.Hash, Redacted: e.Redacted, Gap: e.Gap, Scanned: e.Scanned, Unterminated: e.Unterminated}
+		Head: e.Head, Hash: e.Hash, Redacted: e.Redacted, Gap: e.Gap, Scanned: e.Scanned, Unterminated: e.Unterminated, crlf: e.CRLF}
 	if f.Gap {
 		s.Lost.Frames++
 		s.lostAt[dirIndex(e.Dir)] = max(s.lostAt[dirIndex(e.Dir)], e.T+1)
@@ -396,6 +397,9 @@ func (s *Session) frame(e record.Event) {
 
 func (s *Session) cancel(e record.Event) {
 	text := "cancel of " + describe(e.ID, e.Method, e.Tool) + " read while it was " + e.State
+	if e.N > 0 {
+		text += " (" + size(e.N) + " of its response read, " + size(e.Bytes) + " of that delivered)"
+	}
 	if e.Reason != "" {
 		text += " (" + e.Reason + ")"
 	}
@@ -447,7 +451,7 @@ func (s *Session) Finish() {
 	for i := range s.Frames {
 		f := &s.Frames[i]
 		if f.Delivered == 0 {
-			f.Delivered = s.writtenAt(f.Dir, f.Off+f.N)
+			f.Delivered = s.writtenAt(f.Dir, f.lastByte())
 		}
 	}
 	s.partials()
@@ -481,13 +485,25 @@ func (s *Session) Finish() {
 
 func (s *Session) hasChunks(dir string) bool { return len(s.chunks[dirIndex(dir)]) > 0 }
 
-// writtenAt returns when the write of the chunk holding byte end-1 of dir
-// (a frame's last byte, its newline at end) returned; 0 if unknown. A
-// record without chunk events (none kept) gives 0.
-func (s *Session) writtenAt(dir string, end int64) int64 {
+// lastByte is the offset of the frame's last byte on the wire: its
+// newline, or, in a line the stream ended before its newline, its last.
+func (f *Frame) lastByte() int64 {
+	switch {
+	case f.Unterminated:
+		return f.Off + f.N - 1
+	case f.crlf:
+		return f.Off + f.N + 1
+	}
+	return f.Off + f.N
+}
+
+// writtenAt returns when the write of the chunk holding byte b of dir
+// returned; 0 if unknown. A record without chunk events (none kept) gives
+// 0.
+func (s *Session) writtenAt(dir string, b int64) int64 {
 	c := s.chunks[dirIndex(dir)]
-	i := sort.Search(len(c), func(i int) bool { return c[i].off+c[i].n > end })
-	if i == len(c) || c[i].off > end {
+	i := sort.Search(len(c), func(i int) bool { return c[i].off+c[i].n > b })
+	if i == len(c) || c[i].off > b {
 		return 0
 	}
 	return c[i].wt

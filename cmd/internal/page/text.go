@@ -288,6 +288,9 @@ func (s *Session) lines() []line {
 				text += ", delivered " + dur(r.Delivered-f.T) + " later"
 			}
 		}
+		if f.Unterminated {
+			text += ", no newline: the stream ended before it"
+		}
 		if f.Kind == "junk" && f.Head != "" {
 			text += ": " + clip(f.Head, 60)
 		}

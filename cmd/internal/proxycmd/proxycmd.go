@@ -42,7 +42,9 @@ file in the state directory, wherever the record goes, is rewritten every
 second for "mcpstdio status". Nothing of the proxy's own keeps the server
 from starting: what it cannot do (a state directory, a record) it says in
 the status file, and on stderr with -v. After the server exits, its output
-gets -exit-grace to end and be delivered; then the proxy ends.
+gets -exit-grace to end and be delivered; then the proxy ends. Its faults
+hold the server no longer than the session: -exit-grace after the host
+closed stdin or signalled the proxy, they let go of a server still running.
 
 The proxy alone is the command mcpstdio-proxy: the same proxy in a binary
 that links nothing else, for less memory than the whole mcpstdio command's
@@ -128,7 +130,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (*proxyFlags, []st
 	fs.StringVar(&f.faultsFile, "faults", "", "inject the faults in JSON `FILE` (an array of objects with the same names)")
 	fs.DurationVar(&f.stuck, "stuck", proxy.DefaultStuck, "call a direction blocked once a write has waited this `LONG`")
 	fs.DurationVar(&f.unanswered, "unanswered", proxy.DefaultUnanswered, "name a request unanswered after this `LONG`")
-	fs.DurationVar(&f.exitGrace, "exit-grace", proxy.DefaultExitGrace, "after the server exits, wait this `LONG` for its output to end")
+	fs.DurationVar(&f.exitGrace, "exit-grace", proxy.DefaultExitGrace, "after the server exits, wait this `LONG` for its output to end; after the host ends the session, this long before faults let go of the server")
 	fs.BoolVar(&f.v, "v", false, "say on stderr where the record is and, at the end, the verdicts (changes the stderr the host sees)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, proxy.Config{}, err
@@ -223,7 +225,11 @@ func Run(ctx context.Context, name string, args []string, stdin io.Reader, stdou
 	defer signal.Stop(sigs)
 	ignoreSIGPIPE()
 	st := openState(f, argv[0], time.Now())
-	defer st.close()
+	grace := cfg.ExitGrace
+	if grace <= 0 {
+		grace = proxy.DefaultExitGrace
+	}
+	defer st.closeWithin(grace)
 	if st.log != nil {
 		cfg.Record = st.log
 	}

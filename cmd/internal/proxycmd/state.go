@@ -18,11 +18,18 @@ import (
 // made is said in problems, which go into the status file (and on stderr
 // with -v, or once if neither the record nor the status file exists).
 type proxyState struct {
-	log        *state.LogFile
+	log        recordFile
 	logPath    string
 	statusPath string
 	problems   []string
 	procStart  uint64 // state.SelfStart
+}
+
+// recordFile is the record's file (a state.LogFile).
+type recordFile interface {
+	io.Writer
+	Close() error
+	Problem() string // why the last rotation failed, "" if none did
 }
 
 // openState makes the state directory, the record and the status file's
@@ -99,13 +106,34 @@ func (st *proxyState) writeStatus(s proxy.Status) error {
 	return state.WriteStatus(st.statusPath, state.Status{Status: s, Log: st.logPath, Problems: problems, ProcStart: st.procStart})
 }
 
-// close closes the record and removes the status file.
+// close removes the status file and closes the record.
 func (st *proxyState) close() {
+	if st.statusPath != "" {
+		os.Remove(st.statusPath)
+	}
 	if st.log != nil {
 		st.log.Close()
 	}
-	if st.statusPath != "" {
-		os.Remove(st.statusPath)
+}
+
+// closeWithin is close, waiting for it at most limit; it reports whether
+// close returned. A record whose write never returns (a hung file
+// system) keeps its file from being closed, and the proxy, which went on
+// without it (see proxy.Proxy.Wait), must end regardless: close's
+// goroutine ends when that write returns, or with the process.
+func (st *proxyState) closeWithin(limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.close()
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -101,6 +101,28 @@ func TestStatusLogOutsideDir(t *testing.T) {
 	}
 }
 
+// TestStatusLogRelativeDir: a directory named by a relative path (status
+// -dir state) holds its records: a log in it is trusted, one outside is
+// still refused.
+func TestStatusLogRelativeDir(t *testing.T) {
+	now := time.Now()
+	dir := t.TempDir()
+	inside := filepath.Join(dir, "rec.ndjson")
+	os.WriteFile(inside, nil, 0o600)
+	writeStatus(t, dir, now, inside)
+	t.Chdir(filepath.Dir(dir))
+	ents, err := state.ReadStatuses(filepath.Base(dir), now)
+	if err != nil || len(ents) != 1 || ents[0].Err != nil || ents[0].LogErr != nil {
+		t.Fatalf("ReadStatuses(%q) of a status file whose log is in it: %+v, %v; want the log trusted", filepath.Base(dir), ents, err)
+	}
+	outside := filepath.Join(filepath.Dir(dir), "rec.ndjson")
+	os.WriteFile(outside, nil, 0o600)
+	writeStatus(t, dir, now, outside)
+	if ents, _ := state.ReadStatuses(filepath.Base(dir), now); len(ents) != 1 || ents[0].LogErr == nil {
+		t.Errorf("a log outside the relative directory: %+v, want it refused", ents)
+	}
+}
+
 // TestStatusRefusesOtherUsersDir: a state directory and status file made
 // by another user (nobody, through setpriv) are refused by ReadStatuses
 // and PrivateDir with an error naming the directory and its owner: the

@@ -163,7 +163,8 @@ func ReadStatus(path string, now time.Time) StatusEntry {
 }
 
 // inDir returns an error unless path, an absolute path, names a file in
-// dir once symbolic links are resolved.
+// dir (absolute, or relative to the working directory) once symbolic
+// links are resolved.
 func inDir(path, dir string) error {
 	if !filepath.IsAbs(path) {
 		return errors.New("not an absolute path")
@@ -172,7 +173,11 @@ func inDir(path, dir string) error {
 	if err != nil {
 		return err
 	}
-	rd, err := filepath.EvalSymlinks(dir)
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	rd, err := filepath.EvalSymlinks(ad)
 	if err != nil {
 		return err
 	}

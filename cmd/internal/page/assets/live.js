@@ -66,6 +66,15 @@
   function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
   // more says how many items of a list were left out, "" if none.
   function more(n, what) { n = Number(n); return n ? '<p class="folded">… and ' + n + " more " + esc(n === 1 ? what : what + "s") + ", not listed</p>" : ""; }
+  // respText says how much of q's response was read and delivered: the
+  // status file's own count (a proxy's pending request), the record's
+  // (one the record shows unanswered), or the line in progress.
+  function respText(p, q) {
+    if (!q.response_bytes) return inProgress(p, q) || "none";
+    if (q.record) return size(q.response_bytes) + " read, not all delivered";
+    return size(q.response_bytes) + " read, " + size(q.response_delivered || 0) + " delivered" + (q.state === "responding" ? " (in progress)" : "");
+  }
+
   // inProgress says how much of q's response is read, from the status
   // file's line in progress on its response's stream or the record.
   function inProgress(p, q) {
@@ -122,7 +131,7 @@
     var updatedUS = (Date.parse(st.updated) - Date.parse(st.start)) * 1000;
     (p.requests || []).forEach(function (r) {
       if (r.state === "delivered" || m.pending && r.sent <= updatedUS || pend.some(function (q) { return q.dir === r.dir && JSON.stringify(q.id) === JSON.stringify(r.id); })) return;
-      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - run, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - run : 0 });
+      pend.push({ dir: r.dir, id: r.id, method: r.method, tool: r.tool, state: r.state, age_us: p.now_us - r.sent - run, response_bytes: r.resp_bytes, progress: r.progress, cancelled_us: r.cancel ? p.now_us - r.cancel - run : 0, record: true });
     });
     // The oldest ten and the latest ten; the others are counted.
     var pendMore = Number(m.pending || 0);
@@ -133,7 +142,7 @@
       pend.forEach(function (q) {
         if (!q) { h += '<tr class="more"><td colspan="7">… ' + pendMore + " more pending requests, not listed</td></tr>"; return; }
         h += '<tr class="stuck"><td>' + esc(dirName(q.dir)) + '</td><td class="mono">' + esc(name(q)) + '</td><td class="state-' + esc(q.state) + '">' + esc(q.state === "unseen" ? "unseen: detail lost, the response may have passed" : q.state) +
-          '</td><td class="num">' + dur(q.age_us + run) + '</td><td class="num">' + esc(q.response_bytes ? size(q.response_bytes) + " read" : inProgress(p, q) || "none") +
+          '</td><td class="num">' + dur(q.age_us + run) + '</td><td class="num">' + esc(respText(p, q)) +
           '</td><td class="num">' + esc(q.progress || "") + "</td><td>" + (q.cancelled_us ? dur(q.cancelled_us + run) + (p.stale ? " before the status's last update" : " ago") : "") + "</td></tr>";
       });
       h += "</table>";
