@@ -150,7 +150,9 @@ var agents = []agent{
 			"era-modern":            cell(assertions.Fail, "speaks only initialize: \"Disconnected\", exit 0"),
 			"large-tools-list":      cell(assertions.Skip, "`mcp list` sends no tools/list"),
 			"shutdown-ladder":       cell(assertions.Fail, "SIGTERM, stdin closed ~50 ms later, never SIGKILL: a server ignoring both is **left running**"),
-			"handshake-timeout":     cell(assertions.Pass, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM; exits 0 with \"Disconnected\", not its \"Connected\" line"),
+			// Measured: 4 of 5 runs pass; in one (load 14) the fake saw no
+			// cancel before the host ended it 5.2 s in (warn).
+			"handshake-timeout": {[]assertions.Verdict{assertions.Pass, assertions.Warn}, "5 s, sends `notifications/cancelled` (\"Request timed out\") and SIGTERM in 4 of 5 runs (in the other, at load 14, the fake saw none: warn); exits 0 with \"Disconnected\", not its \"Connected\" line"},
 		})},
 	{name: "qwen", short: "Qwen Code 0.24.4", title: "Qwen Code 0.24.4 (`@qwen-code/qwen-code`, Node 22, `qwen mcp list`)",
 		bin: ".bin/qwen", args: []string{"mcp", "list"}, configs: map[string]string{"settings.json.tmpl": ".qwen/settings.json"},
