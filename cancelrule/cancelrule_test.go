@@ -27,6 +27,7 @@ func slowCall(s *mcptest.Session) *mcptest.Pending {
 // TestWentOn: a server that ignores the cancel keeps sending progress, and
 // the rule says the work went on, naming the progress that came.
 func TestWentOn(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, mcptest.InProcess(fakeserver.New(fakeserver.Faults{IgnoreCancel: true}).Serve))
 	ctx := t.Context()
 	before := cancelrule.Measure(ctx, s, 0)
@@ -45,6 +46,7 @@ func TestWentOn(t *testing.T) {
 // TestSentByCaller: a cancel the caller wrote itself (Config.Sent) is
 // watched from when it was written, and nothing more is sent.
 func TestSentByCaller(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, mcptest.InProcess(fakeserver.New().Serve))
 	ctx := t.Context()
 	before := cancelrule.Measure(ctx, s, 0)
@@ -69,6 +71,7 @@ func TestSentByCaller(t *testing.T) {
 // TestWatchEndsWithContext: Watch returns ctx's error when ctx ends during
 // the grace, and leaves no goroutine (goleak checks at the end).
 func TestWatchEndsWithContext(t *testing.T) {
+	t.Parallel()
 	s := mcptest.StartServer(t, mcptest.InProcess(fakeserver.New().Serve))
 	ctx, cancel := context.WithCancel(t.Context())
 	p := slowCall(s)

@@ -32,6 +32,7 @@ func TestFieldHang(t *testing.T) {
 // TestFieldHangRedOnTheHang: the same test fails on the server that hung
 // (the naive fake), with one error whose first line names the rule.
 func TestFieldHangRedOnTheHang(t *testing.T) {
+	t.Parallel()
 	f := &failures{T: t}
 	rep := replay.TestServer(f, mcptest.Helper("fake", "-naive"), "testdata/hang.ndjson")
 	head, _, _ := strings.Cut(rep.String(), "\n")

@@ -37,18 +37,22 @@ var scenarios = []struct {
 // fake is the fake as a helper child, built without the race detector
 // under it (testkit.WithoutRace): its cost there checks nothing of the
 // replay's.
-func fake(t *testing.T, args ...string) mcptest.Target {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+func fake(ctx context.Context, args ...string) (mcptest.Target, error) {
 	cmd, err := mcptest.HelperCommand(ctx, "fake", args...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if cmd, err = testkit.WithoutRace(ctx, cmd); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return mcptest.Exec(cmd)
+	return mcptest.Exec(cmd), nil
+}
+
+// played is one replay of TestScenarios: its record and its report.
+type played struct {
+	rec *replay.Record
+	rep *replay.Report
+	err error
 }
 
 // TestScenarios: each field hang's record, replayed by the rules, fails on
@@ -56,23 +60,48 @@ func fake(t *testing.T, args ...string) mcptest.Target {
 // and where in the record, and passes on the fake (the fixed server). The
 // proxy's stop fault is played as a stall of the host's reads, at the byte
 // where the proxy stopped reading.
+//
+// The six replays mostly wait (the fake's pace, the record's stalls) and
+// are judged by the rules, not by timing, so all six run at once, whatever
+// -parallel says: at go test's one per CPU they took 12 s of a -race run
+// for 3 s of CPU.
 func TestScenarios(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	runs := map[string]*played{}
+	var wg sync.WaitGroup
 	for _, sc := range scenarios {
 		for _, naive := range []bool{true, false} {
-			name, args := sc.name+"/fixed", []string(nil)
+			var args []string
 			if naive {
-				name, args = sc.name+"/naive", []string{"-naive"}
+				args = []string{"-naive"}
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				rec, err := replay.Load(filepath.Join("..", "..", "testdata", sc.name+".ndjson"))
-				if err != nil {
-					t.Fatal(err)
+			p := &played{}
+			runs[name(sc.name, naive)] = p
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if p.rec, p.err = replay.Load(filepath.Join("..", "..", "testdata", sc.name+".ndjson")); p.err != nil {
+					return
 				}
-				rep, err := replay.Host(t.Context(), fake(t, args...), rec)
+				target, err := fake(ctx, args...)
 				if err != nil {
-					t.Fatal(err)
+					p.err = err
+					return
 				}
+				p.rep, p.err = replay.Host(ctx, target, p.rec)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, sc := range scenarios {
+		for _, naive := range []bool{true, false} {
+			t.Run(name(sc.name, naive), func(t *testing.T) {
+				p := runs[name(sc.name, naive)]
+				if p.err != nil {
+					t.Fatal(p.err)
+				}
+				rec, rep := p.rec, p.rep
 				for i, st := range rec.Stalls {
 					if st.Fault != "" && (st.At != sc.faultAt || rep.Stalls[i].Outcome == replay.StallSkipped) {
 						t.Errorf("the fault's stall at stdout byte %d, %s; want it at %d, played", st.At, rep.Stalls[i], sc.faultAt)
@@ -90,6 +119,15 @@ func TestScenarios(t *testing.T) {
 			})
 		}
 	}
+}
+
+// name is a replay's subtest: the scenario, then naive (the server that
+// hung) or fixed.
+func name(scenario string, naive bool) string {
+	if naive {
+		return scenario + "/naive"
+	}
+	return scenario + "/fixed"
 }
 
 // failures is a testing.TB that keeps the test's errors instead of
