@@ -59,11 +59,11 @@ func fakeTarget(t *testing.T, args ...string) mcptest.Target {
 // Without the race detector the tests mostly wait (a server's pace, the
 // bounds a stalled peer runs out), so unless -parallel is given four per
 // CPU run at once (testkit.ParallelForWaits): alone 12.5 -> 5.7 s. Under
-// it they compute, and run at go test's one per CPU: two per CPU took
-// 18.5 -> 14.5 s, but TestTimedSlowServer's pace was then 29% off once in
-// -count=20 with one core busy.
+// it they compute, and run two per CPU (alone 25.9 -> 19.9 s; -count=10 with one core busy: ok, 212 s);
+// TestTimedSlowServer, whose pace was then 29% off once in -count=20 with
+// one core busy, runs alone.
 func TestMain(m *testing.M) {
-	testkit.ParallelForWaits(4, 1)
+	testkit.ParallelForWaits(4, 2)
 	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
 }
 
