@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -192,13 +193,17 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
+// faultParam is a parameter's name in a fault's doc (proxy.FaultKind.Doc).
+var faultParam = regexp.MustCompile("`([a-z_]+)`")
+
 // help prints the whole usage.
 func help(fs *flag.FlagSet, name, dir string) {
 	fmt.Fprintf(fs.Output(), usage, name, dir)
 	fs.PrintDefaults()
 	fmt.Fprintf(fs.Output(), "\nFaults (-fault DIR:KIND[:NAME=VALUE,...]; DIR is in (host to server), out (server stdout) or err (server stderr);\ntriggers: after_bytes=N, after_method=M or after=DURATION; default: at once):\n")
 	for _, k := range proxy.FaultKinds() {
-		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, strings.ReplaceAll(k.Doc, "`", ""))
+		// A parameter, `for` in the table, is shown <for>: "for for" read as a typo.
+		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, faultParam.ReplaceAllString(k.Doc, "<$1>"))
 	}
 	fmt.Fprintf(fs.Output(), "\nExamples:\n  %[1]s -- node server.js\n  %[1]s -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n", name)
 }
