@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -193,8 +192,16 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// faultParam is a parameter's name in a fault's doc (proxy.FaultKind.Doc).
-var faultParam = regexp.MustCompile("`([a-z_]+)`")
+// faultDoc is a fault's doc (proxy.FaultKind.Doc) for -h: a parameter,
+// `for` there, is shown <for> ("for for" read as a typo). No regexp: the
+// proxy command links little.
+func faultDoc(doc string) string {
+	parts := strings.Split(doc, "`")
+	for i := 1; i < len(parts); i += 2 {
+		parts[i] = "<" + parts[i] + ">"
+	}
+	return strings.Join(parts, "")
+}
 
 // help prints the whole usage.
 func help(fs *flag.FlagSet, name, dir string) {
@@ -202,8 +209,7 @@ func help(fs *flag.FlagSet, name, dir string) {
 	fs.PrintDefaults()
 	fmt.Fprintf(fs.Output(), "\nFaults (-fault DIR:KIND[:NAME=VALUE,...]; DIR is in (host to server), out (server stdout) or err (server stderr);\ntriggers: after_bytes=N, after_method=M or after=DURATION; default: at once):\n")
 	for _, k := range proxy.FaultKinds() {
-		// A parameter, `for` in the table, is shown <for>: "for for" read as a typo.
-		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, faultParam.ReplaceAllString(k.Doc, "<$1>"))
+		fmt.Fprintf(fs.Output(), "  %-16s %s\n", k.Name, faultDoc(k.Doc))
 	}
 	fmt.Fprintf(fs.Output(), "\nExamples:\n  %[1]s -- node server.js\n  %[1]s -fault out:stop:after_bytes=1MiB,for=30s -redact params.arguments.query -- ./myserver --stdio\n", name)
 }
