@@ -34,6 +34,6 @@ func serveFake(args []string) mcptest.ServeFunc {
 // without it, -race -count=5 -parallel 4 with one core kept busy passed
 // (26 s a run, 45 s at go test's two).
 func TestMain(m *testing.M) {
-	testkit.ParallelForWaits(4, 2)
+	testkit.ParallelForWaits(4, 3)
 	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
 }

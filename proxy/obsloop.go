@@ -56,6 +56,16 @@ func (o *observer) loop(l *obsLoop) {
 	for {
 		o.p.rec.flush() // what was taken, before waiting for more
 		if l.active {
+			// A due tick goes first: in a flood the batch timer and the
+			// nudge are always ready too, and a select that picked among
+			// them at random left the tick (the status, block events,
+			// verdicts) waiting seconds under load, a drain at a time.
+			select {
+			case now := <-l.tick.C:
+				o.tick(now, &l.nextStatus)
+				continue
+			default:
+			}
 			select {
 			case now := <-l.batch.C:
 				l.batch.Reset(batchEvery)
