@@ -29,10 +29,10 @@ func serveFake(args []string) mcptest.ServeFunc {
 //
 // The tests mostly wait, not compute: observation windows, a host's own
 // timeout, the bounds a misbehaving server runs out. Unless -parallel is
-// given, four per CPU run at once rather than go test's one, two under the
-// race detector (testkit.ParallelForWaits): with the children built
-// without it, -race -count=5 -parallel 4 with one core kept busy passed
-// (26 s a run, 45 s at go test's two).
+// given, four per CPU run at once rather than go test's one, three under
+// the race detector (testkit.ParallelForWaits): with the children built
+// without it, the package took 25 s at two per CPU and 20 s at three
+// (-race, alone, quiet).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 3)
 	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
