@@ -156,6 +156,10 @@ func usAge(n int64, r time.Duration) string {
 	return age(time.Duration(n)*time.Microsecond, r)
 }
 
+// asOfAfter is how old a status file may be before status says how old
+// what it shows is.
+const asOfAfter = 100 * time.Millisecond
+
 func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 	s := e.Status
 	state := "running"
@@ -166,6 +170,11 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		state = fmt.Sprintf("STALE (no update for %s: the proxy was probably killed)", age(now.Sub(s.Updated), time.Second))
 	case s.Exit != nil:
 		state = "server " + s.Exit.Text
+	}
+	if a := now.Sub(s.Updated); !e.Stale && a >= asOfAfter {
+		// What follows is as old as the file: a write "in progress for
+		// 43ms" may have gone on for a second since.
+		state += ", as of " + age(a, time.Millisecond) + " ago"
 	}
 	if e.Quiet > 0 {
 		why := "it cannot write its status file, or is stopped"

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -114,5 +115,19 @@ func TestStateIsolated(t *testing.T) {
 		if !strings.HasPrefix(d, root+string(filepath.Separator)) {
 			t.Errorf("status would look in %s, outside the tests' own state %s", d, root)
 		}
+	}
+}
+
+// TestStatusSaysHowOld: a running proxy's status file written a second
+// ago is shown with its age, so that "a write in progress for 43ms" is not
+// taken for what is true now.
+func TestStatusSaysHowOld(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Now()
+	writeStatusFile(t, dir, "one-second-old", os.Getpid(), state.SelfStart(), now.Add(-time.Minute), now.Add(-time.Second), nil)
+	r := mcpstdio(t, time.Minute, "status", "-dir", dir)
+	if !regexp.MustCompile(`running, as of 1\.\d+s ago`).MatchString(r.stdout) {
+		t.Errorf("status of a file written a second ago:\n%s\nwant \"running, as of 1.…s ago\"", r.stdout)
 	}
 }
