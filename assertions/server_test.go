@@ -167,7 +167,7 @@ func TestCheckServerVerdicts(t *testing.T) {
 	target(t, true) // under the race detector, built here, on the test's goroutine: a failed build fails the test
 	reports := make([][2]*assertions.Report, len(tests))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 20)
+	sem := make(chan struct{}, 12)
 	for i, tt := range tests {
 		for w, child := range []bool{false, true} {
 			wg.Add(1)
