@@ -23,6 +23,7 @@ func init() {
 	})
 }
 
+// mcptest.Main serves the helper in its child and runs the tests under goleak.
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 func TestFieldHang(t *testing.T) {
