@@ -3,7 +3,6 @@ package assertions
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,20 +54,8 @@ func CheckCRLFInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) R
 // a null id or none, or silence.
 func blankLineAnswers(s *mcptest.Session, t0 time.Time) string {
 	var seen []string
-	for _, e := range s.Transcript() {
-		if e.Dir != "←" || !e.At.After(t0) {
-			continue
-		}
-		var m struct {
-			ID    json.RawMessage `json:"id"`
-			Error *struct {
-				Code    int64  `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(e.Head, &m) == nil && m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null") {
-			seen = append(seen, fmt.Sprintf("%d %q", m.Error.Code, m.Error.Message))
-		}
+	for _, e := range errorAnswers(s, t0) {
+		seen = append(seen, fmt.Sprintf("%d %q", e.code, e.message))
 	}
 	if len(seen) == 0 {
 		return "silence"

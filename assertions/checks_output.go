@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,31 @@ func CheckInvalidJSONInput(ctx context.Context, s *mcptest.Session, cfg ServerCo
 // the invalid line's own, or silence. The glued request's own answer is not among them.
 func invalidAnswers(s *mcptest.Session, t0 time.Time) string {
 	var seen []string
+	for _, e := range errorAnswers(s, t0, `"mcpstdio-bad"`) {
+		id := "no id"
+		if e.id != "" {
+			id = "id " + e.id
+		}
+		seen = append(seen, fmt.Sprintf("%d %q, %s", e.code, e.message, id))
+	}
+	if len(seen) == 0 {
+		return "silence"
+	}
+	return fmt.Sprintf("%d error response(s) (%s)", len(seen), strings.Join(seen, "; "))
+}
+
+// An errorAnswer is an error response of the server: its code, message
+// and id (its JSON text, "" when it has none).
+type errorAnswer struct {
+	code        int64
+	message, id string
+}
+
+// errorAnswers lists the error responses s received after t0 whose id is
+// null, missing or one of ids (JSON texts): the answers to lines whose id
+// the server could not read, or to the lines a criterion sent with ids.
+func errorAnswers(s *mcptest.Session, t0 time.Time, ids ...string) []errorAnswer {
+	var seen []errorAnswer
 	for _, e := range s.Transcript() {
 		if e.Dir != "←" || !e.At.After(t0) {
 			continue
@@ -214,19 +240,14 @@ func invalidAnswers(s *mcptest.Session, t0 time.Time) string {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if json.Unmarshal(e.Head, &m) != nil || m.Error == nil || len(m.ID) > 0 && string(m.ID) != "null" && string(m.ID) != `"mcpstdio-bad"` {
+		if json.Unmarshal(e.Head, &m) != nil || m.Error == nil {
 			continue
 		}
-		id := "id " + string(m.ID)
-		if len(m.ID) == 0 {
-			id = "no id"
+		if id := string(m.ID); id == "" || id == "null" || slices.Contains(ids, id) {
+			seen = append(seen, errorAnswer{m.Error.Code, m.Error.Message, id})
 		}
-		seen = append(seen, fmt.Sprintf("%d %q, %s", m.Error.Code, m.Error.Message, id))
 	}
-	if len(seen) == 0 {
-		return "silence"
-	}
-	return fmt.Sprintf("%d error response(s) (%s)", len(seen), strings.Join(seen, "; "))
+	return seen
 }
 
 // AssertInvalidJSONInput is CheckInvalidJSONInput for tests.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpstdio/mcpstdio/internal/bound"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/wire"
@@ -215,25 +216,13 @@ func (p *hostPlayer) watchStdin(ctx context.Context) (mcptest.Activity, error) {
 		case !a.Known:
 			// Nothing to wait on: look at the pipe once more, a bound
 			// later.
-			_ = waitFor(wctx, p.pace.bound(0))
+			_ = bound.Pass(wctx, p.pace.bound(0))
 			a2, err2 := p.s.WaitStopped(wctx)
 			a2.Window = a.Window + p.pace.bound(0)
 			return a2, errors.Join(err, err2)
 		case p.s.Stats().Exit.How != "":
 			return a, err
 		}
-	}
-}
-
-// waitFor waits d, or until ctx ends.
-func waitFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
