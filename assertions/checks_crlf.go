@@ -39,7 +39,9 @@ func CheckCRLFInput(ctx context.Context, s *mcptest.Session, cfg ServerConfig) R
 		if ended := serverEnded(s); ended != "" {
 			return fail(ruleCRLFInput, "%s: %s", what, ended)
 		}
-		return fail(ruleCRLFInput, "%s within %v", what, cfg.Within)
+		res := fail(ruleCRLFInput, "%s within %v", what, cfg.Within)
+		res.bound = true // a server that still runs: a bound ran out (unseenBound)
+		return res
 	}
 	if err := checkCheap(ctx, s, cfg.Within, cfg.Cheap); err != nil {
 		if ended := serverEnded(s); ended != "" {

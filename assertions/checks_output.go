@@ -183,7 +183,12 @@ func CheckInvalidJSONInput(ctx context.Context, s *mcptest.Session, cfg ServerCo
 	missing := waitAnswered(wctx, s, []string{id})
 	cancel()
 	if len(missing) > 0 {
-		return fail(ruleInvalidJSON, "the request written in the same write as an invalid JSON line was never answered (within %v; the next request was): the server drops the rest of a read after a bad line", cfg.Within)
+		res := fail(ruleInvalidJSON, "the request written in the same write as an invalid JSON line was never answered (within %v; the next request was): the server drops the rest of a read after a bad line", cfg.Within)
+		// Its absence is known by a bound: in-process, where the server's
+		// threads cannot be seen, a handler starved for the bound looks
+		// the same (unseenBound).
+		res.bound = true
+		return res
 	}
 	// Two writes.
 	if err := s.WriteStdin(ctx, []byte(invalidJSONLine)); err != nil {
