@@ -33,7 +33,7 @@ func TestLivePageKilledProxy(t *testing.T) {
 	sent := time.Now()
 	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":16777216}}}`)
 	// The status file (rewritten each second) names the line in progress.
-	waitPage(t, ctx, "the answer in progress with its bytes", `/id 2 tools\/call big[^\n]*\d+(\.\d)? (KiB|MiB) read so far, \d+(\.\d)? (bytes|KiB|MiB) delivered \(in progress\)/.test(t)`, time.Minute)
+	waitPage(t, ctx, "the answer in progress with its bytes", `/id 2 tools\/call big[^\n]*\d+(\.\d)? (KiB|MiB) read, \d+(\.\d)? (bytes|KiB|MiB) delivered \(in progress\)/.test(t)`, time.Minute)
 	if text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("meta").innerText`)); !strings.HasPrefix(text, "1 proxy running · ") {
 		t.Errorf("the page's heading says %q, want it to start with \"1 proxy running · \"", text)
 	}

@@ -151,7 +151,7 @@ func respCell(r Request) string {
 	case r.RespBytes > 0:
 		return size(r.RespBytes) + " read, not all delivered"
 	case r.RespRead > 0:
-		return size(r.RespRead) + " read so far, " + size(r.RespSent) + " delivered (in progress)"
+		return size(r.RespRead) + " read, " + size(r.RespSent) + " delivered (in progress)"
 	}
 	return "none"
 }

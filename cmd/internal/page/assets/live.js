@@ -83,10 +83,10 @@
       var c = s.current;
       if (s.dir !== resp || !c || JSON.stringify(c.id) !== JSON.stringify(q.id) || c.method) return;
       var from = Number(s.read) - Number(c.bytes), sent = Math.max(0, Math.min(Number(s.delivered) - from, Number(c.bytes)));
-      t = size(c.bytes) + " read so far, " + size(sent) + " delivered (in progress)";
+      t = size(c.bytes) + " read, " + size(sent) + " delivered (in progress)";
     });
     (p.requests || []).forEach(function (r) {
-      if (!t && r.resp_read && r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id)) t = size(r.resp_read) + " read so far, " + size(r.resp_sent) + " delivered (in progress)";
+      if (!t && r.resp_read && r.dir === q.dir && JSON.stringify(r.id) === JSON.stringify(q.id)) t = size(r.resp_read) + " read, " + size(r.resp_sent) + " delivered (in progress)";
     });
     return t;
   }
