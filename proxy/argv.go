@@ -20,7 +20,12 @@ var argvRedacted = strings.Trim(record.Redacted, `"`)
 //   - the value of a flag whose name matches: "--token=V", "--api-key V",
 //     "-password V", "--bearer V" (the next word, unless it is a flag);
 //   - a KEY=value word whose KEY matches, alone or as a flag's value:
-//     "API_KEY=V", "--env=API_KEY=V", "-e API_KEY=V";
+//     "API_KEY=V", "--token-file=KEY=V";
+//   - any variable a flag sets in the environment of what it starts, as
+//     docker and MCP launchers take them: "--env=NAME=V", "--env NAME=V",
+//     "-e NAME=V" (NAME a variable's name), whatever NAME is: credentials
+//     travel so, and a name such as DB_PASS, KEY or STRIPE_SK rarely holds
+//     a key word;
 //   - an HTTP header whose name matches, as mcp-remote takes them:
 //     "--header", "Authorization: Bearer V", "X-Api-Key:V";
 //   - a bearer token: "Bearer V", if "bearer" is a key word;
@@ -34,6 +39,21 @@ func (p *redactPolicy) redactArgv(argv []string) ([]string, int) {
 	n := 0
 	for i := 1; i < len(out); i++ {
 		w := out[i]
+		if flag, v, eq := strings.Cut(w, "="); eq && len(p.keys) > 0 && isEnvFlag(flag) {
+			if r, ok := redactEnvValue(v); ok {
+				out[i] = flag + "=" + r
+				n++
+				continue
+			}
+		}
+		if len(p.keys) > 0 && isEnvFlag(w) && i+1 < len(out) {
+			if r, ok := redactEnvValue(out[i+1]); ok {
+				i++
+				out[i] = r
+				n++
+				continue
+			}
+		}
 		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
 		if !strings.Contains(w, "=") && strings.HasPrefix(w, "-") && name != "" && p.keyMatches([]byte(name)) &&
 			i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") && out[i+1] != "" {
@@ -49,6 +69,37 @@ func (p *redactPolicy) redactArgv(argv []string) ([]string, int) {
 		n += k
 	}
 	return out, n
+}
+
+// isEnvFlag reports whether w is a flag that sets an environment variable
+// for what it starts: -e, --env, --env-var, --environment (one dash or
+// two).
+func isEnvFlag(w string) bool {
+	if !strings.HasPrefix(w, "-") {
+		return false
+	}
+	switch strings.TrimPrefix(strings.TrimPrefix(w, "-"), "-") {
+	case "e", "env", "env-var", "environment":
+		return true
+	}
+	return false
+}
+
+// redactEnvValue redacts the value of "NAME=V" where NAME is a variable's
+// name (a letter or underscore, then letters, digits and underscores), so
+// that "node -e 'x=1'" is kept; ok is false for any other word and for a
+// value already redacted.
+func redactEnvValue(w string) (string, bool) {
+	name, v, eq := strings.Cut(w, "=")
+	if !eq || name == "" || v == "" || v == argvRedacted {
+		return "", false
+	}
+	for i, c := range []byte(name) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return "", false
+		}
+	}
+	return name + "=" + argvRedacted, true
 }
 
 // maxWordDepth bounds how many KEY=value levels redactWord follows

@@ -57,6 +57,11 @@ func TestRedactArgvConfigForms(t *testing.T) {
 		{[]string{"postgresql://admin:V1@db/app"}, []string{"postgresql://admin:[redacted]@db/app"}, 1},
 		{[]string{"--db=https://u:V1@h:5432/x?y=1"}, []string{"--db=https://u:[redacted]@h:5432/x?y=1"}, 1},
 		{[]string{"--env=API_KEY=V1", "-e", "GITHUB_TOKEN=V2"}, []string{"--env=API_KEY=[redacted]", "-e", "GITHUB_TOKEN=[redacted]"}, 2},
+		// A variable set for what the server starts, whatever its name.
+		{[]string{"--env=KEY=V1", "--env", "KEY=V2"}, []string{"--env=KEY=[redacted]", "--env", "KEY=[redacted]"}, 2},
+		{[]string{"--env=DB_PASS=V1", "-e", "DB_PASS=V2", "-env", "X=V1", "--env-var=STRIPE_SK=V2"},
+			[]string{"--env=DB_PASS=[redacted]", "-e", "DB_PASS=[redacted]", "-env", "X=[redacted]", "--env-var=STRIPE_SK=[redacted]"}, 4},
+		{[]string{"--env=DATABASE_URL=postgres://u:V1@h/d"}, []string{"--env=DATABASE_URL=[redacted]"}, 1},
 		{[]string{`{"apiKey":"V1","region":"eu"}`}, []string{`{"apiKey":"[redacted]","region":"eu"}`}, 1},
 		{[]string{`--config={"nested":{"password":"V1"}}`}, []string{`--config={"nested":{"password":"[redacted]"}}`}, 1},
 		{[]string{"--bearer", "V1"}, []string{"--bearer", "[redacted]"}, 1},
@@ -64,6 +69,8 @@ func TestRedactArgvConfigForms(t *testing.T) {
 		// Kept: no secret in them.
 		{[]string{"--header", "Accept: text/plain", "http://localhost:8080/mcp", "https://user@host/x", `{"region":"eu"}`, "--port=8080", "a:b"},
 			[]string{"--header", "Accept: text/plain", "http://localhost:8080/mcp", "https://user@host/x", `{"region":"eu"}`, "--port=8080", "a:b"}, 0},
+		// Kept: -e's word is code, not a variable ("node -e").
+		{[]string{"-e", "console.log(a=1)", "--env"}, []string{"-e", "console.log(a=1)", "--env"}, 0},
 	} {
 		in := append([]string{"server"}, c.in...)
 		got, n := pol.redactArgv(in)
