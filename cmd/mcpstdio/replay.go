@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
 	"github.com/mcpstdio/mcpstdio/mcptest"
+	"github.com/mcpstdio/mcpstdio/record"
 	"github.com/mcpstdio/mcpstdio/replay"
 	"github.com/mcpstdio/mcpstdio/wire"
 )
@@ -51,8 +53,9 @@ blocks writing), and writes its report on stderr at the end: what the host
 did that the recorded host did not (exit status 1 then), and the stalls.
 
 With -save, it writes the record as read, after -redact, to OUT (created
-0600): redact a record before committing it as test data, and replay it
-with the same -redact.
+0600; never the record itself or one of its rotated files): redact a
+record before committing it as test data, and replay it with the same
+-redact.
 
 Flags:
 `
@@ -153,7 +156,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 	if f.save != "" {
-		if err := saveRecord(rec, f.save); err != nil {
+		if err := saveRecord(rec, f.save, f.record); err != nil {
 			fmt.Fprintf(stderr, "mcpstdio replay: -save: %v\n", err)
 			return 1
 		}
@@ -178,18 +181,17 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return 0
 }
 
-// saveRecord writes rec to path, created 0600 as the proxy creates
-// records.
-func saveRecord(rec *replay.Record, path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+// saveRecord writes rec, read from the record at from, to path as
+// writeReport writes a report: created 0600 as the proxy creates records,
+// and never over the record or one of its rotated files, whatever the
+// name (saving a record over itself lost the rotated part's order: the
+// whole session written into the newest file, the older ones left).
+func saveRecord(rec *replay.Record, path, from string) error {
+	var b bytes.Buffer
+	if err := rec.Write(&b); err != nil {
 		return err
 	}
-	if err := rec.Write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeReport(path, b.Bytes(), record.Files(from))
 }
 
 // serveRecord plays the server's side of rec on the process's stdio.

@@ -115,7 +115,7 @@ func writeReport(path string, b []byte, inputs []string) error {
 	if out, err := os.Stat(path); err == nil {
 		for _, in := range inputs {
 			if fi, err := os.Stat(in); err == nil && os.SameFile(fi, out) {
-				return fmt.Errorf("refused: %s is %s, which the report is made from: name a new file", path, in)
+				return fmt.Errorf("refused: %s is %s, which the output is made from: name a new file", path, in)
 			}
 		}
 	}

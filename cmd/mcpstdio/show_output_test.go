@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// TestShowHTMLRefusesItsInput: `show -html OUT RECORD` with OUT the record
-// itself, a symbolic or hard link to it, or one of its rotated files is
-// refused, and the record is left as it was (it was overwritten with the
-// report, exit 0); a new file gets the report.
+// TestShowHTMLRefusesItsInput: `show -html OUT RECORD` and `replay -record
+// RECORD -save OUT` with OUT the record itself, a symbolic or hard link to
+// it, or one of its rotated files are refused, and the record is left as
+// it was (show overwrote it with the report, replay -save with the whole
+// session, exit 0); a new file gets the report.
 func TestShowHTMLRefusesItsInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -34,13 +35,15 @@ func TestShowHTMLRefusesItsInput(t *testing.T) {
 		t.Skipf("no hard links here: %v", err)
 	}
 	for _, out := range []string{rec, sym, hard, rotated} {
-		r := mcpstdio(t, time.Minute, "show", "-html", out, rec)
-		if r.code == 0 || !strings.Contains(r.stderr, "which the report is made from") {
-			t.Errorf("show -html %s %s: exit %d, stderr %q; want it refused", filepath.Base(out), filepath.Base(rec), r.code, r.stderr)
-		}
-		for _, p := range []string{rec, rotated} {
-			if b, _ := os.ReadFile(p); !bytes.Equal(b, sample) {
-				t.Fatalf("show -html %s: %s changed", filepath.Base(out), filepath.Base(p))
+		for _, args := range [][]string{{"show", "-html", out, rec}, {"replay", "-record", rec, "-save", out}} {
+			r := mcpstdio(t, time.Minute, args...)
+			if r.code == 0 || !strings.Contains(r.stderr, "which the output is made from") {
+				t.Errorf("%s %s: exit %d, stderr %q; want it refused", args[0], strings.Join(args[1:], " "), r.code, r.stderr)
+			}
+			for _, p := range []string{rec, rotated} {
+				if b, _ := os.ReadFile(p); !bytes.Equal(b, sample) {
+					t.Fatalf("%s %s: %s changed", args[0], strings.Join(args[1:], " "), filepath.Base(p))
+				}
 			}
 		}
 	}

@@ -222,11 +222,8 @@ func writeConfig(path string, old, text []byte) (string, error) {
 	if !bytes.Equal(now, old) {
 		return "", fmt.Errorf("%s changed while it was being edited (is the agent running and writing it?): nothing written; try again", path)
 	}
-	if err := atomicfile.Write(real, text); err != nil {
+	if err := atomicfile.Write(real, text); err != nil { // keeps the file's permissions and, for root, its owner
 		return "", fmt.Errorf("%v (the file is unchanged)", err)
-	}
-	if err := os.Chmod(real, fi.Mode().Perm()); err != nil {
-		return "", err
 	}
 	return backup, nil
 }
