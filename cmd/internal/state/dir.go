@@ -81,12 +81,19 @@ func SearchDirs() []string {
 	return out
 }
 
-// PrivateDir makes dir (and its parents) if needed, and makes sure dir
-// itself is 0700 (on Unix), so that records of other users' sessions are
-// not readable by anyone else. A dir (or a symbolic link to it) that
-// another user owns is refused with an error naming the owner: they could
-// read or replace what is kept there.
+// PrivateDir makes dir (and its parents) if needed, 0700 (on Unix), so
+// that records of other users' sessions are not readable by anyone else;
+// the files kept there are made 0600. A directory that already exists is
+// never changed: one that its group or others may write to is refused
+// (what is in it may be another user's plant, and status would refuse
+// it), whatever else is taken as it is. A dir (or a symbolic link to it)
+// that another user owns is refused with an error naming the owner: they
+// could read or replace what is kept there. (It made an existing
+// directory 0700: -dir naming a shared 1777 directory locked every other
+// user out of it.)
 func PrivateDir(dir string) error {
+	_, err := os.Lstat(dir)
+	existed := err == nil
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -104,10 +111,13 @@ func PrivateDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
+	if existed {
+		return checkOwned(dir, fi)
+	}
 	if err := checkOwner(dir, fi); err != nil {
 		return err
 	}
-	if fi.Mode().Perm() != 0o700 {
+	if fi.Mode().Perm() != 0o700 { // MkdirAll's mode is under the umask
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("state: making %s private: %w", dir, err)
 		}

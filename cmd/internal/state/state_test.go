@@ -36,7 +36,10 @@ func TestLogFilePrivate(t *testing.T) {
 			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode().Perm(), err, want)
 		}
 	}
-	// An existing file or directory with a wider mode is narrowed.
+	// An existing record with a wider mode is narrowed; an existing
+	// directory is left as it is: taken when only readable by others (its
+	// files are 0600), refused when they may write to it (a shared 1777
+	// directory was made 0700, locking every other user out of it).
 	old := filepath.Join(t.TempDir(), "old.ndjson")
 	os.WriteFile(old, nil, 0o644)
 	l, err = state.CreateLog(old, 0, 0)
@@ -44,12 +47,19 @@ func TestLogFilePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	open := filepath.Join(t.TempDir(), "open")
+	open, shared := filepath.Join(t.TempDir(), "open"), filepath.Join(t.TempDir(), "shared")
 	os.Mkdir(open, 0o755)
+	os.Mkdir(shared, 0o777)
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
 	if err := state.PrivateDir(open); err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]os.FileMode{old: 0o600, open: 0o700} {
+	if err := state.PrivateDir(shared); err == nil || !strings.Contains(err.Error(), "writable by its group or others") {
+		t.Errorf("PrivateDir(a 1777 directory) = %v, want it refused as writable by others", err)
+	}
+	for path, want := range map[string]os.FileMode{old: 0o600, open: 0o755, shared: 0o777} {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode().Perm(), err, want)
 		}
