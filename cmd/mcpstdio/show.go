@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/page"
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
@@ -107,11 +108,15 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeReport writes a report to path, never over one of the files it was
-// made from (inputs), whatever the names (a symbolic or hard link is the
-// same file): a regular file is replaced whole (a temporary file renamed
+// made from (inputs, the record last), whatever the names (a symbolic or
+// hard link is the same file), nor to a new file named as one of the
+// record's rotated files: a regular file is replaced whole (a temporary file renamed
 // over it: a reader never sees half of it), anything else (a device, a
 // FIFO) is written in place, never replaced.
 func writeReport(path string, b []byte, inputs []string) error {
+	if rec := inputs[len(inputs)-1]; isRotatedName(path, rec) {
+		return fmt.Errorf("refused: %s is named as a rotated file of %s, which the output is made from (it would be read as part of the record): name a new file", path, rec)
+	}
 	if out, err := os.Stat(path); err == nil {
 		for _, in := range inputs {
 			if fi, err := os.Stat(in); err == nil && os.SameFile(fi, out) {
@@ -124,6 +129,20 @@ func writeReport(path string, b []byte, inputs []string) error {
 		err = atomicfile.WriteInPlace(path, b)
 	}
 	return err
+}
+
+// isRotatedName reports whether path is named as a rotated file of the
+// record at rec (rec.N), whether or not it exists yet: a file made there
+// is read as part of the record (record.Files), and the proxy rotates
+// into it.
+func isRotatedName(path, rec string) bool {
+	p, err1 := filepath.Abs(path)
+	r, err2 := filepath.Abs(rec)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	n, ok := strings.CutPrefix(p, r+".")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 // readRecordFiles reads the record at path and its rotated files, oldest
