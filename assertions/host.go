@@ -248,20 +248,72 @@ func goAdapter[T any](what string, f func() (T, error)) <-chan outcome[T] {
 
 // fakeReport reads the report of the first fake the host started (a host
 // that restarts the server starts more, see reportFiles).
+// A fake that could not write its report makes the error a harnessError:
+// what the report does not hold is the harness's loss, not the host's
+// doing.
 func (r *hostFixture) fakeReport() (fakeserver.Report, error) {
 	files := r.reportFiles()
 	if len(files) == 0 {
+		// A fake that could not write its first report leaves only its
+		// trace, whose name begins with the report's.
+		traces, _ := filepath.Glob(filepath.Join(r.dir, r.name+"-*.json?*"))
+		for _, t := range traces {
+			path := t[:strings.LastIndex(t, ".json")+len(".json")]
+			if _, err := fakeserver.ReadReportFile(path); errors.As(err, new(*fakeserver.ReportWriteError)) {
+				return fakeserver.Report{}, &harnessError{fmt.Errorf("the harness could not record what the fake saw, so what the host did is not known: %w", err)}
+			}
+		}
 		return fakeserver.Report{}, fmt.Errorf("no report in %s: the host did not start the fake", r.dir)
 	}
 	var first fakeserver.Report
 	var firstErr error
 	for i, f := range files {
 		rep, err := fakeserver.ReadReportFile(f)
+		if we := (*fakeserver.ReportWriteError)(nil); errors.As(err, &we) {
+			return rep, &harnessError{fmt.Errorf("the harness could not record what the fake saw, so what the host did is not known: %w", err)}
+		}
 		if i == 0 || (err == nil && len(rep.Requests) > 0 && (len(first.Requests) == 0 || rep.Requests[0].Arrived.Before(first.Requests[0].Arrived))) {
 			first, firstErr = rep, err
 		}
 	}
 	return first, firstErr
+}
+
+// recordErr is the harness's error if it could not record what the fake
+// saw: the fake could not write its report (fakeReport), or there is none
+// and the harness cannot write in the fixture's directory either
+// (probeDir). Nil otherwise.
+func (r *hostFixture) recordErr() error {
+	if r.dirErr != nil {
+		return nil // the fixture started nothing
+	}
+	_, err := r.fakeReport()
+	if errors.As(err, new(*harnessError)) {
+		return err
+	}
+	if len(r.reportFiles()) == 0 {
+		return probeDir(r.dir)
+	}
+	return nil
+}
+
+// probeDir tells whether a report could be written in dir, the fixture's
+// directory, when none is there: where the fake can make no file at all
+// (a read-only file system), it leaves no trace of its failure, and the
+// harness's own write then fails alike. The error is a harnessError.
+func probeDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err == nil {
+		_, err = f.Write(make([]byte, 4096))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		os.Remove(f.Name())
+	}
+	if err != nil {
+		return &harnessError{fmt.Errorf("no report from the fake in %s, where the harness cannot write either, so whether the host started the fake is not known: %w", dir, err)}
+	}
+	return nil
 }
 
 func (r *hostFixture) diagnose() string {
@@ -283,6 +335,10 @@ func (r *hostFixture) abort() {
 // close ends the host, within the criterion's bound, and makes sure the
 // fake is gone. It removes the fixture's directory, which it made (never
 // another: with no directory of its own the fixture started nothing).
+//
+// A fake that could not write its report makes the error a harnessError
+// (see fakeReport): the criterion's verdict rests on that report, and is
+// not the host's.
 func (r *hostFixture) close() (string, error) {
 	if r.dirErr == nil {
 		defer os.RemoveAll(r.dir)
@@ -310,6 +366,9 @@ func (r *hostFixture) close() (string, error) {
 		}
 	}
 	r.kill() // the host should have stopped the fake; make sure
+	if rerr := r.recordErr(); rerr != nil {
+		err = rerr
+	}
 	return "", err
 }
 
@@ -365,6 +424,12 @@ func hostBattery(ctx context.Context, newHost HostFactory, command *HostCommand,
 			err = f.startCheck(ctx, first)
 			took := time.Since(begin)
 			_, cerr := f.close()
+			if errors.As(cerr, new(*harnessError)) {
+				return failErr(ruleRecord, "not checked", cerr)
+			}
+			if errors.As(err, new(*harnessError)) {
+				return failErr(ruleRecord, "not checked", err)
+			}
 			if err != nil {
 				res := failErr(startRule(command), "the host did not start against the fake", err)
 				return res
@@ -416,6 +481,10 @@ func reportDir() (string, error) {
 
 // ruleHarness is the rule of a criterion the harness could not run.
 const ruleHarness = "the harness runs each criterion in a directory of its own; when it cannot make one, nothing is checked and nothing removed"
+
+// ruleRecord is the rule of a criterion whose fake could not write its
+// report, the harness's record of what the host did.
+const ruleRecord = "the harness judges a host by the fake's report; when the fake cannot write it, nothing is checked"
 
 // harnessError is an error of the harness, not of the host under test.
 type harnessError struct{ err error }

@@ -305,6 +305,9 @@ func (r *hostFixture) startCheck(ctx context.Context, first *firstRun) error {
 	if !r.run.killed {
 		r.waitReport(ctx, fakeEnded)
 	}
+	if err := r.recordErr(); err != nil {
+		return err
+	}
 	rep, _ := r.fakeReport()
 	first.sent = requestMethods(rep)
 	for _, q := range rep.Requests {

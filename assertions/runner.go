@@ -186,7 +186,12 @@ func (b *battery[F]) one(ctx context.Context, c criterion[F], after string) (res
 	}
 	forced, err := f.close()
 	var left leftBehind
-	if errors.As(err, &left) {
+	if he := (*harnessError)(nil); errors.As(err, &he) {
+		// The verdict rests on what the harness could not record.
+		was := fmt.Sprintf("without it, the criterion said: %s: %s", res.Verdict, res.Evidence)
+		res = failErr(ruleRecord, "not checked", err)
+		res.Details = strings.TrimSpace(res.Details + "\n" + was)
+	} else if errors.As(err, &left) {
 		res.Evidence += " [" + left.Error() + "]"
 	} else if err != nil && res.Verdict != Fail {
 		res.Details = strings.TrimSpace(res.Details + "\nclosing: " + err.Error())

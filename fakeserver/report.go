@@ -3,8 +3,13 @@ package fakeserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/internal/atomicfile"
@@ -179,6 +184,8 @@ func (s *Server) reportFileLoop(stop <-chan struct{}) {
 // /dev/stderr) is never replaced, and gets the report written into it
 // once, the last time (final).
 func (s *Server) writeReportFile(final bool) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	r := s.Report()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -195,18 +202,88 @@ func (s *Server) writeReportFile(final bool) {
 	}
 	if err != nil {
 		s.logf("report: %v", err)
+		s.markUnwritten(path, err)
+	} else if s.unmarked != "" && os.Remove(s.unmarked) == nil {
+		s.unmarked = "" // the report is whole again
 	}
 }
 
-// ReadReportFile reads a report written by WithReportFile.
+// unwrittenMark is what the name of the trace of an unwritten report adds
+// to the report's: the error follows, its words joined by '-'.
+const unwrittenMark = ".unwritten-"
+
+// markUnwritten leaves, once, beside the report file a reader will look
+// for, an empty file whose name says that the report could not be written
+// and why: it takes no space for data, so it can be made where the report
+// could not (a full disk, a quota), though not where nothing can be made
+// (a read-only file system, a directory the server may not write).
+func (s *Server) markUnwritten(path string, err error) {
+	if s.unmarked != "" {
+		return
+	}
+	why := err.Error()
+	var en syscall.Errno
+	var pe *fs.PathError
+	if errors.As(err, &en) {
+		why = en.Error()
+	} else if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	}
+	name := path + unwrittenMark + strings.Join(strings.FieldsFunc(why, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}), "-")
+	name = name[:min(len(name), len(path)+len(unwrittenMark)+80)]
+	f, cerr := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if cerr == nil {
+		f.Close()
+		s.unmarked = name
+	}
+}
+
+// ReportWriteError is ReadReportFile's error when the server could not
+// write its report file: the Report it returns is what the file last
+// held, stale or empty, and not what the server saw.
+type ReportWriteError struct {
+	Path string // the report file
+	Err  string // why the server could not write it, in the system's words
+}
+
+// Error says which report could not be written, and why.
+func (e *ReportWriteError) Error() string {
+	return fmt.Sprintf("the fake server could not write its report %s: %s", e.Path, e.Err)
+}
+
+// ReadReportFile reads a report written by WithReportFile. When the
+// server could not write the file, it leaves a trace beside it if it can
+// (not where no file can be made, such as a read-only file system), and
+// the error is then a *ReportWriteError, whether or not an earlier report
+// is there to read.
 func ReadReportFile(path string) (Report, error) {
 	var r Report
+	if why, ok := unwritten(path); ok {
+		b, _ := os.ReadFile(path)
+		json.Unmarshal(b, &r)
+		return r, &ReportWriteError{Path: path, Err: why}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return r, err
 	}
 	err = json.Unmarshal(b, &r)
 	return r, err
+}
+
+// unwritten finds the trace markUnwritten left beside the report file
+// path, and returns the error it names.
+func unwritten(path string) (string, bool) {
+	des, _ := os.ReadDir(filepath.Dir(path))
+	prefix := filepath.Base(path) + unwrittenMark
+	for _, de := range des {
+		if why, ok := strings.CutPrefix(de.Name(), prefix); ok {
+			return strings.ReplaceAll(why, "-", " "), true
+		}
+	}
+	return "", false
 }
 
 // signalRecord is an element of Report.Signals.

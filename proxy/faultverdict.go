@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/record"
@@ -71,10 +72,17 @@ func (o *observer) heldOutput() string {
 // read before the others, which stand on what the observer saw.
 func (o *observer) lostDetail() []record.Verdict {
 	m := o.m
-	if m.DroppedBytes == 0 && m.DroppedEvents == 0 && m.GapFrames == 0 {
+	var parts []string
+	if m.DroppedBytes != 0 || m.DroppedEvents != 0 || m.GapFrames != 0 {
+		parts = append(parts, fmt.Sprintf("the observer fell behind and missed %s (%d events); %d %s only partly seen, which a replay cannot check; every byte was forwarded",
+			size(m.DroppedBytes), m.DroppedEvents, m.GapFrames, plural(int(m.GapFrames), "frame was", "frames were")))
+	}
+	if m.Forgotten != 0 {
+		parts = append(parts, fmt.Sprintf("the proxy's pending table (%d entries) was full and forgot the %d oldest %s (%d of them unanswered and not cancelled then): their responses, cancels and verdicts are not tracked",
+			o.cfg.MaxPending, m.Forgotten, plural(int(m.Forgotten), "request", "requests"), o.forgottenOpen))
+	}
+	if len(parts) == 0 {
 		return nil
 	}
-	return []record.Verdict{{Kind: record.VerdictDropped, Text: fmt.Sprintf(
-		"detail lost: the observer fell behind and missed %s (%d events); %d %s only partly seen, which a replay cannot check; every byte was forwarded",
-		size(m.DroppedBytes), m.DroppedEvents, m.GapFrames, plural(int(m.GapFrames), "frame was", "frames were"))}}
+	return []record.Verdict{{Kind: record.VerdictDropped, Text: "detail lost: " + strings.Join(parts, "; and ")}}
 }

@@ -47,22 +47,26 @@ type observer struct {
 	nudge     chan struct{} // a forwarder's pool is half used, or an event was noted
 	notes     notes
 
-	mu        sync.Mutex
-	pending   map[pkey]*request
-	tokens    map[string]*request // progress token → request from the host
-	seq       int64               // order of requests, for eviction
-	recent    []*request          // the last answered requests, newest last
-	m         record.Metrics
-	seen      map[string]bool  // verdicts already recorded
-	verdicts  []record.Verdict // notable past events, kept for the summary
-	hostSent  []string         // distinct methods the host sent, at most 16
-	toolCall  bool             // the host sent tools/call
-	lastHost  time.Time        // last frame from the host
-	exit      *ExitInfo
-	exitAt    time.Time
-	stdinEOF  time.Time // the host closed the server's stdin
-	ended     bool
-	statusErr bool // an OnStatus error was recorded
+	mu      sync.Mutex
+	pending map[pkey]*request
+	tokens  map[string]*request // progress token → request from the host
+	seq     int64               // order of requests, for eviction
+	// forgottenOpen counts the host's requests the pending table forgot
+	// (MaxPending) with no response begun and no cancel read for them:
+	// unanswered when forgotten; what became of them is not known.
+	forgottenOpen int64
+	recent        []*request // the last answered requests, newest last
+	m             record.Metrics
+	seen          map[string]bool  // verdicts already recorded
+	verdicts      []record.Verdict // notable past events, kept for the summary
+	hostSent      []string         // distinct methods the host sent, at most 16
+	toolCall      bool             // the host sent tools/call
+	lastHost      time.Time        // last frame from the host
+	exit          *ExitInfo
+	exitAt        time.Time
+	stdinEOF      time.Time // the host closed the server's stdin
+	ended         bool
+	statusErr     bool // an OnStatus error was recorded
 }
 
 // dirObs is the observer's view of one direction.

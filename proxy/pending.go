@@ -128,6 +128,9 @@ func (o *observer) requestFrame(d *dirObs, ev record.Event, a *frameAsm, end int
 		}
 		o.forget(oldest)
 		o.m.Forgotten++
+		if oldest.d == dIn && oldest.respStart.IsZero() && oldest.cancelRead.IsZero() {
+			o.forgottenOpen++
+		}
 	}
 }
 

@@ -247,7 +247,22 @@ func (o *observer) exitedOpen() (record.Verdict, bool) {
 	}
 	var parts []string
 	if len(open) > 0 {
-		parts = append(parts, fmt.Sprintf("with %d %s unanswered: %s", len(open), plural(len(open), "request", "requests"), strings.Join(first(open, 5), ", ")))
+		n := fmt.Sprintf("%d %s", len(open), plural(len(open), "request", "requests"))
+		if o.forgottenOpen > 0 {
+			n = "at least " + n
+		}
+		parts = append(parts, fmt.Sprintf("with %s unanswered: %s", n, strings.Join(first(open, 5), ", ")))
+	}
+	if n := o.forgottenOpen; n > 0 {
+		// The table forgot them unanswered: whether an answer came after
+		// is not known (one would be counted as a response to an unknown
+		// id), so they are not counted as unanswered, nor left out.
+		more := ""
+		if len(open)+len(unseen) > 0 {
+			more = " more"
+		}
+		parts = append(parts, fmt.Sprintf("with %d%s %s unanswered when the proxy's bounded pending table (%d entries) forgot %s (whether %s answered later is not known)",
+			n, more, plural(int(n), "request that was", "requests that were"), o.cfg.MaxPending, plural(int(n), "it", "them"), plural(int(n), "it was", "they were")))
 	}
 	if len(unseen) > 0 {
 		parts = append(parts, fmt.Sprintf("with %d %s whose response may have passed unseen (the observer lost detail of its output): %s",
@@ -367,16 +382,26 @@ func (o *observer) countVerdicts() []record.Verdict {
 	var vs []record.Verdict
 	if n := o.m.UnknownResponses; n > 0 {
 		vs = append(vs, record.Verdict{Kind: record.VerdictUnknownResponse, ID: o.m.FirstUnknown, Text: fmt.Sprintf(
-			"the server sent %d %s to ids the host had not sent or that were already answered (first: id %s)", n, plural(int(n), "response", "responses"), o.m.FirstUnknown)})
+			"the server sent %d %s to ids the host had not sent or that were already answered%s (first: id %s)", n, plural(int(n), "response", "responses"), o.forgotNote(), o.m.FirstUnknown)})
 	}
 	if n := o.m.ParseErrors; n > 0 {
 		vs = append(vs, record.Verdict{Kind: record.VerdictJunk, Text: fmt.Sprintf("the server wrote %d %s on stdout that %s not JSON-RPC (first: %q)", n, plural(int(n), "line", "lines"), plural(int(n), "is", "are"), trimText(o.m.FirstJunk, 80))})
 	}
 	if n := o.m.HostUnknownResponses; n > 0 {
 		vs = append(vs, record.Verdict{Kind: record.VerdictUnknownResponse, ID: o.m.FirstHostUnknown, Text: fmt.Sprintf(
-			"the host sent %d %s to ids the server had not sent or that were already answered (first: id %s)", n, plural(int(n), "response", "responses"), o.m.FirstHostUnknown)})
+			"the host sent %d %s to ids the server had not sent or that were already answered%s (first: id %s)", n, plural(int(n), "response", "responses"), o.forgotNote(), o.m.FirstHostUnknown)})
 	}
 	return vs
+}
+
+// forgotNote qualifies a count of responses to unknown ids when the
+// pending table forgot requests: a response to one of them is counted
+// there too.
+func (o *observer) forgotNote() string {
+	if o.m.Forgotten == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", or that the proxy's bounded pending table had forgotten (%d)", o.m.Forgotten)
 }
 
 func trimText(s string, n int) string {

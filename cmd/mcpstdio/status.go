@@ -224,7 +224,11 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		}
 		sline(w, "%s", line)
 	}
-	for _, p := range s.Pending {
+	pending, morePending := capped(s.Pending)
+	for i, p := range pending {
+		if i == len(pending)/2 && morePending > 0 {
+			sline(w, "  … %d more pending requests, not listed (the oldest %d and the latest %d are)", morePending, len(pending)/2, len(pending)/2)
+		}
 		who := "host → server"
 		if p.Dir == record.DirOut {
 			who = "server → host"
@@ -242,12 +246,27 @@ func printStatus(w io.Writer, e state.StatusEntry, now time.Time) {
 		}
 		sline(w, "%s", line)
 	}
-	for _, v := range s.Verdicts {
+	verdicts, moreVerdicts := capped(s.Verdicts)
+	for i, v := range verdicts {
+		if i == len(verdicts)/2 && moreVerdicts > 0 {
+			sline(w, "  … %d more verdicts, not listed (the first %d and the last %d are)", moreVerdicts, len(verdicts)/2, len(verdicts)/2)
+		}
 		sline(w, "  verdict %s", v.Text)
 	}
 	if len(s.Verdicts) == 0 {
 		sline(w, "  verdict nothing is stuck")
 	}
+}
+
+// capped returns the items of a status list that status prints, the first
+// and the last page.MaxStatusItems/2 as the live page shows them, and how
+// many it leaves out: a flood's status holds thousands.
+func capped[T any](items []T) ([]T, int) {
+	if len(items) <= page.MaxStatusItems {
+		return items, 0
+	}
+	half := page.MaxStatusItems / 2
+	return append(items[:half:half], items[len(items)-half:]...), len(items) - 2*half
 }
 
 // sline prints one line of a proxy's status. Much of it comes from the

@@ -52,10 +52,12 @@ func (s *Session) WriteHTML(w io.Writer, title string) error {
 	b.WriteString("<div class=\"cols\"><section><h2>pending at the end</h2>\n")
 	s.htmlPending(&b)
 	b.WriteString("<h2>lost detail</h2>\n")
-	if s.Lost == (Lost{}) {
-		b.WriteString("<p>none: the observer saw every byte</p>\n")
-	} else {
-		fmt.Fprintf(&b, "<p class=\"lost\">%s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check</p>\n", size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	class := ""
+	if s.Lost != (Lost{}) {
+		class = ` class="lost"`
+	}
+	for _, l := range s.lostLines() {
+		fmt.Fprintf(&b, "<p%s>%s</p>\n", class, esc(l))
 	}
 	if n := s.clampedNote(); n != "" {
 		fmt.Fprintf(&b, "<p class=\"lost\">%s</p>\n", esc(n))

@@ -83,8 +83,13 @@ type LiveProxy struct {
 // status file.
 const (
 	maxLiveRequests = 50
-	maxStatusItems  = 100
+	maxStatusItems  = MaxStatusItems
 )
+
+// MaxStatusItems is how many items of each list of a proxy's status
+// (pending requests, verdicts) the live page and the status command show:
+// the oldest half and the latest half, the others counted.
+const MaxStatusItems = 100
 
 // Live is the whole of status.json.
 type Live struct {

@@ -58,11 +58,8 @@ func (s *Session) WriteText(w io.Writer) error {
 		tline(&b, "  %s", p.text())
 	}
 	b.WriteString("\nlost detail\n")
-	if s.Lost == (Lost{}) {
-		b.WriteString("  none: the observer saw every byte\n")
-	} else {
-		tline(&b, "  %s and %d events not seen by the observer (all forwarded); %d frames with gaps, which a replay cannot check",
-			size(s.Lost.Bytes), s.Lost.Events, s.Lost.Frames)
+	for _, l := range s.lostLines() {
+		tline(&b, "  %s", l)
 	}
 	if n := s.clampedNote(); n != "" {
 		tline(&b, "  %s", n)
