@@ -283,6 +283,29 @@ func TestReportFile(t *testing.T) {
 	}
 }
 
+// TestReportFileErrorSaidOnce: a report file that cannot be written
+// (here its directory does not exist) fails on every change, and stderr
+// says so once (it said it once per change: 130 lines for 3 messages).
+func TestReportFileErrorSaidOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "missing", "report.json")
+	r := startRig(t, rigOpt{}, WithReportFile(path))
+	for i := range 5 {
+		r.callTool(ToolEcho, map[string]any{"text": fmt.Sprint(i)})
+	}
+	r.in.W.Close()
+	r.wait()
+	var said []string
+	for _, l := range strings.Split(string(r.stderr.Bytes()), "\n") {
+		if strings.Contains(l, "report:") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "no such file or directory") || !strings.Contains(said[0], "not said") {
+		t.Errorf("stderr's report lines: %q; want the first error, once", said)
+	}
+}
+
 func jsonRoundTrip(t *testing.T, r Report) Report {
 	t.Helper()
 	var out Report

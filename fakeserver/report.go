@@ -201,9 +201,20 @@ func (s *Server) writeReportFile(final bool) {
 		}
 	}
 	if err != nil {
-		s.logf("report: %v", err)
+		// Said once: the file is rewritten on every change, and a target
+		// that cannot be written fails each time.
+		s.reportFails++
+		if s.reportFails == 1 {
+			s.logf("report: %v (it is rewritten on each change; the failures that follow are not said)", err)
+		}
 		s.markUnwritten(path, err)
-	} else if s.unmarked != "" && os.Remove(s.unmarked) == nil {
+		return
+	}
+	if s.reportFails > 0 {
+		s.logf("report: written again, after %d failed writes", s.reportFails)
+		s.reportFails = 0
+	}
+	if s.unmarked != "" && os.Remove(s.unmarked) == nil {
 		s.unmarked = "" // the report is whole again
 	}
 }

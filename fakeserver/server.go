@@ -37,8 +37,9 @@ type Server struct {
 
 	dirty chan struct{} // report changed (capacity 1)
 
-	fmu      sync.Mutex // the report file's writers, one at a time
-	unmarked string     // the trace of an unwritten report left beside it, "" if none (fmu)
+	fmu         sync.Mutex // the report file's writers, one at a time
+	unmarked    string     // the trace of an unwritten report left beside it, "" if none (fmu)
+	reportFails int        // writes of the report file failed in a row (fmu)
 
 	wmu sync.Mutex // the write lock: one frame at a time on stdout
 	out *outWriter
