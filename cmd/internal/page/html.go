@@ -53,7 +53,7 @@ func (s *Session) WriteHTML(w io.Writer, title string) error {
 	s.htmlPending(&b)
 	b.WriteString("<h2>lost detail</h2>\n")
 	class := ""
-	if s.Lost != (Lost{}) {
+	if s.Lost != (Lost{}) || s.cut != nil {
 		class = ` class="lost"`
 	}
 	for _, l := range s.lostLines() {

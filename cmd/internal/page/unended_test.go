@@ -105,7 +105,7 @@ func TestUnendedFlood(t *testing.T) {
 
 // TestCutRecord: a record whose writing failed ends with a cut event; it
 // is not called killed: the page says writing it failed, why, and that
-// the proxy went on, unrecorded.
+// the proxy went on, unrecorded, and its lost detail is not "none".
 func TestCutRecord(t *testing.T) {
 	t.Parallel()
 	s := New()
@@ -119,6 +119,7 @@ func TestCutRecord(t *testing.T) {
 	for _, want := range []string{
 		"end     the record ends at +2.000s without the proxy's summary: writing it failed at +2.000s (write rec.ndjson: no space left on device; 3 events lost with that write), and the proxy went on forwarding, unrecorded; the proxy (pid 42) has ended since;",
 		"CUT the record ends here, early: writing it failed",
+		"lost detail\n  the record ends early: writing it failed (write rec.ndjson: no space left on device), 3 events lost with that write, and nothing after it recorded\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, text.String())
