@@ -33,6 +33,12 @@ behaved as expected. Before the criteria, probe starts the server once and
 negotiates; a server that does not start or does not speak MCP ends the
 probe there with one error line.
 
+If probe is killed (SIGKILL: a CI timeout, the OOM killer), on Linux the
+server and everything it started die too, even under a wrapper that
+ignores SIGTERM or after a setsid: a watchdog process (mcpstdio-watchdog)
+kills them. Not ended then: a process that cleared its environment and
+left the server's tree before probe's last look (five a second).
+
 Exit status: 0 no criterion failed (warnings and skips allowed; with
 -expect, every verdict is the expected one; with -baseline, nothing got
 worse than the baseline); 1 a criterion failed, something got worse than
