@@ -26,7 +26,12 @@ server it is given and finish the handshake; it may call one tool (any
 tool: the fake answers it as the criterion needs), and if its first run
 calls none, the criteria about a call are skipped. It is killed, with its
 process group, when a criterion's
-bound passes, and (Linux) when hostprobe dies. What it leaves running (a
+bound passes. If hostprobe itself is killed (SIGKILL: a CI timeout, the
+OOM killer), on Linux the host and everything it started die too, even
+under a wrapper that ignores SIGTERM or after a setsid: a watchdog process
+(mcpstdio-watchdog) kills them. Not ended then: a process that cleared its
+environment and left the host's tree before hostprobe's last look (five
+a second). What it leaves running (a
 server it orphaned, a setsid daemon holding its output, and on Linux,
 where hostprobe is a child subreaper, anything it detached from itself)
 is named in the evidence and ended. One line

@@ -44,9 +44,12 @@ import (
 	"slices"
 
 	"github.com/mcpstdio/mcpstdio/cmd/internal/proxycmd"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/watchdog"
 )
 
 func main() {
+	// Started by probe or hostprobe as their watchdog: that and nothing else.
+	watchdog.Serve()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/assertions"
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/watchdog"
 	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
@@ -31,6 +32,7 @@ var binary string
 // CPU run at once, with the detector too (testkit.ParallelForWaits; under
 // it, 32 s → 19 s here, the same CPU).
 func TestMain(m *testing.M) {
+	watchdog.Serve() // this binary, re-executed by a probe run in-process
 	testkit.ParallelForWaits(4, 4)
 	if err := testkit.PrivateState(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/cmd/internal/watchdog"
 	"github.com/mcpstdio/mcpstdio/internal/term"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
@@ -31,6 +32,12 @@ and naive, as child processes of this command, and says whether each
 behaved as expected. Before the criteria, probe starts the server once and
 negotiates; a server that does not start or does not speak MCP ends the
 probe there with one error line.
+
+If probe is killed (SIGKILL: a CI timeout, the OOM killer), on Linux the
+server and everything it started die too, even under a wrapper that
+ignores SIGTERM or after a setsid: a watchdog process (mcpstdio-watchdog)
+kills them. Not ended then: a process that cleared its environment and
+left the server's tree before probe's last look (five a second).
 
 Exit status: 0 no criterion failed (warnings and skips allowed; with
 -expect, every verdict is the expected one; with -baseline, nothing got
@@ -100,10 +107,16 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 }
 
-// withOutput runs run with the output of a probe (the printer, -json on
+// withOutput runs run, under a watchdog (cmd/internal/watchdog), with the output of a probe (the printer, -json on
 // stdout, interrupts by a signal), then writes the JUnit file, if any; it
 // returns run's exit status, or 1 if the JUnit file could not be written.
 func withOutput(ctx context.Context, cmd string, stdout, stderr io.Writer, verbose, json bool, junit *os.File, run func(context.Context, *output) int) int {
+	// Whatever run starts dies with this process, if it is killed (Linux).
+	if g, err := watchdog.Start(); err == nil {
+		defer g.Close()
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		fmt.Fprintf(stderr, "%s: %v: if this process is killed, what its children started may run on\n", cmd, err)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &output{p: newPrinter(ctx, stdout, stderr, verbose, json)}
