@@ -121,8 +121,8 @@ var (
 //	func init() { mcptest.RegisterHelper("naive", naiveServer) }
 //	func TestMain(m *testing.M) { mcptest.Main(m) } // helpers + goleak
 //
-// A duplicate or empty name panics. A helper registered from a _test.go file
-// that no test starts fails the run (see Main).
+// A duplicate or empty name panics. A helper registered from a package's
+// test files that no test starts fails the run (see Main).
 func RegisterHelper(name string, serve ServeFunc) {
 	helpersMu.Lock()
 	defer helpersMu.Unlock()
@@ -303,7 +303,7 @@ func ServeHelper() {
 //	func TestMain(m *testing.M) { mcptest.Main(m) }
 //
 // When every test ran (no -run, -skip, -list or -short), a helper registered
-// from a _test.go file that no test started fails the run, as os/exec's own
+// from a package's test files that no test started fails the run, as os/exec's own
 // helper tests do: a helper nothing uses is dead code that looks tested. A
 // package that needs more in its TestMain calls ServeHelper first and then
 // goleak.VerifyTestMain itself.
