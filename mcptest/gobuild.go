@@ -24,7 +24,7 @@ var (
 // Target that runs it with args: a test therefore never runs a stale binary,
 // and the second test to ask pays nothing. pkg is as go build takes it where
 // go test runs the test: a relative path is from the test's package
-// directory, not the module root (in server/server_test.go,
+// directory, not the module root (in a test of the package in server/,
 // "../cmd/myserver"), or give the import path
 // ("example.com/myserver/cmd/myserver"). The build is bounded by the test's
 // deadline; a failed build fails the test with the compiler's output. The
