@@ -205,17 +205,45 @@ func (s *Server) writeReportFile(final bool) {
 		// that cannot be written fails each time.
 		s.reportFails++
 		if s.reportFails == 1 {
-			s.logf("report: %v (it is rewritten on each change; the failures that follow are not said)", err)
+			s.sayReport(fmt.Sprintf("report: %v (it is rewritten on each change; the failures that follow are not said)", err))
 		}
 		s.markUnwritten(path, err)
 		return
 	}
 	if s.reportFails > 0 {
-		s.logf("report: written again, after %d failed writes", s.reportFails)
+		s.sayReport(fmt.Sprintf("report: written again, after %d failed writes", s.reportFails))
 		s.reportFails = 0
 	}
 	if s.unmarked != "" && os.Remove(s.unmarked) == nil {
 		s.unmarked = "" // the report is whole again
+	}
+}
+
+// sayReport logs what the report file's writer has to say, with s.fmu
+// held. Its last write comes after the session's end has turned the log
+// off (the stderr writer stopped, its last bytes counted in the report);
+// what it says then is kept for sayReportLast, so that a report file that
+// first fails there is said too.
+func (s *Server) sayReport(line string) {
+	s.mu.Lock()
+	off := s.logOff
+	s.mu.Unlock()
+	if off {
+		s.reportSay = line
+		return
+	}
+	s.logf("%s", line)
+}
+
+// sayReportLast writes to stderr what the report file's writer said after
+// the log was turned off, once the writer and the log have stopped.
+func (s *Server) sayReportLast() {
+	s.fmu.Lock()
+	line := s.reportSay
+	s.reportSay = ""
+	s.fmu.Unlock()
+	if line != "" {
+		s.writeStderr([]byte("fakeserver: " + line + "\n"))
 	}
 }
 

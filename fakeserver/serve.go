@@ -92,7 +92,8 @@ func (s *Server) Serve(ctx context.Context, stdin io.ReadCloser, stdout io.Write
 
 // startBackground writes the stderr noise and starts the stderr writer and
 // the report file writer. The function it returns stops them and waits for
-// them, the stderr writer's last bytes counted in the final report.
+// them, the stderr writer's last bytes counted in the final report, then
+// writes what the report file's last write had to say (sayReportLast).
 func (s *Server) startBackground() (stop func()) {
 	var bg sync.WaitGroup
 	reportStop := make(chan struct{})
@@ -116,6 +117,7 @@ func (s *Server) startBackground() (stop func()) {
 		<-logDone
 		close(reportStop)
 		bg.Wait()
+		s.sayReportLast()
 	}
 }
 

@@ -40,6 +40,7 @@ type Server struct {
 	fmu         sync.Mutex // the report file's writers, one at a time
 	unmarked    string     // the trace of an unwritten report left beside it, "" if none (fmu)
 	reportFails int        // writes of the report file failed in a row (fmu)
+	reportSay   string     // what the report file's writer had to say once the log was off (fmu)
 
 	wmu sync.Mutex // the write lock: one frame at a time on stdout
 	out *outWriter
