@@ -3,6 +3,7 @@ package mcptest_test
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,9 +18,18 @@ import (
 // bounds a stalled peer runs out), so unless -parallel is given four per
 // CPU run at once; under it they compute, and run at go test's one per CPU
 // (testkit.ParallelForWaits).
+// TestMainExitsWithoutRaceSleep runs the test binary as its child with
+// mainExitEnv set: there it exits as mcptest.Main's own (or os.Exit's).
 func TestMain(m *testing.M) {
 	testkit.ParallelForWaits(4, 1)
-	mcptest.Main(m, goleak.Cleanup(testkit.Exit))
+	switch os.Getenv(mainExitEnv) {
+	case "main":
+		mcptest.Main(m)
+	case "os.Exit":
+		mcptest.Main(m, goleak.Cleanup(os.Exit))
+	default:
+		mcptest.Main(m, goleak.Cleanup(testkit.Exit))
+	}
 }
 
 func init() {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,9 +308,25 @@ func ServeHelper() {
 // helper tests do: a helper nothing uses is dead code that looks tested. A
 // package that needs more in its TestMain calls ServeHelper first and then
 // goleak.VerifyTestMain itself.
+//
+// A passing run built with the race detector (and without coverage, which
+// os.Exit's hooks write) exits without the detector's sleep at exit (GORACE
+// atexit_sleep_ms, default 1 s, "to let other threads report races"):
+// m.Run has failed the run for any race it saw, and goleak has just found no
+// goroutine left to race, so the sleep is a second of nothing per package.
+// A goleak.Cleanup in opts replaces this exit.
 func Main(m *testing.M, opts ...goleak.Option) {
 	ServeHelper()
-	goleak.VerifyTestMain(runner{m}, opts...)
+	goleak.VerifyTestMain(runner{m}, append([]goleak.Option{goleak.Cleanup(exit)}, opts...)...)
+}
+
+// exit ends the test binary with code, as os.Exit does, but a passing run
+// under the race detector without its sleep at exit (see Main).
+func exit(code int) {
+	if code == 0 && raceDetector && testing.CoverMode() == "" {
+		syscall.Exit(0)
+	}
+	os.Exit(code)
 }
 
 type runner struct{ m *testing.M }
