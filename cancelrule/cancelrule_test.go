@@ -10,10 +10,11 @@ import (
 
 	"github.com/mcpstdio/mcpstdio/cancelrule"
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 // slowCall sends the fake's slow tool with a progress token.
 func slowCall(s *mcptest.Session) *mcptest.Pending {

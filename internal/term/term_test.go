@@ -5,9 +5,11 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestLine(t *testing.T) {
 	for _, c := range []struct{ in, want string }{

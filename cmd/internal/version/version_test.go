@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testkit.Exit)) }
 
 func TestFrom(t *testing.T) {
 	vcs := func(rev, time, modified string) []debug.BuildSetting {
