@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstdio/mcpstdio/fakeserver"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/mcptest"
 	"github.com/mcpstdio/mcpstdio/replay"
 )
@@ -26,8 +27,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("busy", func(t *testing.T) {
-		t.Parallel()
+	testkit.AtOnce(t, testkit.Subtest{Name: "busy", F: func(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctxFor(t))
 		defer cancel()
 		fake, err := fakeCommand(ctx)
@@ -52,9 +52,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 				t.Errorf("a server busy ending past the bound is reported: %s", d)
 			}
 		}
-	})
-	t.Run("asleep", func(t *testing.T) {
-		t.Parallel()
+	}}, testkit.Subtest{Name: "asleep", F: func(t *testing.T) {
 		rep, err := replay.Host(ctxFor(t), fakeTarget(t, "-ignore-eof"), rec, replay.Same(), replay.Patience(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +67,7 @@ func TestExitJudgedByEvidence(t *testing.T) {
 			t.Fatalf("a server that keeps running asleep after stdin closed: want a missing exit with the evidence, got %v", exit)
 		}
 		t.Log(exit)
-	})
+	}})
 }
 
 // TestStallJudgedByEvidence: a server slow to reach a recorded stall's

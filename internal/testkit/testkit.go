@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -33,6 +34,31 @@ func EachWayB(b *testing.B, f func(b *testing.B, child bool)) {
 	for _, way := range Ways {
 		b.Run(way, func(b *testing.B) { f(b, way == "child") })
 	}
+}
+
+// Subtest is a subtest for AtOnce: its name and its function.
+type Subtest struct {
+	Name string
+	F    func(t *testing.T)
+}
+
+// AtOnce runs each of subtests as a subtest of t, all at once and now: t.Run
+// from a goroutine of its own, without t.Parallel. Parallel subtests of a
+// parallel test queue for a -parallel slot behind every other test of the
+// package; subtests that mostly wait (a replay's patience, the one rule's
+// quiet windows, a bound a server runs out), queued last, are the package's
+// last seconds with the machine idle. It returns when all have ended.
+func AtOnce(t *testing.T, subtests ...Subtest) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, st := range subtests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(st.Name, st.F)
+		}()
+	}
+	wg.Wait()
 }
 
 // ParallelForWaits sets go test's -parallel to perCPU tests per CPU, and
