@@ -66,6 +66,7 @@ type played struct {
 // -parallel says: at go test's one per CPU they took 12 s of a -race run
 // for 3 s of CPU.
 func TestScenarios(t *testing.T) {
+	t.Parallel() // it waits (six replays side by side): beside TestFieldHangRedOnTheHang
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	runs := map[string]*played{}
