@@ -14,14 +14,13 @@ import (
 )
 
 // TestMain registers the helpers and runs goleak.VerifyTestMain (mcptest.Main).
-// Without the race detector the tests mostly wait (a server's pace, the
-// bounds a stalled peer runs out), so unless -parallel is given four per
-// CPU run at once; under it they compute, and run at go test's one per CPU
-// (testkit.ParallelForWaits).
+// The tests mostly wait (a server's pace, the bounds a stalled peer runs
+// out), so unless -parallel is given four per CPU run at once, and two
+// under the race detector, where they compute more (testkit.ParallelForWaits).
 // TestMainExitsWithoutRaceSleep runs the test binary as its child with
 // mainExitEnv set: there it exits as mcptest.Main's own (or os.Exit's).
 func TestMain(m *testing.M) {
-	testkit.ParallelForWaits(4, 1)
+	testkit.ParallelForWaits(4, 2)
 	switch os.Getenv(mainExitEnv) {
 	case "main":
 		mcptest.Main(m)

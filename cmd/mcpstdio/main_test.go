@@ -28,12 +28,12 @@ var binary string
 // TestMain builds the command and runs the tests under goleak, with a
 // state directory of their own (testkit.PrivateState). The tests
 // mostly wait for the command's criteria (their windows and bounds), not
-// compute, and the command is built without the race detector: four per
+// compute, and the command is built without the race detector: six per
 // CPU run at once, with the detector too (testkit.ParallelForWaits; under
-// it, 32 s → 19 s here, the same CPU).
+// it, 32 s → 19 s here at four, 15 → 12 s at six, the same CPU).
 func TestMain(m *testing.M) {
 	watchdog.Serve() // this binary, re-executed by a probe run in-process
-	testkit.ParallelForWaits(4, 4)
+	testkit.ParallelForWaits(6, 6)
 	if err := testkit.PrivateState(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
