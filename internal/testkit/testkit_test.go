@@ -73,6 +73,30 @@ func TestEachWay(t *testing.T) {
 	}
 }
 
+// TestAtOnce: the subtests run at the same time (each waits for the
+// other to start, which one after the other never ends: bounded), as
+// subtests of t, and AtOnce returns once both have ended.
+func TestAtOnce(t *testing.T) {
+	t.Parallel()
+	started := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	var ended [2]bool
+	sub := func(i int) testkit.Subtest {
+		return testkit.Subtest{Name: fmt.Sprint("sub", i), F: func(t *testing.T) {
+			close(started[i])
+			select {
+			case <-started[1-i]:
+			case <-time.After(time.Minute):
+				t.Errorf("%s: the other subtest did not start within a minute of this one", t.Name())
+			}
+			ended[i] = true
+		}}
+	}
+	testkit.AtOnce(t, sub(0), sub(1))
+	if !ended[0] || !ended[1] {
+		t.Errorf("AtOnce returned with its subtests ended: %v, want both", ended)
+	}
+}
+
 // TestParallelForWaits: -parallel becomes perCPU per CPU, or racePerCPU
 // under the race detector, when the command line does not give it; a
 // value once given (by it or by the command line) stays.
