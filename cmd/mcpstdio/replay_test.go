@@ -87,6 +87,7 @@ func TestReplayServe(t *testing.T) {
 // TestReplaySave: -save writes the record redacted, private, and it
 // replays with the same -redact.
 func TestReplaySave(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "redacted.ndjson")
 	res := mcpstdio(t, time.Minute, "replay", "-redact", "params.arguments.text", "-redact", "result.content.*.text", "-record", sample, "-save", out)
 	if res.code != 0 || res.stdout != "" || res.stderr != "" {
@@ -148,6 +149,7 @@ func TestReplayUsage(t *testing.T) {
 // fake writes less than the recorded server did by the host's last
 // action, which waits up to three patiences for it: -patience 500ms.
 func TestReplayStrict(t *testing.T) {
+	t.Parallel()
 	recSample := filepath.Join("..", "..", "record", "testdata", "sample.ndjson")
 	res := mcpstdio(t, time.Minute, "replay", "-same", "-patience", "500ms", "-record", recSample, "--", binary, "fake", "-ignore-cancel")
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "replay: as recorded for what could be checked:") || !strings.Contains(strings.SplitN(res.stdout, "\n", 2)[0], "1 messages only as heads") {
