@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"runtime"
 	"strings"
 	"testing"
@@ -97,14 +98,15 @@ func TestHostProbeHandshakeExit0(t *testing.T) {
 		{"no -expect-output", nil, assertions.Warn, "exited 0: the failure is in its output at most"},
 		{"its line printed", []string{"-expect-output", "minihost:"}, assertions.Fail, "the host exited 0 and its output matches \"minihost:\", the line of a session that worked: the failure was not reported"},
 	}
+	var subtests []testkit.Subtest
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+		subtests = append(subtests, testkit.Subtest{Name: c.name, F: func(t *testing.T) {
 			args := append(append([]string{"hostprobe", "-run", "^handshake-timeout$"}, c.expect...), "-host-cap", "20s", "--", host, "-connect", "-exit0", "-handshake-timeout", "1s", "-grace", "100ms", "{server}")
 			res := mcpstdio(t, 2*time.Minute, args...)
 			if got := verdicts(res.stdout)["handshake-timeout"]; got != c.want || !strings.Contains(res.stdout, c.says) {
 				t.Errorf("handshake-timeout = %s, want %s saying %q\nstdout:\n%s\nstderr:\n%s", got, c.want, c.says, res.stdout, res.stderr)
 			}
-		})
+		}})
 	}
+	testkit.AtOnce(t, subtests...) // they wait (the host's timeout): not queued behind the package's other tests
 }

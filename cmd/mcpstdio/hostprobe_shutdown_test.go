@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpstdio/mcpstdio/assertions"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 )
 
 // TestHostProbeShutdownLadder: shutdown-ladder against minihost, a real
@@ -32,6 +33,7 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
 	const grace, hostCap = 250 * time.Millisecond, 5 * time.Second
+	var subtests []testkit.Subtest
 	for _, c := range []struct {
 		mode  string
 		want  assertions.Verdict
@@ -43,8 +45,7 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 		{"orphan", assertions.Fail, []string{"stdin closed"}, []string{"orphaned: the host ended (exit status 0", "the criterion killed it"}},
 		{"wait", assertions.Fail, []string{"stdin closed"}, []string{fmt.Sprintf("the harness's bound: %v after the first step, HostConfig.Cap, -host-cap", hostCap), "the criterion killed the host with its process group"}},
 	} {
-		t.Run(c.mode, func(t *testing.T) {
-			t.Parallel()
+		subtests = append(subtests, testkit.Subtest{Name: c.mode, F: func(t *testing.T) {
 			res := mcpstdio(t, 2*time.Minute, "hostprobe", "-json", "-run", "^shutdown-ladder$", "-host-cap", hostCap.String(),
 				"--", host, "-shutdown", c.mode, "-grace", grace.String(), "{server}")
 			var rep assertions.Report
@@ -73,8 +74,9 @@ func TestHostProbeShutdownLadder(t *testing.T) {
 					t.Errorf("the orphan, pid %s, still runs after hostprobe: %s", left[1], b)
 				}
 			}
-		})
+		}})
 	}
+	testkit.AtOnce(t, subtests...) // they wait (the grace, the host's cap): not queued behind the package's other tests
 }
 
 // ladderSteps returns the names of the ladder's steps in a shutdown-ladder
@@ -123,6 +125,7 @@ func TestHostProbeSetsidDaemon(t *testing.T) {
 func TestHostProbeHandshakeTimeout(t *testing.T) {
 	t.Parallel()
 	host := buildMinihost(t)
+	var subtests []testkit.Subtest
 	for _, c := range []struct {
 		name   string
 		within []string
@@ -133,8 +136,7 @@ func TestHostProbeHandshakeTimeout(t *testing.T) {
 		{"bounded", nil, []string{"-handshake-timeout", "1s"}, assertions.Pass, []string{"the fake never answered initialize (id 1): the host ended ", "exit status 1", "sent notifications/cancelled for initialize after "}},
 		{"forever", []string{"-within", "3s"}, nil, assertions.Fail, []string{"the host was still waiting ", "the harness's bound: 6s, HostConfig.Cap and Within for its start"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+		subtests = append(subtests, testkit.Subtest{Name: c.name, F: func(t *testing.T) {
 			args := append([]string{"hostprobe", "-run", "^handshake-timeout$", "-host-cap", "3s"}, c.within...)
 			args = append(append(append(args, "--", host), c.flags...), "{server}")
 			res := mcpstdio(t, 2*time.Minute, args...)
@@ -147,8 +149,9 @@ func TestHostProbeHandshakeTimeout(t *testing.T) {
 					t.Errorf("the evidence does not say %q:\n%s", s, res.stdout)
 				}
 			}
-		})
+		}})
 	}
+	testkit.AtOnce(t, subtests...) // they wait (the host's timeout, the bound): not queued behind the package's other tests
 }
 
 // TestProbeSetsidEscape: a server that starts a process in a

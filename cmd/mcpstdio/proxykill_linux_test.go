@@ -18,6 +18,7 @@ import (
 	"github.com/mcpstdio/mcpstdio/cmd/internal/cmdtest"
 	"github.com/mcpstdio/mcpstdio/cmd/internal/state"
 	"github.com/mcpstdio/mcpstdio/internal/poll"
+	"github.com/mcpstdio/mcpstdio/internal/testkit"
 	"github.com/mcpstdio/mcpstdio/record"
 )
 
@@ -40,14 +41,15 @@ func killRuns() int {
 // a large result the host stopped reading.
 func TestProxyKilledLikeCodex(t *testing.T) {
 	t.Parallel()
+	var subtests []testkit.Subtest
 	for _, stall := range []bool{false, true} {
-		t.Run(map[bool]string{false: "short", true: "stalled"}[stall], func(t *testing.T) {
-			t.Parallel()
+		subtests = append(subtests, testkit.Subtest{Name: map[bool]string{false: "short", true: "stalled"}[stall], F: func(t *testing.T) {
 			for i := range killRuns() {
 				codexKill(t, i, stall)
 			}
-		})
+		}})
 	}
+	testkit.AtOnce(t, subtests...) // they wait (a session, the kill): not queued behind the package's other tests
 }
 
 // codexKill runs one session through the proxy and ends it as Codex does,
