@@ -38,6 +38,7 @@ var apiSystems = []string{"linux", "darwin", "windows"}
 // written (parameter names left out), for linux, darwin and windows: a name
 // declared on some of them only ends with them in parentheses.
 func TestAPI(t *testing.T) {
+	t.Parallel() // it reads files (and runs go doc): beside the README's tests, which wait
 	fset, files := moduleSource(t)
 	lines := map[string]map[string][]string{} // package dir → line → systems
 	for _, goos := range apiSystems {

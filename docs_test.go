@@ -132,6 +132,7 @@ var machinePath = regexp.MustCompile(`go-build[0-9a-f/]|\.cache/|/root(/|\b)|/ho
 // TestMarkdownMachinePaths fails on a machine path in any Markdown file or
 // runnable example (whose output go doc shows).
 func TestMarkdownMachinePaths(t *testing.T) {
+	t.Parallel() // it reads files (and runs go doc): beside the README's tests, which wait
 	examples, err := filepath.Glob("*/*example*_test.go")
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 // one), "seed" (a word only the project's history explains) and an issue
 // number of this project's tracker, which the repository does not hold.
 func TestDocComments(t *testing.T) {
+	t.Parallel() // it reads files (and runs go doc): beside the README's tests, which wait
 	fset, files := moduleSource(t)
 	for _, f := range files {
 		for _, p := range docProblems(fset, f.ast) {
