@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -51,5 +50,5 @@ func TestMainExitChild(t *testing.T) {
 	if os.Getenv(mainExitEnv) == "" {
 		t.Skip("the child of TestMainExitsWithoutRaceSleep")
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1)
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 }
