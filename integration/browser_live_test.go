@@ -89,7 +89,9 @@ func waitPage(t *testing.T, ctx context.Context, what, pred string, limit time.D
 
 // TestLivePageStall: a proxied session whose host stops reading during a
 // large call. Within 2 s of the stall the live page shows the call
-// pending, the host as not reading and the bytes the proxy holds; once the
+// pending (waiting, or responding once the record has the first bytes of
+// its answer: which of the two depends on how far the record is behind the
+// status), the host as not reading and the bytes the proxy holds; once the
 // host reads again it shows the call delivered and the blocked write ended
 // with its duration. Closing the page and the command changes nothing in
 // the proxy, which answers the next call.
@@ -110,7 +112,7 @@ func TestLivePageStall(t *testing.T) {
 	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"bytes":4194304}}}`)
 	stalled := time.Now()
 	took := waitPage(t, ctx, "the call pending, the host not reading, the bytes held",
-		`/id 2 tools\/call big\s+waiting/.test(t) && /STUCK: the host is not reading the server's output: a (write|splice) of/.test(t) && /held by the proxy for|the proxy holds none\) blocked for/.test(t)`, time.Minute)
+		`/id 2 tools\/call big\s+(waiting|responding)/.test(t) && /STUCK: the host is not reading the server's output: a (write|splice) of/.test(t) && /held by the proxy for|the proxy holds none\) blocked for/.test(t)`, time.Minute)
 	seen := time.Now()
 	t.Logf("the page showed the stall %v after the call was sent", took)
 	if took > 2*time.Second {
